@@ -1,0 +1,203 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NetworkInterfacePhase summarises a NetworkInterface's state.
+// +enum
+type NetworkInterfacePhase string
+
+const (
+	// NetworkInterfacePending: a direct NIC that does not hold its ElasticIP (yet).
+	NetworkInterfacePending NetworkInterfacePhase = "Pending"
+	// NetworkInterfaceReady: the NIC has its address.
+	NetworkInterfaceReady NetworkInterfacePhase = "Ready"
+	// NetworkInterfaceFailed: the NIC cannot be set up.
+	NetworkInterfaceFailed NetworkInterfacePhase = "Failed"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=nic
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="NODE",type=string,JSONPath=`.spec.nodeName`
+// +kubebuilder:printcolumn:name="ELASTICIP",type=string,JSONPath=`.spec.elasticIP`
+// +kubebuilder:printcolumn:name="ADDRESS",type=string,JSONPath=`.status.address`
+// +kubebuilder:printcolumn:name="PHASE",type=string,JSONPath=`.status.phase`
+
+// NetworkInterface is one network interface of a Pod, named "<pod>.<interface>" and
+// owned by the Pod. It is created by the controller.
+type NetworkInterface struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec NetworkInterfaceSpec `json:"spec"`
+	// +optional
+	Status NetworkInterfaceStatus `json:"status,omitempty"`
+}
+
+// NetworkInterfaceSpec is the wanted state of a NetworkInterface.
+// +kubebuilder:validation:XValidation:rule="has(self.elasticIP) == has(oldSelf.elasticIP) && (!has(self.elasticIP) || self.elasticIP == oldSelf.elasticIP)",message="elasticIP is immutable"
+type NetworkInterfaceSpec struct {
+	// podRef names the Pod and the interface inside it. Immutable.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="podRef is immutable"
+	PodRef PodReference `json:"podRef"`
+	// nodeName is the Node the Pod runs on.
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
+	// elasticIP names an ElasticIP in the same namespace that this NIC carries directly.
+	// Immutable.
+	// +optional
+	ElasticIP string `json:"elasticIP,omitempty"`
+	// allocationIdentity is the workload identity of the Pod ("vmi.<vm>" for a KubeVirt
+	// virt-launcher Pod): a new Pod of the same identity may take over the ElasticIP.
+	// +optional
+	AllocationIdentity string `json:"allocationIdentity,omitempty"`
+}
+
+// PodReference names a Pod and one of its interfaces.
+type PodReference struct {
+	// name of the Pod.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// uid of the Pod.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	UID string `json:"uid"`
+	// interface is the interface name inside the Pod, e.g. "eth0".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=15
+	Interface string `json:"interface"`
+}
+
+// NetworkInterfaceStatus is the observed state of a NetworkInterface.
+type NetworkInterfaceStatus struct {
+	// phase: Pending, Ready or Failed.
+	// +optional
+	Phase NetworkInterfacePhase `json:"phase,omitempty"`
+	// address in CIDR form: the Pod IP/32 for a Vpc NIC, <ElasticIP>/32 for a direct NIC
+	// (empty while it does not hold the ElasticIP).
+	// +optional
+	Address string `json:"address,omitempty"`
+	// routes inside the Pod for a direct NIC.
+	// +optional
+	// +listType=atomic
+	Routes []Route `json:"routes,omitempty"`
+	// rules inside the Pod for a direct extra NIC.
+	// +optional
+	// +listType=atomic
+	Rules []RoutingRule `json:"rules,omitempty"`
+	// conditions: Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// Route is one route inside a Pod.
+type Route struct {
+	// destination in CIDR form, "0.0.0.0/0" for the default route.
+	// +required
+	Destination string `json:"destination"`
+	// gateway address.
+	// +optional
+	Gateway string `json:"gateway,omitempty"`
+	// onLink says the gateway is reachable on the link without a covering route.
+	// +optional
+	OnLink bool `json:"onLink,omitempty"`
+	// table is the routing table; 0 means the main table.
+	// +optional
+	Table int64 `json:"table,omitempty"`
+}
+
+// RoutingRule is one policy routing rule inside a Pod.
+type RoutingRule struct {
+	// from is the source prefix in CIDR form.
+	// +required
+	From string `json:"from"`
+	// table to look up.
+	// +required
+	Table int64 `json:"table"`
+	// priority of the rule.
+	// +required
+	Priority int32 `json:"priority"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// NetworkInterfaceList is a list of NetworkInterfaces.
+type NetworkInterfaceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NetworkInterface `json:"items"`
+}
+
+// +genclient
+// +genclient:nonNamespaced
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=arpad
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="EXTERNALNETWORK",type=string,JSONPath=`.spec.externalNetwork`
+// +kubebuilder:printcolumn:name="ADDRESS",type=string,JSONPath=`.spec.address`
+// +kubebuilder:printcolumn:name="NODE",type=string,JSONPath=`.spec.nodeName`
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// ARPAdvertisement says which single Node answers ARP for an address of an arp network.
+// It is created by the controller, not by users.
+type ARPAdvertisement struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec ARPAdvertisementSpec `json:"spec"`
+	// +optional
+	Status ARPAdvertisementStatus `json:"status,omitempty"`
+}
+
+// ARPAdvertisementSpec is the wanted state of an ARPAdvertisement. Only nodeName may change.
+type ARPAdvertisementSpec struct {
+	// externalNetwork names the ExternalNetwork (type arp) of the address. Immutable.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="externalNetwork is immutable"
+	ExternalNetwork string `json:"externalNetwork"`
+	// address is the IPv4 address to answer for. Immutable.
+	// +required
+	// +kubebuilder:validation:MinLength=7
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="address is immutable"
+	Address string `json:"address"`
+	// nodeName is the single Node that answers.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	NodeName string `json:"nodeName"`
+}
+
+// ARPAdvertisementStatus is the observed state of an ARPAdvertisement.
+type ARPAdvertisementStatus struct {
+	// conditions: Answering, written by the node agent that answers.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// ARPAdvertisementList is a list of ARPAdvertisements.
+type ARPAdvertisementList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ARPAdvertisement `json:"items"`
+}

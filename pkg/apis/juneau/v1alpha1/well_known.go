@@ -1,0 +1,152 @@
+package v1alpha1
+
+// Condition types.
+const (
+	// ConditionReady is the Ready condition of AddressPool, ExternalNetwork,
+	// ElasticIPAttachment and NetworkInterface.
+	ConditionReady = "Ready"
+	// ConditionAllocated says an ElasticIP holds an address reservation.
+	ConditionAllocated = "Allocated"
+	// ConditionAttached says an ElasticIP is used by exactly one attachment or NIC.
+	ConditionAttached = "Attached"
+	// ConditionAnswering says a node agent answers ARP for an ARPAdvertisement.
+	ConditionAnswering = "Answering"
+	// PodConditionElasticIP is the Pod readiness-gate condition the node agent sets
+	// once the Pod's ElasticIP traffic is programmed on its Node.
+	PodConditionElasticIP = "juneau.loutres.me/elastic-ip"
+)
+
+// Condition reasons.
+const (
+	// ReasonAllocated: the address is reserved.
+	ReasonAllocated = "Allocated"
+	// ReasonNoAddressAvailable: every pool of the network is exhausted.
+	ReasonNoAddressAvailable = "NoAddressAvailable"
+	// ReasonAddressInUse: requestedIP is reserved by another consumer.
+	ReasonAddressInUse = "AddressInUse"
+	// ReasonMissingDependency: the ExternalNetwork or one of its pools does not exist.
+	ReasonMissingDependency = "MissingDependency"
+	// ReasonInvalidAddressPool: a pool's mode does not match, or requestedIP lies outside the pools.
+	ReasonInvalidAddressPool = "InvalidAddressPool"
+	// ReasonWaitingForNetworkInterfaces: a deleting ElasticIP is still named by NICs.
+	ReasonWaitingForNetworkInterfaces = "WaitingForNetworkInterfaces"
+	// ReasonAttached: the ElasticIP is used by one attachment or NIC.
+	ReasonAttached = "Attached"
+	// ReasonUnused: nobody asks for the ElasticIP.
+	ReasonUnused = "Unused"
+	// ReasonConflict: more than one user wants the ElasticIP at once.
+	ReasonConflict = "Conflict"
+	// ReasonWaitingForHandover: a deleting NIC may still carry the address.
+	ReasonWaitingForHandover = "WaitingForHandover"
+	// ReasonWaitingForElasticIP: a direct NIC (or attachment) waits for the ElasticIP to pick it.
+	ReasonWaitingForElasticIP = "WaitingForElasticIP"
+	// ReasonElasticIPNotReady: the ElasticIP has no address yet.
+	ReasonElasticIPNotReady = "ElasticIPNotReady"
+	// ReasonWaitingForNetworkInterface: an attachment's target NIC has no address or node yet.
+	ReasonWaitingForNetworkInterface = "WaitingForNetworkInterface"
+	// ReasonMissingElasticIP: an attachment names an ElasticIP that does not exist.
+	ReasonMissingElasticIP = "MissingElasticIP"
+	// ReasonMissingNetworkInterface: an attachment names a NIC that does not exist.
+	ReasonMissingNetworkInterface = "MissingNetworkInterface"
+	// ReasonWaitingForPodIP: a Vpc NIC whose Pod has no IP yet.
+	ReasonWaitingForPodIP = "WaitingForPodIP"
+	// ReasonReady: the object is ready.
+	ReasonReady = "Ready"
+	// ReasonPoolsReady: every pool of a network exists and matches its type.
+	ReasonPoolsReady = "PoolsReady"
+	// ReasonNodeAddressInPool: a Node address lies inside an AddressPool.
+	ReasonNodeAddressInPool = "NodeAddressInPool"
+	// ReasonAnswering: the node agent answers ARP for the address.
+	ReasonAnswering = "Answering"
+	// ReasonProgrammed: the node agent programmed the Pod's ElasticIP traffic.
+	ReasonProgrammed = "Programmed"
+	// ReasonNotProgrammed: the Pod's ElasticIP traffic is not programmed on its Node.
+	ReasonNotProgrammed = "NotProgrammed"
+)
+
+// Finalizers.
+const (
+	// FinalizerElasticIP keeps an ElasticIP until its reservation is released.
+	FinalizerElasticIP = "juneau.loutres.me/release-address"
+)
+
+// Labels.
+const (
+	// LabelPod marks ElasticIPs and ElasticIPAttachments created for a Pod.
+	LabelPod = "juneau.loutres.me/pod"
+)
+
+// Pod annotations for direct use (SPEC §3.1).
+const (
+	// AnnotationElasticIP: eth0 carries the named ElasticIP directly.
+	AnnotationElasticIP = "juneau.loutres.me/elastic-ip"
+	// AnnotationNetworks: JSON list of extra NICs, [{"interface":"ext0","elasticIP":"gw-eip"}].
+	AnnotationNetworks = "juneau.loutres.me/networks"
+)
+
+// Pod annotations for automatic ElasticIPs (SPEC §3.2).
+const (
+	AnnotationPodWithEIP         = "juneau.loutres.me/pod-with-eip"
+	AnnotationPodEIPName         = "juneau.loutres.me/pod-eip-name"
+	AnnotationEIPExternalNetwork = "juneau.loutres.me/eip-external-network"
+	AnnotationEIPBandwidth       = "juneau.loutres.me/eip-bandwidth"
+	AnnotationReleaseStrategy    = "juneau.loutres.me/pod-eip-release-strategy"
+	AnnotationAllocatedEIPName   = "juneau.loutres.me/allocated-eip-name"
+	AnnotationAllocatedEIPAddr   = "juneau.loutres.me/allocated-eip-address"
+	// AnnotationDefaultNetwork marks the ExternalNetwork automatic ElasticIPs come from by default.
+	AnnotationDefaultNetwork = "juneau.loutres.me/default-network"
+)
+
+// Compatibility aliases of the managed-cloud annotations (SPEC §3.2).
+const (
+	AliasPodWithEIP      = "network.alibabacloud.com/pod-with-eip"
+	AliasEIPBandwidth    = "network.alibabacloud.com/eip-bandwidth"
+	AliasReleaseStrategy = "network.alibabacloud.com/pod-eip-release-strategy"
+	AliasPodEIPInstance  = "network.alibabacloud.com/pod-eip-instanceid"
+)
+
+// Release strategies of automatic ElasticIPs.
+const (
+	ReleaseFollow = "Follow"
+	ReleaseNever  = "Never"
+)
+
+// KubeVirt: a virt-launcher Pod (label kubevirt.io=virt-launcher) names its VM in
+// vm.kubevirt.io/name (or its VMI in the kubevirt.io/domain annotation); its NICs get
+// allocationIdentity "vmi.<name>" so a re-created launcher may take over the ElasticIP.
+const (
+	LabelKubeVirt               = "kubevirt.io"
+	LabelKubeVirtLauncher       = "virt-launcher"
+	LabelKubeVirtVMName         = "vm.kubevirt.io/name"
+	AnnotationKubeVirtDomain    = "kubevirt.io/domain"
+	AllocationIdentityVMIPrefix = "vmi."
+)
+
+// Field managers, one per writer, so server-side apply keeps their fields apart.
+const (
+	FieldManagerController = "juneau-controller"
+	FieldManagerNode       = "juneau-node"
+	FieldManagerCNI        = "juneau-cni"
+)
+
+// Names derived from others.
+const (
+	// ConsumerKindElasticIP is the consumer kind of claims made for ElasticIPs.
+	ConsumerKindElasticIP = "ElasticIP"
+	// ARPAdvertisementPrefix starts every ARPAdvertisement name: eip-<namespace>-<elasticip>.
+	ARPAdvertisementPrefix = "eip-"
+	// DefaultInterface is the Pod's primary interface.
+	DefaultInterface = "eth0"
+	// DirectGateway is the on-link gateway of an eth0 that carries an ElasticIP.
+	DirectGateway = "169.254.0.1"
+	// DirectRulePriority is the priority of the "from <EIP> lookup T" rule of an extra NIC.
+	DirectRulePriority = 100
+)
+
+// NetworkInterfaceName is "<pod>.<interface>".
+func NetworkInterfaceName(pod, iface string) string { return pod + "." + iface }
+
+// ARPAdvertisementName is "eip-<namespace>-<elasticip>".
+func ARPAdvertisementName(namespace, elasticIP string) string {
+	return ARPAdvertisementPrefix + namespace + "-" + elasticIP
+}
