@@ -25,6 +25,7 @@ kube::codegen::gen_openapi \
   --boilerplate "${boilerplate}" \
   pkg/apis
 
+mkdir -p "${root}/_output"
 schema="${root}/_output/openapi-schema.json"
 go run ./hack/openapi-schema > "${schema}"
 

@@ -50,6 +50,7 @@ type AddressPoolSpec struct {
 	// +required
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="oldSelf.all(a, a in self)",message="addresses is append-only: existing entries cannot be removed"
 	Addresses []string `json:"addresses"`
@@ -119,6 +120,7 @@ type ExternalNetworkSpec struct {
 	// +required
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="oldSelf.all(p, p in self)",message="addressPools is append-only: existing entries cannot be removed"
 	AddressPools []string `json:"addressPools"`
