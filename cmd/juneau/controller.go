@@ -1,18 +1,196 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"os"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	kubescheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/loutres/juneau/pkg/controllers/elasticip"
+	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
+	juneauscheme "github.com/loutres/juneau/pkg/generated/clientset/versioned/scheme"
+	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
 )
 
+type controllerOptions struct {
+	common         *commonOptions
+	workers        int
+	metricsAddr    string
+	leaderElect    bool
+	leaseNamespace string
+	leaseName      string
+	leaseDuration  time.Duration
+	renewDeadline  time.Duration
+	retryPeriod    time.Duration
+	orphanGrace    time.Duration
+	resync         time.Duration
+}
+
 func newControllerCommand(common *commonOptions) *cobra.Command {
-	return &cobra.Command{
+	o := &controllerOptions{common: common}
+	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "run the cluster-level controllers (leader-elected)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return fmt.Errorf("controller: %w", errNotImplemented)
-		},
+		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
 	}
+	fs := cmd.Flags()
+	fs.IntVar(&o.workers, "workers", 4, "workers per controller")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9090", "address serving /metrics, /healthz and /readyz; empty disables")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader through a Lease so only one replica acts")
+	fs.StringVar(&o.leaseNamespace, "leader-elect-namespace", envOr("POD_NAMESPACE", "juneau-system"), "namespace of the leader-election Lease")
+	fs.StringVar(&o.leaseName, "leader-elect-name", "juneau-controller", "name of the leader-election Lease")
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a lease lasts without renewal")
+	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before giving up")
+	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew")
+	fs.DurationVar(&o.orphanGrace, "orphan-claim-grace", elasticip.DefaultOrphanGrace, "how long a claim whose consumer is gone stays before it is deleted")
+	fs.DurationVar(&o.resync, "resync-period", 10*time.Minute, "informer resync period")
+	return cmd
+}
+
+func (o *controllerOptions) run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithName("controller")
+	ctx = klog.NewContext(ctx, logger)
+	cfg, err := o.common.restConfig()
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	juneau, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	health := newHealth()
+	srv, reg, err := startMetricsServer(ctx, o.metricsAddr, health)
+	if err != nil {
+		return err
+	}
+	defer srv.shutdown()
+
+	runControllers := func(ctx context.Context) error {
+		return o.runControllers(ctx, kube, juneau, reg, health)
+	}
+	if !o.leaderElect {
+		return runControllers(ctx)
+	}
+	return o.runElected(ctx, kube, runControllers)
+}
+
+// runElected runs fn only while holding the Lease. Losing it ends the process: the
+// controllers' caches and in-flight writes must not outlive leadership.
+func (o *controllerOptions) runElected(ctx context.Context, kube kubernetes.Interface, fn func(context.Context) error) error {
+	host, _ := os.Hostname()
+	id := host + "_" + uuid.NewString()
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1ObjectMeta(o.leaseNamespace, o.leaseName),
+		Client:     kube.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+	errc := make(chan error, 1)
+	lost := errors.New("leader election lost")
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   o.leaseDuration,
+		RenewDeadline:   o.renewDeadline,
+		RetryPeriod:     o.retryPeriod,
+		ReleaseOnCancel: true,
+		Name:            o.leaseName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				klog.FromContext(ctx).Info("Became leader", "identity", id)
+				errc <- fn(ctx)
+			},
+			OnStoppedLeading: func() {
+				select {
+				case errc <- lost:
+				default:
+				}
+			},
+		},
+	})
+	select {
+	case err := <-errc:
+		if ctx.Err() != nil {
+			return nil // normal shutdown
+		}
+		return err
+	default:
+		return ctx.Err()
+	}
+}
+
+// runControllers builds every controller on shared informers, starts the informers and
+// runs the controllers until ctx ends.
+func (o *controllerOptions) runControllers(ctx context.Context, kube kubernetes.Interface, juneau versioned.Interface, reg registerer, health *health) error {
+	kubeInf := kubeinformers.NewSharedInformerFactory(kube, o.resync)
+	juneauInf := juneauinformers.NewSharedInformerFactory(juneau, o.resync)
+	recorder, stopEvents := newRecorder(ctx, kube)
+	defer stopEvents()
+
+	j := juneauInf.Juneau().V1alpha1()
+	eipMetrics, err := elasticip.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	eipCtrl, err := elasticip.NewController(juneau, elasticip.Informers{
+		ElasticIPs: j.ElasticIPs(), Claims: j.AllocationClaims(), Pools: j.AddressPools(),
+		Networks: j.ExternalNetworks(), Attachments: j.ElasticIPAttachments(),
+		NetworkInterfaces: j.NetworkInterfaces(), Advertisements: j.ARPAdvertisements(),
+	}, recorder, elasticip.Options{OrphanGrace: o.orphanGrace, Metrics: eipMetrics})
+	if err != nil {
+		return fmt.Errorf("elasticip controller: %w", err)
+	}
+	runners := []func(context.Context, int){eipCtrl.Run}
+	more, err := o.otherControllers(kube, juneau, kubeInf, juneauInf, recorder, reg)
+	if err != nil {
+		return err
+	}
+	runners = append(runners, more...)
+
+	kubeInf.Start(ctx.Done())
+	juneauInf.Start(ctx.Done())
+	defer kubeInf.Shutdown()
+	defer juneauInf.Shutdown()
+	for typ, ok := range juneauInf.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("cache of %v did not sync", typ)
+		}
+	}
+	health.setReady()
+
+	var g errgroup.Group
+	for _, run := range runners {
+		g.Go(func() error { run(ctx, o.workers); return nil })
+	}
+	return g.Wait()
+}
+
+// newRecorder returns an Event recorder that knows juneau's kinds.
+func newRecorder(ctx context.Context, kube kubernetes.Interface) (record.EventRecorder, func()) {
+	scheme := runtime.NewScheme()
+	_ = kubescheme.AddToScheme(scheme)
+	_ = juneauscheme.AddToScheme(scheme)
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	b.StartStructuredLogging(3)
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	return b.NewRecorder(scheme, corev1.EventSource{Component: "juneau-controller"}), b.Shutdown
 }

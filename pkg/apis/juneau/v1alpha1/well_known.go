@@ -50,6 +50,10 @@ const (
 	ReasonMissingNetworkInterface = "MissingNetworkInterface"
 	// ReasonWaitingForPodIP: a Vpc NIC whose Pod has no IP yet.
 	ReasonWaitingForPodIP = "WaitingForPodIP"
+	// ReasonNotAllocated: the ElasticIP has no address, so nobody can use it yet.
+	ReasonNotAllocated = "NotAllocated"
+	// ReasonReleased: a deleting ElasticIP gave its address back.
+	ReasonReleased = "Released"
 	// ReasonReady: the object is ready.
 	ReasonReady = "Ready"
 	// ReasonPoolsReady: every pool of a network exists and matches its type.
@@ -68,6 +72,12 @@ const (
 const (
 	// FinalizerElasticIP keeps an ElasticIP until its reservation is released.
 	FinalizerElasticIP = "juneau.loutres.me/release-address"
+)
+
+// Annotations the controller puts on objects it makes.
+const (
+	// AnnotationOwner on an ARPAdvertisement names its ElasticIP as "<namespace>/<name>".
+	AnnotationOwner = "juneau.loutres.me/owner"
 )
 
 // Labels.

@@ -1,0 +1,246 @@
+package elasticip
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/controllers/indexes"
+	"github.com/loutres/juneau/pkg/controllers/ipam"
+	"github.com/loutres/juneau/pkg/controllers/loop"
+	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
+	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
+	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+)
+
+// ControllerName names the loop, its queue and its log lines.
+const ControllerName = "elasticip"
+
+// DefaultOrphanGrace is how long a claim whose consumer is gone stays before it is
+// deleted, so that a lagging cache never frees a live address.
+const DefaultOrphanGrace = 30 * time.Second
+
+// Informers are the shared informers the controller reads.
+type Informers struct {
+	ElasticIPs        informers.ElasticIPInformer
+	Claims            informers.AllocationClaimInformer
+	Pools             informers.AddressPoolInformer
+	Networks          informers.ExternalNetworkInformer
+	Attachments       informers.ElasticIPAttachmentInformer
+	NetworkInterfaces informers.NetworkInterfaceInformer
+	Advertisements    informers.ARPAdvertisementInformer
+}
+
+// Options tune the controller.
+type Options struct {
+	OrphanGrace time.Duration
+	Clock       clock.Clock
+	Metrics     *Metrics // may be nil
+}
+
+// Controller reserves addresses for ElasticIPs, decides who uses each one, keeps the
+// ARPAdvertisements and releases everything on deletion (SPEC §4.2–§4.5). It is the
+// only writer of ElasticIP status.
+type Controller struct {
+	client   versioned.Interface
+	recorder record.EventRecorder
+	clock    clock.Clock
+	metrics  *Metrics
+	grace    time.Duration
+
+	eips        listers.ElasticIPLister
+	claims      listers.AllocationClaimLister
+	pools       listers.AddressPoolLister
+	networks    listers.ExternalNetworkLister
+	attachments listers.ElasticIPAttachmentLister
+	nics        listers.NetworkInterfaceLister
+	adverts     listers.ARPAdvertisementLister
+	inf         Informers
+
+	index *ipam.Index // reserved addresses, fed from the claim informer
+
+	// created remembers claims this process created until the informer shows them, so a
+	// retry never reserves a second address for the same ElasticIP.
+	mu      sync.Mutex
+	created map[types.UID]string
+
+	eipLoop   *loop.Loop
+	claimLoop *loop.Loop
+	synced    []cache.InformerSynced
+}
+
+// NewController registers event handlers and indexes; it starts nothing.
+func NewController(client versioned.Interface, inf Informers, recorder record.EventRecorder, opts Options) (*Controller, error) {
+	if opts.OrphanGrace <= 0 {
+		opts.OrphanGrace = DefaultOrphanGrace
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	c := &Controller{
+		client: client, recorder: recorder, clock: opts.Clock, metrics: opts.Metrics, grace: opts.OrphanGrace,
+		eips: inf.ElasticIPs.Lister(), claims: inf.Claims.Lister(), pools: inf.Pools.Lister(),
+		networks: inf.Networks.Lister(), attachments: inf.Attachments.Lister(),
+		nics: inf.NetworkInterfaces.Lister(), adverts: inf.Advertisements.Lister(),
+		inf: inf, index: ipam.NewIndex(), created: map[types.UID]string{},
+	}
+	c.eipLoop = loop.New(ControllerName, c.sync, c.metrics.errorCounter())
+	c.claimLoop = loop.New(ControllerName+"-orphan-claims", c.syncClaim, c.metrics.errorCounter())
+
+	for informer, names := range map[cache.SharedIndexInformer][]string{
+		inf.ElasticIPs.Informer():        {indexes.ElasticIPByUID},
+		inf.Claims.Informer():            {indexes.ClaimByConsumerUID},
+		inf.Attachments.Informer():       {indexes.AttachmentByElasticIP},
+		inf.NetworkInterfaces.Informer(): {indexes.NICByElasticIP},
+	} {
+		if err := indexes.Add(informer, names...); err != nil {
+			return nil, err
+		}
+	}
+	handlers := []struct {
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		{inf.ElasticIPs.Informer(), c.eipLoop.Handler()},
+		{inf.Claims.Informer(), c.claimHandler()},
+		{inf.Pools.Informer(), loop.Funcs(func(any) { c.enqueueAll() })},
+		{inf.Networks.Informer(), loop.Funcs(func(any) { c.enqueueAll() })},
+		{inf.Attachments.Informer(), loop.Funcs(c.onAttachment)},
+		{inf.NetworkInterfaces.Informer(), loop.Funcs(c.onNIC)},
+		{inf.Advertisements.Informer(), loop.Funcs(c.onAdvertisement)},
+	}
+	for _, h := range handlers {
+		if _, err := h.informer.AddEventHandler(h.handler); err != nil {
+			return nil, fmt.Errorf("adding event handler: %w", err)
+		}
+		c.synced = append(c.synced, h.informer.HasSynced)
+	}
+	return c, nil
+}
+
+// Run runs the ElasticIP workers and the orphan-claim loop until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	var wg sync.WaitGroup
+	wg.Go(func() { c.claimLoop.Run(ctx, 1, c.synced...) })
+	c.eipLoop.Run(ctx, workers, c.synced...)
+	wg.Wait()
+}
+
+// claimHandler keeps the address index in step with the claim cache and wakes the
+// consumer, the ElasticIPs waiting for an address, and the orphan check.
+func (c *Controller) claimHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			claim, ok := obj.(*v1alpha1.AllocationClaim)
+			if !ok {
+				return
+			}
+			if addr, err := netip.ParseAddr(claim.Name); err == nil {
+				c.index.Mark(addr)
+			}
+			c.forgetCreated(claim)
+			c.enqueueConsumer(claim)
+			c.claimLoop.AddObject(claim)
+		},
+		UpdateFunc: func(_, obj any) {
+			if claim, ok := obj.(*v1alpha1.AllocationClaim); ok {
+				c.claimLoop.AddObject(claim)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			claim, ok := loop.Unwrap(obj).(*v1alpha1.AllocationClaim)
+			if !ok {
+				return
+			}
+			if addr, err := netip.ParseAddr(claim.Name); err == nil {
+				c.index.Unmark(addr)
+			}
+			c.enqueueConsumer(claim)
+			c.enqueueWaitingForAddress()
+		},
+	}
+}
+
+func (c *Controller) enqueueConsumer(claim *v1alpha1.AllocationClaim) {
+	if claim.Spec.Consumer.Kind == v1alpha1.ConsumerKindElasticIP {
+		c.eipLoop.Add(indexes.Key(claim.Spec.Consumer.Namespace, claim.Spec.Consumer.Name))
+	}
+}
+
+// enqueueWaitingForAddress wakes every ElasticIP still without an address.
+func (c *Controller) enqueueWaitingForAddress() {
+	all, err := c.eips.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, eip := range all {
+		if eip.Status.Address == "" || eip.Status.Phase == v1alpha1.ElasticIPPending {
+			c.eipLoop.AddObject(eip)
+		}
+	}
+}
+
+func (c *Controller) enqueueAll() {
+	all, err := c.eips.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, eip := range all {
+		c.eipLoop.AddObject(eip)
+	}
+}
+
+func (c *Controller) onAttachment(obj any) {
+	if a, ok := obj.(*v1alpha1.ElasticIPAttachment); ok {
+		c.eipLoop.Add(indexes.Key(a.Namespace, a.Spec.ElasticIPRef.Name))
+	}
+}
+
+func (c *Controller) onNIC(obj any) {
+	if nic, ok := obj.(*v1alpha1.NetworkInterface); ok && nic.Spec.ElasticIP != "" {
+		c.eipLoop.Add(indexes.Key(nic.Namespace, nic.Spec.ElasticIP))
+	}
+}
+
+func (c *Controller) onAdvertisement(obj any) {
+	if ad, ok := obj.(*v1alpha1.ARPAdvertisement); ok {
+		if owner := ad.Annotations[v1alpha1.AnnotationOwner]; owner != "" {
+			c.eipLoop.Add(owner)
+		}
+	}
+}
+
+func (c *Controller) rememberCreated(uid types.UID, claim string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.created[uid] = claim
+}
+
+func (c *Controller) forgetCreated(claim *v1alpha1.AllocationClaim) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.created[types.UID(claim.Spec.Consumer.UID)] == claim.Name {
+		delete(c.created, types.UID(claim.Spec.Consumer.UID))
+	}
+}
+
+func (c *Controller) createdClaim(uid types.UID) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	name, ok := c.created[uid]
+	return name, ok
+}
+
+func logger(ctx context.Context, eip *v1alpha1.ElasticIP) klog.Logger {
+	return klog.FromContext(ctx).WithValues("elasticIP", klog.KObj(eip))
+}

@@ -1,0 +1,87 @@
+package elasticip
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/controllers/indexes"
+)
+
+// syncDeleting is SPEC §4.4. While any NetworkInterface names the ElasticIP its Pod may
+// carry the address, so the claim and the advertisement stay (and no new NIC gets the
+// address); once none is left, everything is released and the finalizer goes.
+// NAT use is refused deletion by the webhook; should an attachment slip through, the
+// address is released anyway: the attachment turns Error and its NAT rules are removed.
+func (c *Controller) syncDeleting(ctx context.Context, eip *v1alpha1.ElasticIP) error {
+	if !slices.Contains(eip.Finalizers, v1alpha1.FinalizerElasticIP) {
+		return nil
+	}
+	claims, err := c.claimsOf(eip)
+	if err != nil {
+		return err
+	}
+	nics := c.nicsOf(eip)
+	if len(nics) > 0 {
+		names := make([]string, len(nics))
+		for i, n := range nics {
+			names[i] = n.Name
+		}
+		slices.Sort(names)
+		decision := c.decide(eip, true)
+		var alloc allocation
+		if len(claims) > 0 {
+			alloc.claim = claims[0]
+		}
+		if deps := c.resolve(eip); deps.err == nil {
+			if err := c.syncAdvertisement(ctx, eip, deps.network, alloc.claim, decision); err != nil {
+				return err
+			}
+		}
+		return c.writeStatus(ctx, eip, desiredStatus(statusInput{eip: eip, alloc: alloc, decision: decision, waitingFor: names}))
+	}
+
+	if err := c.deleteAdvertisement(ctx, v1alpha1.ARPAdvertisementName(eip.Namespace, eip.Name), indexes.Key(eip.Namespace, eip.Name)); err != nil {
+		return err
+	}
+	for _, claim := range claims {
+		if err := c.deleteClaim(ctx, claim); err != nil {
+			return err
+		}
+	}
+	if name, ok := c.createdClaim(eip.UID); ok {
+		// Created by us but not in the cache yet: it must not leak either.
+		claim, err := c.client.JuneauV1alpha1().AllocationClaims().Get(ctx, name, metav1.GetOptions{})
+		if err == nil && claim.Spec.Consumer.UID == string(eip.UID) {
+			if err := c.deleteClaim(ctx, claim); err != nil {
+				return err
+			}
+		} else if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	if err := c.removeFinalizer(ctx, eip); err != nil {
+		return err
+	}
+	if c.recorder != nil && eip.Status.Address != "" {
+		c.recorder.Eventf(eip, "Normal", v1alpha1.ReasonReleased, "released address %q", eip.Status.Address)
+	}
+	logger(ctx, eip).Info("Released ElasticIP", "address", eip.Status.Address)
+	return nil
+}
+
+func (c *Controller) removeFinalizer(ctx context.Context, eip *v1alpha1.ElasticIP) error {
+	rest := slices.DeleteFunc(slices.Clone(eip.Finalizers), func(f string) bool { return f == v1alpha1.FinalizerElasticIP })
+	patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q,"finalizers":%s}}`, eip.ResourceVersion, jsonList(rest))
+	_, err := c.client.JuneauV1alpha1().ElasticIPs(eip.Namespace).Patch(ctx, eip.Name, types.MergePatchType, []byte(patch),
+		metav1.PatchOptions{FieldManager: v1alpha1.FieldManagerController})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,258 @@
+package elasticip
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+)
+
+// AttachmentInfo is what the holder decision needs of an ElasticIPAttachment naming the
+// ElasticIP. A deleting attachment is not active: it neither uses the address nor stands
+// in anyone's way (NAT is programmed from status.attachment, so taking the address away
+// from it is immediate). Only active attachments count in the rules below.
+type AttachmentInfo struct {
+	Name     string
+	Deleting bool
+	NodeName string // status.nodeName
+}
+
+// NICInfo is what the holder decision needs of a NetworkInterface whose spec.elasticIP
+// names the ElasticIP. A deleting NIC still counts: its Pod may still carry the address.
+type NICInfo struct {
+	Name     string
+	Created  time.Time
+	Deleting bool
+	NodeName string // spec.nodeName
+}
+
+// HolderInput is everything that decides who uses one ElasticIP.
+type HolderInput struct {
+	// Name of the ElasticIP, for the messages of those that wait.
+	Name        string
+	EIPDeleting bool
+	// PreviousHolder is status.attachment as last recorded (nil: nobody, or unknown
+	// after an Error).
+	PreviousHolder *v1alpha1.AttachmentReference
+	Attachments    []AttachmentInfo
+	NICs           []NICInfo
+}
+
+// HolderDecision says who uses the ElasticIP and what everyone else waits for.
+type HolderDecision struct {
+	// Holder is the new status.attachment; nil while nobody uses the address.
+	Holder *v1alpha1.AttachmentReference
+	// NodeName is the holder's node (an attachment's status.nodeName, a NIC's spec.nodeName).
+	NodeName string
+	// Reason and Message are for the ElasticIP's Attached condition, which is True
+	// exactly when Holder is set.
+	Reason  string
+	Message string
+	// Conflict: NAT and direct use at once, or several attachments; the phase is Error.
+	Conflict bool
+	// Waiting has one entry for every NIC named in the input and every active
+	// attachment, except the holder: the message of its WaitingForElasticIP condition.
+	Waiting map[v1alpha1.AttachmentReference]string
+}
+
+// DecideHolder applies SPEC §4.3 in order:
+//  1. more than one active attachment: Conflict;
+//  2. an active attachment and any NIC (even a deleting one): Conflict;
+//  3. one active attachment: it holds the address;
+//  4. NICs only: (a) the recorded NIC holder keeps it while it exists, even deleting;
+//     (b) otherwise any deleting NIC blocks everyone (WaitingForHandover), because
+//     without a record of the holder it may still carry the address; (c) otherwise the
+//     oldest NIC, ties broken by name;
+//  5. a deleting ElasticIP hands its address to nobody new; the recorded holder keeps it.
+//
+// When the recorded holder is an attachment that is gone (or deleting), no NIC can carry
+// the address, so the NICs are decided afresh without waiting for a handover; a NIC
+// being deleted is then never picked.
+func DecideHolder(in HolderInput) HolderDecision {
+	var active []AttachmentInfo
+	for _, a := range in.Attachments {
+		if !a.Deleting {
+			active = append(active, a)
+		}
+	}
+	slices.SortFunc(active, func(a, b AttachmentInfo) int { return strings.Compare(a.Name, b.Name) })
+	nics := slices.Clone(in.NICs)
+	slices.SortFunc(nics, func(a, b NICInfo) int {
+		return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.Name, b.Name))
+	})
+	d := decider{in: in, active: active, nics: nics}
+
+	switch {
+	case len(active) > 1:
+		return d.conflict(fmt.Sprintf("more than one ElasticIPAttachment uses this ElasticIP: %s", quoted(attachmentNames(active))) +
+			d.alsoNamedByNICs())
+	case len(active) == 1 && len(nics) > 0:
+		return d.conflict(fmt.Sprintf("both %s and %s use this ElasticIP; NAT and direct use exclude each other",
+			kindList("ElasticIPAttachment", attachmentNames(active)), kindList("NetworkInterface", nicNames(nics))))
+	case len(active) == 1:
+		a := active[0]
+		ref := attachmentRef(a.Name)
+		if in.EIPDeleting && !d.wasHolder(ref) {
+			return d.nobody(v1alpha1.ReasonUnused, deletingMessage, fmt.Sprintf("ElasticIP %q is being deleted", in.Name))
+		}
+		return d.holder(ref, a.NodeName)
+	case len(nics) == 0:
+		return d.nobody(v1alpha1.ReasonUnused, "no ElasticIPAttachment or NetworkInterface uses this ElasticIP", "")
+	}
+	return d.decideNICs()
+}
+
+const deletingMessage = "this ElasticIP is being deleted and is handed to no new user"
+
+// decideNICs is rule 4 (and 5) once no active attachment is left.
+func (d decider) decideNICs() HolderDecision {
+	prev := d.in.PreviousHolder
+	if prev != nil && prev.Kind == v1alpha1.AttachmentKindNetworkInterface {
+		if i := slices.IndexFunc(d.nics, func(n NICInfo) bool { return n.Name == prev.Name }); i >= 0 {
+			return d.holder(*prev, d.nics[i].NodeName) // 4(a)
+		}
+	}
+	if d.in.EIPDeleting { // 5
+		return d.nobody(v1alpha1.ReasonUnused, deletingMessage, fmt.Sprintf("ElasticIP %q is being deleted", d.in.Name))
+	}
+	var deleting, live []NICInfo
+	for _, n := range d.nics {
+		if n.Deleting {
+			deleting = append(deleting, n)
+		} else {
+			live = append(live, n)
+		}
+	}
+	prevWasAttachment := prev != nil && prev.Kind == v1alpha1.AttachmentKindElasticIPAttachment
+	if len(deleting) > 0 && !prevWasAttachment { // 4(b)
+		msg := fmt.Sprintf("waiting for the deleting %s to be gone before handing the address over",
+			kindList("NetworkInterface", nicNames(deleting)))
+		return d.nobody(v1alpha1.ReasonWaitingForHandover, msg, fmt.Sprintf("ElasticIP %q is %s", d.in.Name, msg))
+	}
+	if len(live) == 0 {
+		msg := fmt.Sprintf("every NetworkInterface naming this ElasticIP is being deleted: %s", quoted(nicNames(deleting)))
+		return d.nobody(v1alpha1.ReasonUnused, msg, fmt.Sprintf("ElasticIP %q is handed to no NetworkInterface being deleted", d.in.Name))
+	}
+	return d.holder(nicRef(live[0].Name), live[0].NodeName) // 4(c): oldest, then by name
+}
+
+// decider holds the sorted views of one input.
+type decider struct {
+	in     HolderInput
+	active []AttachmentInfo // sorted by name
+	nics   []NICInfo        // oldest first, ties by name
+}
+
+func (d decider) wasHolder(ref v1alpha1.AttachmentReference) bool {
+	return d.in.PreviousHolder != nil && *d.in.PreviousHolder == ref
+}
+
+func (d decider) holder(ref v1alpha1.AttachmentReference, node string) HolderDecision {
+	out := HolderDecision{
+		Holder:   &ref,
+		NodeName: node,
+		Reason:   v1alpha1.ReasonAttached,
+		Message:  fmt.Sprintf("used by %s %q", ref.Kind, ref.Name),
+	}
+	// Whoever else is left here is a NIC: a held attachment excludes every NIC (rule 2)
+	// and every other active attachment (rule 1).
+	var losers []string
+	wait := fmt.Sprintf("ElasticIP %q is used by %s %q", d.in.Name, ref.Kind, ref.Name)
+	out.Waiting = d.waitAll(wait, func(r v1alpha1.AttachmentReference) bool {
+		if r == ref {
+			return false
+		}
+		losers = append(losers, r.Name)
+		return true
+	})
+	if len(losers) > 0 {
+		slices.Sort(losers)
+		out.Message += fmt.Sprintf(" (also named by %s)", kindList("NetworkInterface", losers))
+	}
+	return out
+}
+
+func (d decider) nobody(reason, msg, wait string) HolderDecision {
+	return HolderDecision{Reason: reason, Message: msg, Waiting: d.waitAll(wait, nil)}
+}
+
+func (d decider) conflict(msg string) HolderDecision {
+	return HolderDecision{
+		Reason:   v1alpha1.ReasonConflict,
+		Message:  msg,
+		Conflict: true,
+		Waiting:  d.waitAll(fmt.Sprintf("ElasticIP %q is in conflict: %s", d.in.Name, msg), nil),
+	}
+}
+
+func (d decider) alsoNamedByNICs() string {
+	if len(d.nics) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; it is also named by %s", kindList("NetworkInterface", nicNames(d.nics)))
+}
+
+// waitAll gives msg to every active attachment and NIC that include accepts (nil: all).
+func (d decider) waitAll(msg string, include func(v1alpha1.AttachmentReference) bool) map[v1alpha1.AttachmentReference]string {
+	out := map[v1alpha1.AttachmentReference]string{}
+	add := func(r v1alpha1.AttachmentReference) {
+		if include == nil || include(r) {
+			out[r] = msg
+		}
+	}
+	for _, a := range d.active {
+		add(attachmentRef(a.Name))
+	}
+	for _, n := range d.nics {
+		add(nicRef(n.Name))
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func attachmentRef(name string) v1alpha1.AttachmentReference {
+	return v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindElasticIPAttachment, Name: name}
+}
+
+func nicRef(name string) v1alpha1.AttachmentReference {
+	return v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindNetworkInterface, Name: name}
+}
+
+func attachmentNames(as []AttachmentInfo) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.Name
+	}
+	slices.Sort(out)
+	return out
+}
+
+func nicNames(ns []NICInfo) []string {
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = n.Name
+	}
+	slices.Sort(out)
+	return out
+}
+
+// kindList is `Kind "a"` or `Kinds "a", "b"` for sorted names.
+func kindList(kind string, names []string) string {
+	if len(names) == 1 {
+		return fmt.Sprintf("%s %q", kind, names[0])
+	}
+	return kind + "s " + quoted(names)
+}
+
+func quoted(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
+}

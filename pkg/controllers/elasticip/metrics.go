@@ -1,0 +1,57 @@
+package elasticip
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/loutres/juneau/pkg/controllers/loop"
+)
+
+// Metrics of the ElasticIP controller. A nil *Metrics records nothing.
+type Metrics struct {
+	allocations   prometheus.Counter
+	orphanClaims  prometheus.Counter
+	reconcileErrs prometheus.Counter
+}
+
+// NewMetrics registers the controller's metrics on reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		allocations: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "juneau", Subsystem: "elasticip", Name: "allocations_total",
+			Help: "Addresses reserved for ElasticIPs (AllocationClaims created).",
+		}),
+		orphanClaims: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "juneau", Subsystem: "elasticip", Name: "orphan_claims_deleted_total",
+			Help: "AllocationClaims deleted because their ElasticIP no longer exists.",
+		}),
+		reconcileErrs: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "juneau", Subsystem: "elasticip", Name: "sync_errors_total",
+			Help: "Failed ElasticIP and claim syncs.",
+		}),
+	}
+	for _, col := range []prometheus.Collector{m.allocations, m.orphanClaims, m.reconcileErrs} {
+		if err := reg.Register(col); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *Metrics) errorCounter() loop.ErrorCounter {
+	if m == nil {
+		return nil
+	}
+	return m.reconcileErrs
+}
+
+func (m *Metrics) allocated() {
+	if m != nil {
+		m.allocations.Inc()
+	}
+}
+
+func (m *Metrics) orphan() {
+	if m != nil {
+		m.orphanClaims.Inc()
+	}
+}

@@ -1,0 +1,47 @@
+package elasticip
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/controllers/indexes"
+)
+
+// syncClaim deletes a claim whose consumer no longer exists (SPEC §2.3), but only once
+// the claim is older than the grace period and a fresh read from the API server confirms
+// the consumer is gone, so a lagging cache never frees a live address.
+func (c *Controller) syncClaim(ctx context.Context, key string) error {
+	claim, err := c.claims.Get(key)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	consumer := claim.Spec.Consumer
+	if consumer.Kind != v1alpha1.ConsumerKindElasticIP {
+		return nil // not ours to judge
+	}
+	if live, _ := indexes.ByIndex[*v1alpha1.ElasticIP](c.inf.ElasticIPs.Informer(), indexes.ElasticIPByUID, consumer.UID); len(live) > 0 {
+		return nil
+	}
+	if age := c.clock.Since(claim.CreationTimestamp.Time); age < c.grace {
+		c.claimLoop.AddAfter(key, c.grace-age)
+		return nil
+	}
+	eip, err := c.client.JuneauV1alpha1().ElasticIPs(consumer.Namespace).Get(ctx, consumer.Name, metav1.GetOptions{})
+	switch {
+	case err == nil && string(eip.UID) == consumer.UID:
+		return nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return err
+	}
+	klog.FromContext(ctx).Info("Deleting orphan AllocationClaim", "claim", claim.Name,
+		"consumer", klog.KRef(consumer.Namespace, consumer.Name), "uid", consumer.UID)
+	c.metrics.orphan()
+	return c.deleteClaim(ctx, claim)
+}

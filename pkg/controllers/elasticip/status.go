@@ -1,0 +1,168 @@
+package elasticip
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/controllers/ipam"
+)
+
+// statusInput is everything the ElasticIP status is derived from.
+type statusInput struct {
+	eip      *v1alpha1.ElasticIP
+	deps     *conditionError // network or pools unusable
+	alloc    allocation
+	decision HolderDecision
+	// waitingFor lists the NICs a deleting ElasticIP waits for (sorted); nil otherwise.
+	waitingFor []string
+}
+
+// desiredStatus is SPEC §2.4 as a pure function. Conditions keep their transition time
+// unless their status flips (meta.SetStatusCondition).
+func desiredStatus(in statusInput) v1alpha1.ElasticIPStatus {
+	eip := in.eip
+	st := v1alpha1.ElasticIPStatus{Conditions: slices.Clone(eip.Status.Conditions)}
+	gen := eip.Generation
+	setCond := func(t string, ok bool, reason, msg string) {
+		status := metav1.ConditionFalse
+		if ok {
+			status = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
+	}
+	claim := in.alloc.claim
+	switch {
+	case in.deps != nil:
+		// Address and holder kept as recorded: nothing is decided on broken dependencies.
+		st.Phase = v1alpha1.ElasticIPError
+		st.Address = eip.Status.Address
+		st.Attachment = eip.Status.Attachment
+		setCond(v1alpha1.ConditionAllocated, claim != nil, in.deps.reason, in.deps.message)
+		setCond(v1alpha1.ConditionAttached, false, in.deps.reason, in.deps.message)
+		return st
+	case claim == nil:
+		st.Phase = v1alpha1.ElasticIPPending
+		reason, msg := v1alpha1.ReasonNoAddressAvailable, "no address reserved yet"
+		if in.alloc.err != nil {
+			reason, msg = in.alloc.err.reason, in.alloc.err.message
+			if reason == v1alpha1.ReasonInvalidAddressPool {
+				st.Phase = v1alpha1.ElasticIPError
+			}
+		}
+		setCond(v1alpha1.ConditionAllocated, false, reason, msg)
+		setCond(v1alpha1.ConditionAttached, false, v1alpha1.ReasonNotAllocated, "no address is reserved, so nobody can use this ElasticIP yet")
+		return st
+	}
+	st.Address = claim.Name
+	if in.waitingFor != nil {
+		setCond(v1alpha1.ConditionAllocated, true, v1alpha1.ReasonWaitingForNetworkInterfaces,
+			fmt.Sprintf("being deleted; address %q stays reserved until these NetworkInterfaces are gone: %s", claim.Name, quoted(in.waitingFor)))
+	} else {
+		setCond(v1alpha1.ConditionAllocated, true, v1alpha1.ReasonAllocated,
+			fmt.Sprintf("address %q reserved from AddressPool %q", claim.Name, claim.Spec.AddressPool))
+	}
+	d := in.decision
+	setCond(v1alpha1.ConditionAttached, d.Holder != nil, d.Reason, d.Message)
+	switch {
+	case d.Conflict:
+		st.Phase = v1alpha1.ElasticIPError
+	case d.Holder != nil:
+		st.Phase = v1alpha1.ElasticIPAttached
+		h := *d.Holder
+		st.Attachment = &h
+	default:
+		st.Phase = v1alpha1.ElasticIPAvailable
+	}
+	return st
+}
+
+// writeStatus writes status when it differs and emits Events on transitions.
+func (c *Controller) writeStatus(ctx context.Context, eip *v1alpha1.ElasticIP, status v1alpha1.ElasticIPStatus) error {
+	if equality.Semantic.DeepEqual(eip.Status, status) {
+		return nil
+	}
+	updated := eip.DeepCopy()
+	updated.Status = status
+	_, err := c.client.JuneauV1alpha1().ElasticIPs(eip.Namespace).UpdateStatus(ctx, updated,
+		metav1.UpdateOptions{FieldManager: v1alpha1.FieldManagerController})
+	if apierrors.IsConflict(err) {
+		return err // retried with the newer version
+	}
+	if err != nil {
+		return fmt.Errorf("writing status of ElasticIP %s/%s: %w", eip.Namespace, eip.Name, err)
+	}
+	c.recordTransitions(eip, &eip.Status, &status)
+	logger(ctx, eip).V(2).Info("Updated status", "phase", status.Phase, "address", status.Address, "attachment", status.Attachment)
+	return nil
+}
+
+// recordTransitions emits one Event per condition whose status or reason changed.
+func (c *Controller) recordTransitions(eip *v1alpha1.ElasticIP, old, cur *v1alpha1.ElasticIPStatus) {
+	if c.recorder == nil {
+		return
+	}
+	for _, t := range []string{v1alpha1.ConditionAllocated, v1alpha1.ConditionAttached} {
+		n := meta.FindStatusCondition(cur.Conditions, t)
+		if n == nil {
+			continue
+		}
+		if o := meta.FindStatusCondition(old.Conditions, t); o != nil && o.Status == n.Status && o.Reason == n.Reason {
+			continue
+		}
+		kind := corev1.EventTypeNormal
+		switch n.Reason {
+		case v1alpha1.ReasonConflict, v1alpha1.ReasonNoAddressAvailable, v1alpha1.ReasonAddressInUse,
+			v1alpha1.ReasonMissingDependency, v1alpha1.ReasonInvalidAddressPool:
+			kind = corev1.EventTypeWarning
+		}
+		c.recorder.Event(eip, kind, n.Reason, n.Message)
+	}
+}
+
+// Small formatting helpers: names quoted, lists sorted (SPEC §2).
+
+func joinSorted(items []string) string {
+	s := slices.Clone(items)
+	slices.Sort(s)
+	return strings.Join(s, ", ")
+}
+
+func poolNames(pools []ipam.Pool) string {
+	names := make([]string, len(pools))
+	for i, p := range pools {
+		names[i] = p.Name
+	}
+	return quoted(names)
+}
+
+func consumerString(c v1alpha1.ConsumerReference) string {
+	if c.Namespace == "" {
+		return fmt.Sprintf("%s %q", c.Kind, c.Name)
+	}
+	return fmt.Sprintf("%s %q", c.Kind, c.Namespace+"/"+c.Name)
+}
+
+func compareAddr(a, b string) int {
+	x, errX := netip.ParseAddr(a)
+	y, errY := netip.ParseAddr(b)
+	if errX != nil || errY != nil {
+		return strings.Compare(a, b)
+	}
+	return x.Compare(y)
+}
+
+func jsonList(items []string) string {
+	b, _ := json.Marshal(items)
+	return string(b)
+}

@@ -1,0 +1,298 @@
+package elasticip
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/controllers/indexes"
+	"github.com/loutres/juneau/pkg/controllers/ipam"
+)
+
+// sync reconciles one ElasticIP: finalizer, dependencies, reservation, holder,
+// advertisement, status — each step read from the caches, decided by a pure function.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	eip, err := c.eips.ElasticIPs(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		// Gone without its finalizer (forced): its advertisement must not outlive it.
+		// Its claim, if any, is an orphan the claim loop removes after the grace period.
+		return c.deleteAdvertisement(ctx, v1alpha1.ARPAdvertisementName(namespace, name), key)
+	}
+	if err != nil {
+		return err
+	}
+	if eip.DeletionTimestamp != nil {
+		return c.syncDeleting(ctx, eip)
+	}
+	if !slices.Contains(eip.Finalizers, v1alpha1.FinalizerElasticIP) {
+		// The finalizer goes on before anything is reserved; its update event brings us back.
+		return c.addFinalizer(ctx, eip)
+	}
+
+	deps := c.resolve(eip)
+	claims, err := c.claimsOf(eip)
+	if err != nil {
+		return err
+	}
+	var alloc allocation
+	if deps.err == nil {
+		alloc, err = c.reserve(ctx, eip, deps.pools, claims)
+		if err != nil {
+			return err
+		}
+	} else if len(claims) > 0 {
+		alloc = allocation{claim: claims[0]}
+	}
+	decision := c.decide(eip, false)
+
+	if deps.err == nil {
+		if err := c.syncAdvertisement(ctx, eip, deps.network, alloc.claim, decision); err != nil {
+			return err
+		}
+	}
+	status := desiredStatus(statusInput{eip: eip, deps: deps.err, alloc: alloc, decision: decision})
+	return c.writeStatus(ctx, eip, status)
+}
+
+// dependencies is the ExternalNetwork of an ElasticIP and its pools, in order.
+type dependencies struct {
+	network *v1alpha1.ExternalNetwork
+	pools   []ipam.Pool
+	err     *conditionError
+}
+
+// conditionError is a problem that becomes a condition reason and message.
+type conditionError struct {
+	reason, message string
+}
+
+func (c *Controller) resolve(eip *v1alpha1.ElasticIP) dependencies {
+	network, err := c.networks.Get(eip.Spec.ExternalNetwork)
+	if err != nil {
+		return dependencies{err: &conditionError{v1alpha1.ReasonMissingDependency,
+			fmt.Sprintf("ExternalNetwork %q does not exist", eip.Spec.ExternalNetwork)}}
+	}
+	var missing, mismatched []string
+	pools := make([]ipam.Pool, 0, len(network.Spec.AddressPools))
+	for _, name := range network.Spec.AddressPools {
+		pool, err := c.pools.Get(name)
+		if err != nil {
+			missing = append(missing, name)
+			continue
+		}
+		if pool.Spec.AdvertiseMode != network.Spec.Type {
+			mismatched = append(mismatched, fmt.Sprintf("%q (%s)", name, pool.Spec.AdvertiseMode))
+			continue
+		}
+		p, err := ipam.NewPool(name, pool.Spec.Addresses)
+		if err != nil {
+			mismatched = append(mismatched, fmt.Sprintf("%q (%v)", name, err))
+			continue
+		}
+		pools = append(pools, p)
+	}
+	switch {
+	case len(missing) > 0:
+		return dependencies{network: network, err: &conditionError{v1alpha1.ReasonMissingDependency,
+			fmt.Sprintf("AddressPools of ExternalNetwork %q do not exist: %s", network.Name, quoted(missing))}}
+	case len(mismatched) > 0:
+		return dependencies{network: network, err: &conditionError{v1alpha1.ReasonInvalidAddressPool,
+			fmt.Sprintf("AddressPools of ExternalNetwork %q (type %s) do not match it: %s",
+				network.Name, network.Spec.Type, joinSorted(mismatched))}}
+	}
+	return dependencies{network: network, pools: pools}
+}
+
+// allocation is the outcome of reserving: the claim held, or why there is none.
+type allocation struct {
+	claim *v1alpha1.AllocationClaim
+	err   *conditionError
+}
+
+// claimsOf returns the claims reserved for this ElasticIP (by UID), the one matching the
+// recorded address first. More than one only after a crash or a leader handover.
+func (c *Controller) claimsOf(eip *v1alpha1.ElasticIP) ([]*v1alpha1.AllocationClaim, error) {
+	claims, err := indexes.ByIndex[*v1alpha1.AllocationClaim](c.inf.Claims.Informer(), indexes.ClaimByConsumerUID, string(eip.UID))
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(claims, func(a, b *v1alpha1.AllocationClaim) int {
+		switch {
+		case a.Name == eip.Status.Address:
+			return -1
+		case b.Name == eip.Status.Address:
+			return 1
+		}
+		return compareAddr(a.Name, b.Name)
+	})
+	return claims, nil
+}
+
+// reserve returns the ElasticIP's claim: adopted when one exists (also one this process
+// created that the cache has not shown yet), otherwise newly created — requestedIP, or
+// the first free address of the pools. Extra claims of the same consumer are deleted.
+func (c *Controller) reserve(ctx context.Context, eip *v1alpha1.ElasticIP, pools []ipam.Pool, claims []*v1alpha1.AllocationClaim) (allocation, error) {
+	if len(claims) > 0 {
+		for _, extra := range claims[1:] {
+			if err := c.deleteClaim(ctx, extra); err != nil {
+				return allocation{}, err
+			}
+		}
+		return allocation{claim: claims[0]}, nil
+	}
+	if name, ok := c.createdClaim(eip.UID); ok {
+		claim, err := c.client.JuneauV1alpha1().AllocationClaims().Get(ctx, name, metav1.GetOptions{})
+		if err == nil && claim.Spec.Consumer.UID == string(eip.UID) {
+			return allocation{claim: claim}, nil
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return allocation{}, err
+		}
+	}
+	if eip.Spec.RequestedIP != "" {
+		return c.reserveRequested(ctx, eip, pools)
+	}
+	rebuilt := false
+	for {
+		cand, ok := c.index.Next(pools)
+		if !ok && !rebuilt {
+			// Before reporting exhaustion, drop marks the cache never confirmed.
+			c.rebuildIndex()
+			rebuilt = true
+			continue
+		}
+		if !ok {
+			return allocation{err: &conditionError{v1alpha1.ReasonNoAddressAvailable,
+				fmt.Sprintf("every AddressPool of ExternalNetwork %q is exhausted: %s", eip.Spec.ExternalNetwork, poolNames(pools))}}, nil
+		}
+		claim, err := c.createClaim(ctx, eip, cand)
+		if apierrors.IsAlreadyExists(err) {
+			c.index.Mark(cand.Addr) // the cache lagged: try the next candidate
+			continue
+		}
+		if err != nil {
+			return allocation{}, err
+		}
+		return allocation{claim: claim}, nil
+	}
+}
+
+func (c *Controller) reserveRequested(ctx context.Context, eip *v1alpha1.ElasticIP, pools []ipam.Pool) (allocation, error) {
+	addr, err := netip.ParseAddr(eip.Spec.RequestedIP)
+	if err != nil || !addr.Is4() {
+		return allocation{err: &conditionError{v1alpha1.ReasonInvalidAddressPool,
+			fmt.Sprintf("requestedIP %q is not an IPv4 address", eip.Spec.RequestedIP)}}, nil
+	}
+	pool, ok := ipam.PoolFor(pools, addr)
+	if !ok {
+		return allocation{err: &conditionError{v1alpha1.ReasonInvalidAddressPool,
+			fmt.Sprintf("requestedIP %q lies in no AddressPool of ExternalNetwork %q (%s)", eip.Spec.RequestedIP, eip.Spec.ExternalNetwork, poolNames(pools))}}, nil
+	}
+	claim, err := c.createClaim(ctx, eip, ipam.Candidate{Pool: pool, Addr: addr})
+	if apierrors.IsAlreadyExists(err) {
+		holder, getErr := c.client.JuneauV1alpha1().AllocationClaims().Get(ctx, addr.String(), metav1.GetOptions{})
+		if getErr != nil {
+			return allocation{}, getErr
+		}
+		if holder.Spec.Consumer.UID == string(eip.UID) {
+			return allocation{claim: holder}, nil
+		}
+		return allocation{err: &conditionError{v1alpha1.ReasonAddressInUse,
+			fmt.Sprintf("requestedIP %q is reserved by %s", eip.Spec.RequestedIP, consumerString(holder.Spec.Consumer))}}, nil
+	}
+	if err != nil {
+		return allocation{}, err
+	}
+	return allocation{claim: claim}, nil
+}
+
+func (c *Controller) createClaim(ctx context.Context, eip *v1alpha1.ElasticIP, cand ipam.Candidate) (*v1alpha1.AllocationClaim, error) {
+	claim := &v1alpha1.AllocationClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: cand.Addr.String()},
+		Spec: v1alpha1.AllocationClaimSpec{
+			AddressPool: cand.Pool,
+			Address:     cand.Addr.String(),
+			Consumer: v1alpha1.ConsumerReference{
+				Kind: v1alpha1.ConsumerKindElasticIP, Namespace: eip.Namespace, Name: eip.Name, UID: string(eip.UID),
+			},
+		},
+	}
+	created, err := c.client.JuneauV1alpha1().AllocationClaims().Create(ctx, claim,
+		metav1.CreateOptions{FieldManager: v1alpha1.FieldManagerController})
+	if err != nil {
+		return nil, err
+	}
+	c.rememberCreated(eip.UID, created.Name)
+	c.index.Mark(cand.Addr)
+	c.metrics.allocated()
+	logger(ctx, eip).V(2).Info("Reserved address", "address", created.Name, "pool", cand.Pool)
+	return created, nil
+}
+
+// deleteClaim deletes exactly this claim (UID precondition), tolerating it being gone.
+func (c *Controller) deleteClaim(ctx context.Context, claim *v1alpha1.AllocationClaim) error {
+	uid := claim.UID
+	err := c.client.JuneauV1alpha1().AllocationClaims().Delete(ctx, claim.Name,
+		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting AllocationClaim %q: %w", claim.Name, err)
+	}
+	return nil
+}
+
+// decide gathers the users of the ElasticIP from the caches and asks DecideHolder.
+func (c *Controller) decide(eip *v1alpha1.ElasticIP, deleting bool) HolderDecision {
+	key := indexes.Key(eip.Namespace, eip.Name)
+	in := HolderInput{Name: eip.Name, EIPDeleting: deleting, PreviousHolder: eip.Status.Attachment}
+	attachments, _ := indexes.ByIndex[*v1alpha1.ElasticIPAttachment](c.inf.Attachments.Informer(), indexes.AttachmentByElasticIP, key)
+	for _, a := range attachments {
+		in.Attachments = append(in.Attachments, AttachmentInfo{Name: a.Name, Deleting: a.DeletionTimestamp != nil, NodeName: a.Status.NodeName})
+	}
+	for _, nic := range c.nicsOf(eip) {
+		in.NICs = append(in.NICs, NICInfo{Name: nic.Name, Created: nic.CreationTimestamp.Time, Deleting: nic.DeletionTimestamp != nil, NodeName: nic.Spec.NodeName})
+	}
+	return DecideHolder(in)
+}
+
+func (c *Controller) nicsOf(eip *v1alpha1.ElasticIP) []*v1alpha1.NetworkInterface {
+	nics, _ := indexes.ByIndex[*v1alpha1.NetworkInterface](c.inf.NetworkInterfaces.Informer(), indexes.NICByElasticIP, indexes.Key(eip.Namespace, eip.Name))
+	return nics
+}
+
+func (c *Controller) addFinalizer(ctx context.Context, eip *v1alpha1.ElasticIP) error {
+	patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q,"finalizers":%s}}`, eip.ResourceVersion,
+		jsonList(append(slices.Clone(eip.Finalizers), v1alpha1.FinalizerElasticIP)))
+	_, err := c.client.JuneauV1alpha1().ElasticIPs(eip.Namespace).Patch(ctx, eip.Name, types.MergePatchType, []byte(patch),
+		metav1.PatchOptions{FieldManager: v1alpha1.FieldManagerController})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil // a newer version or its absence brings us back
+	}
+	return err
+}
+
+// rebuildIndex resets the address index to exactly the claims in the cache.
+func (c *Controller) rebuildIndex() {
+	all, err := c.claims.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	addrs := make([]netip.Addr, 0, len(all))
+	for _, claim := range all {
+		if a, err := netip.ParseAddr(claim.Name); err == nil {
+			addrs = append(addrs, a)
+		}
+	}
+	c.index.Replace(addrs)
+}

@@ -1,0 +1,417 @@
+package ipam
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"reflect"
+	"sync"
+	"testing"
+)
+
+func addrs(ss ...string) []netip.Addr {
+	out := make([]netip.Addr, len(ss))
+	for i, s := range ss {
+		out[i] = addr(s)
+	}
+	return out
+}
+
+func cands(pool string, ss ...string) []Candidate {
+	out := make([]Candidate, len(ss))
+	for i, s := range ss {
+		out[i] = Candidate{Pool: pool, Addr: addr(s)}
+	}
+	return out
+}
+
+func TestIndexCandidates(t *testing.T) {
+	tests := []struct {
+		name  string
+		pools [][]string // first element of each: pool name
+		used  []string
+		limit int
+		want  []Candidate
+	}{{
+		name:  "pool order first, then address order inside a pool whatever the entry order",
+		pools: [][]string{{"a", "10.225.51.10-10.225.51.11"}, {"b", "10.225.51.100", "10.225.51.0/30"}},
+		limit: 10,
+		want:  append(cands("a", "10.225.51.10", "10.225.51.11"), cands("b", "10.225.51.1", "10.225.51.2", "10.225.51.100")...),
+	}, {
+		name:  "a /24 skips its network and broadcast addresses",
+		pools: [][]string{{"a", "10.225.51.0/24"}},
+		limit: 1,
+		want:  cands("a", "10.225.51.1"),
+	}, {
+		name:  "a /24 ends at .254",
+		pools: [][]string{{"a", "10.225.51.0/24"}},
+		used:  rangeStrings("10.225.51.1", 252), // .1 to .252
+		limit: 10,
+		want:  cands("a", "10.225.51.253", "10.225.51.254"),
+	}, {
+		name:  "a /31 hands out both addresses",
+		pools: [][]string{{"a", "10.225.51.4/31"}},
+		limit: 10,
+		want:  cands("a", "10.225.51.4", "10.225.51.5"),
+	}, {
+		name:  "a /32 hands out its address",
+		pools: [][]string{{"a", "10.225.51.7/32"}},
+		limit: 10,
+		want:  cands("a", "10.225.51.7"),
+	}, {
+		name:  "a /30 hands out its two middle addresses",
+		pools: [][]string{{"a", "10.225.51.8/30"}},
+		limit: 10,
+		want:  cands("a", "10.225.51.9", "10.225.51.10"),
+	}, {
+		name:  "single addresses and an inclusive range keep their ends",
+		pools: [][]string{{"a", "10.225.51.50", "10.225.51.40-10.225.51.42", "10.225.51.30"}},
+		limit: 10,
+		want:  cands("a", "10.225.51.30", "10.225.51.40", "10.225.51.41", "10.225.51.42", "10.225.51.50"),
+	}, {
+		name:  "used addresses are skipped; the next pool takes over when one is exhausted",
+		pools: [][]string{{"a", "10.225.51.0/30"}, {"b", "10.225.51.20-10.225.51.22"}},
+		used:  []string{"10.225.51.1", "10.225.51.2", "10.225.51.21"},
+		limit: 10,
+		want:  cands("b", "10.225.51.20", "10.225.51.22"),
+	}, {
+		name:  "all pools exhausted",
+		pools: [][]string{{"a", "10.225.51.0/30"}, {"b", "10.225.51.9"}},
+		used:  []string{"10.225.51.1", "10.225.51.2", "10.225.51.9"},
+		limit: 10,
+		want:  nil,
+	}, {
+		name:  "an address listed plainly stays allocatable though a CIDR of the pool would skip it",
+		pools: [][]string{{"a", "10.225.51.0/30", "10.225.51.3"}},
+		limit: 10,
+		want:  cands("a", "10.225.51.1", "10.225.51.2", "10.225.51.3"),
+	}, {
+		name:  "limit cuts across pools",
+		pools: [][]string{{"a", "10.225.51.1"}, {"b", "10.225.51.2-10.225.51.9"}},
+		limit: 3,
+		want:  append(cands("a", "10.225.51.1"), cands("b", "10.225.51.2", "10.225.51.3")...),
+	}, {
+		name:  "no pools",
+		limit: 3,
+		want:  nil,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var pools []Pool
+			for _, p := range tc.pools {
+				pools = append(pools, mustPool(t, p[0], p[1:]...))
+			}
+			idx := NewIndex()
+			for _, u := range tc.used {
+				idx.Mark(addr(u))
+			}
+			got := idx.Candidates(pools, tc.limit)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("Candidates = %v\nwant %v", got, tc.want)
+			}
+			next, ok := idx.Next(pools)
+			if len(tc.want) == 0 {
+				if ok {
+					t.Fatalf("Next = %v, want exhaustion", next)
+				}
+				return
+			}
+			if !ok || next != tc.want[0] {
+				t.Fatalf("Next = %v, %v; want %v", next, ok, tc.want[0])
+			}
+		})
+	}
+}
+
+// rangeStrings returns n consecutive addresses from first.
+func rangeStrings(first string, n int) []string {
+	out := make([]string, n)
+	a := addr(first)
+	for i := range out {
+		out[i] = a.String()
+		a = a.Next()
+	}
+	return out
+}
+
+func TestIndexMarkUnmark(t *testing.T) {
+	pools := []Pool{mustPool(t, "a", "10.225.51.0/29")}
+	idx := NewIndex()
+	expectNext := func(want string) {
+		t.Helper()
+		got, ok := idx.Next(pools)
+		if want == "" {
+			if ok {
+				t.Fatalf("Next = %v, want exhaustion", got)
+			}
+			return
+		}
+		if !ok || got.Addr != addr(want) || got.Pool != "a" {
+			t.Fatalf("Next = %v, %v; want %s in pool a", got, ok, want)
+		}
+	}
+	expectNext("10.225.51.1")
+	idx.Mark(addr("10.225.51.1"))
+	idx.Mark(addr("10.225.51.1")) // twice: still one reservation
+	expectNext("10.225.51.2")
+	idx.Mark(addr("10.225.51.2"))
+	idx.Mark(addr("10.225.51.3"))
+	idx.Unmark(addr("10.225.51.1"))
+	expectNext("10.225.51.1")
+	idx.Unmark(addr("10.225.51.1")) // twice: no effect
+	idx.Unmark(addr("10.225.51.99"))
+	if total, allocated := idx.Counts(pools[0]); total != 6 || allocated != 2 {
+		t.Fatalf("Counts = %d, %d; want 6, 2", total, allocated)
+	}
+	for _, a := range rangeStrings("10.225.51.1", 6) {
+		idx.Mark(addr(a))
+	}
+	expectNext("")
+	// The network address pinned by a requestedIP and then released does not become
+	// automatically allocatable.
+	idx.Mark(addr("10.225.51.0"))
+	idx.Unmark(addr("10.225.51.0"))
+	expectNext("")
+	idx.Unmark(addr("10.225.51.6"))
+	expectNext("10.225.51.6")
+	if !idx.Used(addr("10.225.51.5")) || idx.Used(addr("10.225.51.6")) || !idx.Used(addr("::ffff:10.225.51.5")) {
+		t.Fatal("Used disagrees with the marks")
+	}
+}
+
+func TestIndexCounts(t *testing.T) {
+	p := mustPool(t, "a", "10.225.51.0/24", "10.225.52.7", "10.225.52.10-10.225.52.12", "10.225.53.0/31")
+	idx := NewIndex()
+	steps := []struct {
+		mark, unmark   string
+		total, alloced uint64
+	}{
+		{total: 254 + 1 + 3 + 2},
+		{mark: "10.225.51.5", total: 260, alloced: 1},
+		{mark: "10.225.52.11", total: 260, alloced: 2},
+		{mark: "10.225.51.0", total: 261, alloced: 3},   // a pinned network address counts in both
+		{mark: "10.225.51.255", total: 262, alloced: 4}, // and so does the broadcast address
+		{mark: "10.225.99.1", total: 262, alloced: 4},   // outside the pool
+		{mark: "::ffff:10.225.53.1", total: 262, alloced: 5},
+		{unmark: "10.225.51.0", total: 261, alloced: 4},
+		{unmark: "10.225.51.5", total: 261, alloced: 3},
+	}
+	for i, s := range steps {
+		if s.mark != "" {
+			idx.Mark(addr(s.mark))
+		}
+		if s.unmark != "" {
+			idx.Unmark(addr(s.unmark))
+		}
+		total, allocated := idx.Counts(p)
+		if total != s.total || allocated != s.alloced {
+			t.Fatalf("step %d (+%s -%s): Counts = %d, %d; want %d, %d", i, s.mark, s.unmark, total, allocated, s.total, s.alloced)
+		}
+	}
+	// total-allocated is what automatic picks can still hand out.
+	total, allocated := idx.Counts(p)
+	if got := uint64(len(idx.Candidates([]Pool{p}, 1000))); got != total-allocated {
+		t.Fatalf("free candidates = %d, want total-allocated = %d", got, total-allocated)
+	}
+}
+
+func TestIndexMarksBeforePoolAndPoolChanges(t *testing.T) {
+	idx := NewIndex()
+	idx.Mark(addr("10.225.51.1"))
+	idx.Mark(addr("10.225.51.2"))
+	idx.Mark(addr("10.225.51.20"))
+	small := mustPool(t, "a", "10.225.51.0/30")
+	if c, ok := idx.Next([]Pool{small}); ok {
+		t.Fatalf("Next = %v; marks made before the pool was seen must count", c)
+	}
+	// spec.addresses is append-only: the grown pool is rebuilt with every mark.
+	grown := mustPool(t, "a", "10.225.51.0/30", "10.225.51.20-10.225.51.21")
+	if c, ok := idx.Next([]Pool{grown}); !ok || c.Addr != addr("10.225.51.21") {
+		t.Fatalf("Next after the pool grew = %v, %v; want 10.225.51.21", c, ok)
+	}
+	if total, allocated := idx.Counts(grown); total != 4 || allocated != 3 {
+		t.Fatalf("Counts = %d, %d; want 4, 3", total, allocated)
+	}
+	idx.Forget("a")
+	if total, allocated := idx.Counts(grown); total != 4 || allocated != 3 {
+		t.Fatalf("Counts after Forget = %d, %d; want 4, 3 (marks belong to addresses)", total, allocated)
+	}
+	idx.Replace(addrs("10.225.51.2", "10.225.51.21"))
+	got := idx.Candidates([]Pool{grown}, 10)
+	if want := cands("a", "10.225.51.1", "10.225.51.20"); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Candidates after Replace = %v, want %v", got, want)
+	}
+}
+
+// The allocation loop a controller runs against an API server its cache lags behind.
+func TestIndexAllocationLoopWithLaggingCache(t *testing.T) {
+	pools := []Pool{mustPool(t, "a", "10.225.51.0/29"), mustPool(t, "b", "10.225.52.0/31")}
+	server := map[netip.Addr]bool{} // claims that exist, by name
+	for _, a := range addrs("10.225.51.1", "10.225.51.2", "10.225.51.4") {
+		server[a] = true
+	}
+	idx := NewIndex() // the cache saw none of them
+	create := func(a netip.Addr) error {
+		if server[a] {
+			return fmt.Errorf("allocationclaims %q already exists", a)
+		}
+		server[a] = true
+		return nil
+	}
+	var got []Candidate
+	for range 5 {
+		attempts := 0
+		for {
+			attempts++
+			if attempts > 20 {
+				t.Fatal("allocation loop does not converge")
+			}
+			c, ok := idx.Next(pools)
+			if !ok {
+				t.Fatal("pools exhausted too early")
+			}
+			err := create(c.Addr)
+			idx.Mark(c.Addr) // on success and on AlreadyExists alike
+			if err == nil {
+				got = append(got, c)
+				break
+			}
+		}
+	}
+	want := append(cands("a", "10.225.51.3", "10.225.51.5", "10.225.51.6"), cands("b", "10.225.52.0", "10.225.52.1")...)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("allocated %v, want %v", got, want)
+	}
+	if c, ok := idx.Next(pools); ok {
+		t.Fatalf("Next = %v, want exhaustion once every address is claimed", c)
+	}
+}
+
+// A /16 that is 90% used, in random places: Next must always agree with a plain scan.
+func TestIndexHugePoolNinetyPercentUsed(t *testing.T) {
+	p := mustPool(t, "big", "10.225.0.0/16")
+	idx := NewIndex()
+	rng := rand.New(rand.NewPCG(1, 2))
+	used := make([]bool, 1<<16)
+	used[0], used[1<<16-1] = true, true // never handed out automatically
+	base := addr("10.225.0.0").As4()
+	at := func(i int) netip.Addr {
+		return netip.AddrFrom4([4]byte{base[0], base[1], byte(i >> 8), byte(i)})
+	}
+	marked := 0
+	for marked < 65534*9/10 {
+		i := 1 + rng.IntN(65534)
+		if !used[i] {
+			used[i] = true
+			idx.Mark(at(i))
+			marked++
+		}
+	}
+	firstFree := func() int {
+		for i, u := range used {
+			if !u {
+				return i
+			}
+		}
+		return -1
+	}
+	if total, allocated := idx.Counts(p); total != 65534 || allocated != uint64(marked) {
+		t.Fatalf("Counts = %d, %d; want 65534, %d", total, allocated, marked)
+	}
+	for step := range 2000 {
+		want := firstFree()
+		c, ok := idx.Next([]Pool{p})
+		if want < 0 {
+			if ok {
+				t.Fatalf("step %d: Next = %v, want exhaustion", step, c)
+			}
+			break
+		}
+		if !ok || c.Addr != at(want) {
+			t.Fatalf("step %d: Next = %v, %v; want %v", step, c, ok, at(want))
+		}
+		idx.Mark(c.Addr)
+		used[want] = true
+		if step%3 == 0 { // churn: a random reservation goes away
+			i := 1 + rng.IntN(65534)
+			if used[i] {
+				idx.Unmark(at(i))
+				used[i] = false
+			}
+		}
+	}
+}
+
+func TestIndexIgnoresNonIPv4(t *testing.T) {
+	idx := NewIndex()
+	idx.Mark(addr("2001:db8::1"))
+	idx.Mark(netip.Addr{})
+	idx.Unmark(netip.Addr{})
+	p := mustPool(t, "a", "10.225.51.1")
+	if c, ok := idx.Next([]Pool{p}); !ok || c.Addr != addr("10.225.51.1") {
+		t.Fatalf("Next = %v, %v", c, ok)
+	}
+	// A hand-built pool with an invalid range keeps its valid ones.
+	hand := Pool{Name: "h", Ranges: []Range{{}, {First: addr("10.225.51.9"), Last: addr("10.225.51.8")}, {First: addr("10.225.51.7"), Last: addr("10.225.51.7")}}}
+	if got := idx.Candidates([]Pool{hand}, 5); !reflect.DeepEqual(got, cands("h", "10.225.51.7")) {
+		t.Fatalf("Candidates = %v", got)
+	}
+}
+
+// BenchmarkNext measures one allocation (Next, then Mark of the result, then Unmark so
+// the occupancy stays put) in a /16 that is empty or 90% used at random places.
+func BenchmarkNext(b *testing.B) {
+	for _, pct := range []int{0, 90} {
+		b.Run(fmt.Sprintf("occupancy=%d%%", pct), func(b *testing.B) {
+			p, err := NewPool("big", []string{"10.225.0.0/16"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			pools := []Pool{p}
+			idx := NewIndex()
+			rng := rand.New(rand.NewPCG(3, 4))
+			want := 65534 * pct / 100
+			for marked := 0; marked < want; {
+				a := netip.AddrFrom4([4]byte{10, 225, byte(rng.IntN(256)), byte(rng.IntN(256))})
+				if !idx.Used(a) && !IsNetworkOrBroadcast(p, a) {
+					idx.Mark(a)
+					marked++
+				}
+			}
+			idx.Next(pools) // build the pool's bitmap outside the timer
+			b.ReportAllocs()
+			for b.Loop() {
+				c, ok := idx.Next(pools)
+				if !ok {
+					b.Fatal("exhausted")
+				}
+				idx.Mark(c.Addr)
+				idx.Unmark(c.Addr)
+			}
+		})
+	}
+}
+
+// Workers of one controller share an Index.
+func TestIndexConcurrentUse(t *testing.T) {
+	p := mustPool(t, "a", "10.225.51.0/24")
+	idx := NewIndex()
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 50 {
+				a := netip.AddrFrom4([4]byte{10, 225, 51, byte(1 + w*50 + i)})
+				idx.Mark(a)
+				idx.Next([]Pool{p})
+				idx.Counts(p)
+			}
+		})
+	}
+	wg.Wait()
+	if total, allocated := idx.Counts(p); total != 254 || allocated != 200 {
+		t.Fatalf("Counts = %d, %d; want 254, 200", total, allocated)
+	}
+	if c, ok := idx.Next([]Pool{p}); !ok || c.Addr != addr("10.225.51.201") {
+		t.Fatalf("Next = %v, %v; want 10.225.51.201", c, ok)
+	}
+}

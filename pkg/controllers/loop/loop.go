@@ -1,0 +1,152 @@
+// Package loop is the work loop every juneau controller shares: a named, typed,
+// rate-limited queue of object keys, workers that call a sync function, and one error
+// policy (retry with back-off up to a budget, then drop and count).
+package loop
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// MaxRetries is the retry budget of one key before it is dropped until its next event.
+const MaxRetries = 15
+
+// SyncFunc reconciles one key ("name" or "namespace/name").
+type SyncFunc func(ctx context.Context, key string) error
+
+// ErrorCounter counts sync errors; a Prometheus counter satisfies it.
+type ErrorCounter interface{ Inc() }
+
+// Loop owns a queue and the workers draining it.
+type Loop struct {
+	name   string
+	queue  workqueue.TypedRateLimitingInterface[string]
+	sync   SyncFunc
+	errors ErrorCounter
+}
+
+// New makes a loop; nothing runs until Run.
+func New(name string, sync SyncFunc, errors ErrorCounter) *Loop {
+	return &Loop{
+		name: name,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: name}),
+		sync:   sync,
+		errors: errors,
+	}
+}
+
+// Name of the loop (and its queue).
+func (l *Loop) Name() string { return l.name }
+
+// Add enqueues a key.
+func (l *Loop) Add(key string) { l.queue.Add(key) }
+
+// AddAfter enqueues a key once d has passed: the only way controllers wait.
+func (l *Loop) AddAfter(key string, d time.Duration) { l.queue.AddAfter(key, d) }
+
+// AddObject enqueues the key of an object, unwrapping delete tombstones.
+func (l *Loop) AddObject(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("%s: key of %T: %w", l.name, obj, err))
+		return
+	}
+	l.queue.Add(key)
+}
+
+// Len is the number of queued keys (for tests and metrics).
+func (l *Loop) Len() int { return l.queue.Len() }
+
+// Handler maps every informer event of the watched kind to the object's own key.
+func (l *Loop) Handler() cache.ResourceEventHandler {
+	return Funcs(func(obj any) { l.AddObject(obj) })
+}
+
+// Funcs turns one mapping function into a handler for add, update (new object) and
+// delete (tombstones unwrapped) events. The function must only enqueue keys.
+func Funcs(fn func(obj any)) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    fn,
+		UpdateFunc: func(_, newObj any) { fn(newObj) },
+		DeleteFunc: func(obj any) { fn(Unwrap(obj)) },
+	}
+}
+
+// Unwrap returns the object inside a delete tombstone, or obj itself.
+func Unwrap(obj any) any {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
+}
+
+// Run waits for the caches, starts workers and blocks until ctx ends.
+func (l *Loop) Run(ctx context.Context, workers int, synced ...cache.InformerSynced) {
+	defer utilruntime.HandleCrash()
+	logger := klog.FromContext(ctx).WithValues("controller", l.name)
+	ctx = klog.NewContext(ctx, logger)
+	go func() {
+		<-ctx.Done()
+		l.queue.ShutDown()
+	}()
+	logger.Info("Starting controller")
+	defer logger.Info("Shutting down controller")
+	if !cache.WaitForNamedCacheSync(l.name, ctx.Done(), synced...) {
+		return
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wait.UntilWithContext(ctx, l.worker, time.Second)
+		}()
+	}
+	wg.Wait()
+}
+
+func (l *Loop) worker(ctx context.Context) {
+	for l.processNext(ctx) {
+	}
+}
+
+func (l *Loop) processNext(ctx context.Context) bool {
+	key, quit := l.queue.Get()
+	if quit {
+		return false
+	}
+	defer l.queue.Done(key)
+	err := l.sync(ctx, key)
+	l.handleErr(ctx, key, err)
+	return true
+}
+
+// handleErr is the one error policy: forget on success, back off on error until the
+// retry budget is spent, then drop the key (its next event brings it back).
+func (l *Loop) handleErr(ctx context.Context, key string, err error) {
+	if err == nil {
+		l.queue.Forget(key)
+		return
+	}
+	if l.errors != nil {
+		l.errors.Inc()
+	}
+	logger := klog.FromContext(ctx)
+	if n := l.queue.NumRequeues(key); n < MaxRetries {
+		logger.V(2).Info("Sync failed, retrying", "key", key, "retries", n, "err", err)
+		l.queue.AddRateLimited(key)
+		return
+	}
+	l.queue.Forget(key)
+	utilruntime.HandleErrorWithContext(ctx, err, "Dropping key out of the queue", "key", key)
+}

@@ -1,0 +1,155 @@
+// Package controller tests `juneau controller`, run as a process from the built binary,
+// against a real etcd + kube-apiserver.
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/test/e2e/framework"
+)
+
+func TestMain(m *testing.M) { framework.Main(m) }
+
+const leaseNamespace = "juneau-system"
+
+// startController runs `juneau controller` with short leader-election timings.
+func startController(t *testing.T, cp *framework.ControlPlane, name string, extra ...string) *framework.Component {
+	t.Helper()
+	ensureNamespace(t, cp, leaseNamespace)
+	args := append([]string{"controller",
+		"--kubeconfig=" + cp.Kubeconfig,
+		"--metrics-bind-address=127.0.0.1:0",
+		"--leader-elect-namespace=" + leaseNamespace,
+		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms",
+		"--orphan-claim-grace=2s",
+		"-v=2",
+	}, extra...)
+	return framework.StartComponent(t, name, args...)
+}
+
+func ensureNamespace(t *testing.T, cp *framework.ControlPlane, name string) {
+	t.Helper()
+	_, err := cp.Kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+func testContext(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// network creates an AddressPool and an ExternalNetwork of one type over it.
+func network(t *testing.T, cp *framework.ControlPlane, name string, mode v1alpha1.AdvertiseMode, addresses ...string) {
+	t.Helper()
+	ctx := context.Background()
+	j := cp.Juneau.JuneauV1alpha1()
+	if _, err := j.AddressPools().Create(ctx, &v1alpha1.AddressPool{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-pool"},
+		Spec:       v1alpha1.AddressPoolSpec{AdvertiseMode: mode, Addresses: addresses},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.ExternalNetworks().Create(ctx, &v1alpha1.ExternalNetwork{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       v1alpha1.ExternalNetworkSpec{Type: mode, AddressPools: []string{name + "-pool"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func createEIP(t *testing.T, cp *framework.ControlPlane, ns, name, network, requested string) *v1alpha1.ElasticIP {
+	t.Helper()
+	eip, err := cp.Juneau.JuneauV1alpha1().ElasticIPs(ns).Create(context.Background(), &v1alpha1.ElasticIP{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       v1alpha1.ElasticIPSpec{ExternalNetwork: network, RequestedIP: requested},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eip
+}
+
+// waitEIP polls until cond holds for the ElasticIP, failing with its last status.
+func waitEIP(t *testing.T, cp *framework.ControlPlane, ns, name string, what string, cond func(*v1alpha1.ElasticIP) bool) *v1alpha1.ElasticIP {
+	t.Helper()
+	var last *v1alpha1.ElasticIP
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		eip, err := cp.Juneau.JuneauV1alpha1().ElasticIPs(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = eip
+		return cond(eip), nil
+	})
+	if err != nil {
+		t.Fatalf("ElasticIP %s/%s never became %s; last status: %s", ns, name, what, statusString(last))
+	}
+	return last
+}
+
+func statusString(eip *v1alpha1.ElasticIP) string {
+	if eip == nil {
+		return "<none>"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "phase=%s address=%s attachment=%v", eip.Status.Phase, eip.Status.Address, eip.Status.Attachment)
+	for _, c := range eip.Status.Conditions {
+		fmt.Fprintf(&b, " [%s=%s %s: %s]", c.Type, c.Status, c.Reason, c.Message)
+	}
+	return b.String()
+}
+
+// phaseReason matches a phase and the reason of one condition.
+func phaseReason(phase v1alpha1.ElasticIPPhase, condType, reason string) func(*v1alpha1.ElasticIP) bool {
+	return func(eip *v1alpha1.ElasticIP) bool {
+		c := meta.FindStatusCondition(eip.Status.Conditions, condType)
+		return eip.Status.Phase == phase && c != nil && c.Reason == reason
+	}
+}
+
+func condition(eip *v1alpha1.ElasticIP, t string) metav1.Condition {
+	if c := meta.FindStatusCondition(eip.Status.Conditions, t); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+// claimsOf lists the AllocationClaims whose consumer is in namespace ns, by address.
+func claimsOf(t *testing.T, cp *framework.ControlPlane, ns string) map[string]v1alpha1.AllocationClaim {
+	t.Helper()
+	list, err := cp.Juneau.JuneauV1alpha1().AllocationClaims().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]v1alpha1.AllocationClaim{}
+	for _, c := range list.Items {
+		if c.Spec.Consumer.Namespace == ns {
+			out[c.Name] = c
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
