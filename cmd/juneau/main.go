@@ -22,10 +22,14 @@ var errNotImplemented = errors.New("not implemented yet")
 // commonOptions are the flags every role shares.
 type commonOptions struct {
 	kubeconfig string
+	qps        float32
+	burst      int
 }
 
 func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means in-cluster configuration")
+	fs.Float32Var(&o.qps, "kube-api-qps", 50, "queries per second to the API server")
+	fs.IntVar(&o.burst, "kube-api-burst", 100, "burst of queries to the API server")
 }
 
 func newRootCommand() *cobra.Command {

@@ -27,7 +27,7 @@ func (o *commonOptions) restConfig() (*rest.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.QPS, cfg.Burst = 50, 100
+	cfg.QPS, cfg.Burst = o.qps, o.burst
 	cfg.UserAgent = "juneau/" + version
 	return cfg, nil
 }

@@ -33,7 +33,7 @@ func startController(t *testing.T, cp *framework.ControlPlane, name string, extr
 		"--metrics-bind-address=127.0.0.1:0",
 		"--leader-elect-namespace=" + leaseNamespace,
 		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms",
-		"--orphan-claim-grace=2s",
+		"--orphan-claim-grace=2s", "--kube-api-qps=300", "--kube-api-burst=600",
 		"-v=2",
 	}, extra...)
 	return framework.StartComponent(t, name, args...)

@@ -1,0 +1,77 @@
+package annotations
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+)
+
+// Prefix starts every juneau annotation key.
+const Prefix = v1alpha1.GroupName + "/"
+
+// CompatibilityKeys are the managed-cloud annotation keys juneau also reads.
+func CompatibilityKeys() []string {
+	return []string{
+		v1alpha1.AliasPodWithEIP,
+		v1alpha1.AliasEIPBandwidth,
+		v1alpha1.AliasReleaseStrategy,
+		v1alpha1.AliasPodEIPInstance,
+	}
+}
+
+// HasJuneauAnnotations reports whether any key is a juneau annotation or one of the
+// CompatibilityKeys: only such Pods need the Pod webhook.
+func HasJuneauAnnotations(annotations map[string]string) bool {
+	aliases := CompatibilityKeys()
+	for k := range annotations {
+		if strings.HasPrefix(k, Prefix) || slices.Contains(aliases, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidatePod checks all ElasticIP annotations of a Pod: each parser's rules, then the
+// rules between direct and automatic use, which apply only once both parse cleanly:
+//   - eth0 carrying an ElasticIP directly cannot also get one by NAT
+//     (pod-with-eip: "true" or pod-eip-name);
+//   - the ElasticIP named by pod-eip-name cannot also be used directly by another NIC.
+func ValidatePod(annotations map[string]string) field.ErrorList {
+	nics, errs := ParseDirect(annotations)
+	auto, autoErrs := ParseAuto(annotations)
+	errs = append(errs, autoErrs...)
+	if len(errs) > 0 || !auto.Wanted() {
+		return errs
+	}
+	path := autoPath(annotations, auto)
+	for _, n := range nics {
+		switch {
+		case n.Interface == v1alpha1.DefaultInterface:
+			return field.ErrorList{field.Forbidden(path, fmt.Sprintf(
+				"eth0 already carries ElasticIP %q directly: eth0 uses an ElasticIP either directly or by NAT, not both",
+				n.ElasticIP))}
+		case auto.ElasticIPName != "" && n.ElasticIP == auto.ElasticIPName:
+			return field.ErrorList{field.Invalid(path, auto.ElasticIPName, fmt.Sprintf(
+				"ElasticIP %q is already used directly by interface %q: an ElasticIP is used either by NAT or directly, not both",
+				n.ElasticIP, n.Interface))}
+		}
+	}
+	return nil
+}
+
+// autoPath is the path of the annotation that asked for the automatic ElasticIP.
+func autoPath(annotations map[string]string, auto AutoEIP) *field.Path {
+	keys := []string{v1alpha1.AnnotationPodWithEIP, v1alpha1.AliasPodWithEIP}
+	if !auto.Enabled {
+		keys = []string{v1alpha1.AnnotationPodEIPName, v1alpha1.AliasPodEIPInstance}
+	}
+	key := keys[1]
+	if _, ok := annotations[keys[0]]; ok {
+		key = keys[0]
+	}
+	return annotationsPath().Key(key)
+}

@@ -1,0 +1,180 @@
+package validation
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+)
+
+func TestParseIPv4(t *testing.T) {
+	tests := []struct {
+		in      string
+		wantErr string // substring of the reason; "" = valid
+	}{
+		{in: "10.225.51.5"},
+		{in: "0.0.0.0"},
+		{in: "255.255.255.255"},
+		{in: "", wantErr: "dotted-decimal"},
+		{in: "10.225.051.5", wantErr: "leading zero"},
+		{in: "10.225.51", wantErr: "dotted-decimal"},
+		{in: " 10.225.51.5", wantErr: "dotted-decimal"},
+		{in: "10.225.51.5/32", wantErr: "dotted-decimal"},
+		{in: "fd00::1", wantErr: "IPv6 is not supported"},
+		{in: "::ffff:10.225.51.5", wantErr: `use "10.225.51.5"`},
+		{in: "256.1.1.1", wantErr: "dotted-decimal"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			a, err := ParseIPv4(tt.in)
+			if tt.wantErr == "" {
+				if err != nil || a.String() != tt.in {
+					t.Fatalf("ParseIPv4(%q) = %v, %v; want the address", tt.in, a, err)
+				}
+				return
+			}
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("ParseIPv4(%q) error = %v, want a *ParseError", tt.in, err)
+			}
+			if !strings.Contains(pe.Reason, tt.wantErr) || pe.Value != tt.in {
+				t.Errorf("ParseIPv4(%q) = %+v, want reason containing %q", tt.in, pe, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestParsePoolEntry(t *testing.T) {
+	tests := []struct {
+		in          string
+		first, last string
+		cidr        bool
+		size        uint64
+		str         string // String() when it differs from in
+		wantErr     string
+	}{
+		{in: "10.225.51.0/24", first: "10.225.51.0", last: "10.225.51.255", cidr: true, size: 256},
+		{in: "10.225.51.8/29", first: "10.225.51.8", last: "10.225.51.15", cidr: true, size: 8},
+		{in: "10.225.51.7/32", first: "10.225.51.7", last: "10.225.51.7", cidr: true, size: 1},
+		{in: "0.0.0.0/0", first: "0.0.0.0", last: "255.255.255.255", cidr: true, size: 1 << 32},
+		{in: "10.225.51.5-10.225.51.20", first: "10.225.51.5", last: "10.225.51.20", size: 16},
+		{in: "10.225.51.5-10.225.51.5", first: "10.225.51.5", last: "10.225.51.5", size: 1, str: "10.225.51.5"},
+		{in: "10.225.51.250-10.225.52.3", first: "10.225.51.250", last: "10.225.52.3", size: 10},
+		{in: "10.225.51.7", first: "10.225.51.7", last: "10.225.51.7", size: 1},
+		{in: "10.225.51.1/24", wantErr: `did you mean "10.225.51.0/24"`},
+		{in: "10.225.51.0/33", wantErr: "from 0 to 32"},
+		{in: "10.225.51.0/08", wantErr: "leading zeros"},
+		{in: "10.225.51.0/", wantErr: "from 0 to 32"},
+		{in: "10.225.051.0/24", wantErr: "leading zero"},
+		{in: "fd00::/64", wantErr: "IPv6 is not supported"},
+		{in: "10.225.51.20-10.225.51.5", wantErr: "write the range as 10.225.51.5-10.225.51.20"},
+		{in: "10.225.51.5-", wantErr: "last address of the range"},
+		{in: "-10.225.51.5", wantErr: "first address of the range"},
+		{in: "10.225.51.5 - 10.225.51.9", wantErr: "first address of the range"},
+		{in: "10.225.51.5-fd00::1", wantErr: "IPv6"},
+		{in: "pool", wantErr: "IPv4 CIDR (10.225.51.0/24), an inclusive range"},
+		{in: "", wantErr: "IPv4 CIDR"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			r, err := ParsePoolEntry(tt.in)
+			if tt.wantErr != "" {
+				var pe *ParseError
+				if !errors.As(err, &pe) || !strings.Contains(pe.Reason, tt.wantErr) {
+					t.Fatalf("ParsePoolEntry(%q) error = %v, want a reason containing %q", tt.in, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParsePoolEntry(%q): %v", tt.in, err)
+			}
+			if r.First.String() != tt.first || r.Last.String() != tt.last || r.IsCIDR() != tt.cidr || r.Size() != tt.size {
+				t.Errorf("ParsePoolEntry(%q) = %v..%v cidr=%v size=%d; want %s..%s cidr=%v size=%d",
+					tt.in, r.First, r.Last, r.IsCIDR(), r.Size(), tt.first, tt.last, tt.cidr, tt.size)
+			}
+			want := tt.in
+			if tt.str != "" {
+				want = tt.str
+			}
+			if r.String() != want {
+				t.Errorf("String() = %q, want %q", r.String(), want)
+			}
+		})
+	}
+}
+
+func mustRange(t *testing.T, s string) AddressRange {
+	t.Helper()
+	r, err := ParsePoolEntry(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestAddressRangeContainsAndOverlaps(t *testing.T) {
+	r := mustRange(t, "10.225.51.5-10.225.51.20")
+	for addr, want := range map[string]bool{
+		"10.225.51.4": false, "10.225.51.5": true, "10.225.51.12": true,
+		"10.225.51.20": true, "10.225.51.21": false, "::ffff:10.225.51.6": false,
+	} {
+		if got := r.Contains(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("Contains(%s) = %v, want %v", addr, got, want)
+		}
+	}
+	tests := []struct {
+		a, b string
+		want bool
+	}{
+		{"10.225.51.0/24", "10.225.51.7", true},
+		{"10.225.51.0/24", "10.225.52.0/24", false},
+		{"10.225.51.0-10.225.51.9", "10.225.51.10-10.225.51.20", false},
+		{"10.225.51.0-10.225.51.10", "10.225.51.10-10.225.51.20", true},
+		{"10.225.51.0/24", "10.225.51.255-10.225.52.3", true},
+		{"10.225.0.0/16", "10.225.51.0/24", true},
+		{"10.225.51.7", "10.225.51.8", false},
+	}
+	for _, tt := range tests {
+		a, b := mustRange(t, tt.a), mustRange(t, tt.b)
+		if a.Overlaps(b) != tt.want || b.Overlaps(a) != tt.want {
+			t.Errorf("Overlaps(%s, %s) = %v/%v, want %v both ways", tt.a, tt.b, a.Overlaps(b), b.Overlaps(a), tt.want)
+		}
+	}
+}
+
+func TestAutoRange(t *testing.T) {
+	tests := map[string]string{
+		"10.225.51.0/24":            "10.225.51.1-10.225.51.254",
+		"10.225.51.0/30":            "10.225.51.1-10.225.51.2",
+		"10.225.51.0/31":            "10.225.51.0/31",
+		"10.225.51.7/32":            "10.225.51.7/32",
+		"10.225.51.0-10.225.51.255": "10.225.51.0-10.225.51.255",
+		"10.225.51.0":               "10.225.51.0",
+	}
+	for in, want := range tests {
+		if got := mustRange(t, in).AutoRange().String(); got != want {
+			t.Errorf("AutoRange(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestParsePool(t *testing.T) {
+	rs, err := ParsePool(v1alpha1.AddressPoolSpec{Addresses: []string{"10.225.51.0/28", "10.225.51.100-10.225.51.109", "10.225.51.200"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 3 || TotalSize(rs) != 16+10+1 {
+		t.Fatalf("ParsePool = %v (total %d), want 3 ranges of 27 addresses", rs, TotalSize(rs))
+	}
+	if !RangesContain(rs, netip.MustParseAddr("10.225.51.105")) || RangesContain(rs, netip.MustParseAddr("10.225.51.150")) {
+		t.Errorf("RangesContain gives wrong answers for %v", rs)
+	}
+
+	_, err = ParsePool(v1alpha1.AddressPoolSpec{Addresses: []string{"10.225.51.0/28", "10.225.51.1/28"}})
+	var pe *ParseError
+	if err == nil || !strings.HasPrefix(err.Error(), "spec.addresses[1]: ") || !errors.As(err, &pe) {
+		t.Errorf("ParsePool error = %v, want one naming spec.addresses[1] and wrapping a *ParseError", err)
+	}
+}
