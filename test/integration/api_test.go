@@ -70,6 +70,18 @@ func TestExamplesApply(t *testing.T) {
 			}
 		}
 	}
+	// Node agents watch only their own objects through field selectors.
+	for _, sel := range []struct{ kind, field string }{
+		{"networkinterface", "spec.nodeName"}, {"arpadvertisement", "spec.nodeName"}, {"elasticipattachment", "status.nodeName"},
+	} {
+		r := cp.Kubectl(ctx, "", "get", sel.kind, "-n", ns, "-o", "name", "--field-selector", sel.field+"=node-b")
+		if r.Err != nil || strings.TrimSpace(r.Stdout) != "" {
+			t.Errorf("%s with %s=node-b: %q %v, want nothing", sel.kind, sel.field, r.Stdout, r.Err)
+		}
+	}
+	if r := cp.Kubectl(ctx, "", "get", "networkinterface", "-n", ns, "-o", "name", "--field-selector", "spec.nodeName=node-a"); r.Err != nil || !strings.Contains(r.Stdout, "web.eth0") {
+		t.Errorf("networkinterface with spec.nodeName=node-a: %q %v", r.Stdout, r.Err)
+	}
 	// Short names resolve.
 	for _, short := range []string{"eip", "eipa", "nic", "arpad", "pool", "extnet", "claim"} {
 		if r := cp.Kubectl(ctx, "", "get", short, "-n", ns); r.Err != nil {

@@ -133,6 +133,7 @@ const (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,shortName=eipa
+// +kubebuilder:selectablefield:JSONPath=`.status.nodeName`
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="ELASTICIP",type=string,JSONPath=`.spec.elasticIPRef.name`
 // +kubebuilder:printcolumn:name="NETWORKINTERFACE",type=string,JSONPath=`.spec.targetRef.networkInterfaceName`

@@ -21,6 +21,7 @@ const (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,shortName=nic
+// +kubebuilder:selectablefield:JSONPath=`.spec.nodeName`
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="NODE",type=string,JSONPath=`.spec.nodeName`
 // +kubebuilder:printcolumn:name="ELASTICIP",type=string,JSONPath=`.spec.elasticIP`
@@ -145,6 +146,7 @@ type NetworkInterfaceList struct {
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=arpad
+// +kubebuilder:selectablefield:JSONPath=`.spec.nodeName`
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="EXTERNALNETWORK",type=string,JSONPath=`.spec.externalNetwork`
 // +kubebuilder:printcolumn:name="ADDRESS",type=string,JSONPath=`.spec.address`
