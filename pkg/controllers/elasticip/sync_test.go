@@ -1,0 +1,173 @@
+package elasticip
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
+	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
+)
+
+// fixture is a controller on a fake clientset whose informers are fed by hand.
+type fixture struct {
+	t      *testing.T
+	client *fake.Clientset
+	ctrl   *Controller
+	inf    juneauinformers.SharedInformerFactory
+}
+
+func newFixture(t *testing.T, cached []runtime.Object, apiOnly ...runtime.Object) *fixture {
+	t.Helper()
+	client := fake.NewClientset(append(append([]runtime.Object{}, cached...), apiOnly...)...)
+	inf := juneauinformers.NewSharedInformerFactory(client, 0)
+	j := inf.Juneau().V1alpha1()
+	ctrl, err := NewController(client, Informers{
+		ElasticIPs: j.ElasticIPs(), Claims: j.AllocationClaims(), Pools: j.AddressPools(), Networks: j.ExternalNetworks(),
+		Attachments: j.ElasticIPAttachments(), NetworkInterfaces: j.NetworkInterfaces(), Advertisements: j.ARPAdvertisements(),
+	}, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range cached {
+		var err error
+		switch o := obj.(type) {
+		case *v1alpha1.ElasticIP:
+			err = j.ElasticIPs().Informer().GetIndexer().Add(o)
+		case *v1alpha1.AllocationClaim:
+			err = j.AllocationClaims().Informer().GetIndexer().Add(o)
+			ctrl.claimHandler().OnAdd(o, false)
+		case *v1alpha1.AddressPool:
+			err = j.AddressPools().Informer().GetIndexer().Add(o)
+		case *v1alpha1.ExternalNetwork:
+			err = j.ExternalNetworks().Informer().GetIndexer().Add(o)
+		case *v1alpha1.NetworkInterface:
+			err = j.NetworkInterfaces().Informer().GetIndexer().Add(o)
+		case *v1alpha1.ElasticIPAttachment:
+			err = j.ElasticIPAttachments().Informer().GetIndexer().Add(o)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	client.ClearActions()
+	return &fixture{t: t, client: client, ctrl: ctrl, inf: inf}
+}
+
+func (f *fixture) sync(key string) *v1alpha1.ElasticIP {
+	f.t.Helper()
+	_, ctx := ktesting.NewTestContext(f.t)
+	if err := f.ctrl.sync(ctx, key); err != nil {
+		f.t.Fatalf("sync %s: %v", key, err)
+	}
+	ns, name := "default", key[len("default/"):]
+	eip, err := f.client.JuneauV1alpha1().ElasticIPs(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return eip
+}
+
+func (f *fixture) claimCreates() []string {
+	var names []string
+	for _, a := range f.client.Actions() {
+		if a.GetVerb() == "create" && a.GetResource().Resource == "allocationclaims" {
+			names = append(names, a.(interface{ GetObject() runtime.Object }).GetObject().(*v1alpha1.AllocationClaim).Name)
+		}
+	}
+	return names
+}
+
+func poolAndNetwork(addresses ...string) []runtime.Object {
+	return []runtime.Object{
+		&v1alpha1.AddressPool{ObjectMeta: metav1.ObjectMeta{Name: "ext-pool"}, Spec: v1alpha1.AddressPoolSpec{AdvertiseMode: v1alpha1.AdvertiseARP, Addresses: addresses}},
+		&v1alpha1.ExternalNetwork{ObjectMeta: metav1.ObjectMeta{Name: "ext-net"}, Spec: v1alpha1.ExternalNetworkSpec{Type: v1alpha1.AdvertiseARP, AddressPools: []string{"ext-pool"}}},
+	}
+}
+
+func elasticIP(name string, uid types.UID) *v1alpha1.ElasticIP {
+	return &v1alpha1.ElasticIP{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: uid, Finalizers: []string{v1alpha1.FinalizerElasticIP}},
+		Spec:       v1alpha1.ElasticIPSpec{ExternalNetwork: "ext-net"},
+	}
+}
+
+func claimFor(addr string, eip *v1alpha1.ElasticIP) *v1alpha1.AllocationClaim {
+	return &v1alpha1.AllocationClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: addr, UID: types.UID("claim-" + addr), CreationTimestamp: metav1.NewTime(time.Now())},
+		Spec: v1alpha1.AllocationClaimSpec{AddressPool: "ext-pool", Address: addr, Consumer: v1alpha1.ConsumerReference{
+			Kind: v1alpha1.ConsumerKindElasticIP, Namespace: eip.Namespace, Name: eip.Name, UID: string(eip.UID)}},
+	}
+}
+
+// After a crash between claim creation and status write, the claim is adopted by
+// consumer UID: no second reservation.
+func TestSyncAdoptsClaimAfterCrash(t *testing.T) {
+	eip := elasticIP("nginx-eip", "uid-1")
+	objs := append(poolAndNetwork("10.225.51.0/24"), eip, claimFor("10.225.51.9", eip))
+	f := newFixture(t, objs)
+	got := f.sync("default/nginx-eip")
+	if got.Status.Address != "10.225.51.9" || got.Status.Phase != v1alpha1.ElasticIPAvailable {
+		t.Errorf("status = %s %s, want the adopted 10.225.51.9 Available", got.Status.Phase, got.Status.Address)
+	}
+	if creates := f.claimCreates(); len(creates) != 0 {
+		t.Errorf("created claims %v, want none", creates)
+	}
+}
+
+// A lagging cache costs a retry: AlreadyExists moves on to the next candidate.
+func TestSyncSkipsClaimsTheCacheHasNotSeen(t *testing.T) {
+	other := elasticIP("other", "uid-2")
+	eip := elasticIP("nginx-eip", "uid-1")
+	objs := append(poolAndNetwork("10.225.51.0/24"), eip)
+	f := newFixture(t, objs, claimFor("10.225.51.1", other)) // in the API only
+	got := f.sync("default/nginx-eip")
+	if got.Status.Address != "10.225.51.2" {
+		t.Errorf("address = %s, want 10.225.51.2", got.Status.Address)
+	}
+	if creates := f.claimCreates(); len(creates) != 2 || creates[0] != "10.225.51.1" || creates[1] != "10.225.51.2" {
+		t.Errorf("claim creates = %v, want [10.225.51.1 10.225.51.2]", creates)
+	}
+	// A retry before the informer shows the new claim adopts it instead of reserving again.
+	f.client.ClearActions()
+	f.sync("default/nginx-eip")
+	if creates := f.claimCreates(); len(creates) != 0 {
+		t.Errorf("retry created claims %v", creates)
+	}
+}
+
+// Two claims for one ElasticIP (left by a leader handover): the recorded one is kept,
+// the other deleted.
+func TestSyncDeletesDuplicateClaims(t *testing.T) {
+	eip := elasticIP("nginx-eip", "uid-1")
+	eip.Status.Address = "10.225.51.7"
+	objs := append(poolAndNetwork("10.225.51.0/24"), eip, claimFor("10.225.51.3", eip), claimFor("10.225.51.7", eip))
+	f := newFixture(t, objs)
+	got := f.sync("default/nginx-eip")
+	if got.Status.Address != "10.225.51.7" {
+		t.Errorf("address = %s, want the recorded 10.225.51.7", got.Status.Address)
+	}
+	if _, err := f.client.JuneauV1alpha1().AllocationClaims().Get(context.Background(), "10.225.51.3", metav1.GetOptions{}); err == nil {
+		t.Error("duplicate claim 10.225.51.3 was not deleted")
+	}
+}
+
+// The finalizer goes on before anything is reserved.
+func TestSyncAddsFinalizerFirst(t *testing.T) {
+	eip := elasticIP("nginx-eip", "uid-1")
+	eip.Finalizers = nil
+	f := newFixture(t, append(poolAndNetwork("10.225.51.0/24"), eip))
+	got := f.sync("default/nginx-eip")
+	if len(got.Finalizers) != 1 || got.Finalizers[0] != v1alpha1.FinalizerElasticIP {
+		t.Errorf("finalizers = %v", got.Finalizers)
+	}
+	if creates := f.claimCreates(); len(creates) != 0 {
+		t.Errorf("reserved %v before the finalizer was in place", creates)
+	}
+}
