@@ -134,10 +134,10 @@ func TestDesiredAdvertisement(t *testing.T) {
 		claim   *v1alpha1.AllocationClaim
 		d       HolderDecision
 	}{
-		"bgp network":       {bgp, claim, held},
-		"no address":        {arp, nil, held},
-		"unused":            {arp, claim, HolderDecision{}},
-		"conflict":          {arp, claim, HolderDecision{Conflict: true}},
+		"bgp network":           {bgp, claim, held},
+		"no address":            {arp, nil, held},
+		"unused":                {arp, claim, HolderDecision{}},
+		"conflict":              {arp, claim, HolderDecision{Conflict: true}},
 		"holder without a node": {arp, claim, HolderDecision{Holder: held.Holder}},
 	} {
 		if got := desiredAdvertisement(eip, tc.network, tc.claim, tc.d); got != nil {
