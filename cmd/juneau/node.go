@@ -1,18 +1,188 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
+	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
+	"github.com/loutres/juneau/pkg/node/agent"
+	"github.com/loutres/juneau/pkg/node/arp"
+	"github.com/loutres/juneau/pkg/node/nft"
+	"github.com/loutres/juneau/pkg/node/sysctl"
 )
 
+type nodeOptions struct {
+	common       *commonOptions
+	nodeName     string
+	extIface     string
+	clusterCIDRs []string
+	resync       time.Duration
+	metricsAddr  string
+	sysctls      bool
+}
+
 func newNodeCommand(common *commonOptions) *cobra.Command {
-	return &cobra.Command{
+	o := &nodeOptions{common: common}
+	cmd := &cobra.Command{
 		Use:   "node",
 		Short: "run the node agent (NAT rules, ARP replier, direct NICs)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return fmt.Errorf("node: %w", errNotImplemented)
-		},
+		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
 	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "name of this Node (default $NODE_NAME)")
+	fs.StringVar(&o.extIface, "external-interface", "", "interface towards the external network (default: the one holding the Node's InternalIP)")
+	fs.StringSliceVar(&o.clusterCIDRs, "cluster-cidr", nil, "Pod CIDRs never translated, besides Node spec.podCIDRs, ServiceCIDRs and Node addresses (repeatable)")
+	fs.DurationVar(&o.resync, "resync-period", time.Minute, "period of full datapath re-syncs")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9091", "address serving /metrics, /healthz and /readyz; empty disables")
+	fs.BoolVar(&o.sysctls, "set-sysctls", true, "set ip_forward and the ARP sysctls of the external interface")
+	return cmd
+}
+
+func (o *nodeOptions) run(ctx context.Context) error {
+	if o.nodeName == "" {
+		return errors.New("--node-name (or $NODE_NAME) is required")
+	}
+	logger := klog.FromContext(ctx).WithName("node").WithValues("node", o.nodeName)
+	ctx = klog.NewContext(ctx, logger)
+	cidrs, err := parsePrefixes(o.clusterCIDRs)
+	if err != nil {
+		return err
+	}
+	cfg, err := o.common.restConfig()
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	juneau, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	iface, err := o.externalInterface(ctx, kube)
+	if err != nil {
+		return err
+	}
+	link, err := net.InterfaceByName(iface)
+	if err != nil {
+		return fmt.Errorf("external interface %q: %w", iface, err)
+	}
+	if o.sysctls {
+		if err := sysctl.New().Apply(sysctl.ExternalInterface(iface)); err != nil {
+			return err
+		}
+	}
+	logger.Info("Starting node agent", "externalInterface", iface, "mac", link.HardwareAddr.String())
+
+	health := newHealth()
+	responder := arp.NewResponder(iface)
+	srv, reg, err := startMetricsServer(ctx, o.metricsAddr, health)
+	if err != nil {
+		return err
+	}
+	defer srv.shutdown()
+	metrics, err := agent.NewMetrics(reg, responder)
+	if err != nil {
+		return err
+	}
+
+	// Each kind is watched only where it names this Node.
+	onNode := func(field string) juneauinformers.SharedInformerOption {
+		return juneauinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.FieldSelector = fields.OneTermEqualSelector(field, o.nodeName).String()
+		})
+	}
+	attachInf := juneauinformers.NewSharedInformerFactoryWithOptions(juneau, o.resync, onNode("status.nodeName"))
+	advertInf := juneauinformers.NewSharedInformerFactoryWithOptions(juneau, o.resync, onNode("spec.nodeName"))
+	kubeInf := kubeinformers.NewSharedInformerFactory(kube, o.resync)
+
+	attachments := attachInf.Juneau().V1alpha1().ElasticIPAttachments()
+	adverts := advertInf.Juneau().V1alpha1().ARPAdvertisements()
+	nodes := kubeInf.Core().V1().Nodes()
+	serviceCIDRs := kubeInf.Networking().V1().ServiceCIDRs()
+	a := agent.New(agent.Config{
+		NodeName: o.nodeName, ExternalInterface: iface, ExternalMAC: link.HardwareAddr.String(),
+		ClusterCIDRs: cidrs, Resync: o.resync,
+	}, juneau, agent.Listers{
+		Attachments: attachments.Lister(), Advertisements: adverts.Lister(),
+		Nodes: nodes.Lister(), ServiceCIDRs: serviceCIDRs.Lister(),
+	}, nft.NewProgrammer(nft.Options{}), responder, metrics)
+	if err := a.Watch(attachments.Informer(), adverts.Informer(), nodes.Informer(), serviceCIDRs.Informer()); err != nil {
+		return err
+	}
+	for _, f := range []interface{ Start(<-chan struct{}) }{attachInf, advertInf, kubeInf} {
+		f.Start(ctx.Done())
+	}
+	defer attachInf.Shutdown()
+	defer advertInf.Shutdown()
+	defer kubeInf.Shutdown()
+	health.setReady()
+
+	var g errgroup.Group
+	g.Go(func() error { return responder.Run(ctx) })
+	g.Go(func() error { return a.Run(ctx) })
+	return g.Wait()
+}
+
+// externalInterface is --external-interface, or the interface holding the Node's InternalIP.
+func (o *nodeOptions) externalInterface(ctx context.Context, kube kubernetes.Interface) (string, error) {
+	if o.extIface != "" {
+		return o.extIface, nil
+	}
+	node, err := kube.CoreV1().Nodes().Get(ctx, o.nodeName, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading Node %q to find the external interface: %w", o.nodeName, err)
+	}
+	for _, a := range node.Status.Addresses {
+		if a.Type != corev1.NodeInternalIP {
+			continue
+		}
+		ip := net.ParseIP(a.Address)
+		links, err := netlink.LinkList()
+		if err != nil {
+			return "", err
+		}
+		for _, l := range links {
+			addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
+			if err != nil {
+				continue
+			}
+			for _, ad := range addrs {
+				if ad.IP.Equal(ip) {
+					return l.Attrs().Name, nil
+				}
+			}
+		}
+	}
+	return "", fmt.Errorf("no interface holds an InternalIP of Node %q; set --external-interface", o.nodeName)
+}
+
+func parsePrefixes(in []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(in))
+	for _, s := range in {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("--cluster-cidr %q: %w", s, err)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }

@@ -1,0 +1,203 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	metaapply "k8s.io/client-go/applyconfigurations/meta/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	networkinglisters "k8s.io/client-go/listers/networking/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
+	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/node/nft"
+)
+
+// NAT programs the translation rules (nft.Programmer).
+type NAT interface {
+	Sync(ctx context.Context, desired nft.DesiredState) error
+	Invalidate()
+}
+
+// ARP answers ARP for a set of addresses (arp.Responder).
+type ARP interface {
+	SetAddresses(addrs []netip.Addr)
+}
+
+var (
+	_ NAT = (*nft.Programmer)(nil)
+)
+
+// Config of the agent.
+type Config struct {
+	NodeName          string
+	ExternalInterface string
+	// ExternalMAC is the external interface's MAC, for the Answering condition.
+	ExternalMAC  string
+	ClusterCIDRs []netip.Prefix
+	// Resync is the period of full re-syncs (every object re-read, rules rewritten).
+	Resync time.Duration
+}
+
+// Listers are the agent's caches. Attachments, Advertisements (and later NICs) are
+// field-selected to this Node by their informers.
+type Listers struct {
+	Attachments    listers.ElasticIPAttachmentLister
+	Advertisements listers.ARPAdvertisementLister
+	Nodes          corelisters.NodeLister
+	ServiceCIDRs   networkinglisters.ServiceCIDRLister
+}
+
+// Agent is the node agent's control loop.
+type Agent struct {
+	cfg     Config
+	client  versioned.Interface
+	listers Listers
+	nat     NAT
+	arp     ARP
+	metrics *Metrics
+
+	trigger chan struct{}
+	synced  []cache.InformerSynced
+}
+
+// New makes an agent; it starts nothing. Register informers with Watch before they start.
+func New(cfg Config, client versioned.Interface, l Listers, nat NAT, arp ARP, metrics *Metrics) *Agent {
+	if cfg.Resync <= 0 {
+		cfg.Resync = time.Minute
+	}
+	return &Agent{cfg: cfg, client: client, listers: l, nat: nat, arp: arp, metrics: metrics, trigger: make(chan struct{}, 1)}
+}
+
+// Watch makes every event of an informer trigger a sync.
+func (a *Agent) Watch(informers ...cache.SharedIndexInformer) error {
+	for _, inf := range informers {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { a.Trigger() },
+			UpdateFunc: func(any, any) { a.Trigger() },
+			DeleteFunc: func(any) { a.Trigger() },
+		}); err != nil {
+			return err
+		}
+		a.synced = append(a.synced, inf.HasSynced)
+	}
+	return nil
+}
+
+// Trigger asks for a sync; triggers coalesce into one.
+func (a *Agent) Trigger() {
+	select {
+	case a.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Run syncs on every trigger and every resync period until ctx ends. A failed sync
+// makes the next one full and is retried with back-off. Rules stay in place on return,
+// so a restarting agent never interrupts translated traffic.
+func (a *Agent) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithValues("node", a.cfg.NodeName)
+	ctx = klog.NewContext(ctx, logger)
+	if !cache.WaitForNamedCacheSync("node-agent", ctx.Done(), a.synced...) {
+		return ctx.Err()
+	}
+	resync := time.NewTicker(a.cfg.Resync)
+	defer resync.Stop()
+	backoff := 100 * time.Millisecond
+	var retry <-chan time.Time
+	a.Trigger()
+	for {
+		full := false
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-a.trigger:
+		case <-retry:
+			full = true
+		case <-resync.C:
+			full = true
+		}
+		if full {
+			a.nat.Invalidate()
+		}
+		if err := a.sync(ctx); err != nil {
+			logger.Error(err, "Sync failed; the next one rebuilds everything", "retryAfter", backoff)
+			a.nat.Invalidate()
+			retry = time.After(backoff)
+			backoff = min(2*backoff, 30*time.Second)
+			continue
+		}
+		retry, backoff = nil, 100*time.Millisecond
+	}
+}
+
+// sync computes the desired state from the caches and applies it.
+func (a *Agent) sync(ctx context.Context) error {
+	start := time.Now()
+	in, err := a.inputs()
+	if err != nil {
+		return err
+	}
+	d := Compute(in)
+	err = a.nat.Sync(ctx, d.NAT)
+	a.metrics.observeSync(time.Since(start), len(d.NAT.Mappings), err)
+	if err != nil {
+		return fmt.Errorf("programming NAT: %w", err)
+	}
+	a.arp.SetAddresses(d.ARP)
+	return a.markAnswering(ctx, in, d.Answering)
+}
+
+func (a *Agent) inputs() (Inputs, error) {
+	in := Inputs{NodeName: a.cfg.NodeName, ExternalInterface: a.cfg.ExternalInterface, ClusterCIDRs: a.cfg.ClusterCIDRs}
+	var err error
+	if in.Attachments, err = a.listers.Attachments.List(labels.Everything()); err != nil {
+		return in, err
+	}
+	if in.Advertisements, err = a.listers.Advertisements.List(labels.Everything()); err != nil {
+		return in, err
+	}
+	if in.Nodes, err = a.listers.Nodes.List(labels.Everything()); err != nil {
+		return in, err
+	}
+	if a.listers.ServiceCIDRs != nil {
+		if in.ServiceCIDRs, err = a.listers.ServiceCIDRs.List(labels.Everything()); err != nil {
+			return in, err
+		}
+	}
+	return in, nil
+}
+
+// markAnswering writes the Answering condition on the advertisements this agent now
+// answers for, with server-side apply so it owns only that condition.
+func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string) error {
+	for _, ad := range in.Advertisements {
+		if !slices.Contains(names, ad.Name) {
+			continue
+		}
+		want := answeringCondition(a.cfg.ExternalInterface, a.cfg.ExternalMAC, ad.Generation)
+		if have := meta.FindStatusCondition(ad.Status.Conditions, v1alpha1.ConditionAnswering); have != nil &&
+			have.Status == want.Status && have.Message == want.Message && have.ObservedGeneration == want.ObservedGeneration {
+			continue
+		}
+		cond := metaapply.Condition().WithType(want.Type).WithStatus(want.Status).WithReason(want.Reason).
+			WithMessage(want.Message).WithObservedGeneration(want.ObservedGeneration).WithLastTransitionTime(metav1.Now())
+		apply := applyv1alpha1.ARPAdvertisement(ad.Name).WithStatus(applyv1alpha1.ARPAdvertisementStatus().WithConditions(cond))
+		if _, err := a.client.JuneauV1alpha1().ARPAdvertisements().ApplyStatus(ctx, apply,
+			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); err != nil {
+			return fmt.Errorf("writing Answering on ARPAdvertisement %q: %w", ad.Name, err)
+		}
+		klog.FromContext(ctx).Info("Answering ARP", "advertisement", ad.Name, "address", ad.Spec.Address)
+	}
+	return nil
+}

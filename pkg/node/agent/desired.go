@@ -1,0 +1,132 @@
+// Package agent is the node agent's control loop: it watches the objects naming this
+// Node, computes the whole desired datapath state with a pure function, and applies it
+// (NAT rules, ARP answers, Answering conditions) — level-triggered, one coalesced
+// trigger, periodic full resync.
+package agent
+
+import (
+	"net/netip"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/node/nft"
+)
+
+// Inputs is what the desired state is computed from: the caches' content.
+type Inputs struct {
+	NodeName          string
+	ExternalInterface string
+	// ClusterCIDRs given on the command line (Pod CIDRs the API does not know).
+	ClusterCIDRs   []netip.Prefix
+	Attachments    []*v1alpha1.ElasticIPAttachment
+	Advertisements []*v1alpha1.ARPAdvertisement
+	Nodes          []*corev1.Node
+	ServiceCIDRs   []*networkingv1.ServiceCIDR
+}
+
+// Desired is the whole datapath state of this Node.
+type Desired struct {
+	NAT nft.DesiredState
+	// ARP are the addresses the responder answers for, sorted.
+	ARP []netip.Addr
+	// Answering are the advertisements (by name) this Node answers for, sorted.
+	Answering []string
+}
+
+// Compute is the node agent's one decision, a pure function of its inputs:
+//   - NAT for every ElasticIPAttachment that is Attached and Ready on this Node (the
+//     ElasticIP controller alone decided it uses the address);
+//   - ARP answers for every ARPAdvertisement naming this Node;
+//   - never translated: Pod CIDRs (flags and Node spec.podCIDRs), ServiceCIDRs and
+//     every Node address.
+func Compute(in Inputs) Desired {
+	d := Desired{NAT: nft.DesiredState{Config: nft.Config{
+		ExternalInterface: in.ExternalInterface,
+		ClusterCIDRs:      clusterCIDRs(in),
+	}}}
+	for _, a := range in.Attachments {
+		if m, ok := mapping(in.NodeName, a); ok {
+			d.NAT.Mappings = append(d.NAT.Mappings, m)
+		}
+	}
+	slices.SortFunc(d.NAT.Mappings, func(a, b nft.Mapping) int { return a.ElasticIP.Compare(b.ElasticIP) })
+	for _, ad := range in.Advertisements {
+		if ad.Spec.NodeName != in.NodeName || ad.DeletionTimestamp != nil {
+			continue
+		}
+		addr, err := netip.ParseAddr(ad.Spec.Address)
+		if err != nil || !addr.Is4() {
+			continue
+		}
+		d.ARP = append(d.ARP, addr)
+		d.Answering = append(d.Answering, ad.Name)
+	}
+	slices.SortFunc(d.ARP, netip.Addr.Compare)
+	d.ARP = slices.Compact(d.ARP)
+	slices.Sort(d.Answering)
+	return d
+}
+
+// mapping is the NAT pair of an attachment translated on node, if any.
+func mapping(node string, a *v1alpha1.ElasticIPAttachment) (nft.Mapping, bool) {
+	st := a.Status
+	if st.NodeName != node || st.Phase != v1alpha1.AttachmentAttached || a.DeletionTimestamp != nil ||
+		!meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) {
+		return nft.Mapping{}, false
+	}
+	eip, err1 := netip.ParseAddr(st.ElasticIP)
+	pod, err2 := netip.ParseAddr(st.PodIP)
+	if err1 != nil || err2 != nil || !eip.Is4() || !pod.Is4() {
+		return nft.Mapping{}, false
+	}
+	return nft.Mapping{ElasticIP: eip, PodIP: pod}, true
+}
+
+func clusterCIDRs(in Inputs) []netip.Prefix {
+	out := slices.Clone(in.ClusterCIDRs)
+	add := func(s string) {
+		if p, err := netip.ParsePrefix(s); err == nil && p.Addr().Is4() {
+			out = append(out, p.Masked())
+		}
+	}
+	for _, n := range in.Nodes {
+		for _, c := range n.Spec.PodCIDRs {
+			add(c)
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Type != corev1.NodeInternalIP && a.Type != corev1.NodeExternalIP {
+				continue
+			}
+			if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Is4() {
+				out = append(out, netip.PrefixFrom(ip, 32))
+			}
+		}
+	}
+	for _, sc := range in.ServiceCIDRs {
+		for _, c := range sc.Spec.CIDRs {
+			add(c)
+		}
+	}
+	slices.SortFunc(out, func(a, b netip.Prefix) int {
+		if c := a.Addr().Compare(b.Addr()); c != 0 {
+			return c
+		}
+		return a.Bits() - b.Bits()
+	})
+	return slices.Compact(out)
+}
+
+// answeringCondition is the Answering condition this agent writes on an advertisement.
+func answeringCondition(iface, mac string, generation int64) metav1.Condition {
+	return metav1.Condition{
+		Type: v1alpha1.ConditionAnswering, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAnswering,
+		Message:            "answering ARP on interface " + iface + " with " + mac,
+		ObservedGeneration: generation,
+	}
+}

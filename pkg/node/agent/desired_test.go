@@ -1,0 +1,89 @@
+package agent
+
+import (
+	"net/netip"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/node/nft"
+)
+
+func attachment(name, node, eip, pod string, phase v1alpha1.AttachmentPhase, ready bool) *v1alpha1.ElasticIPAttachment {
+	status := metav1.ConditionFalse
+	if ready {
+		status = metav1.ConditionTrue
+	}
+	return &v1alpha1.ElasticIPAttachment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Status: v1alpha1.ElasticIPAttachmentStatus{Phase: phase, ElasticIP: eip, PodIP: pod, NodeName: node,
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: status}}},
+	}
+}
+
+func TestCompute(t *testing.T) {
+	deleting := attachment("deleting", "node-a", "10.225.51.9", "10.244.1.9", v1alpha1.AttachmentAttached, true)
+	deleting.DeletionTimestamp = &metav1.Time{}
+	in := Inputs{
+		NodeName: "node-a", ExternalInterface: "ext0",
+		ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
+		Attachments: []*v1alpha1.ElasticIPAttachment{
+			attachment("b", "node-a", "10.225.51.6", "10.244.1.6", v1alpha1.AttachmentAttached, true),
+			attachment("a", "node-a", "10.225.51.5", "10.244.1.5", v1alpha1.AttachmentAttached, true),
+			attachment("pending", "node-a", "10.225.51.7", "10.244.1.7", v1alpha1.AttachmentPending, false),
+			attachment("elsewhere", "node-b", "10.225.51.8", "10.244.2.8", v1alpha1.AttachmentAttached, true),
+			attachment("not-ready", "node-a", "10.225.51.10", "10.244.1.10", v1alpha1.AttachmentAttached, false),
+			attachment("no-pod-ip", "node-a", "10.225.51.11", "", v1alpha1.AttachmentAttached, true),
+			deleting,
+		},
+		Advertisements: []*v1alpha1.ARPAdvertisement{
+			{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-b"}, Spec: v1alpha1.ARPAdvertisementSpec{Address: "10.225.51.6", NodeName: "node-a"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-a"}, Spec: v1alpha1.ARPAdvertisementSpec{Address: "10.225.51.5", NodeName: "node-a"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-x"}, Spec: v1alpha1.ARPAdvertisementSpec{Address: "10.225.51.8", NodeName: "node-b"}},
+		},
+		Nodes: []*corev1.Node{{
+			ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
+			Spec:       corev1.NodeSpec{PodCIDRs: []string{"10.244.1.0/24"}},
+			Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{
+				{Type: corev1.NodeInternalIP, Address: "10.225.51.2"}, {Type: corev1.NodeHostName, Address: "node-a"},
+			}},
+		}},
+		ServiceCIDRs: []*networkingv1.ServiceCIDR{{Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.96.0.0/12", "fd00::/108"}}}},
+	}
+	d := Compute(in)
+	wantMappings := []nft.Mapping{
+		{ElasticIP: netip.MustParseAddr("10.225.51.5"), PodIP: netip.MustParseAddr("10.244.1.5")},
+		{ElasticIP: netip.MustParseAddr("10.225.51.6"), PodIP: netip.MustParseAddr("10.244.1.6")},
+	}
+	if !slices.Equal(d.NAT.Mappings, wantMappings) {
+		t.Errorf("mappings = %v, want %v", d.NAT.Mappings, wantMappings)
+	}
+	wantCIDRs := []netip.Prefix{
+		netip.MustParsePrefix("10.96.0.0/12"), netip.MustParsePrefix("10.225.51.2/32"),
+		netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("10.244.1.0/24"),
+	}
+	if !slices.Equal(d.NAT.ClusterCIDRs, wantCIDRs) {
+		t.Errorf("cluster CIDRs = %v, want %v", d.NAT.ClusterCIDRs, wantCIDRs)
+	}
+	if d.NAT.ExternalInterface != "ext0" {
+		t.Errorf("interface = %q", d.NAT.ExternalInterface)
+	}
+	wantARP := []netip.Addr{netip.MustParseAddr("10.225.51.5"), netip.MustParseAddr("10.225.51.6")}
+	if !slices.Equal(d.ARP, wantARP) {
+		t.Errorf("ARP = %v, want %v", d.ARP, wantARP)
+	}
+	if !slices.Equal(d.Answering, []string{"eip-default-a", "eip-default-b"}) {
+		t.Errorf("answering = %v", d.Answering)
+	}
+}
+
+func TestComputeEmpty(t *testing.T) {
+	d := Compute(Inputs{NodeName: "node-a", ExternalInterface: "ext0"})
+	if len(d.NAT.Mappings) != 0 || len(d.ARP) != 0 || len(d.Answering) != 0 {
+		t.Errorf("empty inputs gave %+v", d)
+	}
+}
