@@ -1,0 +1,123 @@
+package nft
+
+import (
+	"net/netip"
+	"slices"
+
+	"github.com/google/nftables"
+)
+
+// maxElementBytes bounds the encoded elements of one NEWSETELEM/DELSETELEM
+// message. The element list is one netlink attribute whose length is 16 bits;
+// past 64 KiB the kernel rejects the message with a misleading ENOENT.
+const maxElementBytes = 56 << 10
+
+// entry is one element of one map.
+type entry struct {
+	set      *nftables.Set
+	key, val []byte
+}
+
+// entriesOf returns the elements one mapping puts in the four NAT maps.
+func entriesOf(s setsOf, m Mapping) []entry {
+	eip, pod := addrBytes(m.ElasticIP), addrBytes(m.PodIP)
+	return []entry{
+		{set: s.eip2vpc, key: eip, val: pod},
+		{set: s.vpc2eip, key: pod, val: eip},
+		{set: s.eip2vpcQuoted, key: concat(eip, eip), val: pod},
+		{set: s.vpc2eipQuoted, key: concat(pod, pod), val: eip},
+	}
+}
+
+func addrBytes(a netip.Addr) []byte {
+	b := a.As4()
+	return b[:]
+}
+
+func concat(a, b []byte) []byte { return append(slices.Clone(a), b...) }
+
+// groupBySet collects the elements per map, in the order of sets.maps(), with
+// values left out when keysOnly (deletions need only the key).
+func groupBySet(s setsOf, mappings []Mapping, keysOnly bool) map[*nftables.Set][]nftables.SetElement {
+	out := map[*nftables.Set][]nftables.SetElement{}
+	for _, m := range mappings {
+		for _, e := range entriesOf(s, m) {
+			el := nftables.SetElement{Key: e.key}
+			if !keysOnly {
+				el.Val = e.val
+			}
+			out[e.set] = append(out[e.set], el)
+		}
+	}
+	return out
+}
+
+// chunk splits elements so that each message stays under maxElementBytes.
+func chunk(elems []nftables.SetElement) [][]nftables.SetElement {
+	if len(elems) == 0 {
+		return nil
+	}
+	per := max(1, maxElementBytes/encodedSize(elems[0]))
+	var out [][]nftables.SetElement
+	for len(elems) > per {
+		out = append(out, elems[:per])
+		elems = elems[per:]
+	}
+	return append(out, elems)
+}
+
+// encodedSize is the netlink size of one element: a nested attribute holding
+// the key (and value) attributes, each a nested NFTA_DATA_VALUE.
+func encodedSize(e nftables.SetElement) int {
+	size := 4 + 8 + align4(len(e.Key))
+	if len(e.Val) > 0 {
+		size += 8 + align4(len(e.Val))
+	}
+	if e.IntervalEnd {
+		size += 8
+	}
+	return size
+}
+
+func align4(n int) int { return (n + 3) &^ 3 }
+
+// diffMappings returns the mappings to remove and to add to go from old to
+// new. A mapping whose Pod IP changed is removed and added again.
+func diffMappings(old, new map[netip.Addr]netip.Addr) (removed, added []Mapping) {
+	for eip, pod := range old {
+		if np, ok := new[eip]; !ok || np != pod {
+			removed = append(removed, Mapping{ElasticIP: eip, PodIP: pod})
+		}
+	}
+	for eip, pod := range new {
+		if op, ok := old[eip]; !ok || op != pod {
+			added = append(added, Mapping{ElasticIP: eip, PodIP: pod})
+		}
+	}
+	byEIP := func(a, b Mapping) int { return a.ElasticIP.Compare(b.ElasticIP) }
+	slices.SortFunc(removed, byEIP)
+	slices.SortFunc(added, byEIP)
+	return removed, added
+}
+
+// intervalElements encodes address ranges for an interval set: each range is a
+// start element and an end element one past its last address (flagged as
+// interval end), except a range reaching 255.255.255.255, which stays open.
+func intervalElements(rs []addrRange) []nftables.SetElement {
+	var out []nftables.SetElement
+	for _, r := range rs {
+		out = append(out, nftables.SetElement{Key: addrBytes(r.first)})
+		if next := r.last.Next(); next.IsValid() {
+			out = append(out, nftables.SetElement{Key: addrBytes(next), IntervalEnd: true})
+		}
+	}
+	return out
+}
+
+func icmpErrorElements() []nftables.SetElement {
+	out := make([]nftables.SetElement, 0, len(ICMPErrorTypes))
+	for _, t := range ICMPErrorTypes {
+		out = append(out, nftables.SetElement{Key: []byte{t}})
+	}
+	return out
+}

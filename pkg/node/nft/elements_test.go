@@ -1,0 +1,96 @@
+package nft
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"testing"
+
+	"github.com/google/nftables"
+)
+
+func TestEntriesOf(t *testing.T) {
+	s := newSets(newTable())
+	es := entriesOf(s, m("10.225.51.5", "10.244.1.5"))
+	eip, pod := []byte{10, 225, 51, 5}, []byte{10, 244, 1, 5}
+	want := []entry{
+		{set: s.eip2vpc, key: eip, val: pod},
+		{set: s.vpc2eip, key: pod, val: eip},
+		{set: s.eip2vpcQuoted, key: append(append([]byte{}, eip...), eip...), val: pod},
+		{set: s.vpc2eipQuoted, key: append(append([]byte{}, pod...), pod...), val: eip},
+	}
+	if !reflect.DeepEqual(es, want) {
+		t.Errorf("entriesOf = %v, want %v", es, want)
+	}
+}
+
+func TestIntervalElements(t *testing.T) {
+	a := netip.MustParseAddr
+	got := intervalElements([]addrRange{{a("10.96.0.0"), a("10.111.255.255")}, {a("192.0.2.0"), a("255.255.255.255")}})
+	want := []nftables.SetElement{
+		{Key: []byte{10, 96, 0, 0}},
+		{Key: []byte{10, 112, 0, 0}, IntervalEnd: true},
+		{Key: []byte{192, 0, 2, 0}}, // open to the end of the address space
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("intervalElements = %v, want %v", got, want)
+	}
+}
+
+func TestChunk(t *testing.T) {
+	mk := func(n, keyLen int, withVal bool) []nftables.SetElement {
+		out := make([]nftables.SetElement, n)
+		for i := range out {
+			out[i].Key = bytes.Repeat([]byte{byte(i)}, keyLen)
+			if withVal {
+				out[i].Val = []byte{1, 2, 3, 4}
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		n, keyLen int
+		val       bool
+	}{{10000, 4, true}, {10000, 8, true}, {10000, 4, false}, {1, 4, true}, {0, 4, true}} {
+		t.Run(fmt.Sprintf("%d×%dB val=%v", tc.n, tc.keyLen, tc.val), func(t *testing.T) {
+			elems := mk(tc.n, tc.keyLen, tc.val)
+			parts := chunk(elems)
+			total := 0
+			for _, p := range parts {
+				total += len(p)
+				if size := len(p) * encodedSize(p[0]); size > maxElementBytes {
+					t.Errorf("chunk of %d elements is %d bytes", len(p), size)
+				}
+			}
+			if total != tc.n {
+				t.Errorf("chunks hold %d elements, want %d", total, tc.n)
+			}
+			if tc.n == 10000 && tc.val && (len(p0(parts)) < 1500 || len(p0(parts)) > 2100) {
+				t.Errorf("chunk size %d, want about 2,000", len(p0(parts)))
+			}
+		})
+	}
+}
+
+func p0(parts [][]nftables.SetElement) []nftables.SetElement {
+	if len(parts) == 0 {
+		return nil
+	}
+	return parts[0]
+}
+
+func TestDiffMappings(t *testing.T) {
+	a := netip.MustParseAddr
+	old := map[netip.Addr]netip.Addr{a("10.225.51.5"): a("10.244.1.5"), a("10.225.51.6"): a("10.244.1.6"), a("10.225.51.7"): a("10.244.1.7")}
+	new := map[netip.Addr]netip.Addr{a("10.225.51.5"): a("10.244.1.5"), a("10.225.51.6"): a("10.244.1.9"), a("10.225.51.8"): a("10.244.1.8")}
+	removed, added := diffMappings(old, new)
+	wantRemoved := []Mapping{m("10.225.51.6", "10.244.1.6"), m("10.225.51.7", "10.244.1.7")}
+	wantAdded := []Mapping{m("10.225.51.6", "10.244.1.9"), m("10.225.51.8", "10.244.1.8")}
+	if !reflect.DeepEqual(removed, wantRemoved) || !reflect.DeepEqual(added, wantAdded) {
+		t.Errorf("diff = -%v +%v, want -%v +%v", removed, added, wantRemoved, wantAdded)
+	}
+	if r, a := diffMappings(old, old); len(r)+len(a) != 0 {
+		t.Errorf("diff of equal maps = -%v +%v", r, a)
+	}
+}

@@ -1,0 +1,283 @@
+// Package nft programs juneau's conntrack-free 1:1 NAT into nftables over
+// netlink: a desired state in, kernel state out. See README.md for the table
+// layout and how it coexists with kube-proxy and CNIs.
+package nft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/nftables"
+	mnl "github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Socket buffer sizes for the netlink socket. A whole batch goes out in one
+// sendmsg, which the kernel refuses when it exceeds the send buffer: 10,000
+// mappings make about 1.5 MB. The receive side holds one ack per message.
+const (
+	sendBufferBytes    = 64 << 20
+	receiveBufferBytes = 8 << 20
+)
+
+// Options configure a Programmer.
+type Options struct {
+	// NetNS is an open network namespace file descriptor to program instead
+	// of the caller's own namespace (zero: the caller's).
+	NetNS int
+}
+
+// SyncStats describes the last Sync.
+type SyncStats struct {
+	// Full is true when the whole table was rebuilt, Skipped when nothing
+	// had changed and the kernel was not written to.
+	Full, Skipped bool
+	// Mappings is the number of mappings in the applied state.
+	Mappings int
+	// Removed and Added count the mappings written element by element.
+	Removed, Added int
+	Duration       time.Duration
+}
+
+// Programmer applies DesiredStates to the kernel. The first Sync, and the one
+// after any failure or Invalidate, replaces the whole table in one
+// transaction; later ones change only the map elements that differ, so a
+// change to one mapping leaves every other element untouched. A new
+// Programmer (e.g. after an agent restart) takes over an existing table with
+// the same atomic replacement, so packets never meet a missing rule.
+//
+// Methods are safe for concurrent use.
+type Programmer struct {
+	opts Options
+	// dial opens a netlink connection; tests replace it to record messages.
+	dial func() (*nftables.Conn, error)
+
+	mu      sync.Mutex
+	applied *state // nil: the next Sync rebuilds everything
+	last    SyncStats
+}
+
+// NewProgrammer returns a Programmer. It opens nothing until Sync.
+func NewProgrammer(opts Options) *Programmer {
+	p := &Programmer{opts: opts}
+	p.dial = func() (*nftables.Conn, error) {
+		return nftables.New(nftables.WithNetNSFd(p.opts.NetNS), nftables.WithSockOptions(raiseBuffers))
+	}
+	return p
+}
+
+// Sync makes the kernel match desired. An invalid Config changes nothing and
+// returns an error wrapping ErrInvalidConfig; invalid or conflicting mappings
+// are left out, the rest is applied, and the error wraps ErrInvalidMapping.
+// Syncing the state that is already applied writes nothing.
+func (p *Programmer) Sync(ctx context.Context, desired DesiredState) error {
+	start := time.Now()
+	want, invalid := normalize(desired)
+	if want == nil {
+		return invalid
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	var (
+		stats SyncStats
+		err   error
+	)
+	switch {
+	case p.applied != nil && p.applied.sameConfig(want) && p.applied.sameMappings(want):
+		stats.Skipped = true
+	case p.applied != nil && p.applied.sameConfig(want):
+		stats, err = p.syncElements(want)
+	default:
+		stats, err = p.syncFull(want)
+	}
+	stats.Mappings = len(want.eip2vpc)
+	stats.Duration = time.Since(start)
+	p.last = stats
+	if err != nil {
+		p.applied = nil
+		return err
+	}
+	p.applied = want
+	return invalid
+}
+
+// Invalidate makes the next Sync rebuild the whole table, e.g. for a periodic
+// resync that must repair changes made behind our back.
+func (p *Programmer) Invalidate() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.applied = nil
+}
+
+// LastSync describes the most recent Sync.
+func (p *Programmer) LastSync() SyncStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
+}
+
+// syncFull deletes and recreates the table with all its elements in a single
+// transaction: packets see either the old table or the new one, never none.
+func (p *Programmer) syncFull(want *state) (SyncStats, error) {
+	c, err := p.dial()
+	if err != nil {
+		return SyncStats{}, fmt.Errorf("netlink: %w", err)
+	}
+	rs := buildRuleset(want)
+	// Adding first makes the delete valid whether or not the table exists.
+	c.AddTable(rs.table)
+	c.DelTable(rs.table)
+	c.AddTable(rs.table)
+	for _, s := range rs.sets.all() {
+		var initial []nftables.SetElement
+		if s == rs.sets.icmpErrors {
+			initial = rs.icmpElems // a constant set gets its few elements with its creation
+		}
+		if err := c.AddSet(s, initial); err != nil {
+			return SyncStats{}, fmt.Errorf("set %s: %w", s.Name, err)
+		}
+	}
+	// Thousands of node addresses would not fit one message: chunk them too.
+	if err := addChunked(c, rs.sets.cluster, rs.clusterElems); err != nil {
+		return SyncStats{}, err
+	}
+	for _, ch := range rs.chains {
+		c.AddChain(ch)
+	}
+	for _, r := range rs.rules {
+		c.AddRule(r)
+	}
+	mappings := want.mappings()
+	byset := groupBySet(rs.sets, mappings, false)
+	for _, s := range rs.sets.maps() {
+		if err := addChunked(c, s, byset[s]); err != nil {
+			return SyncStats{}, err
+		}
+	}
+	if err := c.Flush(); err != nil {
+		return SyncStats{}, fmt.Errorf("replace table %s: %w", TableName, err)
+	}
+	return SyncStats{Full: true, Added: len(mappings)}, nil
+}
+
+// syncElements deletes stale and adds new map elements in one transaction.
+func (p *Programmer) syncElements(want *state) (SyncStats, error) {
+	removed, added := diffMappings(p.applied.eip2vpc, want.eip2vpc)
+	c, err := p.dial()
+	if err != nil {
+		return SyncStats{}, fmt.Errorf("netlink: %w", err)
+	}
+	sets := newSets(newTable())
+	del := groupBySet(sets, removed, true)
+	add := groupBySet(sets, added, false)
+	for _, s := range sets.maps() {
+		for _, part := range chunk(del[s]) {
+			if err := c.SetDeleteElements(s, part); err != nil {
+				return SyncStats{}, fmt.Errorf("delete from %s: %w", s.Name, err)
+			}
+		}
+		if err := addChunked(c, s, add[s]); err != nil {
+			return SyncStats{}, err
+		}
+	}
+	if err := c.Flush(); err != nil {
+		return SyncStats{}, fmt.Errorf("update maps of table %s: %w", TableName, err)
+	}
+	return SyncStats{Removed: len(removed), Added: len(added)}, nil
+}
+
+func addChunked(c *nftables.Conn, s *nftables.Set, elems []nftables.SetElement) error {
+	for _, part := range chunk(elems) {
+		if err := c.SetAddElements(s, part); err != nil {
+			return fmt.Errorf("add to %s: %w", s.Name, err)
+		}
+	}
+	return nil
+}
+
+// Remove deletes the table. Normal shutdown must not call it: rules stay in
+// place so translated traffic keeps flowing while the agent restarts.
+func (p *Programmer) Remove(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.applied = nil
+	c, err := p.dial()
+	if err != nil {
+		return fmt.Errorf("netlink: %w", err)
+	}
+	t := newTable()
+	// Same trick as syncFull: the delete then succeeds whether or not the
+	// table exists, in one transaction.
+	c.AddTable(t)
+	c.DelTable(t)
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("delete table %s: %w", TableName, err)
+	}
+	return nil
+}
+
+// ErrNoTable means the kernel holds no juneau table.
+var ErrNoTable = errors.New("nftables table " + TableName + " not found")
+
+// KernelMappings reads the ElasticIP map back from the kernel.
+func (p *Programmer) KernelMappings(ctx context.Context) ([]Mapping, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c, err := p.dial()
+	if err != nil {
+		return nil, fmt.Errorf("netlink: %w", err)
+	}
+	if _, err := c.ListTableOfFamily(TableName, nftables.TableFamilyIPv4); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil, ErrNoTable
+		}
+		return nil, fmt.Errorf("list table %s: %w", TableName, err)
+	}
+	elems, err := c.GetSetElements(newSets(newTable()).eip2vpc)
+	if err != nil {
+		return nil, fmt.Errorf("read map %s: %w", MapEIP2VPC, err)
+	}
+	out := make([]Mapping, 0, len(elems))
+	for _, e := range elems {
+		eip, ok1 := netip.AddrFromSlice(e.Key)
+		pod, ok2 := netip.AddrFromSlice(e.Val)
+		if ok1 && ok2 {
+			out = append(out, Mapping{ElasticIP: eip, PodIP: pod})
+		}
+	}
+	slices.SortFunc(out, func(a, b Mapping) int { return a.ElasticIP.Compare(b.ElasticIP) })
+	return out, nil
+}
+
+// raiseBuffers enlarges the netlink socket buffers. The *FORCE options ignore
+// the rmem_max/wmem_max caps (the agent has CAP_NET_ADMIN); without the
+// capability fall back to the capped options.
+func raiseBuffers(c *mnl.Conn) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	cerr := raw.Control(func(fd uintptr) {
+		if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, sendBufferBytes) != nil {
+			serr = errors.Join(serr, unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF, sendBufferBytes))
+		}
+		if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, receiveBufferBytes) != nil {
+			serr = errors.Join(serr, unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, receiveBufferBytes))
+		}
+	})
+	return errors.Join(cerr, serr)
+}

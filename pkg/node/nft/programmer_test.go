@@ -1,0 +1,236 @@
+package nft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"testing"
+
+	"github.com/google/nftables"
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// recorder stands in for the kernel: it records every batch a Programmer
+// sends and acknowledges each message, or fails them all when failNext is set.
+type recorder struct {
+	batches  [][]netlink.Message
+	failNext bool
+}
+
+func (r *recorder) dial() (*nftables.Conn, error) {
+	return nftables.New(nftables.WithTestDial(func(req []netlink.Message) ([]netlink.Message, error) {
+		if len(req) == 0 {
+			return nil, nil // a further receive after all acks were delivered
+		}
+		r.batches = append(r.batches, req)
+		if r.failNext {
+			r.failNext = false
+			return nil, unix.ENOENT
+		}
+		acks := make([]netlink.Message, 0, len(req))
+		for _, msg := range req {
+			if msg.Header.Flags&netlink.Acknowledge != 0 {
+				acks = append(acks, netlink.Message{
+					Header: netlink.Header{Type: netlink.Error, Sequence: msg.Header.Sequence, PID: msg.Header.PID},
+					Data:   make([]byte, 4),
+				})
+			}
+		}
+		return acks, nil
+	}))
+}
+
+func newRecorded() (*Programmer, *recorder) {
+	p := NewProgrammer(Options{})
+	r := &recorder{}
+	p.dial = r.dial
+	return p, r
+}
+
+// kinds counts the nftables message types in a batch, by name.
+func kinds(batch []netlink.Message) map[string]int {
+	names := map[uint16]string{
+		unix.NFT_MSG_NEWTABLE: "newtable", unix.NFT_MSG_DELTABLE: "deltable", unix.NFT_MSG_NEWCHAIN: "newchain",
+		unix.NFT_MSG_NEWRULE: "newrule", unix.NFT_MSG_NEWSET: "newset", unix.NFT_MSG_NEWSETELEM: "newsetelem",
+		unix.NFT_MSG_DELSETELEM: "delsetelem", unix.NFNL_MSG_BATCH_BEGIN: "begin", unix.NFNL_MSG_BATCH_END: "end",
+	}
+	out := map[string]int{}
+	for _, m := range batch {
+		t := uint16(m.Header.Type)
+		if t>>8 == unix.NFNL_SUBSYS_NFTABLES {
+			t &= 0xff
+		}
+		name, ok := names[t]
+		if !ok {
+			name = fmt.Sprintf("type%#x", uint16(m.Header.Type))
+		}
+		out[name]++
+	}
+	return out
+}
+
+// elementCount returns the number of elements in a set element message.
+func elementCount(t *testing.T, msg netlink.Message) int {
+	t.Helper()
+	ad, err := netlink.NewAttributeDecoder(msg.Data[4:]) // after nfgenmsg
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for ad.Next() {
+		if ad.Type()&^unix.NLA_F_NESTED == unix.NFTA_SET_ELEM_LIST_ELEMENTS {
+			inner, err := netlink.NewAttributeDecoder(ad.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for inner.Next() {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func manyMappings(n int) []Mapping {
+	out := make([]Mapping, n)
+	for i := range out {
+		out[i] = Mapping{
+			ElasticIP: netip.AddrFrom4([4]byte{10, 225, byte(i >> 8), byte(i)}),
+			PodIP:     netip.AddrFrom4([4]byte{10, 244, byte(i >> 8), byte(i)}),
+		}
+	}
+	return out
+}
+
+func testState(mappings []Mapping) DesiredState {
+	return DesiredState{
+		Config:   Config{ExternalInterface: "ext0", ClusterCIDRs: prefixes("10.244.0.0/16", "10.96.0.0/12")},
+		Mappings: mappings,
+	}
+}
+
+func TestFirstSyncIsOneTransaction(t *testing.T) {
+	p, r := newRecorded()
+	if err := p.Sync(context.Background(), testState(manyMappings(10000))); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.batches) != 1 {
+		t.Fatalf("%d batches, want 1", len(r.batches))
+	}
+	k := kinds(r.batches[0])
+	if k["begin"] != 1 || k["end"] != 1 || k["newtable"] != 2 || k["deltable"] != 1 || k["newset"] != 6 || k["newchain"] != 6 {
+		t.Errorf("batch = %v", k)
+	}
+	elems := 0
+	for _, msg := range r.batches[0] {
+		if uint16(msg.Header.Type)&0xff == unix.NFT_MSG_NEWSETELEM {
+			if l := len(msg.Data); l >= 1<<16 {
+				t.Errorf("element message of %d bytes exceeds 64 KiB", l)
+			}
+			elems += elementCount(t, msg)
+		}
+	}
+	// 4 elements per mapping, 5 ICMP types, 2 interval bounds per cluster range
+	if want := 4*10000 + 5 + 4; elems != want {
+		t.Errorf("%d elements, want %d", elems, want)
+	}
+	if st := p.LastSync(); !st.Full || st.Mappings != 10000 {
+		t.Errorf("stats = %+v", st)
+	}
+}
+
+func TestSameStateWritesNothing(t *testing.T) {
+	p, r := newRecorded()
+	s := testState(manyMappings(3))
+	for range 3 {
+		if err := p.Sync(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(r.batches) != 1 || !p.LastSync().Skipped {
+		t.Errorf("%d batches for three identical syncs (stats %+v), want 1", len(r.batches), p.LastSync())
+	}
+}
+
+func TestOneChangeTouchesOnlyItsElements(t *testing.T) {
+	p, r := newRecorded()
+	ms := manyMappings(10000)
+	if err := p.Sync(context.Background(), testState(ms)); err != nil {
+		t.Fatal(err)
+	}
+	ms[1234].PodIP = netip.MustParseAddr("10.244.200.1")
+	if err := p.Sync(context.Background(), testState(ms)); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.batches) != 2 {
+		t.Fatalf("%d batches", len(r.batches))
+	}
+	k := kinds(r.batches[1])
+	if k["delsetelem"] != 4 || k["newsetelem"] != 4 || k["begin"] != 1 || k["end"] != 1 || len(k) != 4 {
+		t.Errorf("incremental batch = %v, want 4 element deletions and 4 additions only", k)
+	}
+	for _, msg := range r.batches[1] {
+		if tp := uint16(msg.Header.Type) & 0xff; uint16(msg.Header.Type)>>8 == unix.NFNL_SUBSYS_NFTABLES &&
+			(tp == unix.NFT_MSG_NEWSETELEM || tp == unix.NFT_MSG_DELSETELEM) && elementCount(t, msg) != 1 {
+			t.Errorf("message carries %d elements, want 1", elementCount(t, msg))
+		}
+	}
+	if st := p.LastSync(); st.Full || st.Removed != 1 || st.Added != 1 {
+		t.Errorf("stats = %+v", st)
+	}
+}
+
+func TestConfigChangeRebuilds(t *testing.T) {
+	p, r := newRecorded()
+	s := testState(manyMappings(2))
+	_ = p.Sync(context.Background(), s)
+	s.ExternalInterface = "ext1"
+	if err := p.Sync(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.batches) != 2 || kinds(r.batches[1])["deltable"] != 1 {
+		t.Errorf("interface change did not rebuild the table: %v", kinds(r.batches[len(r.batches)-1]))
+	}
+}
+
+func TestFailureMakesNextSyncFull(t *testing.T) {
+	p, r := newRecorded()
+	ms := manyMappings(2)
+	_ = p.Sync(context.Background(), testState(ms))
+	ms[0].PodIP = netip.MustParseAddr("10.244.99.1")
+	r.failNext = true
+	if err := p.Sync(context.Background(), testState(ms)); err == nil {
+		t.Fatal("failed write reported success")
+	}
+	if err := p.Sync(context.Background(), testState(ms)); err != nil {
+		t.Fatal(err)
+	}
+	if !p.LastSync().Full || kinds(r.batches[2])["deltable"] != 1 {
+		t.Error("sync after a failure was not a full rebuild")
+	}
+	p.Invalidate()
+	_ = p.Sync(context.Background(), testState(ms))
+	if !p.LastSync().Full {
+		t.Error("sync after Invalidate was not a full rebuild")
+	}
+}
+
+func TestInvalidInput(t *testing.T) {
+	p, r := newRecorded()
+	err := p.Sync(context.Background(), DesiredState{})
+	if !errors.Is(err, ErrInvalidConfig) || len(r.batches) != 0 {
+		t.Errorf("invalid config: err %v, %d batches", err, len(r.batches))
+	}
+	s := testState([]Mapping{m("10.225.51.5", "10.244.1.5"), m("10.225.51.5", "10.244.1.6"), m("10.225.51.7", "10.244.1.7")})
+	err = p.Sync(context.Background(), s)
+	if !errors.Is(err, ErrInvalidMapping) || len(r.batches) != 1 || p.LastSync().Mappings != 1 {
+		t.Errorf("conflict: err %v, %d batches, stats %+v; want the valid mapping applied", err, len(r.batches), p.LastSync())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.Sync(ctx, testState(nil)); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled context: %v", err)
+	}
+}

@@ -1,0 +1,331 @@
+package nft
+
+import (
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
+)
+
+// Names of everything juneau owns in nftables. The table is ours alone; no
+// other component adds to it and we touch nothing outside it.
+const (
+	TableName = "juneau"
+
+	ChainPrerouting    = "prerouting"
+	ChainPostrouting   = "postrouting"
+	ChainDNAT          = "dnat"
+	ChainDNATICMPError = "dnat_icmp_error"
+	ChainSNAT          = "snat"
+	ChainSNATICMPError = "snat_icmp_error"
+
+	// MapEIP2VPC maps an ElasticIP to its Pod IP, MapVPC2EIP the reverse.
+	MapEIP2VPC = "eip2vpc"
+	MapVPC2EIP = "vpc2eip"
+	// MapEIP2VPCQuoted maps "ElasticIP . ElasticIP" to the Pod IP: the key
+	// is an ICMP error's destination and its quoted source, so a quote naming
+	// any other address finds nothing and the error is dropped.
+	MapEIP2VPCQuoted = "eip2vpc_quoted"
+	// MapVPC2EIPQuoted maps "Pod IP . Pod IP" (outer source . quoted
+	// destination) to the ElasticIP.
+	MapVPC2EIPQuoted = "vpc2eip_quoted"
+	// SetClusterCIDRs holds the ranges that are never translated.
+	SetClusterCIDRs = "cluster_cidrs"
+	// SetICMPErrors holds the ICMP types that quote the offending packet.
+	SetICMPErrors = "icmp_errors"
+)
+
+// Hook priorities. Prerouting runs at raw (-300): after defragmentation
+// (-400), before conntrack (-200), so `notrack` keeps translated flows out of
+// conntrack and every NAT or filter chain after us sees the Pod IP.
+// Postrouting runs just after srcnat (100): conntrack-based masquerade never
+// sees our untracked packets anyway, and rules ordered around srcnat still
+// see the Pod's own address.
+const (
+	PriorityPrerouting  = -300
+	PriorityPostrouting = 110
+)
+
+// ICMPErrorTypes are the ICMP types that carry a quote of the packet that
+// caused them: destination unreachable, source quench, redirect, time
+// exceeded, parameter problem.
+var ICMPErrorTypes = []byte{3, 4, 5, 11, 12}
+
+// Offsets inside an IPv4 header and inside an ICMP error (from the start of
+// the ICMP header, i.e. nftables' transport header base). The quote starts at
+// +8; quoted addresses and the quoted header checksum sit at fixed offsets
+// whatever options the quoted header carries.
+const (
+	offIPChecksum = 10
+	offIPSrc      = 12
+	offIPDst      = 16
+
+	offICMPChecksum   = 2
+	offQuoteVerIHL    = 8
+	offQuoteFrag      = 8 + 6 // flags and fragment offset
+	offQuoteProto     = 8 + 9
+	offQuoteChecksum  = 8 + offIPChecksum
+	offQuoteSrc       = 8 + offIPSrc
+	offQuoteDst       = 8 + offIPDst
+	offQuoteUDPCsum   = 8 + 20 + 6  // only with a 20-byte quoted header
+	offQuoteTCPCsum   = 8 + 20 + 16 // likewise
+	quoteVerIHLNoOpts = 0x45
+)
+
+// 32-bit registers. A concatenated key of two addresses occupies two
+// consecutive registers.
+const (
+	reg0 = unix.NFT_REG32_00 + iota
+	reg1
+	reg2
+	reg3
+	regName = unix.NFT_REG_1 // 16-byte register for interface names
+)
+
+// ruleset is the fixed part of the table: everything except map elements.
+type ruleset struct {
+	table  *nftables.Table
+	sets   setsOf
+	chains []*nftables.Chain
+	rules  []*nftables.Rule
+	// constant set contents, added with the sets
+	clusterElems []nftables.SetElement
+	icmpElems    []nftables.SetElement
+}
+
+// setsOf names the table's sets and maps.
+type setsOf struct {
+	eip2vpc, vpc2eip, eip2vpcQuoted, vpc2eipQuoted *nftables.Set
+	cluster, icmpErrors                            *nftables.Set
+}
+
+func (s setsOf) all() []*nftables.Set {
+	return []*nftables.Set{s.eip2vpc, s.vpc2eip, s.eip2vpcQuoted, s.vpc2eipQuoted, s.cluster, s.icmpErrors}
+}
+
+func (s setsOf) maps() []*nftables.Set {
+	return []*nftables.Set{s.eip2vpc, s.vpc2eip, s.eip2vpcQuoted, s.vpc2eipQuoted}
+}
+
+func newTable() *nftables.Table {
+	return &nftables.Table{Name: TableName, Family: nftables.TableFamilyIPv4}
+}
+
+// newSets describes the sets. IDs are set here, not by the library, so that a
+// batch is fully determined by its input (they only need to be unique within
+// one transaction).
+func newSets(t *nftables.Table) setsOf {
+	addrPair := nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeIPAddr)
+	m := func(id uint32, name string, key nftables.SetDatatype) *nftables.Set {
+		return &nftables.Set{
+			Table: t, ID: id, Name: name, IsMap: true, KeyType: key, DataType: nftables.TypeIPAddr,
+			Concatenation: key.Bytes > 4,
+		}
+	}
+	return setsOf{
+		eip2vpc:       m(1, MapEIP2VPC, nftables.TypeIPAddr),
+		vpc2eip:       m(2, MapVPC2EIP, nftables.TypeIPAddr),
+		eip2vpcQuoted: m(3, MapEIP2VPCQuoted, addrPair),
+		vpc2eipQuoted: m(4, MapVPC2EIPQuoted, addrPair),
+		cluster: &nftables.Set{
+			Table: t, ID: 5, Name: SetClusterCIDRs, Interval: true, KeyType: nftables.TypeIPAddr,
+		},
+		icmpErrors: &nftables.Set{
+			Table: t, ID: 6, Name: SetICMPErrors, Constant: true, KeyType: nftables.TypeICMPType,
+		},
+	}
+}
+
+// buildRuleset returns the table, sets, chains and rules for a configuration.
+// It is pure: the same state always gives the same ruleset.
+func buildRuleset(s *state) *ruleset {
+	t := newTable()
+	sets := newSets(t)
+	accept := nftables.ChainPolicyAccept
+	pre := &nftables.Chain{
+		Name: ChainPrerouting, Table: t, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityRef(PriorityPrerouting), Policy: &accept,
+	}
+	post := &nftables.Chain{
+		Name: ChainPostrouting, Table: t, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookPostrouting, Priority: nftables.ChainPriorityRef(PriorityPostrouting), Policy: &accept,
+	}
+	dnat := &nftables.Chain{Name: ChainDNAT, Table: t}
+	dnatErr := &nftables.Chain{Name: ChainDNATICMPError, Table: t}
+	snat := &nftables.Chain{Name: ChainSNAT, Table: t}
+	snatErr := &nftables.Chain{Name: ChainSNATICMPError, Table: t}
+
+	rs := &ruleset{
+		table:        t,
+		sets:         sets,
+		chains:       []*nftables.Chain{pre, post, dnat, dnatErr, snat, snatErr},
+		clusterElems: intervalElements(ranges(s.cidrs)),
+		icmpElems:    icmpErrorElements(),
+	}
+	add := func(c *nftables.Chain, rules ...[]expr.Any) {
+		for _, e := range rules {
+			rs.rules = append(rs.rules, &nftables.Rule{Table: t, Chain: c, Exprs: e})
+		}
+	}
+	add(pre, preroutingRules(sets)...)
+	add(dnat, dnatRules(sets)...)
+	add(dnatErr, quoteRules(sets.eip2vpcQuoted, offIPDst, offQuoteSrc)...)
+	add(post, postroutingRules(sets, s.iface)...)
+	add(snat, snatRules(sets)...)
+	add(snatErr, quoteRules(sets.vpc2eipQuoted, offIPSrc, offQuoteDst)...)
+	return rs
+}
+
+// preroutingRules: traffic to an ElasticIP is translated (chain dnat); a
+// translated Pod's traffic to outside the cluster is kept out of conntrack,
+// so the primary CNI's masquerade and kube-proxy never see it.
+func preroutingRules(s setsOf) [][]expr.Any {
+	return [][]expr.Any{
+		// ip daddr @eip2vpc goto dnat
+		{loadNH(offIPDst, reg0), in(s.eip2vpc, reg0), gotoChain(ChainDNAT)},
+		// ip saddr @vpc2eip ip daddr != @cluster_cidrs notrack
+		{loadNH(offIPSrc, reg0), in(s.vpc2eip, reg0), loadNH(offIPDst, reg1), notIn(s.cluster, reg1), &expr.Notrack{}},
+	}
+}
+
+// dnatRules rewrite the destination ElasticIP to the Pod IP, fixing the IP
+// header checksum and the TCP/UDP pseudo-header checksum, after an ICMP error
+// has had its quote rewritten (or been dropped).
+func dnatRules(s setsOf) [][]expr.Any {
+	return [][]expr.Any{
+		isICMPError(s, jumpChain(ChainDNATICMPError)),
+		{
+			loadNH(offIPDst, reg0), lookupMap(s.eip2vpc, reg0, reg0),
+			writeNH(offIPDst, reg0), &expr.Notrack{},
+		},
+	}
+}
+
+// postroutingRules: a translated Pod's traffic leaving through the external
+// interface towards outside the cluster gets its ElasticIP as source.
+func postroutingRules(s setsOf, iface string) [][]expr.Any {
+	return [][]expr.Any{{
+		&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: regName},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: regName, Data: ifname(iface)},
+		loadNH(offIPSrc, reg0), in(s.vpc2eip, reg0),
+		loadNH(offIPDst, reg1), notIn(s.cluster, reg1),
+		gotoChain(ChainSNAT),
+	}}
+}
+
+func snatRules(s setsOf) [][]expr.Any {
+	return [][]expr.Any{
+		isICMPError(s, jumpChain(ChainSNATICMPError)),
+		{loadNH(offIPSrc, reg0), lookupMap(s.vpc2eip, reg0, reg0), writeNH(offIPSrc, reg0)},
+	}
+}
+
+// isICMPError matches ICMP messages that quote a packet and applies verdict.
+func isICMPError(s setsOf, verdict expr.Any) []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg0},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: reg0, Data: []byte{unix.IPPROTO_ICMP}},
+		loadTH(0, 1, reg0), in(s.icmpErrors, reg0),
+		verdict,
+	}
+}
+
+// quoteRules rewrite the quoted address of an ICMP error. The lookup key is
+// "outer address . quoted address" (outerOff in the IP header, quoteOff from
+// the ICMP header): the quoted packet must name the same address the error
+// travels to (inbound) or from (outbound); otherwise no rule matches and the
+// last rule drops it.
+//
+// Rewriting the quoted address with the quoted IP header checksum as csum
+// field keeps the outer ICMP checksum valid: both changes are inside the ICMP
+// message and cancel out. The quoted TCP/UDP checksum also covers the address
+// (pseudo-header); Linux ignores it in a quote, but packet analysers do not,
+// so it is fixed first: write new value with the L4 checksum as csum field,
+// then write the old value back with the ICMP checksum as csum field (the
+// only way to make the kernel compute the L4 delta), then the final rule
+// writes the new value once more with the IP header checksum. Every write
+// leaves the ICMP checksum valid.
+func quoteRules(m *nftables.Set, outerOff, quoteOff uint32) [][]expr.Any {
+	key := func() []expr.Any {
+		return []expr.Any{loadNH(outerOff, reg0), loadTH(quoteOff, 4, reg1), lookupMap(m, reg0, reg2)}
+	}
+	l4fix := func(proto byte, csumOff uint32, nonZero bool) []expr.Any {
+		e := []expr.Any{
+			loadTH(offQuoteVerIHL, 1, reg3), eq(reg3, []byte{quoteVerIHLNoOpts}),
+			loadTH(offQuoteProto, 1, reg3), eq(reg3, []byte{proto}),
+			// Only a first fragment (or a whole datagram) has the L4 header.
+			loadTH(offQuoteFrag, 2, reg3),
+			&expr.Bitwise{SourceRegister: reg3, DestRegister: reg3, Len: 2, Mask: []byte{0x1f, 0xff}, Xor: []byte{0, 0}},
+			eq(reg3, []byte{0, 0}),
+			// Also proves the checksum field is inside the (possibly short) quote.
+			loadTH(csumOff, 2, reg3),
+		}
+		if nonZero { // a zero UDP checksum means "none" and must stay zero
+			e = append(e, &expr.Cmp{Op: expr.CmpOpNeq, Register: reg3, Data: []byte{0, 0}})
+		}
+		e = append(e, key()...)
+		return append(e,
+			loadTH(quoteOff, 4, reg3),                // old quoted address
+			writeTH(quoteOff, reg2, csumOff),         // new, quoted L4 checksum follows
+			writeTH(quoteOff, reg3, offICMPChecksum), // old again, ICMP checksum follows
+		)
+	}
+	main := append(key(), writeTH(quoteOff, reg2, offQuoteChecksum), &expr.Verdict{Kind: expr.VerdictReturn})
+	return [][]expr.Any{
+		l4fix(unix.IPPROTO_UDP, offQuoteUDPCsum, true),
+		l4fix(unix.IPPROTO_TCP, offQuoteTCPCsum, false),
+		main,
+		{&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}},
+	}
+}
+
+func loadNH(off, reg uint32) *expr.Payload {
+	return &expr.Payload{OperationType: expr.PayloadLoad, DestRegister: reg, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: 4}
+}
+
+func loadTH(off, length, reg uint32) *expr.Payload {
+	return &expr.Payload{OperationType: expr.PayloadLoad, DestRegister: reg, Base: expr.PayloadBaseTransportHeader, Offset: off, Len: length}
+}
+
+// writeNH writes a 4-byte address into the IP header, updating the header
+// checksum and the TCP/UDP checksum whose pseudo-header covers the address
+// (the kernel skips the L4 update for ICMP and for non-first fragments).
+func writeNH(off, reg uint32) *expr.Payload {
+	return &expr.Payload{
+		OperationType: expr.PayloadWrite, SourceRegister: reg, Base: expr.PayloadBaseNetworkHeader,
+		Offset: off, Len: 4, CsumType: expr.CsumTypeInet, CsumOffset: offIPChecksum,
+		CsumFlags: unix.NFT_PAYLOAD_L4CSUM_PSEUDOHDR,
+	}
+}
+
+func writeTH(off, reg, csumOff uint32) *expr.Payload {
+	return &expr.Payload{
+		OperationType: expr.PayloadWrite, SourceRegister: reg, Base: expr.PayloadBaseTransportHeader,
+		Offset: off, Len: 4, CsumType: expr.CsumTypeInet, CsumOffset: csumOff,
+	}
+}
+
+func in(s *nftables.Set, reg uint32) *expr.Lookup {
+	return &expr.Lookup{SourceRegister: reg, SetName: s.Name, SetID: s.ID}
+}
+
+func notIn(s *nftables.Set, reg uint32) *expr.Lookup {
+	return &expr.Lookup{SourceRegister: reg, SetName: s.Name, SetID: s.ID, Invert: true}
+}
+
+func lookupMap(s *nftables.Set, sreg, dreg uint32) *expr.Lookup {
+	return &expr.Lookup{SourceRegister: sreg, DestRegister: dreg, IsDestRegSet: true, SetName: s.Name, SetID: s.ID}
+}
+
+func eq(reg uint32, data []byte) *expr.Cmp {
+	return &expr.Cmp{Op: expr.CmpOpEq, Register: reg, Data: data}
+}
+
+func gotoChain(name string) *expr.Verdict { return &expr.Verdict{Kind: expr.VerdictGoto, Chain: name} }
+func jumpChain(name string) *expr.Verdict { return &expr.Verdict{Kind: expr.VerdictJump, Chain: name} }
+
+// ifname pads an interface name to IFNAMSIZ, as the kernel compares it.
+func ifname(name string) []byte {
+	b := make([]byte, unix.IFNAMSIZ)
+	copy(b, name)
+	return b
+}

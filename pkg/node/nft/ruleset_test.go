@@ -1,0 +1,198 @@
+package nft
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
+)
+
+func testRuleset(t *testing.T) *ruleset {
+	t.Helper()
+	s, err := normalize(DesiredState{
+		Config:   Config{ExternalInterface: "ext0", ClusterCIDRs: prefixes("10.244.0.0/16", "10.96.0.0/12")},
+		Mappings: []Mapping{m("10.225.51.5", "10.244.1.5")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buildRuleset(s)
+}
+
+func rulesOf(rs *ruleset, chain string) [][]expr.Any {
+	var out [][]expr.Any
+	for _, r := range rs.rules {
+		if r.Chain.Name == chain {
+			out = append(out, r.Exprs)
+		}
+	}
+	return out
+}
+
+func TestBuildRulesetDeterministic(t *testing.T) {
+	if a, b := testRuleset(t), testRuleset(t); !reflect.DeepEqual(a, b) {
+		t.Error("the same state built two different rulesets")
+	}
+}
+
+func TestBaseChains(t *testing.T) {
+	rs := testRuleset(t)
+	if rs.table.Name != TableName || rs.table.Family != nftables.TableFamilyIPv4 {
+		t.Errorf("table = %+v", rs.table)
+	}
+	base := map[string]struct {
+		hook nftables.ChainHook
+		prio nftables.ChainPriority
+	}{
+		ChainPrerouting:  {*nftables.ChainHookPrerouting, -300},
+		ChainPostrouting: {*nftables.ChainHookPostrouting, 110},
+	}
+	for _, c := range rs.chains {
+		want, isBase := base[c.Name]
+		switch {
+		case isBase && (c.Hooknum == nil || *c.Hooknum != want.hook || *c.Priority != want.prio || c.Type != nftables.ChainTypeFilter || *c.Policy != nftables.ChainPolicyAccept):
+			t.Errorf("base chain %s: %+v", c.Name, c)
+		case !isBase && c.Hooknum != nil:
+			t.Errorf("regular chain %s has a hook", c.Name)
+		}
+		delete(base, c.Name)
+	}
+	if len(base) != 0 {
+		t.Errorf("missing base chains %v", base)
+	}
+}
+
+func TestPreroutingRules(t *testing.T) {
+	rs := testRuleset(t)
+	s := rs.sets
+	want := [][]expr.Any{
+		{loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapEIP2VPC, SetID: s.eip2vpc.ID},
+			&expr.Verdict{Kind: expr.VerdictGoto, Chain: ChainDNAT}},
+		{loadNH(12, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapVPC2EIP, SetID: s.vpc2eip.ID},
+			loadNH(16, reg1), &expr.Lookup{SourceRegister: reg1, SetName: SetClusterCIDRs, SetID: s.cluster.ID, Invert: true},
+			&expr.Notrack{}},
+	}
+	if got := rulesOf(rs, ChainPrerouting); !reflect.DeepEqual(got, want) {
+		t.Errorf("prerouting rules:\n got %#v\nwant %#v", got, want)
+	}
+}
+
+// TestAddressRewrites checks the two address writes: 4 bytes at the right
+// offset, IP header checksum at 10, and the TCP/UDP pseudo-header flag.
+func TestAddressRewrites(t *testing.T) {
+	rs := testRuleset(t)
+	for chain, off := range map[string]uint32{ChainDNAT: 16, ChainSNAT: 12} {
+		rules := rulesOf(rs, chain)
+		last := rules[len(rules)-1]
+		var w *expr.Payload
+		for _, e := range last {
+			if p, ok := e.(*expr.Payload); ok && p.OperationType == expr.PayloadWrite {
+				w = p
+			}
+		}
+		want := &expr.Payload{
+			OperationType: expr.PayloadWrite, SourceRegister: reg0, Base: expr.PayloadBaseNetworkHeader,
+			Offset: off, Len: 4, CsumType: expr.CsumTypeInet, CsumOffset: 10, CsumFlags: unix.NFT_PAYLOAD_L4CSUM_PSEUDOHDR,
+		}
+		if !reflect.DeepEqual(w, want) {
+			t.Errorf("%s write = %+v, want %+v", chain, w, want)
+		}
+		if chain == ChainDNAT {
+			if _, ok := last[len(last)-1].(*expr.Notrack); !ok {
+				t.Error("DNAT rule does not end with notrack")
+			}
+		}
+		// ICMP errors are handled before the address rewrite.
+		if v, ok := rules[0][len(rules[0])-1].(*expr.Verdict); !ok || v.Kind != expr.VerdictJump {
+			t.Errorf("%s: first rule does not jump to the ICMP error chain", chain)
+		}
+	}
+}
+
+func TestPostroutingMatchesInterface(t *testing.T) {
+	rules := rulesOf(testRuleset(t), ChainPostrouting)
+	if len(rules) != 1 {
+		t.Fatalf("postrouting has %d rules", len(rules))
+	}
+	cmp, ok := rules[0][1].(*expr.Cmp)
+	if !ok || !bytes.Equal(cmp.Data, append([]byte("ext0"), make([]byte, 12)...)) {
+		t.Errorf("interface match = %#v", rules[0][1])
+	}
+	if v := rules[0][len(rules[0])-1].(*expr.Verdict); v.Kind != expr.VerdictGoto || v.Chain != ChainSNAT {
+		t.Errorf("postrouting verdict = %+v", v)
+	}
+}
+
+// TestQuoteRules checks the ICMP error chains: the lookup key is outer
+// address . quoted address, the quoted address is rewritten with the quoted
+// IP checksum (+18), L4 fixes use UDP +34 / TCP +44 then the ICMP checksum
+// (+2), and whatever does not match is counted and dropped.
+func TestQuoteRules(t *testing.T) {
+	rs := testRuleset(t)
+	for chain, c := range map[string]struct {
+		outer, quote uint32
+		m            *nftables.Set
+	}{
+		ChainDNATICMPError: {16, 20, rs.sets.eip2vpcQuoted},
+		ChainSNATICMPError: {12, 24, rs.sets.vpc2eipQuoted},
+	} {
+		rules := rulesOf(rs, chain)
+		if len(rules) != 4 {
+			t.Fatalf("%s: %d rules", chain, len(rules))
+		}
+		var csums [][]uint32
+		for i, r := range rules[:3] {
+			var writes []uint32
+			for j, e := range r {
+				if l, ok := e.(*expr.Lookup); ok && l.IsDestRegSet {
+					if l.SetName != c.m.Name || l.SourceRegister != reg0 ||
+						!reflect.DeepEqual(r[j-2], loadNH(c.outer, reg0)) || !reflect.DeepEqual(r[j-1], loadTH(c.quote, 4, reg1)) {
+						t.Errorf("%s rule %d: lookup key is not outer . quoted address: %#v", chain, i, r[j-2:j+1])
+					}
+				}
+				if p, ok := e.(*expr.Payload); ok && p.OperationType == expr.PayloadWrite {
+					if p.Offset != c.quote || p.Base != expr.PayloadBaseTransportHeader || p.CsumFlags != 0 {
+						t.Errorf("%s rule %d writes %+v", chain, i, p)
+					}
+					writes = append(writes, p.CsumOffset)
+				}
+			}
+			csums = append(csums, writes)
+		}
+		if want := [][]uint32{{34, 2}, {44, 2}, {18}}; !reflect.DeepEqual(csums, want) {
+			t.Errorf("%s checksum offsets = %v, want %v", chain, csums, want)
+		}
+		last := rules[3]
+		if _, ok := last[0].(*expr.Counter); !ok || last[1].(*expr.Verdict).Kind != expr.VerdictDrop {
+			t.Errorf("%s does not end with counter drop: %#v", chain, last)
+		}
+	}
+}
+
+func TestSets(t *testing.T) {
+	rs := testRuleset(t)
+	ids := map[uint32]bool{}
+	for _, s := range rs.sets.all() {
+		if ids[s.ID] || s.ID == 0 {
+			t.Errorf("set %s has ID %d, not unique", s.Name, s.ID)
+		}
+		ids[s.ID] = true
+	}
+	for _, s := range rs.sets.maps() {
+		if !s.IsMap || s.DataType != nftables.TypeIPAddr {
+			t.Errorf("%s is not an address map", s.Name)
+		}
+	}
+	if rs.sets.eip2vpcQuoted.KeyType.Bytes != 8 || !rs.sets.eip2vpcQuoted.Concatenation {
+		t.Error("quoted maps must be keyed by two addresses")
+	}
+	if !rs.sets.cluster.Interval {
+		t.Error("cluster set must be an interval set")
+	}
+	if len(rs.clusterElems) != 4 || len(rs.icmpElems) != 5 {
+		t.Errorf("constant elements: cluster %d, icmp %d", len(rs.clusterElems), len(rs.icmpElems))
+	}
+}

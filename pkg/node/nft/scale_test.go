@@ -1,0 +1,110 @@
+package nft
+
+import (
+	"bytes"
+	"context"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/google/nftables"
+)
+
+// scaleMappings returns n mappings: the topology's own (so traffic can be
+// checked) plus n-1 others that no packet ever uses.
+func scaleMappings(n int) []Mapping {
+	out := []Mapping{{ElasticIP: netip.MustParseAddr(elasticIP), PodIP: netip.MustParseAddr(podIP)}}
+	for i := 1; len(out) < n; i++ {
+		out = append(out, Mapping{
+			ElasticIP: netip.AddrFrom4([4]byte{10, 225, 100 + byte(i>>8), byte(i)}),
+			PodIP:     netip.AddrFrom4([4]byte{10, 244, 100 + byte(i>>8), byte(i)}),
+		})
+	}
+	return out
+}
+
+// TestTenThousandMappings loads 10,000 mappings in one transaction, then
+// changes one and shows, from the kernel's own change notifications, that
+// exactly that mapping's elements were written.
+func TestTenThousandMappings(t *testing.T) {
+	tp := newTopology(t, topologyOptions{})
+	ctx := context.Background()
+	tp.state.Mappings = scaleMappings(10000)
+
+	before := generation(t, tp.node)
+	if err := tp.prog.Sync(ctx, tp.state); err != nil {
+		t.Fatal(err)
+	}
+	if after := generation(t, tp.node); after != before+1 {
+		t.Errorf("generation went from %d to %d: not one transaction", before, after)
+	}
+	for _, name := range []string{MapEIP2VPC, MapVPC2EIP, MapEIP2VPCQuoted, MapVPC2EIPQuoted} {
+		if n := len(kernelElements(t, tp.node, name)); n != 10000 {
+			t.Errorf("map %s holds %d elements, want 10000", name, n)
+		}
+	}
+	ping(t, tp.client, elasticIP, 2)
+
+	// Watch the kernel's notifications while one mapping changes.
+	c, err := nftables.New(nftables.WithNetNSFd(tp.node.FD()), nftables.WithSockOptions(raiseBuffers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mon := nftables.NewMonitor(nftables.WithMonitorEventBuffer(16))
+	events, err := c.AddGenerationalMonitor(mon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mon.Close()
+
+	changed := netip.MustParseAddr("10.244.250.1")
+	old := tp.state.Mappings[4321]
+	tp.state.Mappings[4321].PodIP = changed
+	if err := tp.prog.Sync(ctx, tp.state); err != nil {
+		t.Fatal(err)
+	}
+	if st := tp.prog.LastSync(); st.Full || st.Removed != 1 || st.Added != 1 {
+		t.Errorf("stats = %+v, want one mapping replaced incrementally", st)
+	}
+
+	var gen *nftables.MonitorEvents
+	select {
+	case gen = <-events:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no change notification")
+	}
+	var dels, adds int
+	for _, ev := range gen.Changes {
+		elems, _ := ev.Data.([]nftables.SetElement)
+		switch ev.Type {
+		case nftables.MonitorEventTypeDelSetElem:
+			dels += len(elems)
+			for _, e := range elems {
+				if !containsAddr(e.Key, old.ElasticIP) && !containsAddr(e.Key, old.PodIP) {
+					t.Errorf("deleted an element of another mapping: key %v", e.Key)
+				}
+			}
+		case nftables.MonitorEventTypeNewSetElem:
+			adds += len(elems)
+			for _, e := range elems {
+				if !containsAddr(e.Key, old.ElasticIP) && !containsAddr(e.Key, changed) {
+					t.Errorf("wrote an element of another mapping: key %v", e.Key)
+				}
+			}
+		default:
+			t.Errorf("unexpected change %v in the transaction", ev.Type)
+		}
+	}
+	if dels != 4 || adds != 4 {
+		t.Errorf("transaction deleted %d and added %d elements, want 4 and 4", dels, adds)
+	}
+	if n := len(kernelElements(t, tp.node, MapEIP2VPC)); n != 10000 {
+		t.Errorf("after the change eip2vpc holds %d elements", n)
+	}
+	ping(t, tp.client, elasticIP, 2)
+}
+
+func containsAddr(key []byte, a netip.Addr) bool {
+	b := a.As4()
+	return bytes.Equal(key, b[:]) || bytes.Equal(key, append(b[:], b[:]...))
+}

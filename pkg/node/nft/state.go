@@ -1,0 +1,208 @@
+package nft
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+)
+
+// Mapping pairs an ElasticIP with the Pod IP it is translated to.
+type Mapping struct {
+	ElasticIP netip.Addr
+	PodIP     netip.Addr
+}
+
+func (m Mapping) String() string { return m.ElasticIP.String() + "<->" + m.PodIP.String() }
+
+// Config is the node-wide part of the desired state. A change to it rebuilds
+// the whole table; mappings change element by element.
+type Config struct {
+	// ExternalInterface is the interface towards the external network; Pod
+	// traffic leaving through it gets its ElasticIP as source.
+	ExternalInterface string
+	// ClusterCIDRs are the Pod CIDRs, Service CIDRs and node addresses (as
+	// /32). Traffic between a Pod and these ranges is never translated. IPv6
+	// prefixes are ignored: the datapath is IPv4 only.
+	ClusterCIDRs []netip.Prefix
+}
+
+// DesiredState is everything the datapath should translate on this node.
+type DesiredState struct {
+	Config
+	Mappings []Mapping
+}
+
+// ErrInvalidConfig means Sync refused the state and changed nothing.
+var ErrInvalidConfig = errors.New("invalid NAT configuration")
+
+// ErrInvalidMapping means some mappings were left out; the others were applied.
+var ErrInvalidMapping = errors.New("invalid NAT mapping")
+
+// maxIfNameLen is IFNAMSIZ minus the terminating NUL.
+const maxIfNameLen = 15
+
+// state is a DesiredState after validation: the form that is compared and
+// applied.
+type state struct {
+	iface   string
+	cidrs   []netip.Prefix // IPv4, masked, without overlaps, sorted
+	eip2vpc map[netip.Addr]netip.Addr
+	vpc2eip map[netip.Addr]netip.Addr
+}
+
+// normalize validates a DesiredState. A bad Config is fatal (nil state). A
+// bad or conflicting mapping is left out and reported in the error (wrapping
+// ErrInvalidMapping) while the rest is kept: one broken attachment must not
+// stop the others. Every side of a conflict is dropped, because sending an
+// address's traffic to the wrong Pod is worse than sending it nowhere.
+func normalize(d DesiredState) (*state, error) {
+	if d.ExternalInterface == "" || len(d.ExternalInterface) > maxIfNameLen {
+		return nil, fmt.Errorf("%w: external interface name %q", ErrInvalidConfig, d.ExternalInterface)
+	}
+	var errs []error
+	// First pod seen per ElasticIP and first ElasticIP seen per Pod IP, plus
+	// every other address that conflicted with them (for the error message).
+	podOf := make(map[netip.Addr]netip.Addr, len(d.Mappings))
+	eipOf := make(map[netip.Addr]netip.Addr, len(d.Mappings))
+	morePods := map[netip.Addr][]netip.Addr{}
+	moreEIPs := map[netip.Addr][]netip.Addr{}
+	for _, m := range d.Mappings {
+		eip, pod := m.ElasticIP.Unmap(), m.PodIP.Unmap()
+		if !usable(eip) || !usable(pod) || eip == pod {
+			errs = append(errs, fmt.Errorf("%v: addresses must be distinct IPv4 unicast addresses", m))
+			continue
+		}
+		if p, ok := podOf[eip]; !ok {
+			podOf[eip] = pod
+		} else if p != pod && !slices.Contains(morePods[eip], pod) {
+			morePods[eip] = append(morePods[eip], pod)
+		}
+		if e, ok := eipOf[pod]; !ok {
+			eipOf[pod] = eip
+		} else if e != eip && !slices.Contains(moreEIPs[pod], eip) {
+			moreEIPs[pod] = append(moreEIPs[pod], eip)
+		}
+	}
+	s := &state{
+		iface:   d.ExternalInterface,
+		cidrs:   mergePrefixes(d.ClusterCIDRs),
+		eip2vpc: make(map[netip.Addr]netip.Addr, len(podOf)),
+		vpc2eip: make(map[netip.Addr]netip.Addr, len(podOf)),
+	}
+	for eip, pod := range podOf {
+		_, eipIsPod := eipOf[eip]
+		if len(morePods[eip]) == 0 && len(moreEIPs[pod]) == 0 && !eipIsPod {
+			s.eip2vpc[eip] = pod
+			s.vpc2eip[pod] = eip
+		}
+	}
+	for _, eip := range sortedKeys(morePods) {
+		errs = append(errs, fmt.Errorf("ElasticIP %v mapped to several Pod IPs %v", eip, sortedAddrs(append(morePods[eip], podOf[eip]))))
+	}
+	for _, pod := range sortedKeys(moreEIPs) {
+		errs = append(errs, fmt.Errorf("Pod IP %v mapped to several ElasticIPs %v", pod, sortedAddrs(append(moreEIPs[pod], eipOf[pod]))))
+	}
+	var both []netip.Addr
+	for eip := range podOf {
+		if _, ok := eipOf[eip]; ok {
+			both = append(both, eip)
+		}
+	}
+	for _, a := range sortedAddrs(both) {
+		errs = append(errs, fmt.Errorf("%v used both as ElasticIP and as Pod IP", a))
+	}
+	if len(errs) > 0 {
+		return s, fmt.Errorf("%w: %w", ErrInvalidMapping, errors.Join(errs...))
+	}
+	return s, nil
+}
+
+func sortedAddrs(a []netip.Addr) []netip.Addr {
+	slices.SortFunc(a, netip.Addr.Compare)
+	return a
+}
+
+func sortedKeys[V any](m map[netip.Addr]V) []netip.Addr {
+	return slices.SortedFunc(maps.Keys(m), netip.Addr.Compare)
+}
+
+func usable(a netip.Addr) bool {
+	return a.Is4() && !a.IsUnspecified() && !a.IsMulticast() && a != netip.AddrFrom4([4]byte{255, 255, 255, 255})
+}
+
+// sameConfig reports whether two states need the same rules (they may differ
+// in map elements).
+func (s *state) sameConfig(o *state) bool {
+	return s.iface == o.iface && slices.Equal(s.cidrs, o.cidrs)
+}
+
+// sameMappings reports whether two states hold the same map elements.
+func (s *state) sameMappings(o *state) bool {
+	return maps.Equal(s.eip2vpc, o.eip2vpc)
+}
+
+// mappings returns the state's mappings sorted by ElasticIP.
+func (s *state) mappings() []Mapping {
+	out := make([]Mapping, 0, len(s.eip2vpc))
+	for eip, pod := range s.eip2vpc {
+		out = append(out, Mapping{ElasticIP: eip, PodIP: pod})
+	}
+	slices.SortFunc(out, func(a, b Mapping) int { return a.ElasticIP.Compare(b.ElasticIP) })
+	return out
+}
+
+// addrRange is an inclusive range of IPv4 addresses.
+type addrRange struct{ first, last netip.Addr }
+
+// mergePrefixes keeps the IPv4 prefixes, masks them, and drops the ones
+// covered by another; what is left is sorted and free of overlaps, which an
+// nftables interval set requires.
+func mergePrefixes(in []netip.Prefix) []netip.Prefix {
+	var v4 []netip.Prefix
+	for _, p := range in {
+		if p.IsValid() && p.Addr().Unmap().Is4() {
+			v4 = append(v4, netip.PrefixFrom(p.Addr().Unmap(), p.Bits()).Masked())
+		}
+	}
+	// Shorter prefixes first, so a covering prefix is kept before what it covers.
+	slices.SortFunc(v4, func(a, b netip.Prefix) int {
+		return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
+	})
+	var out []netip.Prefix
+	for _, p := range v4 {
+		if len(out) > 0 && out[len(out)-1].Overlaps(p) {
+			continue // sorted by address: an overlapping earlier prefix covers p
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// ranges turns sorted, non-overlapping prefixes into ranges, joining adjacent
+// ones (an interval set rejects two intervals that touch).
+func ranges(prefixes []netip.Prefix) []addrRange {
+	var out []addrRange
+	for _, p := range prefixes {
+		r := addrRange{first: p.Masked().Addr(), last: lastAddr(p)}
+		if n := len(out); n > 0 && out[n-1].last.Next() == r.first {
+			out[n-1].last = r.last
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func lastAddr(p netip.Prefix) netip.Addr {
+	a := p.Masked().Addr().As4()
+	host := uint32(1)<<(32-p.Bits()) - 1
+	if p.Bits() == 0 {
+		host = ^uint32(0)
+	}
+	v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+	v |= host
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}

@@ -1,0 +1,163 @@
+package nft
+
+import (
+	"errors"
+	"net/netip"
+	"reflect"
+	"testing"
+)
+
+func m(eip, pod string) Mapping {
+	return Mapping{ElasticIP: netip.MustParseAddr(eip), PodIP: netip.MustParseAddr(pod)}
+}
+
+func TestNormalizeConfig(t *testing.T) {
+	for _, iface := range []string{"", "a-very-long-name-x"} {
+		s, err := normalize(DesiredState{Config: Config{ExternalInterface: iface}})
+		if s != nil || !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("interface %q: state %v, err %v; want ErrInvalidConfig", iface, s, err)
+		}
+	}
+}
+
+func TestNormalizeMappings(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      []Mapping
+		want    map[string]string // ElasticIP -> Pod IP
+		invalid bool
+	}{
+		{
+			name: "plain",
+			in:   []Mapping{m("10.225.51.5", "10.244.1.5"), m("10.225.51.6", "10.244.1.6")},
+			want: map[string]string{"10.225.51.5": "10.244.1.5", "10.225.51.6": "10.244.1.6"},
+		},
+		{
+			name: "exact duplicate collapses",
+			in:   []Mapping{m("10.225.51.5", "10.244.1.5"), m("10.225.51.5", "10.244.1.5")},
+			want: map[string]string{"10.225.51.5": "10.244.1.5"},
+		},
+		{
+			name: "IPv4-mapped IPv6 is IPv4",
+			in:   []Mapping{m("::ffff:10.225.51.5", "::ffff:10.244.1.5")},
+			want: map[string]string{"10.225.51.5": "10.244.1.5"},
+		},
+		{
+			name:    "one ElasticIP, two Pods: both dropped",
+			in:      []Mapping{m("10.225.51.5", "10.244.1.5"), m("10.225.51.5", "10.244.1.6"), m("10.225.51.7", "10.244.1.7")},
+			want:    map[string]string{"10.225.51.7": "10.244.1.7"},
+			invalid: true,
+		},
+		{
+			name:    "one Pod, two ElasticIPs: both dropped",
+			in:      []Mapping{m("10.225.51.5", "10.244.1.5"), m("10.225.51.6", "10.244.1.5"), m("10.225.51.7", "10.244.1.7")},
+			want:    map[string]string{"10.225.51.7": "10.244.1.7"},
+			invalid: true,
+		},
+		{
+			name:    "address used on both sides",
+			in:      []Mapping{m("10.225.51.5", "10.244.1.5"), m("10.244.1.5", "10.244.1.6")},
+			want:    map[string]string{"10.225.51.5": "10.244.1.5"},
+			invalid: true,
+		},
+		{
+			name:    "IPv6, unspecified, multicast, broadcast, identical",
+			in:      []Mapping{m("2001:db8::1", "10.244.1.5"), m("0.0.0.0", "10.244.1.5"), m("224.0.0.1", "10.244.1.5"), m("255.255.255.255", "10.244.1.5"), m("10.244.1.5", "10.244.1.5"), {}},
+			want:    map[string]string{},
+			invalid: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := normalize(DesiredState{Config: Config{ExternalInterface: "eth0"}, Mappings: tt.in})
+			if s == nil {
+				t.Fatalf("nil state: %v", err)
+			}
+			if tt.invalid != errors.Is(err, ErrInvalidMapping) {
+				t.Errorf("err = %v, want invalid=%v", err, tt.invalid)
+			}
+			got := map[string]string{}
+			for e, p := range s.eip2vpc {
+				got[e.String()] = p.String()
+				if s.vpc2eip[p] != e {
+					t.Errorf("vpc2eip[%v] = %v, want %v", p, s.vpc2eip[p], e)
+				}
+			}
+			if len(s.vpc2eip) != len(s.eip2vpc) {
+				t.Errorf("maps differ in size: %d vs %d", len(s.eip2vpc), len(s.vpc2eip))
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("eip2vpc = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func prefixes(ss ...string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range ss {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}
+
+func TestMergePrefixes(t *testing.T) {
+	tests := []struct {
+		in, want []string
+	}{
+		{in: []string{"10.244.0.0/16", "10.96.0.0/12", "10.225.51.2/32"}, want: []string{"10.96.0.0/12", "10.225.51.2/32", "10.244.0.0/16"}},
+		{in: []string{"10.244.3.0/24", "10.244.0.0/16", "10.244.0.7/32"}, want: []string{"10.244.0.0/16"}},
+		{in: []string{"10.244.1.9/16", "fd00::/64"}, want: []string{"10.244.0.0/16"}}, // masked, IPv6 dropped
+		{in: []string{"0.0.0.0/0", "10.0.0.0/8"}, want: []string{"0.0.0.0/0"}},
+		{in: nil, want: nil},
+	}
+	for _, tt := range tests {
+		got := mergePrefixes(prefixes(tt.in...))
+		if !reflect.DeepEqual(got, prefixes(tt.want...)) {
+			t.Errorf("mergePrefixes(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestRanges(t *testing.T) {
+	a := netip.MustParseAddr
+	tests := []struct {
+		in   []string
+		want []addrRange
+	}{
+		{in: []string{"10.0.0.0/25", "10.0.0.128/25", "10.0.2.0/24"}, want: []addrRange{
+			{a("10.0.0.0"), a("10.0.0.255")}, {a("10.0.2.0"), a("10.0.2.255")},
+		}},
+		{in: []string{"10.225.51.2/32"}, want: []addrRange{{a("10.225.51.2"), a("10.225.51.2")}}},
+		{in: []string{"0.0.0.0/0"}, want: []addrRange{{a("0.0.0.0"), a("255.255.255.255")}}},
+	}
+	for _, tt := range tests {
+		if got := ranges(prefixes(tt.in...)); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("ranges(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestSameConfigAndMappings(t *testing.T) {
+	base := DesiredState{
+		Config:   Config{ExternalInterface: "eth0", ClusterCIDRs: prefixes("10.244.0.0/16")},
+		Mappings: []Mapping{m("10.225.51.5", "10.244.1.5"), m("10.225.51.6", "10.244.1.6")},
+	}
+	a, _ := normalize(base)
+	reordered := base
+	reordered.Mappings = []Mapping{base.Mappings[1], base.Mappings[0]}
+	reordered.ClusterCIDRs = prefixes("10.244.0.0/16", "10.244.9.0/24")
+	b, _ := normalize(reordered)
+	if !a.sameConfig(b) || !a.sameMappings(b) {
+		t.Error("order or covered prefixes made states differ")
+	}
+	other := base
+	other.ExternalInterface = "eth1"
+	c, _ := normalize(other)
+	if a.sameConfig(c) {
+		t.Error("interface change not seen")
+	}
+	if got := a.mappings(); len(got) != 2 || got[0] != base.Mappings[0] {
+		t.Errorf("mappings() = %v", got)
+	}
+}

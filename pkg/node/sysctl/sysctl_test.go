@@ -1,0 +1,79 @@
+package sysctl
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loutres/juneau/test/netns"
+	"github.com/loutres/juneau/test/require"
+)
+
+func TestExternalInterfaceSettings(t *testing.T) {
+	got := ExternalInterface("eth0.100")
+	want := []string{
+		"net/ipv4/ip_forward=1",
+		"net/ipv4/conf/eth0.100/arp_ignore=1",
+		"net/ipv4/conf/eth0.100/arp_announce=2",
+		"net/ipv4/conf/eth0.100/proxy_arp=0",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %v", got)
+	}
+	for i := range want {
+		if got[i].String() != want[i] {
+			t.Errorf("setting %d = %s, want %s", i, got[i], want[i])
+		}
+	}
+}
+
+func TestWriterOnDirectory(t *testing.T) {
+	root := t.TempDir()
+	for _, s := range ExternalInterface("eth0.100") {
+		p := filepath.Join(root, s.Key)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("7\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := &Writer{Root: root}
+	if err := w.Apply(ExternalInterface("eth0.100")); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ExternalInterface("eth0.100") {
+		got, err := w.Get(s.Key)
+		if err != nil || got != s.Value {
+			t.Errorf("%s = %q, %v; want %q", s.Key, got, err, s.Value)
+		}
+	}
+	// The key cannot escape the root.
+	if p := w.path("../../etc/passwd"); !strings.HasPrefix(p, root) {
+		t.Errorf("path escapes root: %s", p)
+	}
+	if err := w.Set("net/ipv4/conf/missing/arp_ignore", "1"); err == nil {
+		t.Error("writing a missing key succeeded")
+	}
+}
+
+// TestPerNamespace proves a write lands in the namespace of the calling
+// thread and nowhere else.
+func TestPerNamespace(t *testing.T) {
+	require.Root(t)
+	a, b := netns.New(t, "sysa"), netns.New(t, "sysb")
+	netns.Veth(a, "ext0", b, "ext0")
+	a.MustDo(func() error { return New().Apply(ExternalInterface("ext0")) })
+	for _, s := range ExternalInterface("ext0") {
+		if got := a.ReadSysctl(s.Key); got != s.Value {
+			t.Errorf("in a: %s = %q, want %q", s.Key, got, s.Value)
+		}
+	}
+	if got := b.ReadSysctl("net/ipv4/conf/ext0/arp_ignore"); got != "0" {
+		t.Errorf("arp_ignore leaked into b: %q", got)
+	}
+	if got := b.ReadSysctl("net/ipv4/ip_forward"); got != "0" {
+		t.Errorf("ip_forward leaked into b: %q", got)
+	}
+}

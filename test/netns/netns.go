@@ -1,0 +1,198 @@
+// Package netns builds throw-away network topologies for tests: named network
+// namespaces, veth pairs, bridges, addresses, routes and neighbours, running Go
+// code or commands inside a namespace, and capturing frames on an interface.
+//
+// Everything a test creates is removed by t.Cleanup, also when the test fails.
+// Names carry a random suffix so that test packages running in parallel never
+// clash. Traffic between these namespaces never leaves the machine.
+package netns
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	"github.com/loutres/juneau/test/require"
+)
+
+// runDir is where named namespaces are bind-mounted, the place `ip netns`
+// looks for them, so `ip netns exec` works on namespaces made here.
+const runDir = "/var/run/netns"
+
+// NS is a named network namespace owned by one test.
+type NS struct {
+	// Name is the namespace's name under /var/run/netns.
+	Name string
+
+	t      testing.TB
+	handle netns.NsHandle
+	nl     *netlink.Handle
+}
+
+// New creates a fresh network namespace whose name starts with prefix, brings
+// its loopback up and removes it (with everything inside) when the test ends.
+// It needs root.
+func New(t testing.TB, prefix string) *NS {
+	t.Helper()
+	require.Root(t)
+	name := UniqueName("jn" + prefix)
+	if err := create(name); err != nil {
+		t.Fatalf("create network namespace %s: %v", name, err)
+	}
+	n := &NS{Name: name, t: t, handle: netns.None()}
+	t.Cleanup(n.destroy)
+
+	h, err := netns.GetFromPath(n.Path())
+	if err != nil {
+		t.Fatalf("open network namespace %s: %v", name, err)
+	}
+	n.handle = h
+	nl, err := netlink.NewHandleAt(h)
+	if err != nil {
+		t.Fatalf("netlink handle in %s: %v", name, err)
+	}
+	n.nl = nl
+	n.Up("lo")
+	return n
+}
+
+// UniqueName returns prefix followed by a dash and six random hex digits.
+func UniqueName(prefix string) string {
+	b := make([]byte, 3)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err))
+	}
+	return prefix + "-" + hex.EncodeToString(b)
+}
+
+// create makes a named namespace the way `ip netns add` does: unshare on a
+// locked thread, bind-mount the new namespace under runDir, switch back. If
+// switching back fails the thread stays locked and dies with its goroutine, so
+// no goroutine ever runs in the wrong namespace.
+func create(name string) error {
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("current namespace: %w", err)
+			return
+		}
+		defer orig.Close()
+		created, err := netns.NewNamed(name)
+		if err == nil {
+			created.Close()
+		}
+		if serr := netns.Set(orig); serr != nil {
+			errc <- fmt.Errorf("switch back to the original namespace: %w", serr)
+			return // thread stays locked and is discarded
+		}
+		runtime.UnlockOSThread()
+		errc <- err
+	}()
+	return <-errc
+}
+
+func (n *NS) destroy() {
+	if n.nl != nil {
+		n.nl.Close()
+	}
+	if n.handle.IsOpen() {
+		n.handle.Close()
+	}
+	if err := netns.DeleteNamed(n.Name); err != nil && !os.IsNotExist(err) {
+		n.t.Errorf("delete network namespace %s: %v", n.Name, err)
+	}
+}
+
+// Path is the namespace's bind mount, usable with nsenter --net= or setns(2).
+func (n *NS) Path() string { return filepath.Join(runDir, n.Name) }
+
+// FD is an open file descriptor of the namespace, valid until the test ends.
+func (n *NS) FD() int { return int(n.handle) }
+
+// Netlink is a netlink handle bound to the namespace.
+func (n *NS) Netlink() *netlink.Handle { return n.nl }
+
+// Do runs fn on an OS thread switched into the namespace and returns its
+// error. Sockets fn opens stay in the namespace after fn returns; goroutines fn
+// starts do not run in it.
+func (n *NS) Do(fn func() error) error {
+	type result struct{ err, switchErr error }
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- result{switchErr: fmt.Errorf("current namespace: %w", err)}
+			return
+		}
+		defer orig.Close()
+		if err := netns.Set(n.handle); err != nil {
+			runtime.UnlockOSThread()
+			done <- result{switchErr: fmt.Errorf("enter %s: %w", n.Name, err)}
+			return
+		}
+		ferr := fn()
+		if err := netns.Set(orig); err != nil {
+			// Leave the thread locked: it is discarded when this goroutine ends.
+			done <- result{err: ferr, switchErr: fmt.Errorf("leave %s: %w", n.Name, err)}
+			return
+		}
+		runtime.UnlockOSThread()
+		done <- result{err: ferr}
+	}()
+	r := <-done
+	if r.switchErr != nil {
+		return r.switchErr
+	}
+	return r.err
+}
+
+// MustDo is Do that fails the test on error.
+func (n *NS) MustDo(fn func() error) {
+	n.t.Helper()
+	if err := n.Do(fn); err != nil {
+		n.t.Fatalf("in %s: %v", n.Name, err)
+	}
+}
+
+// Sysctl writes a value under /proc/sys in the namespace; key uses slashes
+// ("net/ipv4/ip_forward") so interface names with dots stay intact.
+func (n *NS) Sysctl(key, value string) {
+	n.t.Helper()
+	// /proc/sys/net resolves against the namespace of the opening thread,
+	// which Do has locked into this namespace.
+	n.MustDo(func() error {
+		p := filepath.Join("/proc/sys", key)
+		if err := os.WriteFile(p, []byte(value), 0o644); err != nil {
+			return fmt.Errorf("sysctl %s=%s: %w", key, value, err)
+		}
+		return nil
+	})
+}
+
+// ReadSysctl reads a value under /proc/sys in the namespace.
+func (n *NS) ReadSysctl(key string) string {
+	n.t.Helper()
+	var out string
+	n.MustDo(func() error {
+		b, err := os.ReadFile(filepath.Join("/proc/sys", key))
+		out = strings.TrimSpace(string(b))
+		return err
+	})
+	return out
+}
