@@ -1,12 +1,9 @@
 package main
 
-import (
-	"fmt"
-	"os"
-)
+import "github.com/loutres/juneau/pkg/node/cni"
 
-// runCNI runs juneau as a CNI plugin; the container runtime sets CNI_COMMAND.
+// runCNI runs juneau as a CNI plugin; the container runtime sets CNI_COMMAND and
+// installs the binary as /opt/cni/bin/juneau. Errors go to stdout as CNI error JSON.
 func runCNI() int {
-	fmt.Fprintf(os.Stdout, `{"cniVersion":"1.0.0","code":4,"msg":"juneau CNI plugin: %s"}`+"\n", errNotImplemented)
-	return 1
+	return cni.Main(version)
 }

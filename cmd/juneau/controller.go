@@ -160,7 +160,7 @@ func (o *controllerOptions) runControllers(ctx context.Context, kube kubernetes.
 		return fmt.Errorf("elasticip controller: %w", err)
 	}
 	runners := []func(context.Context, int){eipCtrl.Run}
-	more, err := o.otherControllers(kube, juneau, kubeInf, juneauInf, recorder, reg)
+	more, err := o.otherControllers(juneau, kubeInf, juneauInf, recorder, reg)
 	if err != nil {
 		return err
 	}
@@ -171,6 +171,11 @@ func (o *controllerOptions) runControllers(ctx context.Context, kube kubernetes.
 	defer kubeInf.Shutdown()
 	defer juneauInf.Shutdown()
 	for typ, ok := range juneauInf.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("cache of %v did not sync", typ)
+		}
+	}
+	for typ, ok := range kubeInf.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("cache of %v did not sync", typ)
 		}

@@ -2,18 +2,46 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	kubeinformers "k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/loutres/juneau/pkg/controllers/attachment"
+	"github.com/loutres/juneau/pkg/controllers/network"
+	"github.com/loutres/juneau/pkg/controllers/networkinterface"
+	"github.com/loutres/juneau/pkg/controllers/pool"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
 )
 
-// otherControllers builds the controllers beside the ElasticIP controller.
-func (o *controllerOptions) otherControllers(kube kubernetes.Interface, juneau versioned.Interface,
+// otherControllers builds the controllers beside the ElasticIP controller: Pod NICs,
+// attachment status, pool and network status.
+func (o *controllerOptions) otherControllers(juneau versioned.Interface,
 	kubeInf kubeinformers.SharedInformerFactory, juneauInf juneauinformers.SharedInformerFactory,
 	recorder record.EventRecorder, reg registerer) ([]func(context.Context, int), error) {
-	return nil, nil
+	j := juneauInf.Juneau().V1alpha1()
+	nic, err := networkinterface.NewController(juneau, networkinterface.Informers{
+		Pods: kubeInf.Core().V1().Pods(), NetworkInterfaces: j.NetworkInterfaces(), ElasticIPs: j.ElasticIPs(),
+	}, recorder, networkinterface.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("networkinterface controller: %w", err)
+	}
+	att, err := attachment.NewController(juneau, attachment.Informers{
+		Attachments: j.ElasticIPAttachments(), ElasticIPs: j.ElasticIPs(), NetworkInterfaces: j.NetworkInterfaces(),
+	}, recorder, attachment.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("attachment controller: %w", err)
+	}
+	pools, err := pool.NewController(juneau, pool.Informers{
+		Pools: j.AddressPools(), Claims: j.AllocationClaims(), Nodes: kubeInf.Core().V1().Nodes(),
+	}, recorder, pool.Options{Registerer: reg})
+	if err != nil {
+		return nil, fmt.Errorf("addresspool controller: %w", err)
+	}
+	nets, err := network.NewController(juneau, network.Informers{Networks: j.ExternalNetworks(), Pools: j.AddressPools()}, recorder, network.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("externalnetwork controller: %w", err)
+	}
+	return []func(context.Context, int){nic.Run, att.Run, pools.Run, nets.Run}, nil
 }

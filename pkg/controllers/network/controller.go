@@ -1,0 +1,172 @@
+// Package network is the controller that writes ExternalNetwork status (SPEC §2.2):
+// Ready while every named AddressPool exists, advertises the way the network does, and
+// belongs to no other network.
+package network
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	metaapply "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/controllers/loop"
+	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
+	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
+	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+)
+
+// ControllerName names the loop, its queue and its log lines.
+const ControllerName = "externalnetwork"
+
+// Informers are the shared informers the controller reads.
+type Informers struct {
+	Networks informers.ExternalNetworkInformer
+	Pools    informers.AddressPoolInformer
+}
+
+// Options tune the controller.
+type Options struct {
+	// Errors counts failed syncs; may be nil.
+	Errors loop.ErrorCounter
+	// Clock stamps condition transitions; nil means the real clock.
+	Clock clock.PassiveClock
+}
+
+// Controller keeps ExternalNetwork status.
+type Controller struct {
+	client   versioned.Interface
+	recorder record.EventRecorder
+	clock    clock.PassiveClock
+
+	networks listers.ExternalNetworkLister
+	pools    listers.AddressPoolLister
+	loop     *loop.Loop
+	synced   []cache.InformerSynced
+}
+
+// NewController registers the event handlers; it starts nothing. Networks are few, so
+// the controller needs no index: a pool event scans them.
+func NewController(client versioned.Interface, inf Informers, recorder record.EventRecorder, opts Options) (*Controller, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	c := &Controller{
+		client:   client,
+		recorder: recorder,
+		clock:    opts.Clock,
+		networks: inf.Networks.Lister(),
+		pools:    inf.Pools.Lister(),
+	}
+	c.loop = loop.New(ControllerName, c.sync, opts.Errors)
+	handlers := []struct {
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		// Every network event wakes all networks: adding or removing a pool from one
+		// can change which network owns a pool named twice.
+		{inf.Networks.Informer(), loop.Funcs(func(any) { c.enqueueNaming("") })},
+		{inf.Pools.Informer(), loop.Funcs(c.onPool)},
+	}
+	for _, h := range handlers {
+		if _, err := h.informer.AddEventHandler(h.handler); err != nil {
+			return nil, fmt.Errorf("adding event handler: %w", err)
+		}
+		c.synced = append(c.synced, h.informer.HasSynced)
+	}
+	return c, nil
+}
+
+// Run waits for the caches and runs workers until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	c.loop.Run(ctx, workers, c.synced...)
+}
+
+func (c *Controller) onPool(obj any) {
+	if p, ok := obj.(*v1alpha1.AddressPool); ok {
+		c.enqueueNaming(p.Name)
+	}
+}
+
+// enqueueNaming queues the networks that name the pool, or all networks for "".
+func (c *Controller) enqueueNaming(pool string) {
+	networks, err := c.networks.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, n := range networks {
+		if pool == "" || slices.Contains(n.Spec.AddressPools, pool) {
+			c.loop.AddObject(n)
+		}
+	}
+}
+
+// sync writes one network's status.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	net, err := c.networks.Get(key)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	pools := map[string]*v1alpha1.AddressPool{}
+	for _, name := range net.Spec.AddressPools {
+		p, err := c.pools.Get(name)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return err
+		default:
+			pools[name] = p
+		}
+	}
+	networks, err := c.networks.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	computed := networkStatus(net, pools, networks)
+	merged := mergeStatus(net.Status, computed, metav1.NewTime(c.clock.Now()))
+	if equality.Semantic.DeepEqual(merged, net.Status) {
+		return nil
+	}
+	ready := meta.FindStatusCondition(merged.Conditions, v1alpha1.ConditionReady)
+	apply := applyv1alpha1.ExternalNetwork(net.Name).WithUID(net.UID).WithStatus(
+		applyv1alpha1.ExternalNetworkStatus().WithConditions(metaapply.Condition().
+			WithType(ready.Type).
+			WithStatus(ready.Status).
+			WithReason(ready.Reason).
+			WithMessage(ready.Message).
+			WithObservedGeneration(ready.ObservedGeneration).
+			WithLastTransitionTime(ready.LastTransitionTime)))
+	_, err = c.client.JuneauV1alpha1().ExternalNetworks().ApplyStatus(ctx, apply,
+		metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerController, Force: true})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("writing status of ExternalNetwork %q: %w", net.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Wrote ExternalNetwork status", "externalNetwork", klog.KObj(net), "reason", ready.Reason)
+	old := meta.FindStatusCondition(net.Status.Conditions, v1alpha1.ConditionReady)
+	switch {
+	case old != nil && old.Status == ready.Status && old.Reason == ready.Reason:
+	case ready.Status != metav1.ConditionTrue:
+		c.recorder.Event(net, corev1.EventTypeWarning, ready.Reason, ready.Message)
+	case old != nil:
+		c.recorder.Event(net, corev1.EventTypeNormal, ready.Reason, ready.Message)
+	}
+	return nil
+}

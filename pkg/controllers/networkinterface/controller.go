@@ -1,0 +1,160 @@
+// Package networkinterface is the controller that gives every running Pod its
+// NetworkInterfaces (SPEC §4.1) and keeps their status (SPEC §2.6, §6.3).
+//
+// A Pod that is scheduled, not on the host network and not finished gets "<pod>.eth0"
+// plus one NIC per entry of its juneau.loutres.me/networks annotation; a NIC names an
+// ElasticIP when the annotations say it carries one directly. NICs no longer wanted are
+// deleted by this controller itself (it does not rely on the garbage collector); a
+// terminating Pod keeps its NICs until the Pod object is gone, since a deleting NIC may
+// still carry its ElasticIP. The work queue holds Pod keys: every NIC and ElasticIP
+// event is mapped to the Pods concerned.
+//
+// The status of a direct NIC follows the decision the ElasticIP controller publishes in
+// the ElasticIP's status.attachment; this controller never decides who holds an address.
+package networkinterface
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/controllers/indexes"
+	"github.com/loutres/juneau/pkg/controllers/loop"
+	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
+	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
+	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+)
+
+// ControllerName names the loop, its queue and its log lines.
+const ControllerName = "networkinterface"
+
+// Event reasons of this controller (condition reasons come from v1alpha1).
+const (
+	// EventInvalidAnnotations: a Pod's direct-use annotations cannot be read.
+	EventInvalidAnnotations = "InvalidAnnotations"
+)
+
+// Indexes this controller registers on the NetworkInterface informer.
+var Indexes = []string{indexes.NICByPod, indexes.NICByElasticIP}
+
+// Informers are the shared informers the controller reads.
+type Informers struct {
+	Pods              coreinformers.PodInformer
+	NetworkInterfaces informers.NetworkInterfaceInformer
+	ElasticIPs        informers.ElasticIPInformer
+}
+
+// Options tune the controller.
+type Options struct {
+	// Errors counts failed syncs; may be nil.
+	Errors loop.ErrorCounter
+	// Clock stamps condition transitions; nil means the real clock.
+	Clock clock.PassiveClock
+}
+
+// Controller keeps NetworkInterfaces in step with Pods.
+type Controller struct {
+	client   versioned.Interface
+	recorder record.EventRecorder
+	clock    clock.PassiveClock
+
+	pods     corelisters.PodLister
+	eips     listers.ElasticIPLister
+	nicInf   cache.SharedIndexInformer
+	loop     *loop.Loop
+	synced   []cache.InformerSynced
+	reported *problemMemory
+}
+
+// NewController registers the indexes and event handlers; it starts nothing.
+func NewController(client versioned.Interface, inf Informers, recorder record.EventRecorder, opts Options) (*Controller, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	c := &Controller{
+		client:   client,
+		recorder: recorder,
+		clock:    opts.Clock,
+		pods:     inf.Pods.Lister(),
+		eips:     inf.ElasticIPs.Lister(),
+		nicInf:   inf.NetworkInterfaces.Informer(),
+		reported: &problemMemory{seen: map[string]string{}},
+	}
+	c.loop = loop.New(ControllerName, c.sync, opts.Errors)
+	if err := indexes.Add(c.nicInf, Indexes...); err != nil {
+		return nil, err
+	}
+	handlers := []struct {
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		{inf.Pods.Informer(), c.loop.Handler()},
+		{c.nicInf, loop.Funcs(c.onNIC)},
+		{inf.ElasticIPs.Informer(), loop.Funcs(c.onElasticIP)},
+	}
+	for _, h := range handlers {
+		if _, err := h.informer.AddEventHandler(h.handler); err != nil {
+			return nil, fmt.Errorf("adding event handler: %w", err)
+		}
+		c.synced = append(c.synced, h.informer.HasSynced)
+	}
+	return c, nil
+}
+
+// Run waits for the caches and runs workers until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	c.loop.Run(ctx, workers, c.synced...)
+}
+
+// onNIC wakes the Pod a NIC belongs to (by name: a NIC of an earlier Pod of the same
+// name is cleaned up by the current Pod's sync).
+func (c *Controller) onNIC(obj any) {
+	if nic, ok := obj.(*v1alpha1.NetworkInterface); ok {
+		c.loop.Add(indexes.Key(nic.Namespace, nic.Spec.PodRef.Name))
+	}
+}
+
+// onElasticIP wakes the Pods whose NICs name the ElasticIP: their status follows it.
+func (c *Controller) onElasticIP(obj any) {
+	eip, ok := obj.(*v1alpha1.ElasticIP)
+	if !ok {
+		return
+	}
+	nics, err := indexes.ByIndex[*v1alpha1.NetworkInterface](c.nicInf, indexes.NICByElasticIP, indexes.Key(eip.Namespace, eip.Name))
+	if err != nil {
+		return
+	}
+	for _, nic := range nics {
+		c.loop.Add(indexes.Key(nic.Namespace, nic.Spec.PodRef.Name))
+	}
+}
+
+// problemMemory remembers the annotation problem last reported for each Pod, so the
+// Warning Event is emitted when the problem appears or changes, not on every sync.
+type problemMemory struct {
+	mu   sync.Mutex
+	seen map[string]string // Pod key -> UID + problem
+}
+
+// changed records the problem of a Pod (empty: none) and reports whether it differs
+// from the one recorded before.
+func (m *problemMemory) changed(key, problem string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if problem == "" {
+		delete(m.seen, key)
+		return false
+	}
+	if m.seen[key] == problem {
+		return false
+	}
+	m.seen[key] = problem
+	return true
+}

@@ -1,0 +1,172 @@
+package networkinterface
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+)
+
+// nicStatus computes the status of a NIC from its Pod and, for a direct NIC, from the
+// decision the ElasticIP controller published in the ElasticIP's status (DESIGN §2: this
+// controller reads that decision and never re-derives it). pod and eip may be nil when
+// they do not exist. The Ready condition carries no lastTransitionTime: mergeStatus keeps
+// the recorded one unless the condition's status flips.
+func nicStatus(nic *v1alpha1.NetworkInterface, pod *corev1.Pod, eip *v1alpha1.ElasticIP) v1alpha1.NetworkInterfaceStatus {
+	if nic.Spec.ElasticIP == "" {
+		return vpcStatus(nic, pod)
+	}
+	return directStatus(nic, eip)
+}
+
+// vpcStatus is the status of a NIC that carries no ElasticIP: its address is the Pod IP.
+// Only eth0's address is known: the primary CNI's status.podIPs says nothing about the
+// other interfaces of the Pod, so an extra NIC without an ElasticIP stays without an
+// address and is Ready as soon as the Pod has its IP (its sandbox network is up).
+func vpcStatus(nic *v1alpha1.NetworkInterface, pod *corev1.Pod) v1alpha1.NetworkInterfaceStatus {
+	ip, ok := PodIPv4(pod)
+	if !ok {
+		return pending(nic, v1alpha1.ReasonWaitingForPodIP,
+			fmt.Sprintf("Pod %q has no IPv4 address yet", nic.Spec.PodRef.Name))
+	}
+	if nic.Spec.PodRef.Interface != v1alpha1.DefaultInterface {
+		return ready(nic, v1alpha1.NetworkInterfaceStatus{},
+			fmt.Sprintf("Pod %q has its address; the address of an extra interface without an ElasticIP is not tracked", nic.Spec.PodRef.Name))
+	}
+	addr := netip.PrefixFrom(ip, 32).String()
+	return ready(nic, v1alpha1.NetworkInterfaceStatus{Address: addr},
+		fmt.Sprintf("address %s of Pod %q", addr, nic.Spec.PodRef.Name))
+}
+
+// directStatus is the status of a NIC that names an ElasticIP: it has the address only
+// while the ElasticIP's status.attachment names this NIC.
+func directStatus(nic *v1alpha1.NetworkInterface, eip *v1alpha1.ElasticIP) v1alpha1.NetworkInterfaceStatus {
+	name := nic.Spec.ElasticIP
+	if eip == nil {
+		return pending(nic, v1alpha1.ReasonElasticIPNotReady, fmt.Sprintf("ElasticIP %q does not exist", name))
+	}
+	if eip.Status.Address == "" {
+		msg := fmt.Sprintf("ElasticIP %q has no address yet", name)
+		if c := meta.FindStatusCondition(eip.Status.Conditions, v1alpha1.ConditionAllocated); c != nil && c.Message != "" {
+			msg += ": " + c.Message
+		}
+		return pending(nic, v1alpha1.ReasonElasticIPNotReady, msg)
+	}
+	self := v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindNetworkInterface, Name: nic.Name}
+	if att := eip.Status.Attachment; att == nil || *att != self {
+		return pending(nic, v1alpha1.ReasonWaitingForElasticIP, waitingMessage(eip))
+	}
+	addr, err := netip.ParseAddr(eip.Status.Address)
+	if err != nil || !addr.Is4() {
+		return pending(nic, v1alpha1.ReasonElasticIPNotReady,
+			fmt.Sprintf("ElasticIP %q has no usable IPv4 address (%q)", name, eip.Status.Address))
+	}
+	st := v1alpha1.NetworkInterfaceStatus{Address: netip.PrefixFrom(addr, 32).String()}
+	st.Routes, st.Rules = directRouting(nic.Spec.PodRef.Interface, addr)
+	return ready(nic, st, fmt.Sprintf("holds ElasticIP %q (%s)", name, addr))
+}
+
+// waitingMessage names whom a direct NIC that does not hold its ElasticIP waits for.
+func waitingMessage(eip *v1alpha1.ElasticIP) string {
+	if att := eip.Status.Attachment; att != nil {
+		return fmt.Sprintf("ElasticIP %q is used by %s %q", eip.Name, att.Kind, att.Name)
+	}
+	if c := meta.FindStatusCondition(eip.Status.Conditions, v1alpha1.ConditionAttached); c != nil {
+		switch c.Reason {
+		case v1alpha1.ReasonConflict:
+			return fmt.Sprintf("ElasticIP %q is in conflict: %s", eip.Name, c.Message)
+		case v1alpha1.ReasonWaitingForHandover:
+			return fmt.Sprintf("ElasticIP %q waits for a handover: %s", eip.Name, c.Message)
+		}
+	}
+	if eip.DeletionTimestamp != nil {
+		return fmt.Sprintf("ElasticIP %q is being deleted", eip.Name)
+	}
+	return fmt.Sprintf("ElasticIP %q has not picked a NetworkInterface yet", eip.Name)
+}
+
+// directRouting is what the CNI plugin plumbs inside the Pod (SPEC §6.3): eth0 gets the
+// on-link default route; an extra NIC gets it in a table of its own, T = the address read
+// as a big-endian uint32 (unique per address, so NICs never share a table), selected by
+// a rule for traffic from the ElasticIP.
+func directRouting(iface string, addr netip.Addr) ([]v1alpha1.Route, []v1alpha1.RoutingRule) {
+	route := v1alpha1.Route{Destination: "0.0.0.0/0", Gateway: v1alpha1.DirectGateway, OnLink: true}
+	if iface == v1alpha1.DefaultInterface {
+		return []v1alpha1.Route{route}, nil
+	}
+	table := RouteTable(addr)
+	route.Table = table
+	rule := v1alpha1.RoutingRule{
+		From:     netip.PrefixFrom(addr, 32).String(),
+		Table:    table,
+		Priority: v1alpha1.DirectRulePriority,
+	}
+	return []v1alpha1.Route{route}, []v1alpha1.RoutingRule{rule}
+}
+
+// RouteTable is the routing table of an extra direct NIC carrying addr.
+func RouteTable(addr netip.Addr) int64 {
+	b := addr.As4()
+	return int64(binary.BigEndian.Uint32(b[:]))
+}
+
+// PodIPv4 is the Pod's IPv4 address from status.podIPs (or status.podIP).
+func PodIPv4(pod *corev1.Pod) (netip.Addr, bool) {
+	if pod == nil {
+		return netip.Addr{}, false
+	}
+	candidates := make([]string, 0, len(pod.Status.PodIPs)+1)
+	for _, ip := range pod.Status.PodIPs {
+		candidates = append(candidates, ip.IP)
+	}
+	candidates = append(candidates, pod.Status.PodIP)
+	for _, s := range candidates {
+		if a, err := netip.ParseAddr(s); err == nil && a.Is4() {
+			return a, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+func pending(nic *v1alpha1.NetworkInterface, reason, message string) v1alpha1.NetworkInterfaceStatus {
+	return v1alpha1.NetworkInterfaceStatus{
+		Phase:      v1alpha1.NetworkInterfacePending,
+		Conditions: []metav1.Condition{readyCondition(nic, metav1.ConditionFalse, reason, message)},
+	}
+}
+
+func ready(nic *v1alpha1.NetworkInterface, st v1alpha1.NetworkInterfaceStatus, message string) v1alpha1.NetworkInterfaceStatus {
+	st.Phase = v1alpha1.NetworkInterfaceReady
+	st.Conditions = []metav1.Condition{readyCondition(nic, metav1.ConditionTrue, v1alpha1.ReasonReady, message)}
+	return st
+}
+
+func readyCondition(nic *v1alpha1.NetworkInterface, status metav1.ConditionStatus, reason, message string) metav1.Condition {
+	return metav1.Condition{
+		Type:               v1alpha1.ConditionReady,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: nic.Generation,
+	}
+}
+
+// mergeStatus lays the computed status over the recorded one: conditions this controller
+// does not own are kept, and lastTransitionTime only moves when a condition flips.
+func mergeStatus(old, computed v1alpha1.NetworkInterfaceStatus, now metav1.Time) v1alpha1.NetworkInterfaceStatus {
+	out := computed
+	out.Conditions = nil
+	for _, c := range old.Conditions {
+		out.Conditions = append(out.Conditions, *c.DeepCopy())
+	}
+	for _, c := range computed.Conditions {
+		c.LastTransitionTime = now
+		meta.SetStatusCondition(&out.Conditions, c)
+	}
+	return out
+}

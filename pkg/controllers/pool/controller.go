@@ -1,0 +1,226 @@
+// Package pool is the controller that writes AddressPool status (SPEC §2.1): how many
+// addresses the pool has, how many are reserved by AllocationClaims, and whether a
+// Node address has come to lie inside it. It also exports the pools' figures as
+// Prometheus gauges.
+package pool
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	metaapply "k8s.io/client-go/applyconfigurations/meta/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/controllers/indexes"
+	"github.com/loutres/juneau/pkg/controllers/loop"
+	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
+	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
+	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+)
+
+// ControllerName names the loop, its queue and its log lines.
+const ControllerName = "addresspool"
+
+// Indexes this controller registers on the AllocationClaim informer.
+var Indexes = []string{indexes.ClaimByPool}
+
+// Informers are the shared informers the controller reads.
+type Informers struct {
+	Pools  informers.AddressPoolInformer
+	Claims informers.AllocationClaimInformer
+	Nodes  coreinformers.NodeInformer
+}
+
+// Options tune the controller.
+type Options struct {
+	// Errors counts failed syncs; may be nil.
+	Errors loop.ErrorCounter
+	// Clock stamps condition transitions; nil means the real clock.
+	Clock clock.PassiveClock
+	// Registerer, when set, gets the pool gauges (see NewCollector).
+	Registerer prometheus.Registerer
+}
+
+// Controller keeps AddressPool status.
+type Controller struct {
+	client   versioned.Interface
+	recorder record.EventRecorder
+	clock    clock.PassiveClock
+
+	pools    listers.AddressPoolLister
+	nodes    corelisters.NodeLister
+	claimInf cache.SharedIndexInformer
+	loop     *loop.Loop
+	synced   []cache.InformerSynced
+}
+
+// NewController registers the index, the event handlers and, with opts.Registerer,
+// the gauges; it starts nothing.
+func NewController(client versioned.Interface, inf Informers, recorder record.EventRecorder, opts Options) (*Controller, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	c := &Controller{
+		client:   client,
+		recorder: recorder,
+		clock:    opts.Clock,
+		pools:    inf.Pools.Lister(),
+		nodes:    inf.Nodes.Lister(),
+		claimInf: inf.Claims.Informer(),
+	}
+	c.loop = loop.New(ControllerName, c.sync, opts.Errors)
+	if err := indexes.Add(c.claimInf, Indexes...); err != nil {
+		return nil, err
+	}
+	if opts.Registerer != nil {
+		if err := opts.Registerer.Register(NewCollector(c.pools)); err != nil {
+			return nil, fmt.Errorf("registering AddressPool metrics: %w", err)
+		}
+	}
+	handlers := []struct {
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		{inf.Pools.Informer(), c.loop.Handler()},
+		{c.claimInf, loop.Funcs(c.onClaim)},
+		{inf.Nodes.Informer(), c.nodeHandler()},
+	}
+	for _, h := range handlers {
+		if _, err := h.informer.AddEventHandler(h.handler); err != nil {
+			return nil, fmt.Errorf("adding event handler: %w", err)
+		}
+		c.synced = append(c.synced, h.informer.HasSynced)
+	}
+	return c, nil
+}
+
+// Run waits for the caches and runs workers until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	c.loop.Run(ctx, workers, c.synced...)
+}
+
+func (c *Controller) onClaim(obj any) {
+	if claim, ok := obj.(*v1alpha1.AllocationClaim); ok && claim.Spec.AddressPool != "" {
+		c.loop.Add(claim.Spec.AddressPool)
+	}
+}
+
+// nodeHandler wakes every pool when a Node appears, goes, or changes its addresses;
+// the frequent status updates that change no address are ignored.
+func (c *Controller) nodeHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { c.enqueueAll() },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*corev1.Node)
+			n, ok2 := newObj.(*corev1.Node)
+			if ok1 && ok2 && slices.Equal(o.Status.Addresses, n.Status.Addresses) {
+				return
+			}
+			c.enqueueAll()
+		},
+		DeleteFunc: func(any) { c.enqueueAll() },
+	}
+}
+
+func (c *Controller) enqueueAll() {
+	pools, err := c.pools.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, p := range pools {
+		c.loop.AddObject(p)
+	}
+}
+
+// sync writes one pool's status.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	pool, err := c.pools.Get(key)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	claims, err := indexes.ByIndex[*v1alpha1.AllocationClaim](c.claimInf, indexes.ClaimByPool, pool.Name)
+	if err != nil {
+		return err
+	}
+	nodes, err := c.nodes.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	computed := poolStatus(pool, claims, nodes)
+	merged := mergeStatus(pool.Status, computed, metav1.NewTime(c.clock.Now()))
+	if equality.Semantic.DeepEqual(merged, pool.Status) {
+		return nil
+	}
+	ready := meta.FindStatusCondition(merged.Conditions, v1alpha1.ConditionReady)
+	_, err = c.client.JuneauV1alpha1().AddressPools().ApplyStatus(ctx, statusApply(pool, merged, ready),
+		metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerController, Force: true})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("writing status of AddressPool %q: %w", pool.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Wrote AddressPool status", "addressPool", klog.KObj(pool),
+		"total", merged.Total, "allocated", merged.Allocated, "reason", ready.Reason)
+	if ev, ok := readyEvent(meta.FindStatusCondition(pool.Status.Conditions, v1alpha1.ConditionReady), ready); ok {
+		c.recorder.Event(pool, ev.eventType, ev.reason, ev.message)
+	}
+	return nil
+}
+
+// statusApply is the apply configuration of the fields this controller owns. The counts
+// are always sent, zero included, so a count that falls to zero is written.
+func statusApply(pool *v1alpha1.AddressPool, st v1alpha1.AddressPoolStatus, ready *metav1.Condition) *applyv1alpha1.AddressPoolApplyConfiguration {
+	sa := applyv1alpha1.AddressPoolStatus().
+		WithTotal(st.Total).
+		WithAllocated(st.Allocated).
+		WithAvailable(st.Available)
+	if ready != nil {
+		sa.WithConditions(metaapply.Condition().
+			WithType(ready.Type).
+			WithStatus(ready.Status).
+			WithReason(ready.Reason).
+			WithMessage(ready.Message).
+			WithObservedGeneration(ready.ObservedGeneration).
+			WithLastTransitionTime(ready.LastTransitionTime))
+	}
+	return applyv1alpha1.AddressPool(pool.Name).WithUID(pool.UID).WithStatus(sa)
+}
+
+// event is one Event to emit.
+type event struct {
+	eventType, reason, message string
+}
+
+// readyEvent: a Warning when the pool stops being (or starts not being) Ready, a Normal
+// Event when it becomes Ready again; nothing for a first Ready status or no change.
+func readyEvent(old, cur *metav1.Condition) (event, bool) {
+	switch {
+	case cur == nil,
+		old != nil && old.Status == cur.Status && old.Reason == cur.Reason,
+		old == nil && cur.Status == metav1.ConditionTrue:
+		return event{}, false
+	case cur.Status == metav1.ConditionTrue:
+		return event{corev1.EventTypeNormal, cur.Reason, cur.Message}, true
+	}
+	return event{corev1.EventTypeWarning, cur.Reason, cur.Message}, true
+}

@@ -1,0 +1,142 @@
+package pool
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/apis/juneau/validation"
+)
+
+// maxListed bounds how many Node addresses a message names.
+const maxListed = 5
+
+// poolStatus computes an AddressPool's status from the claims whose spec.addressPool
+// names it and from the Nodes (for the node-address check). The Ready condition carries
+// no lastTransitionTime.
+//
+// The counts describe what automatic allocation can still hand out:
+//   - total is every address automatic allocation may pick (a CIDR shorter than /31
+//     loses its network and broadcast addresses, SPEC §2.1), plus each such address a
+//     requestedIP has pinned, since that one is in use;
+//   - allocated is the number of claims of the pool;
+//   - available is total - allocated: the addresses still free for automatic picks.
+//
+// So a fresh 10.225.51.0/24 shows 254 total, 254 available.
+func poolStatus(pool *v1alpha1.AddressPool, claims []*v1alpha1.AllocationClaim, nodes []*corev1.Node) v1alpha1.AddressPoolStatus {
+	st := v1alpha1.AddressPoolStatus{Allocated: int64(len(claims))}
+	ranges, err := validation.ParsePool(pool.Spec)
+	if err != nil {
+		return withReady(pool, st, metav1.ConditionFalse, v1alpha1.ReasonInvalidAddressPool, err.Error())
+	}
+	st.Total = int64(autoSize(ranges) + pinnedEnds(ranges, claims))
+	st.Available = max(st.Total-st.Allocated, 0)
+	if inside := nodeAddressesIn(ranges, nodes); len(inside) > 0 {
+		return withReady(pool, st, metav1.ConditionFalse, v1alpha1.ReasonNodeAddressInPool, nodeMessage(inside))
+	}
+	return withReady(pool, st, metav1.ConditionTrue, v1alpha1.ReasonReady, "no Node address lies in this pool")
+}
+
+// autoSize is the number of addresses automatic allocation may pick.
+func autoSize(ranges []validation.AddressRange) uint64 {
+	var n uint64
+	for _, r := range ranges {
+		if a := r.AutoRange(); a.First.IsValid() && !a.Last.Less(a.First) {
+			n += a.Size()
+		}
+	}
+	return n
+}
+
+// pinnedEnds counts the claims on addresses of the pool that automatic allocation skips
+// (network and broadcast addresses pinned through requestedIP).
+func pinnedEnds(ranges []validation.AddressRange, claims []*v1alpha1.AllocationClaim) uint64 {
+	var n uint64
+	for _, c := range claims {
+		addr, err := netip.ParseAddr(c.Spec.Address)
+		if err != nil {
+			continue
+		}
+		for _, r := range ranges {
+			if r.Contains(addr) && !r.AutoRange().Contains(addr) {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// nodeAddress is an address of a Node inside a pool.
+type nodeAddress struct {
+	node string
+	addr netip.Addr
+}
+
+// nodeAddressesIn lists the InternalIP and ExternalIP addresses of Nodes that lie in the
+// ranges, sorted by Node name and address.
+func nodeAddressesIn(ranges []validation.AddressRange, nodes []*corev1.Node) []nodeAddress {
+	var out []nodeAddress
+	for _, n := range nodes {
+		for _, a := range n.Status.Addresses {
+			if a.Type != corev1.NodeInternalIP && a.Type != corev1.NodeExternalIP {
+				continue
+			}
+			addr, err := netip.ParseAddr(a.Address)
+			if err != nil || !validation.RangesContain(ranges, addr.Unmap()) {
+				continue
+			}
+			out = append(out, nodeAddress{node: n.Name, addr: addr.Unmap()})
+		}
+	}
+	slices.SortFunc(out, func(a, b nodeAddress) int {
+		return cmp.Or(strings.Compare(a.node, b.node), a.addr.Compare(b.addr))
+	})
+	return slices.Compact(out)
+}
+
+func nodeMessage(inside []nodeAddress) string {
+	parts := make([]string, 0, maxListed+1)
+	for i, na := range inside {
+		if i == maxListed {
+			parts = append(parts, fmt.Sprintf("and %d more", len(inside)-maxListed))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s of Node %q", na.addr, na.node))
+	}
+	return fmt.Sprintf("Node addresses lie in this pool, so an ElasticIP could take a Node's address: %s",
+		strings.Join(parts, ", "))
+}
+
+func withReady(pool *v1alpha1.AddressPool, st v1alpha1.AddressPoolStatus, status metav1.ConditionStatus, reason, message string) v1alpha1.AddressPoolStatus {
+	st.Conditions = []metav1.Condition{{
+		Type:               v1alpha1.ConditionReady,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: pool.Generation,
+	}}
+	return st
+}
+
+// mergeStatus lays the computed status over the recorded one: conditions this controller
+// does not own are kept, and lastTransitionTime only moves when a condition flips.
+func mergeStatus(old, computed v1alpha1.AddressPoolStatus, now metav1.Time) v1alpha1.AddressPoolStatus {
+	out := computed
+	out.Conditions = nil
+	for _, c := range old.Conditions {
+		out.Conditions = append(out.Conditions, *c.DeepCopy())
+	}
+	for _, c := range computed.Conditions {
+		c.LastTransitionTime = now
+		meta.SetStatusCondition(&out.Conditions, c)
+	}
+	return out
+}
