@@ -1,0 +1,70 @@
+package controller
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/test/e2e/framework"
+)
+
+var servingAddr = regexp.MustCompile(`Serving metrics and health.*address="([^"]+)"`)
+
+// metricsURL reads the address the component logged it serves metrics on.
+func metricsURL(t *testing.T, c *framework.Component) string {
+	t.Helper()
+	var addr string
+	poll(t, "metrics address in the log", func(context.Context) bool {
+		m := servingAddr.FindStringSubmatch(c.Log())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	}, func() string { return c.LogTail(5) })
+	return "http://" + addr
+}
+
+func get(ctx context.Context, url string) (int, string) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func TestMetricsAndHealth(t *testing.T) {
+	cp := framework.Shared(t)
+	ctrl := startController(t, cp, "controller")
+	ns := cp.NewNamespace(t, "metrics")
+	network(t, cp, "metrics-net", v1alpha1.AdvertiseARP, "10.225.56.0/30")
+	createEIP(t, cp, ns, "e", "metrics-net", "")
+	waitEIP(t, cp, ns, "e", "Available", phaseReason(v1alpha1.ElasticIPAvailable, v1alpha1.ConditionAllocated, v1alpha1.ReasonAllocated))
+
+	base := metricsURL(t, ctrl)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		poll(t, path, func(ctx context.Context) bool { code, _ := get(ctx, base+path); return code == http.StatusOK },
+			func() string { _, body := get(context.Background(), base+path); return body })
+	}
+	want := []string{
+		`juneau_elasticip_allocations_total`,
+		`juneau_address_pool_addresses{pool="metrics-net-pool"} 2`,
+		`juneau_address_pool_allocated_addresses{pool="metrics-net-pool"} 1`,
+	}
+	var body string
+	poll(t, "metrics", func(ctx context.Context) bool {
+		_, body = get(ctx, base+"/metrics")
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				return false
+			}
+		}
+		return true
+	}, func() string { return body })
+}
