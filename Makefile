@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 TEST_TIMEOUT ?= 40m
 
-.PHONY: all build test unit-test control-plane test-deps generate verify fmt-check vet demo clean
+.PHONY: all build test unit-test control-plane cni-plugins test-deps generate verify fmt-check vet demo clean
 
 all: build
 
@@ -18,14 +18,18 @@ build:
 control-plane:
 	hack/build-control-plane.sh >/dev/null
 
+# The reference CNI plugins (ptp, host-local) the tests use as the primary CNI.
+cni-plugins:
+	hack/build-cni-plugins.sh >/dev/null
+
 # Debian packages the datapath and end-to-end tests use (as root, only when missing).
 test-deps:
 	hack/install-test-deps.sh
 
 # Every test: unit, API integration (real etcd + kube-apiserver + kubectl), datapath
 # (network namespaces, needs root) and end to end.
-test: control-plane test-deps build
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+test: control-plane cni-plugins test-deps build
+	JUNEAU_BINARY=$(BIN_DIR)/juneau $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 # Unit tests only: no root, no control plane.
 unit-test:

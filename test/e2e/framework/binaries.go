@@ -6,10 +6,11 @@ import (
 	"path/filepath"
 )
 
-// Versions of the control-plane binaries; hack/lib.sh names the same ones.
+// Versions of the binaries tests use; hack/lib.sh names the same ones.
 const (
 	KubernetesVersion = "v1.37.2"
 	EtcdVersion       = "v3.7.3"
+	CNIPluginsVersion = "v1.10.0"
 )
 
 // Binaries locates kube-apiserver, kubectl and etcd built by hack/build-control-plane.sh.
@@ -20,17 +21,9 @@ type Binaries struct {
 // FindBinaries returns the cache directory of the control-plane binaries:
 // $JUNEAU_BIN_DIR, or the default cache location hack/lib.sh uses.
 func FindBinaries() (Binaries, error) {
-	dir := os.Getenv("JUNEAU_BIN_DIR")
-	if dir == "" {
-		base := os.Getenv("XDG_CACHE_HOME")
-		if base == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return Binaries{}, fmt.Errorf("finding the binary cache: %w", err)
-			}
-			base = filepath.Join(home, ".cache")
-		}
-		dir = filepath.Join(base, "juneau", "k8s-"+KubernetesVersion+"-etcd-"+EtcdVersion)
+	dir, err := cacheDir("JUNEAU_BIN_DIR", "k8s-"+KubernetesVersion+"-etcd-"+EtcdVersion)
+	if err != nil {
+		return Binaries{}, err
 	}
 	b := Binaries{Dir: dir}
 	for _, name := range []string{"kube-apiserver", "kubectl", "etcd"} {
@@ -62,4 +55,35 @@ func RepoRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// cacheDir is $env, or <cache>/juneau/<leaf> as hack/lib.sh computes it.
+func cacheDir(env, leaf string) (string, error) {
+	if dir := os.Getenv(env); dir != "" {
+		return dir, nil
+	}
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("finding the binary cache: %w", err)
+		}
+		base = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(base, "juneau", leaf), nil
+}
+
+// CNIPluginDir returns the directory of the reference CNI plugins (ptp, host-local)
+// built by hack/build-cni-plugins.sh.
+func CNIPluginDir() (string, error) {
+	dir, err := cacheDir("JUNEAU_CNI_DIR", "cni-plugins-"+CNIPluginsVersion)
+	if err != nil {
+		return "", err
+	}
+	for _, name := range []string{"ptp", "host-local"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return "", fmt.Errorf("CNI plugin %s missing (run hack/build-cni-plugins.sh or make test): %w", name, err)
+		}
+	}
+	return dir, nil
 }
