@@ -23,6 +23,7 @@ import (
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
 	"github.com/loutres/juneau/pkg/node/agent"
 	"github.com/loutres/juneau/pkg/node/arp"
+	"github.com/loutres/juneau/pkg/node/cniserver"
 	"github.com/loutres/juneau/pkg/node/nft"
 	"github.com/loutres/juneau/pkg/node/sysctl"
 )
@@ -35,6 +36,7 @@ type nodeOptions struct {
 	resync       time.Duration
 	metricsAddr  string
 	sysctls      bool
+	cniSocket    string
 }
 
 func newNodeCommand(common *commonOptions) *cobra.Command {
@@ -52,6 +54,7 @@ func newNodeCommand(common *commonOptions) *cobra.Command {
 	fs.DurationVar(&o.resync, "resync-period", time.Minute, "period of full datapath re-syncs")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9091", "address serving /metrics, /healthz and /readyz; empty disables")
 	fs.BoolVar(&o.sysctls, "set-sysctls", true, "set ip_forward and the ARP sysctls of the external interface")
+	fs.StringVar(&o.cniSocket, "cni-socket", cniserver.DefaultSocket, "unix socket the juneau CNI plugin asks about direct NICs; empty disables")
 	return cmd
 }
 
@@ -113,9 +116,14 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	attachInf := juneauinformers.NewSharedInformerFactoryWithOptions(juneau, o.resync, onNode("status.nodeName"))
 	advertInf := juneauinformers.NewSharedInformerFactoryWithOptions(juneau, o.resync, onNode("spec.nodeName"))
 	kubeInf := kubeinformers.NewSharedInformerFactory(kube, o.resync)
+	podInf := kubeinformers.NewSharedInformerFactoryWithOptions(kube, o.resync, kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+		lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", o.nodeName).String()
+	}))
 
 	attachments := attachInf.Juneau().V1alpha1().ElasticIPAttachments()
 	adverts := advertInf.Juneau().V1alpha1().ARPAdvertisements()
+	nics := advertInf.Juneau().V1alpha1().NetworkInterfaces() // also selected by spec.nodeName
+	pods := podInf.Core().V1().Pods()
 	nodes := kubeInf.Core().V1().Nodes()
 	serviceCIDRs := kubeInf.Networking().V1().ServiceCIDRs()
 	a := agent.New(agent.Config{
@@ -128,17 +136,24 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	if err := a.Watch(attachments.Informer(), adverts.Informer(), nodes.Informer(), serviceCIDRs.Informer()); err != nil {
 		return err
 	}
-	for _, f := range []interface{ Start(<-chan struct{}) }{attachInf, advertInf, kubeInf} {
+	source := &agent.DirectSource{Pods: pods.Lister(), NICs: nics.Lister(), Synced: func() bool {
+		return pods.Informer().HasSynced() && nics.Informer().HasSynced()
+	}}
+	for _, f := range []interface {
+		Start(<-chan struct{})
+		Shutdown()
+	}{attachInf, advertInf, kubeInf, podInf} {
 		f.Start(ctx.Done())
+		defer f.Shutdown()
 	}
-	defer attachInf.Shutdown()
-	defer advertInf.Shutdown()
-	defer kubeInf.Shutdown()
 	health.setReady()
 
 	var g errgroup.Group
 	g.Go(func() error { return responder.Run(ctx) })
 	g.Go(func() error { return a.Run(ctx) })
+	if o.cniSocket != "" {
+		g.Go(func() error { return cniserver.New(source).Run(ctx, o.cniSocket) })
+	}
 	return g.Wait()
 }
 

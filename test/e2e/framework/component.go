@@ -13,10 +13,17 @@ import (
 )
 
 var juneauBinary struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
+	once  sync.Once
+	path  string
+	built string // temp dir of a binary built here, removed by Main
+	err   error
+	out   []byte
+}
+
+func removeBuiltBinary() {
+	if juneauBinary.built != "" {
+		_ = os.RemoveAll(juneauBinary.built)
+	}
 }
 
 // JuneauBinary returns the juneau binary under test: $JUNEAU_BINARY (make test sets it
@@ -38,6 +45,7 @@ func JuneauBinary(t testing.TB) string {
 			juneauBinary.err = err
 			return
 		}
+		juneauBinary.built = dir
 		juneauBinary.path = filepath.Join(dir, "juneau")
 		cmd := exec.Command("go", "build", "-o", juneauBinary.path, "./cmd/juneau")
 		cmd.Dir = root
@@ -60,8 +68,14 @@ type Component struct {
 // the tail of its log is printed if the test failed.
 func StartComponent(t testing.TB, name string, args ...string) *Component {
 	t.Helper()
+	return StartCommand(t, name, JuneauBinary(t), args...)
+}
+
+// StartCommand runs bin with args as a component (e.g. juneau wrapped in `ip netns exec`).
+func StartCommand(t testing.TB, name, bin string, args ...string) *Component {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
-	proc, err := startProcess(name, logPath, JuneauBinary(t), args...)
+	proc, err := startProcess(name, logPath, bin, args...)
 	if err != nil {
 		t.Fatal(err)
 	}

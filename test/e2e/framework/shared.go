@@ -28,6 +28,7 @@ var shared struct {
 func Main(m *testing.M) {
 	code := m.Run()
 	shared.cp.Stop()
+	removeBuiltBinary()
 	os.Exit(code)
 }
 

@@ -1,0 +1,237 @@
+// Package harness plays the kubelet's part for simulated Nodes so the whole system runs
+// for real on one machine: a real control plane, the juneau controller (and webhook) as
+// processes, one network namespace per Node on a shared "external" L2 segment with an
+// external client, `juneau node` running inside each Node's namespace, and Pods whose
+// network is set up by the CNI chain ptp + host-local + juneau invoked through libcni,
+// exactly as a container runtime does.
+//
+// Addresses exist only inside the namespaces the harness creates: the external segment
+// is 10.225.51.0/24 (client .100, Nodes .2, .3, ...), Pods 10.244.<n>.0/24 per Node.
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/loutres/juneau/test/e2e/framework"
+	"github.com/loutres/juneau/test/netns"
+	"github.com/loutres/juneau/test/require"
+)
+
+// Fixed addresses of the simulated external segment.
+const (
+	ExternalPrefix = "10.225.51.0/24"
+	ClientIP       = "10.225.51.100"
+	ClusterCIDR    = "10.244.0.0/16"
+	bridgeName     = "br-ext"
+	extIface       = "ext0"
+)
+
+// Options shape a cluster.
+type Options struct {
+	// Nodes to simulate; default node-a and node-b.
+	Nodes []string
+	// ControllerArgs are extra flags of `juneau controller`.
+	ControllerArgs []string
+}
+
+// Cluster is a running simulated cluster.
+type Cluster struct {
+	t       testing.TB
+	CP      *framework.ControlPlane
+	Dir     string
+	Ext     *netns.NS // holds the external bridge
+	Client  *netns.NS // the external client, ClientIP on eth0
+	Nodes   map[string]*Node
+	Plugins string // CNI plugin directory: ptp, host-local, juneau
+
+	Controller *framework.Component
+}
+
+// Node is a simulated Node: a network namespace with its agent.
+type Node struct {
+	Name       string
+	Index      int
+	NS         *netns.NS
+	IP         string // on ext0
+	PodCIDR    string
+	Kubeconfig string
+	Socket     string // the agent's CNI socket
+	Agent      *framework.Component
+	dir        string
+	agentArgs  []string
+}
+
+// New builds the cluster; everything is torn down when the test ends.
+func New(t *testing.T, cp *framework.ControlPlane, opts Options) *Cluster {
+	t.Helper()
+	require.Root(t)
+	if len(opts.Nodes) == 0 {
+		opts.Nodes = []string{"node-a", "node-b"}
+	}
+	pluginDir, err := framework.CNIPluginDir()
+	if err != nil {
+		require.Unmet(t, "%v", err)
+	}
+	c := &Cluster{t: t, CP: cp, Dir: t.TempDir(), Nodes: map[string]*Node{}}
+	c.Plugins = c.pluginDir(pluginDir)
+
+	c.Ext = netns.New(t, "ext")
+	c.Ext.Bridge(bridgeName)
+	c.Ext.Up(bridgeName)
+	c.Client = netns.New(t, "cli")
+	c.attach(c.Client, "eth0", "cli")
+	c.Client.Addr("eth0", ClientIP+"/24")
+
+	// Cluster-scoped objects outlive namespaces: remove them before the controller stops.
+	c.Controller = framework.StartComponent(t, "controller", append([]string{"controller",
+		"--kubeconfig=" + cp.Kubeconfig, "--leader-elect=false", "--metrics-bind-address=127.0.0.1:0",
+		"--kube-api-qps=200", "--kube-api-burst=400", "-v=2"}, opts.ControllerArgs...)...)
+	for i, name := range opts.Nodes {
+		c.Nodes[name] = c.addNode(name, i)
+	}
+	t.Cleanup(c.deleteClusterObjects)
+	return c
+}
+
+// pluginDir makes a directory with the reference plugins and the juneau binary.
+func (c *Cluster) pluginDir(ref string) string {
+	dir := filepath.Join(c.Dir, "cni-bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	for name, src := range map[string]string{
+		"ptp": filepath.Join(ref, "ptp"), "host-local": filepath.Join(ref, "host-local"), "juneau": framework.JuneauBinary(c.t),
+	} {
+		if err := os.Symlink(src, filepath.Join(dir, name)); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// attach connects ns to the external bridge with a veth called dev inside ns.
+func (c *Cluster) attach(ns *netns.NS, dev, port string) {
+	netns.Veth(ns, dev, c.Ext, port)
+	c.Ext.SetMaster(port, bridgeName)
+	c.Ext.Up(port)
+	ns.Up(dev)
+}
+
+func (c *Cluster) addNode(name string, i int) *Node {
+	t := c.t
+	n := &Node{Name: name, Index: i, IP: fmt.Sprintf("10.225.51.%d", 2+i), PodCIDR: fmt.Sprintf("10.244.%d.0/24", 1+i),
+		dir: filepath.Join(c.Dir, name)}
+	if err := os.MkdirAll(n.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n.NS = netns.New(t, "node")
+	c.attach(n.NS, extIface, fmt.Sprintf("n%d", i))
+	n.NS.Addr(extIface, n.IP+"/24")
+	n.NS.Sysctl("net/ipv4/ip_forward", "1")
+	c.registerNode(n)
+
+	addr := forwardAPIServer(t, n.NS, strings.TrimPrefix(c.CP.URL, "https://"))
+	n.Kubeconfig = c.kubeconfigFor(n, "https://"+addr)
+	n.Socket = filepath.Join(n.dir, "cni.sock")
+	n.agentArgs = []string{"node", "--kubeconfig=" + n.Kubeconfig, "--node-name=" + name,
+		"--cluster-cidr=" + ClusterCIDR, "--metrics-bind-address=127.0.0.1:0", "--resync-period=30s",
+		"--cni-socket=" + n.Socket, "-v=2"}
+	c.StartAgent(n)
+	return n
+}
+
+// StartAgent (re)starts the node agent inside the Node's namespace.
+func (c *Cluster) StartAgent(n *Node) {
+	args := append([]string{"netns", "exec", n.NS.Name, framework.JuneauBinary(c.t)}, n.agentArgs...)
+	n.Agent = framework.StartCommand(c.t, "agent-"+n.Name, require.Binary(c.t, "ip"), args...)
+	c.waitFor("agent of "+n.Name+" serving its CNI socket", func(context.Context) bool {
+		_, err := os.Stat(n.Socket)
+		return err == nil
+	}, func() string { return n.Agent.LogTail(10) })
+}
+
+// registerNode creates the Node object with its InternalIP, Ready.
+func (c *Cluster) registerNode(n *Node) {
+	ctx := context.Background()
+	nodes := c.CP.Kube.CoreV1().Nodes()
+	node, err := nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}, metav1.CreateOptions{})
+	if err != nil {
+		c.t.Fatalf("creating Node %s: %v", n.Name, err)
+	}
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.IP}, {Type: corev1.NodeHostName, Address: n.Name}}
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if _, err := nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		c.t.Fatalf("Node %s status: %v", n.Name, err)
+	}
+	c.t.Cleanup(func() { _ = nodes.Delete(context.Background(), n.Name, metav1.DeleteOptions{}) })
+}
+
+// kubeconfigFor writes a kubeconfig for the Node's agent reaching the API server through
+// the forwarder on the Node's loopback.
+func (c *Cluster) kubeconfigFor(n *Node, server string) string {
+	cfg, err := clientcmd.LoadFromFile(c.CP.Kubeconfig)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, cl := range cfg.Clusters {
+		cl.Server = server
+	}
+	path := filepath.Join(n.dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		c.t.Fatal(err)
+	}
+	return path
+}
+
+// deleteClusterObjects removes what tests left in the API, while the controller still
+// runs to release addresses (finalizers).
+func (c *Cluster) deleteClusterObjects() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	j := c.CP.Juneau.JuneauV1alpha1()
+	nss, err := c.CP.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for _, ns := range nss.Items {
+		_ = j.ElasticIPAttachments(ns.Name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		_ = c.CP.Kube.CoreV1().Pods(ns.Name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{})
+		_ = j.ElasticIPs(ns.Name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	}
+	_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		claims, err := j.AllocationClaims().List(ctx, metav1.ListOptions{})
+		return err == nil && len(claims.Items) == 0, nil
+	})
+	_ = j.ExternalNetworks().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	_ = j.AddressPools().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+}
+
+// waitFor polls cond for up to a minute, failing with describe().
+func (c *Cluster) waitFor(what string, cond func(context.Context) bool, describe func() string) {
+	c.t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true,
+		func(ctx context.Context) (bool, error) { return cond(ctx), nil })
+	if err != nil {
+		c.t.Fatalf("waiting for %s: %v\n%s", what, err, describe())
+	}
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,207 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+	cnitypes "github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/loutres/juneau/test/netns"
+)
+
+// PodSpec is what a test asks of a Pod.
+type PodSpec struct {
+	Namespace, Name, Node string
+	Annotations           map[string]string
+	Labels                map[string]string
+	OwnerReferences       []metav1.OwnerReference
+	ReadinessGates        []string
+}
+
+// Pod is a Pod object plus, once started, its network namespace.
+type Pod struct {
+	c         *Cluster
+	Spec      PodSpec
+	Node      *Node
+	Object    *corev1.Pod
+	NS        *netns.NS
+	IP        string // from the CNI result: the Pod IP, or the ElasticIP on a direct eth0
+	Result    *current.Result
+	started   bool
+	namespace string
+}
+
+// CreatePod creates the Pod object bound to its Node (no network yet).
+func (c *Cluster) CreatePod(spec PodSpec) *Pod {
+	c.t.Helper()
+	node, ok := c.Nodes[spec.Node]
+	if !ok {
+		c.t.Fatalf("no Node %q", spec.Node)
+	}
+	gates := make([]corev1.PodReadinessGate, len(spec.ReadinessGates))
+	for i, g := range spec.ReadinessGates {
+		gates[i] = corev1.PodReadinessGate{ConditionType: corev1.PodConditionType(g)}
+	}
+	obj, err := c.CP.Kube.CoreV1().Pods(spec.Namespace).Create(context.Background(), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Annotations: spec.Annotations, Labels: spec.Labels, OwnerReferences: spec.OwnerReferences},
+		Spec: corev1.PodSpec{
+			NodeName: spec.Node, ReadinessGates: gates,
+			Containers:                    []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+			TerminationGracePeriodSeconds: ptr.To[int64](30),
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		c.t.Fatalf("creating Pod %s/%s: %v", spec.Namespace, spec.Name, err)
+	}
+	return &Pod{c: c, Spec: spec, Node: node, Object: obj}
+}
+
+// RunPod creates the Pod and starts its network, failing the test if CNI ADD fails.
+func (c *Cluster) RunPod(spec PodSpec) *Pod {
+	c.t.Helper()
+	p := c.CreatePod(spec)
+	if err := p.Start(); err != nil {
+		c.t.Fatalf("starting Pod %s/%s: %v", spec.Namespace, spec.Name, err)
+	}
+	return p
+}
+
+// conflist is the Node's CNI configuration: ptp (masquerading Pod egress, as real
+// clusters do) with host-local IPAM, then juneau chained.
+func (n *Node) conflist(waitSeconds int) ([]byte, error) {
+	return json.Marshal(map[string]any{
+		"cniVersion": "1.0.0",
+		"name":       "juneau-e2e",
+		"plugins": []map[string]any{
+			{"type": "ptp", "ipMasq": true, "ipam": map[string]any{
+				"type": "host-local", "ranges": [][]map[string]string{{{"subnet": n.PodCIDR}}},
+				"routes": []map[string]string{{"dst": "0.0.0.0/0"}}, "dataDir": filepath.Join(n.dir, "ipam"),
+			}},
+			{"type": "juneau", "agentSocket": n.Socket, "waitSeconds": waitSeconds},
+		},
+	})
+}
+
+func (p *Pod) runtimeConf() *libcni.RuntimeConf {
+	return &libcni.RuntimeConf{
+		ContainerID: string(p.Object.UID),
+		NetNS:       p.NS.Path(),
+		IfName:      "eth0",
+		Args: [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", p.Spec.Namespace},
+			{"K8S_POD_NAME", p.Spec.Name}, {"K8S_POD_UID", string(p.Object.UID)}},
+	}
+}
+
+func (p *Pod) cni(waitSeconds int) (*libcni.CNIConfig, *libcni.NetworkConfigList, error) {
+	data, err := p.Node.conflist(waitSeconds)
+	if err != nil {
+		return nil, nil, err
+	}
+	list, err := libcni.ConfListFromBytes(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	return libcni.NewCNIConfigWithCacheDir([]string{p.c.Plugins}, filepath.Join(p.Node.dir, "cni-cache"), nil), list, nil
+}
+
+// Start runs CNI ADD in the Node's namespace, as the runtime does, and writes the Pod's
+// IP and Running phase as the kubelet does. A failed ADD is returned (the runtime would
+// retry); the namespace is kept so Start can be called again.
+func (p *Pod) Start() error {
+	return p.StartWithWait(10)
+}
+
+// StartWithWait is Start with the juneau plugin's wait for the ElasticIP in seconds.
+func (p *Pod) StartWithWait(waitSeconds int) error {
+	p.c.t.Helper()
+	if p.NS == nil {
+		p.NS = netns.New(p.c.t, "pod")
+		p.c.t.Cleanup(func() { p.cniDel() })
+	}
+	cfg, list, err := p.cni(waitSeconds)
+	if err != nil {
+		return err
+	}
+	var res cnitypes.Result
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(waitSeconds+30)*time.Second)
+	defer cancel()
+	err = p.Node.NS.Do(func() error {
+		var err error
+		res, err = cfg.AddNetworkList(ctx, list, p.runtimeConf())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("CNI ADD: %w", err)
+	}
+	if p.Result, err = current.NewResultFromResult(res); err != nil {
+		return err
+	}
+	if len(p.Result.IPs) == 0 {
+		return fmt.Errorf("CNI ADD returned no IP: %+v", p.Result)
+	}
+	p.IP = p.Result.IPs[0].Address.IP.String()
+	p.started = true
+	return p.writeRunning()
+}
+
+func (p *Pod) writeRunning() error {
+	pods := p.c.CP.Kube.CoreV1().Pods(p.Spec.Namespace)
+	obj, err := pods.Get(context.Background(), p.Spec.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	now := metav1.Now()
+	obj.Status.Phase = corev1.PodRunning
+	obj.Status.PodIP = p.IP
+	obj.Status.PodIPs = []corev1.PodIP{{IP: p.IP}}
+	obj.Status.StartTime = &now
+	obj.Status.Conditions = append(obj.Status.Conditions,
+		corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now})
+	if len(p.Spec.ReadinessGates) == 0 {
+		obj.Status.Conditions = append(obj.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now})
+	}
+	p.Object, err = pods.UpdateStatus(context.Background(), obj, metav1.UpdateOptions{})
+	return err
+}
+
+// cniDel runs CNI DEL as the runtime does when a sandbox goes; it is idempotent.
+func (p *Pod) cniDel() error {
+	cfg, list, err := p.cni(1)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return p.Node.NS.Do(func() error { return cfg.DelNetworkList(ctx, list, p.runtimeConf()) })
+}
+
+// Terminate starts a graceful deletion: the Pod is Terminating until Gone is called.
+func (p *Pod) Terminate() {
+	p.c.t.Helper()
+	if err := p.c.CP.Kube.CoreV1().Pods(p.Spec.Namespace).Delete(context.Background(), p.Spec.Name, metav1.DeleteOptions{}); err != nil {
+		p.c.t.Fatal(err)
+	}
+}
+
+// Gone finishes the Pod as the kubelet does: its network is torn down (CNI DEL) and the
+// object removed.
+func (p *Pod) Gone() {
+	p.c.t.Helper()
+	if p.NS != nil {
+		if err := p.cniDel(); err != nil {
+			p.c.t.Errorf("CNI DEL of %s: %v", p.Spec.Name, err)
+		}
+	}
+	err := p.c.CP.Kube.CoreV1().Pods(p.Spec.Namespace).Delete(context.Background(), p.Spec.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	if ignoreNotFound(err) != nil {
+		p.c.t.Fatal(err)
+	}
+}
