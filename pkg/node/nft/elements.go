@@ -1,6 +1,7 @@
 package nft
 
 import (
+	"cmp"
 	"net/netip"
 	"slices"
 
@@ -120,4 +121,68 @@ func icmpErrorElements() []nftables.SetElement {
 		out = append(out, nftables.SetElement{Key: []byte{t}})
 	}
 	return out
+}
+
+// directPairs turns address -> interface into pairs sorted by interface, then
+// address.
+func directPairs(ifaceOf map[netip.Addr]string) []DirectNIC {
+	out := make([]DirectNIC, 0, len(ifaceOf))
+	for a, i := range ifaceOf {
+		out = append(out, DirectNIC{HostInterface: i, Address: a})
+	}
+	slices.SortFunc(out, compareDirect)
+	return out
+}
+
+func compareDirect(a, b DirectNIC) int {
+	return cmp.Or(cmp.Compare(a.HostInterface, b.HostInterface), a.Address.Compare(b.Address))
+}
+
+// directChange is what an incremental sync writes to the anti-spoofing sets.
+type directChange struct {
+	removedIfaces, addedIfaces []string
+	removedPairs, addedPairs   []DirectNIC
+}
+
+// diffDirect compares the anti-spoofing elements of two states. An address
+// that moved to another interface is a removed and an added pair.
+func diffDirect(old, new *state) directChange {
+	var c directChange
+	for i := range old.directIfaces {
+		if _, ok := new.directIfaces[i]; !ok {
+			c.removedIfaces = append(c.removedIfaces, i)
+		}
+	}
+	for i := range new.directIfaces {
+		if _, ok := old.directIfaces[i]; !ok {
+			c.addedIfaces = append(c.addedIfaces, i)
+		}
+	}
+	for a, i := range old.directOf {
+		if ni, ok := new.directOf[a]; !ok || ni != i {
+			c.removedPairs = append(c.removedPairs, DirectNIC{HostInterface: i, Address: a})
+		}
+	}
+	for a, i := range new.directOf {
+		if oi, ok := old.directOf[a]; !ok || oi != i {
+			c.addedPairs = append(c.addedPairs, DirectNIC{HostInterface: i, Address: a})
+		}
+	}
+	slices.Sort(c.removedIfaces)
+	slices.Sort(c.addedIfaces)
+	slices.SortFunc(c.removedPairs, compareDirect)
+	slices.SortFunc(c.addedPairs, compareDirect)
+	return c
+}
+
+// addDirect adds the elements of the anti-spoofing sets to out: interface
+// names padded to IFNAMSIZ, and "interface . address" keys, laid out as the
+// rule loads them into consecutive registers.
+func addDirect(out map[*nftables.Set][]nftables.SetElement, s setsOf, ifaces []string, pairs []DirectNIC) {
+	for _, i := range ifaces {
+		out[s.directIfaces] = append(out[s.directIfaces], nftables.SetElement{Key: ifname(i)})
+	}
+	for _, p := range pairs {
+		out[s.directAllowed] = append(out[s.directAllowed], nftables.SetElement{Key: concat(ifname(p.HostInterface), addrBytes(p.Address))})
+	}
 }

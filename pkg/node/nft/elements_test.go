@@ -94,3 +94,41 @@ func TestDiffMappings(t *testing.T) {
 		t.Errorf("diff of equal maps = -%v +%v", r, a)
 	}
 }
+
+func TestDiffDirect(t *testing.T) {
+	old, _ := normalize(DesiredState{Config: Config{ExternalInterface: "eth0"}, Direct: []DirectNIC{
+		dn("veth1", "10.225.51.6"), dn("veth2", "10.225.51.7"), dn("veth3", "10.225.51.8"), dn("veth3", "10.244.1.8"),
+	}})
+	new, _ := normalize(DesiredState{Config: Config{ExternalInterface: "eth0"}, Direct: []DirectNIC{
+		dn("veth1", "10.225.51.6"), dn("veth2", "10.225.51.9"), dn("veth4", "10.225.51.8"), dn("veth4", "10.244.1.8"),
+	}})
+	got := diffDirect(old, new)
+	want := directChange{
+		removedIfaces: []string{"veth3"},
+		addedIfaces:   []string{"veth4"},
+		removedPairs:  []DirectNIC{dn("veth2", "10.225.51.7"), dn("veth3", "10.225.51.8"), dn("veth3", "10.244.1.8")},
+		addedPairs:    []DirectNIC{dn("veth2", "10.225.51.9"), dn("veth4", "10.225.51.8"), dn("veth4", "10.244.1.8")},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("diff = %+v\nwant %+v", got, want)
+	}
+	if c := diffDirect(old, old); len(c.removedIfaces)+len(c.addedIfaces)+len(c.removedPairs)+len(c.addedPairs) != 0 {
+		t.Errorf("diff of equal states = %+v", c)
+	}
+}
+
+// TestDirectElements checks the keys: the name padded to IFNAMSIZ (as the
+// kernel stores iifname), then the address, 20 bytes in all.
+func TestDirectElements(t *testing.T) {
+	s := newSets(newTable())
+	out := map[*nftables.Set][]nftables.SetElement{}
+	addDirect(out, s, []string{"jnab12cd"}, []DirectNIC{dn("jnab12cd", "10.225.51.6")})
+	name := append([]byte("jnab12cd"), make([]byte, 8)...)
+	want := map[*nftables.Set][]nftables.SetElement{
+		s.directIfaces:  {{Key: name}},
+		s.directAllowed: {{Key: append(append([]byte{}, name...), 10, 225, 51, 6)}},
+	}
+	if !reflect.DeepEqual(out, want) {
+		t.Errorf("elements = %v, want %v", out, want)
+	}
+}

@@ -41,7 +41,11 @@ type SyncStats struct {
 	Mappings int
 	// Removed and Added count the mappings written element by element.
 	Removed, Added int
-	Duration       time.Duration
+	// Direct is the number of allowed direct NIC addresses in the applied
+	// state; DirectRemoved and DirectAdded count those written element by
+	// element.
+	Direct, DirectRemoved, DirectAdded int
+	Duration                           time.Duration
 }
 
 // Programmer applies DesiredStates to the kernel. The first Sync, and the one
@@ -73,8 +77,8 @@ func NewProgrammer(opts Options) *Programmer {
 
 // Sync makes the kernel match desired. An invalid Config changes nothing and
 // returns an error wrapping ErrInvalidConfig; invalid or conflicting mappings
-// are left out, the rest is applied, and the error wraps ErrInvalidMapping.
-// Syncing the state that is already applied writes nothing.
+// or direct NICs are left out, the rest is applied, and the error wraps
+// ErrInvalidMapping. Syncing the state that is already applied writes nothing.
 func (p *Programmer) Sync(ctx context.Context, desired DesiredState) error {
 	start := time.Now()
 	want, invalid := normalize(desired)
@@ -92,7 +96,7 @@ func (p *Programmer) Sync(ctx context.Context, desired DesiredState) error {
 		err   error
 	)
 	switch {
-	case p.applied != nil && p.applied.sameConfig(want) && p.applied.sameMappings(want):
+	case p.applied != nil && p.applied.sameConfig(want) && p.applied.sameMappings(want) && p.applied.sameDirect(want):
 		stats.Skipped = true
 	case p.applied != nil && p.applied.sameConfig(want):
 		stats, err = p.syncElements(want)
@@ -100,6 +104,7 @@ func (p *Programmer) Sync(ctx context.Context, desired DesiredState) error {
 		stats, err = p.syncFull(want)
 	}
 	stats.Mappings = len(want.eip2vpc)
+	stats.Direct = len(want.directOf)
 	stats.Duration = time.Since(start)
 	p.last = stats
 	if err != nil {
@@ -158,7 +163,9 @@ func (p *Programmer) syncFull(want *state) (SyncStats, error) {
 	}
 	mappings := want.mappings()
 	byset := groupBySet(rs.sets, mappings, false)
-	for _, s := range rs.sets.maps() {
+	ifaces, pairs := want.direct()
+	addDirect(byset, rs.sets, ifaces, pairs)
+	for _, s := range rs.sets.dynamic() {
 		if err := addChunked(c, s, byset[s]); err != nil {
 			return SyncStats{}, err
 		}
@@ -166,12 +173,14 @@ func (p *Programmer) syncFull(want *state) (SyncStats, error) {
 	if err := c.Flush(); err != nil {
 		return SyncStats{}, fmt.Errorf("replace table %s: %w", TableName, err)
 	}
-	return SyncStats{Full: true, Added: len(mappings)}, nil
+	return SyncStats{Full: true, Added: len(mappings), DirectAdded: len(pairs)}, nil
 }
 
-// syncElements deletes stale and adds new map elements in one transaction.
+// syncElements deletes stale and adds new map and set elements in one
+// transaction.
 func (p *Programmer) syncElements(want *state) (SyncStats, error) {
 	removed, added := diffMappings(p.applied.eip2vpc, want.eip2vpc)
+	direct := diffDirect(p.applied, want)
 	c, err := p.dial()
 	if err != nil {
 		return SyncStats{}, fmt.Errorf("netlink: %w", err)
@@ -179,7 +188,9 @@ func (p *Programmer) syncElements(want *state) (SyncStats, error) {
 	sets := newSets(newTable())
 	del := groupBySet(sets, removed, true)
 	add := groupBySet(sets, added, false)
-	for _, s := range sets.maps() {
+	addDirect(del, sets, direct.removedIfaces, direct.removedPairs)
+	addDirect(add, sets, direct.addedIfaces, direct.addedPairs)
+	for _, s := range sets.dynamic() {
 		for _, part := range chunk(del[s]) {
 			if err := c.SetDeleteElements(s, part); err != nil {
 				return SyncStats{}, fmt.Errorf("delete from %s: %w", s.Name, err)
@@ -192,7 +203,10 @@ func (p *Programmer) syncElements(want *state) (SyncStats, error) {
 	if err := c.Flush(); err != nil {
 		return SyncStats{}, fmt.Errorf("update maps of table %s: %w", TableName, err)
 	}
-	return SyncStats{Removed: len(removed), Added: len(added)}, nil
+	return SyncStats{
+		Removed: len(removed), Added: len(added),
+		DirectRemoved: len(direct.removedPairs), DirectAdded: len(direct.addedPairs),
+	}, nil
 }
 
 func addChunked(c *nftables.Conn, s *nftables.Set, elems []nftables.SetElement) error {

@@ -1,10 +1,12 @@
 package nft
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"testing"
 
 	"github.com/google/nftables"
@@ -113,14 +115,16 @@ func testState(mappings []Mapping) DesiredState {
 
 func TestFirstSyncIsOneTransaction(t *testing.T) {
 	p, r := newRecorded()
-	if err := p.Sync(context.Background(), testState(manyMappings(10000))); err != nil {
+	st := testState(manyMappings(10000))
+	st.Direct = manyDirect(500)
+	if err := p.Sync(context.Background(), st); err != nil {
 		t.Fatal(err)
 	}
 	if len(r.batches) != 1 {
 		t.Fatalf("%d batches, want 1", len(r.batches))
 	}
 	k := kinds(r.batches[0])
-	if k["begin"] != 1 || k["end"] != 1 || k["newtable"] != 2 || k["deltable"] != 1 || k["newset"] != 6 || k["newchain"] != 6 {
+	if k["begin"] != 1 || k["end"] != 1 || k["newtable"] != 2 || k["deltable"] != 1 || k["newset"] != 8 || k["newchain"] != 6 {
 		t.Errorf("batch = %v", k)
 	}
 	elems := 0
@@ -132,11 +136,12 @@ func TestFirstSyncIsOneTransaction(t *testing.T) {
 			elems += elementCount(t, msg)
 		}
 	}
-	// 4 elements per mapping, 5 ICMP types, 2 interval bounds per cluster range
-	if want := 4*10000 + 5 + 4; elems != want {
+	// 4 elements per mapping, 5 ICMP types, 2 interval bounds per cluster
+	// range, an interface and a pair per direct NIC
+	if want := 4*10000 + 5 + 4 + 2*500; elems != want {
 		t.Errorf("%d elements, want %d", elems, want)
 	}
-	if st := p.LastSync(); !st.Full || st.Mappings != 10000 {
+	if st := p.LastSync(); !st.Full || st.Mappings != 10000 || st.Direct != 500 {
 		t.Errorf("stats = %+v", st)
 	}
 }
@@ -232,5 +237,158 @@ func TestInvalidInput(t *testing.T) {
 	cancel()
 	if err := p.Sync(ctx, testState(nil)); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: %v", err)
+	}
+}
+
+// manyDirect returns n direct NICs, one address each.
+func manyDirect(n int) []DirectNIC {
+	out := make([]DirectNIC, n)
+	for i := range out {
+		out[i] = DirectNIC{
+			HostInterface: fmt.Sprintf("jn%06x", i),
+			Address:       netip.AddrFrom4([4]byte{10, 225, 128 + byte(i>>8), byte(i)}),
+		}
+	}
+	return out
+}
+
+// setElems is the content of one set element message: its set and keys.
+type setElems struct {
+	del  bool
+	set  string
+	keys []string
+}
+
+func (s setElems) String() string { return fmt.Sprintf("{del=%v %s %q}", s.del, s.set, s.keys) }
+
+// elementMessages decodes the element messages of a batch.
+func elementMessages(t *testing.T, batch []netlink.Message) []setElems {
+	t.Helper()
+	var out []setElems
+	for _, msg := range batch {
+		tp := uint16(msg.Header.Type)
+		if tp>>8 != unix.NFNL_SUBSYS_NFTABLES || (tp&0xff != unix.NFT_MSG_NEWSETELEM && tp&0xff != unix.NFT_MSG_DELSETELEM) {
+			continue
+		}
+		se := setElems{del: tp&0xff == unix.NFT_MSG_DELSETELEM}
+		ad, err := netlink.NewAttributeDecoder(msg.Data[4:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ad.Next() {
+			switch ad.Type() &^ unix.NLA_F_NESTED {
+			case unix.NFTA_SET_ELEM_LIST_SET:
+				se.set = ad.String()
+			case unix.NFTA_SET_ELEM_LIST_ELEMENTS:
+				ad.Nested(func(elems *netlink.AttributeDecoder) error {
+					for elems.Next() {
+						elems.Nested(func(el *netlink.AttributeDecoder) error {
+							for el.Next() {
+								if el.Type()&^unix.NLA_F_NESTED == unix.NFTA_SET_ELEM_KEY {
+									el.Nested(func(k *netlink.AttributeDecoder) error {
+										for k.Next() {
+											se.keys = append(se.keys, string(bytes.TrimRight(k.Bytes(), "\x00")))
+										}
+										return nil
+									})
+								}
+							}
+							return nil
+						})
+					}
+					return nil
+				})
+			}
+		}
+		if err := ad.Err(); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, se)
+	}
+	return out
+}
+
+// key renders a direct_allowed key as elementMessages reports it.
+func pairKey(iface, a string) string {
+	b := netip.MustParseAddr(a).As4()
+	return string(ifname(iface)) + string(b[:])
+}
+
+// TestOneDirectChangeTouchesOnlyItsElements: changing, adding or removing
+// one direct NIC among 1,000 writes only that NIC's elements, in one
+// transaction.
+func TestOneDirectChangeTouchesOnlyItsElements(t *testing.T) {
+	p, r := newRecorded()
+	st := testState(manyMappings(10))
+	st.Direct = manyDirect(1000)
+	if err := p.Sync(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	nic := st.Direct[42]
+	steps := []struct {
+		name   string
+		change func()
+		want   []setElems
+		stats  SyncStats
+	}{
+		{
+			name:   "address changed",
+			change: func() { st.Direct[42].Address = netip.MustParseAddr("10.225.250.1") },
+			want: []setElems{
+				{del: true, set: SetDirectAllowed, keys: []string{pairKey(nic.HostInterface, nic.Address.String())}},
+				{set: SetDirectAllowed, keys: []string{pairKey(nic.HostInterface, "10.225.250.1")}},
+			},
+			stats: SyncStats{DirectRemoved: 1, DirectAdded: 1},
+		},
+		{
+			name:   "NIC added",
+			change: func() { st.Direct = append(st.Direct, dn("jnnew", "10.225.250.2")) },
+			want: []setElems{
+				{set: SetDirectIfaces, keys: []string{"jnnew"}},
+				{set: SetDirectAllowed, keys: []string{pairKey("jnnew", "10.225.250.2")}},
+			},
+			stats: SyncStats{DirectAdded: 1},
+		},
+		{
+			name:   "NIC removed",
+			change: func() { st.Direct = st.Direct[:len(st.Direct)-1] },
+			want: []setElems{
+				{del: true, set: SetDirectIfaces, keys: []string{"jnnew"}},
+				{del: true, set: SetDirectAllowed, keys: []string{pairKey("jnnew", "10.225.250.2")}},
+			},
+			stats: SyncStats{DirectRemoved: 1},
+		},
+	}
+	for _, step := range steps {
+		t.Run(step.name, func(t *testing.T) {
+			before := len(r.batches)
+			step.change()
+			if err := p.Sync(context.Background(), st); err != nil {
+				t.Fatal(err)
+			}
+			if len(r.batches) != before+1 {
+				t.Fatalf("%d batches, want one more", len(r.batches)-before)
+			}
+			batch := r.batches[len(r.batches)-1]
+			if k := kinds(batch); k["begin"] != 1 || k["end"] != 1 || k["newtable"]+k["deltable"]+k["newrule"]+k["newset"] != 0 {
+				t.Errorf("incremental batch = %v", k)
+			}
+			if got := elementMessages(t, batch); !reflect.DeepEqual(got, step.want) {
+				t.Errorf("element messages = %v, want %v", got, step.want)
+			}
+			got := p.LastSync()
+			got.Duration = 0
+			step.stats.Mappings, step.stats.Direct = 10, len(st.Direct)
+			if got != step.stats {
+				t.Errorf("stats = %+v, want %+v", got, step.stats)
+			}
+		})
+	}
+	p.Invalidate()
+	if err := p.Sync(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	if k := kinds(r.batches[len(r.batches)-1]); k["deltable"] != 1 || k["newset"] != 8 {
+		t.Errorf("sync after Invalidate = %v, want the whole table in one transaction", k)
 	}
 }

@@ -2,6 +2,7 @@ package nft
 
 import (
 	"github.com/google/nftables"
+	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
 )
@@ -32,6 +33,11 @@ const (
 	SetClusterCIDRs = "cluster_cidrs"
 	// SetICMPErrors holds the ICMP types that quote the offending packet.
 	SetICMPErrors = "icmp_errors"
+	// SetDirectIfaces holds the host interfaces of direct NICs, whose
+	// traffic is checked against SetDirectAllowed ("interface . source
+	// address" pairs); anything else from them is dropped.
+	SetDirectIfaces  = "direct_ifaces"
+	SetDirectAllowed = "direct_allowed"
 )
 
 // Hook priorities. Prerouting runs at raw (-300): after defragmentation
@@ -78,7 +84,11 @@ const (
 	reg1
 	reg2
 	reg3
-	regName = unix.NFT_REG_1 // 16-byte register for interface names
+	reg4
+	// regName is the 16-byte register for interface names. It is the same
+	// storage as reg0..reg3, so a name in regName followed by an address in
+	// reg4 is the key "ifname . ipv4_addr" of a concatenated set.
+	regName = unix.NFT_REG_1
 )
 
 // ruleset is the fixed part of the table: everything except map elements.
@@ -96,14 +106,21 @@ type ruleset struct {
 type setsOf struct {
 	eip2vpc, vpc2eip, eip2vpcQuoted, vpc2eipQuoted *nftables.Set
 	cluster, icmpErrors                            *nftables.Set
+	directIfaces, directAllowed                    *nftables.Set
 }
 
 func (s setsOf) all() []*nftables.Set {
-	return []*nftables.Set{s.eip2vpc, s.vpc2eip, s.eip2vpcQuoted, s.vpc2eipQuoted, s.cluster, s.icmpErrors}
+	return append(s.maps(), s.cluster, s.icmpErrors, s.directIfaces, s.directAllowed)
 }
 
 func (s setsOf) maps() []*nftables.Set {
 	return []*nftables.Set{s.eip2vpc, s.vpc2eip, s.eip2vpcQuoted, s.vpc2eipQuoted}
+}
+
+// dynamic are the sets whose elements follow the desired state, element by
+// element: the NAT maps and the anti-spoofing sets.
+func (s setsOf) dynamic() []*nftables.Set {
+	return append(s.maps(), s.directIfaces, s.directAllowed)
 }
 
 func newTable() *nftables.Table {
@@ -131,6 +148,17 @@ func newSets(t *nftables.Table) setsOf {
 		},
 		icmpErrors: &nftables.Set{
 			Table: t, ID: 6, Name: SetICMPErrors, Constant: true, KeyType: nftables.TypeICMPType,
+		},
+		// Interface names are strings, host byte order to nft; without saying
+		// so `nft list` prints the names reversed (as empty strings). The
+		// kernel compares bytes either way.
+		directIfaces: &nftables.Set{
+			Table: t, ID: 7, Name: SetDirectIfaces, KeyType: nftables.TypeIFName,
+			KeyByteOrder: binaryutil.NativeEndian,
+		},
+		directAllowed: &nftables.Set{
+			Table: t, ID: 8, Name: SetDirectAllowed, Concatenation: true,
+			KeyType: nftables.MustConcatSetType(nftables.TypeIFName, nftables.TypeIPAddr),
 		},
 	}
 }
@@ -175,11 +203,19 @@ func buildRuleset(s *state) *ruleset {
 	return rs
 }
 
-// preroutingRules: traffic to an ElasticIP is translated (chain dnat); a
-// translated Pod's traffic to outside the cluster is kept out of conntrack,
-// so the primary CNI's masquerade and kube-proxy never see it.
+// preroutingRules: a direct NIC's traffic with a source not its own is
+// dropped first, before conntrack and before any translation; traffic to an
+// ElasticIP is translated (chain dnat); a translated Pod's traffic to outside
+// the cluster is kept out of conntrack, so the primary CNI's masquerade and
+// kube-proxy never see it.
 func preroutingRules(s setsOf) [][]expr.Any {
 	return [][]expr.Any{
+		// iifname @direct_ifaces iifname . ip saddr != @direct_allowed counter drop
+		{
+			&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: regName}, in(s.directIfaces, regName),
+			loadNH(offIPSrc, reg4), notIn(s.directAllowed, regName),
+			&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop},
+		},
 		// ip daddr @eip2vpc goto dnat
 		{loadNH(offIPDst, reg0), in(s.eip2vpc, reg0), gotoChain(ChainDNAT)},
 		// ip saddr @vpc2eip ip daddr != @cluster_cidrs notrack

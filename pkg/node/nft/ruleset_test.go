@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/nftables"
+	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
 )
@@ -69,6 +70,13 @@ func TestPreroutingRules(t *testing.T) {
 	rs := testRuleset(t)
 	s := rs.sets
 	want := [][]expr.Any{
+		// NFT_REG_1 and NFT_REG32_04: the name fills four 32-bit registers,
+		// the source address follows it, together the 20-byte key.
+		{&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: unix.NFT_REG_1},
+			&expr.Lookup{SourceRegister: unix.NFT_REG_1, SetName: SetDirectIfaces, SetID: s.directIfaces.ID},
+			&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: unix.NFT_REG32_04, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
+			&expr.Lookup{SourceRegister: unix.NFT_REG_1, SetName: SetDirectAllowed, SetID: s.directAllowed.ID, Invert: true},
+			&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}},
 		{loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapEIP2VPC, SetID: s.eip2vpc.ID},
 			&expr.Verdict{Kind: expr.VerdictGoto, Chain: ChainDNAT}},
 		{loadNH(12, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapVPC2EIP, SetID: s.vpc2eip.ID},
@@ -188,6 +196,15 @@ func TestSets(t *testing.T) {
 	}
 	if rs.sets.eip2vpcQuoted.KeyType.Bytes != 8 || !rs.sets.eip2vpcQuoted.Concatenation {
 		t.Error("quoted maps must be keyed by two addresses")
+	}
+	if k := rs.sets.directIfaces.KeyType; k.Name != "ifname" || k.Bytes != 16 || rs.sets.directIfaces.IsMap {
+		t.Errorf("direct interface set keyed by %+v", k)
+	}
+	if rs.sets.directIfaces.KeyByteOrder != binaryutil.NativeEndian {
+		t.Error("interface names must be declared host byte order, or nft lists them as empty strings")
+	}
+	if k := rs.sets.directAllowed.KeyType; k.Name != "ifname . ipv4_addr" || k.Bytes != 20 || !rs.sets.directAllowed.Concatenation {
+		t.Errorf("direct pair set keyed by %+v (concatenation %v)", k, rs.sets.directAllowed.Concatenation)
 	}
 	if !rs.sets.cluster.Interval {
 		t.Error("cluster set must be an interval set")

@@ -29,10 +29,26 @@ type Config struct {
 	ClusterCIDRs []netip.Prefix
 }
 
+// DirectNIC is one source address a direct NIC may send from. A direct NIC
+// is a Pod interface that carries an ElasticIP itself (as a /32); on the node
+// its traffic enters through HostInterface, the host end of its veth. A NIC
+// that sends from several addresses (eth0 carrying both the Pod IP of the
+// primary CNI and an ElasticIP) is listed once per address.
+type DirectNIC struct {
+	HostInterface string
+	Address       netip.Addr
+}
+
+func (d DirectNIC) String() string { return d.HostInterface + "/" + d.Address.String() }
+
 // DesiredState is everything the datapath should translate on this node.
 type DesiredState struct {
 	Config
 	Mappings []Mapping
+	// Direct lists the direct NICs: IPv4 packets entering the node through
+	// one of their host interfaces with a source address not listed for that
+	// interface are dropped. Interfaces not listed are not filtered.
+	Direct []DirectNIC
 }
 
 // ErrInvalidConfig means Sync refused the state and changed nothing.
@@ -51,6 +67,10 @@ type state struct {
 	cidrs   []netip.Prefix // IPv4, masked, without overlaps, sorted
 	eip2vpc map[netip.Addr]netip.Addr
 	vpc2eip map[netip.Addr]netip.Addr
+	// directIfaces are the filtered host interfaces, directOf the allowed
+	// source addresses with the one interface each may enter through.
+	directIfaces map[string]struct{}
+	directOf     map[netip.Addr]string
 }
 
 // normalize validates a DesiredState. A bad Config is fatal (nil state). A
@@ -114,10 +134,45 @@ func normalize(d DesiredState) (*state, error) {
 	for _, a := range sortedAddrs(both) {
 		errs = append(errs, fmt.Errorf("%v used both as ElasticIP and as Pod IP", a))
 	}
+	s.directIfaces, s.directOf, errs = normalizeDirect(d.Direct, errs)
 	if len(errs) > 0 {
 		return s, fmt.Errorf("%w: %w", ErrInvalidMapping, errors.Join(errs...))
 	}
 	return s, nil
+}
+
+// normalizeDirect validates the direct NICs and appends what it leaves out
+// to errs. An address listed for two interfaces is allowed on neither. It
+// fails closed: an interface stays filtered even when all its entries are
+// left out, so a bad entry can never turn anti-spoofing off for a NIC.
+func normalizeDirect(in []DirectNIC, errs []error) (map[string]struct{}, map[netip.Addr]string, []error) {
+	ifaces := map[string]struct{}{}
+	ifaceOf := make(map[netip.Addr]string, len(in))
+	more := map[netip.Addr][]string{}
+	for _, d := range in {
+		if d.HostInterface == "" || len(d.HostInterface) > maxIfNameLen {
+			errs = append(errs, fmt.Errorf("direct NIC %v: host interface name %q", d, d.HostInterface))
+			continue
+		}
+		ifaces[d.HostInterface] = struct{}{}
+		a := d.Address.Unmap()
+		if !usable(a) {
+			errs = append(errs, fmt.Errorf("direct NIC %v: address must be an IPv4 unicast address", d))
+			continue
+		}
+		if i, ok := ifaceOf[a]; !ok {
+			ifaceOf[a] = d.HostInterface
+		} else if i != d.HostInterface && !slices.Contains(more[a], d.HostInterface) {
+			more[a] = append(more[a], d.HostInterface)
+		}
+	}
+	for _, a := range sortedKeys(more) {
+		names := append(more[a], ifaceOf[a])
+		slices.Sort(names)
+		errs = append(errs, fmt.Errorf("address %v listed for several direct NICs %q", a, names))
+		delete(ifaceOf, a)
+	}
+	return ifaces, ifaceOf, errs
 }
 
 func sortedAddrs(a []netip.Addr) []netip.Addr {
@@ -142,6 +197,16 @@ func (s *state) sameConfig(o *state) bool {
 // sameMappings reports whether two states hold the same map elements.
 func (s *state) sameMappings(o *state) bool {
 	return maps.Equal(s.eip2vpc, o.eip2vpc)
+}
+
+// sameDirect reports whether two states hold the same anti-spoofing elements.
+func (s *state) sameDirect(o *state) bool {
+	return maps.Equal(s.directIfaces, o.directIfaces) && maps.Equal(s.directOf, o.directOf)
+}
+
+// direct returns the filtered interfaces and the allowed pairs, sorted.
+func (s *state) direct() ([]string, []DirectNIC) {
+	return slices.Sorted(maps.Keys(s.directIfaces)), directPairs(s.directOf)
 }
 
 // mappings returns the state's mappings sorted by ElasticIP.

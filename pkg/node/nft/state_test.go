@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/netip"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -159,5 +160,102 @@ func TestSameConfigAndMappings(t *testing.T) {
 	}
 	if got := a.mappings(); len(got) != 2 || got[0] != base.Mappings[0] {
 		t.Errorf("mappings() = %v", got)
+	}
+}
+
+func dn(iface, a string) DirectNIC {
+	return DirectNIC{HostInterface: iface, Address: netip.MustParseAddr(a)}
+}
+
+func TestNormalizeDirect(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      []DirectNIC
+		ifaces  []string
+		allowed []DirectNIC
+		invalid bool
+	}{
+		{
+			name:    "one address per NIC",
+			in:      []DirectNIC{dn("jnab12cd", "10.225.51.6"), dn("veth1234", "10.225.51.7")},
+			ifaces:  []string{"jnab12cd", "veth1234"},
+			allowed: []DirectNIC{dn("jnab12cd", "10.225.51.6"), dn("veth1234", "10.225.51.7")},
+		},
+		{
+			name:    "eth0 with Pod IP and ElasticIP, duplicates collapse",
+			in:      []DirectNIC{dn("veth1234", "10.244.1.6"), dn("veth1234", "::ffff:10.225.51.6"), dn("veth1234", "10.244.1.6")},
+			ifaces:  []string{"veth1234"},
+			allowed: []DirectNIC{dn("veth1234", "10.225.51.6"), dn("veth1234", "10.244.1.6")},
+		},
+		{
+			name: "address on two NICs: allowed on neither, both stay filtered",
+			in: []DirectNIC{
+				dn("veth1", "10.225.51.6"), dn("veth2", "10.225.51.6"), dn("veth2", "10.225.51.8"),
+				dn("veth3", "10.225.51.9"),
+			},
+			ifaces:  []string{"veth1", "veth2", "veth3"},
+			allowed: []DirectNIC{dn("veth2", "10.225.51.8"), dn("veth3", "10.225.51.9")},
+			invalid: true,
+		},
+		{
+			name:    "bad address: interface filtered with nothing allowed",
+			in:      []DirectNIC{{HostInterface: "veth1"}, dn("veth2", "2001:db8::1"), dn("veth3", "224.0.0.1"), dn("veth4", "10.225.51.9")},
+			ifaces:  []string{"veth1", "veth2", "veth3", "veth4"},
+			allowed: []DirectNIC{dn("veth4", "10.225.51.9")},
+			invalid: true,
+		},
+		{
+			name:    "bad interface name: entry left out",
+			in:      []DirectNIC{dn("", "10.225.51.6"), dn("a-very-long-name-x", "10.225.51.7"), dn("veth4", "10.225.51.9")},
+			ifaces:  []string{"veth4"},
+			allowed: []DirectNIC{dn("veth4", "10.225.51.9")},
+			invalid: true,
+		},
+		{name: "none", ifaces: nil, allowed: []DirectNIC{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := normalize(DesiredState{Config: Config{ExternalInterface: "eth0"}, Direct: tt.in})
+			if s == nil {
+				t.Fatalf("nil state: %v", err)
+			}
+			if tt.invalid != errors.Is(err, ErrInvalidMapping) {
+				t.Errorf("err = %v, want invalid=%v", err, tt.invalid)
+			}
+			ifaces, allowed := s.direct()
+			if !reflect.DeepEqual(ifaces, tt.ifaces) || !reflect.DeepEqual(allowed, tt.allowed) {
+				t.Errorf("direct = %q %v, want %q %v", ifaces, allowed, tt.ifaces, tt.allowed)
+			}
+		})
+	}
+}
+
+func TestNormalizeDirectConflictMessage(t *testing.T) {
+	_, err := normalize(DesiredState{
+		Config: Config{ExternalInterface: "eth0"},
+		Direct: []DirectNIC{dn("veth2", "10.225.51.6"), dn("veth1", "10.225.51.6")},
+	})
+	if want := `address 10.225.51.6 listed for several direct NICs ["veth1" "veth2"]`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want it to contain %s", err, want)
+	}
+}
+
+func TestSameDirect(t *testing.T) {
+	base := DesiredState{
+		Config: Config{ExternalInterface: "eth0"},
+		Direct: []DirectNIC{dn("veth1", "10.225.51.6"), dn("veth2", "10.225.51.7")},
+	}
+	a, _ := normalize(base)
+	reordered := base
+	reordered.Direct = []DirectNIC{base.Direct[1], base.Direct[0]}
+	b, _ := normalize(reordered)
+	if !a.sameDirect(b) {
+		t.Error("order made states differ")
+	}
+	moved := base
+	moved.Direct = []DirectNIC{dn("veth1", "10.225.51.7"), dn("veth2", "10.225.51.6")}
+	c, _ := normalize(moved)
+	if a.sameDirect(c) || !a.sameConfig(c) || !a.sameMappings(c) {
+		t.Error("swapped addresses not seen as a direct-only change")
 	}
 }
