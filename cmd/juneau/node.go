@@ -116,6 +116,7 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	attachInf := juneauinformers.NewSharedInformerFactoryWithOptions(juneau, o.resync, onNode("status.nodeName"))
 	advertInf := juneauinformers.NewSharedInformerFactoryWithOptions(juneau, o.resync, onNode("spec.nodeName"))
 	kubeInf := kubeinformers.NewSharedInformerFactory(kube, o.resync)
+	allInf := juneauinformers.NewSharedInformerFactory(juneau, o.resync)
 	podInf := kubeinformers.NewSharedInformerFactoryWithOptions(kube, o.resync, kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 		lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", o.nodeName).String()
 	}))
@@ -124,16 +125,20 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	adverts := advertInf.Juneau().V1alpha1().ARPAdvertisements()
 	nics := advertInf.Juneau().V1alpha1().NetworkInterfaces() // also selected by spec.nodeName
 	pods := podInf.Core().V1().Pods()
+	eips := allInf.Juneau().V1alpha1().ElasticIPs()
+	networks := allInf.Juneau().V1alpha1().ExternalNetworks()
 	nodes := kubeInf.Core().V1().Nodes()
 	serviceCIDRs := kubeInf.Networking().V1().ServiceCIDRs()
 	a := agent.New(agent.Config{
 		NodeName: o.nodeName, ExternalInterface: iface, ExternalMAC: link.HardwareAddr.String(),
 		ClusterCIDRs: cidrs, Resync: o.resync,
-	}, juneau, agent.Listers{
+	}, agent.Clients{Juneau: juneau, Kube: kube}, agent.Listers{
 		Attachments: attachments.Lister(), Advertisements: adverts.Lister(),
 		Nodes: nodes.Lister(), ServiceCIDRs: serviceCIDRs.Lister(),
-	}, nft.NewProgrammer(nft.Options{}), responder, metrics)
-	if err := a.Watch(attachments.Informer(), adverts.Informer(), nodes.Informer(), serviceCIDRs.Informer()); err != nil {
+		Pods: pods.Lister(), NICs: nics.Lister(), ElasticIPs: eips.Lister(), Networks: networks.Lister(),
+	}, nft.NewProgrammer(nft.Options{}), responder, hostInterface, metrics)
+	if err := a.Watch(attachments.Informer(), adverts.Informer(), nodes.Informer(), serviceCIDRs.Informer(),
+		pods.Informer(), nics.Informer(), eips.Informer(), networks.Informer()); err != nil {
 		return err
 	}
 	source := &agent.DirectSource{Pods: pods.Lister(), NICs: nics.Lister(), Synced: func() bool {
@@ -142,7 +147,7 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	for _, f := range []interface {
 		Start(<-chan struct{})
 		Shutdown()
-	}{attachInf, advertInf, kubeInf, podInf} {
+	}{attachInf, advertInf, kubeInf, podInf, allInf} {
 		f.Start(ctx.Done())
 		defer f.Shutdown()
 	}
@@ -200,4 +205,19 @@ func parsePrefixes(in []string) ([]netip.Prefix, error) {
 		out = append(out, p.Masked())
 	}
 	return out, nil
+}
+
+// hostInterface names the interface of the node's host route for addr: the /32 the CNI
+// plugin adds towards a direct NIC's host end.
+func hostInterface(addr netip.Addr) (string, bool) {
+	dst := &net.IPNet{IP: addr.AsSlice(), Mask: net.CIDRMask(32, 32)}
+	routes, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Dst: dst}, netlink.RT_FILTER_DST)
+	if err != nil || len(routes) == 0 || routes[0].LinkIndex == 0 {
+		return "", false
+	}
+	link, err := netlink.LinkByIndex(routes[0].LinkIndex)
+	if err != nil {
+		return "", false
+	}
+	return link.Attrs().Name, true
 }

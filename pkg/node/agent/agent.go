@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	metaapply "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
@@ -49,19 +50,26 @@ type Config struct {
 	Resync time.Duration
 }
 
-// Listers are the agent's caches. Attachments, Advertisements (and later NICs) are
-// field-selected to this Node by their informers.
+// Listers are the agent's caches. Attachments, Advertisements, Pods and NICs are
+// field-selected to this Node by their informers. Pods, NICs, ElasticIPs and Networks
+// serve the readiness gate and may be nil when it is not wanted.
 type Listers struct {
 	Attachments    listers.ElasticIPAttachmentLister
 	Advertisements listers.ARPAdvertisementLister
 	Nodes          corelisters.NodeLister
 	ServiceCIDRs   networkinglisters.ServiceCIDRLister
+	Pods           corelisters.PodLister
+	NICs           listers.NetworkInterfaceLister
+	ElasticIPs     listers.ElasticIPLister
+	Networks       listers.ExternalNetworkLister
 }
 
 // Agent is the node agent's control loop.
 type Agent struct {
 	cfg     Config
 	client  versioned.Interface
+	kube    kubernetes.Interface
+	host    func(netip.Addr) (string, bool)
 	listers Listers
 	nat     NAT
 	arp     ARP
@@ -71,12 +79,20 @@ type Agent struct {
 	synced  []cache.InformerSynced
 }
 
-// New makes an agent; it starts nothing. Register informers with Watch before they start.
-func New(cfg Config, client versioned.Interface, l Listers, nat NAT, arp ARP, metrics *Metrics) *Agent {
+// Clients the agent writes with: the Answering condition and the Pod readiness gate.
+type Clients struct {
+	Juneau versioned.Interface
+	Kube   kubernetes.Interface
+}
+
+// New makes an agent; it starts nothing. Register informers with Watch before they
+// start. host names the Node interface routing an address to a Pod (direct NICs).
+func New(cfg Config, clients Clients, l Listers, nat NAT, arp ARP, host func(netip.Addr) (string, bool), metrics *Metrics) *Agent {
 	if cfg.Resync <= 0 {
 		cfg.Resync = time.Minute
 	}
-	return &Agent{cfg: cfg, client: client, listers: l, nat: nat, arp: arp, metrics: metrics, trigger: make(chan struct{}, 1)}
+	return &Agent{cfg: cfg, client: clients.Juneau, kube: clients.Kube, host: host, listers: l, nat: nat, arp: arp,
+		metrics: metrics, trigger: make(chan struct{}, 1)}
 }
 
 // Watch makes every event of an informer trigger a sync.
@@ -155,12 +171,20 @@ func (a *Agent) sync(ctx context.Context) error {
 		return fmt.Errorf("programming NAT: %w", err)
 	}
 	a.arp.SetAddresses(d.ARP)
-	return a.markAnswering(ctx, in, d.Answering)
+	if err := a.markAnswering(ctx, in, d.Answering); err != nil {
+		return err
+	}
+	return a.writeReadiness(ctx, in, d)
 }
 
 func (a *Agent) inputs() (Inputs, error) {
-	in := Inputs{NodeName: a.cfg.NodeName, ExternalInterface: a.cfg.ExternalInterface, ClusterCIDRs: a.cfg.ClusterCIDRs}
+	in := Inputs{NodeName: a.cfg.NodeName, ExternalInterface: a.cfg.ExternalInterface, ClusterCIDRs: a.cfg.ClusterCIDRs, HostInterface: a.host}
 	var err error
+	if a.listers.NICs != nil {
+		if in.NICs, err = a.listers.NICs.List(labels.Everything()); err != nil {
+			return in, err
+		}
+	}
 	if in.Attachments, err = a.listers.Attachments.List(labels.Everything()); err != nil {
 		return in, err
 	}

@@ -28,6 +28,11 @@ type Inputs struct {
 	Advertisements []*v1alpha1.ARPAdvertisement
 	Nodes          []*corev1.Node
 	ServiceCIDRs   []*networkingv1.ServiceCIDR
+	// NICs of this Node; those holding an ElasticIP directly get anti-spoofing.
+	NICs []*v1alpha1.NetworkInterface
+	// HostInterface names the Node interface routing addr to a Pod (the direct NIC's
+	// host end), if any.
+	HostInterface func(addr netip.Addr) (string, bool)
 }
 
 // Desired is the whole datapath state of this Node.
@@ -56,6 +61,7 @@ func Compute(in Inputs) Desired {
 		}
 	}
 	slices.SortFunc(d.NAT.Mappings, func(a, b nft.Mapping) int { return a.ElasticIP.Compare(b.ElasticIP) })
+	d.NAT.Direct = directNICs(in)
 	for _, ad := range in.Advertisements {
 		if ad.Spec.NodeName != in.NodeName || ad.DeletionTimestamp != nil {
 			continue
@@ -129,4 +135,24 @@ func answeringCondition(iface, mac string, generation int64) metav1.Condition {
 		Message:            "answering ARP on interface " + iface + " with " + mac,
 		ObservedGeneration: generation,
 	}
+}
+
+// directNICs lists, for every NIC of this Node holding its ElasticIP, the host interface
+// its packets enter through and the only source address allowed there (SPEC §6.3).
+func directNICs(in Inputs) []nft.DirectNIC {
+	var out []nft.DirectNIC
+	for _, nic := range in.NICs {
+		if nic.Spec.ElasticIP == "" || nic.Spec.NodeName != in.NodeName || nic.Status.Phase != v1alpha1.NetworkInterfaceReady {
+			continue
+		}
+		p, err := netip.ParsePrefix(nic.Status.Address)
+		if err != nil || in.HostInterface == nil {
+			continue
+		}
+		if dev, ok := in.HostInterface(p.Addr()); ok {
+			out = append(out, nft.DirectNIC{HostInterface: dev, Address: p.Addr()})
+		}
+	}
+	slices.SortFunc(out, func(a, b nft.DirectNIC) int { return a.Address.Compare(b.Address) })
+	return out
 }

@@ -87,3 +87,41 @@ func TestComputeEmpty(t *testing.T) {
 		t.Errorf("empty inputs gave %+v", d)
 	}
 }
+
+func TestComputeDirectNICs(t *testing.T) {
+	nic := func(name, node, addr string, phase v1alpha1.NetworkInterfacePhase) *v1alpha1.NetworkInterface {
+		return &v1alpha1.NetworkInterface{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec:       v1alpha1.NetworkInterfaceSpec{ElasticIP: "e-" + name, NodeName: node},
+			Status:     v1alpha1.NetworkInterfaceStatus{Address: addr, Phase: phase},
+		}
+	}
+	vpc := nic("vpc.eth0", "node-a", "10.244.1.5/32", v1alpha1.NetworkInterfaceReady)
+	vpc.Spec.ElasticIP = ""
+	in := Inputs{NodeName: "node-a", ExternalInterface: "ext0",
+		NICs: []*v1alpha1.NetworkInterface{
+			nic("b.eth0", "node-a", "10.225.51.7/32", v1alpha1.NetworkInterfaceReady),
+			nic("a.ext0", "node-a", "10.225.51.6/32", v1alpha1.NetworkInterfaceReady),
+			nic("waiting.eth0", "node-a", "", v1alpha1.NetworkInterfacePending),
+			nic("elsewhere.eth0", "node-b", "10.225.51.8/32", v1alpha1.NetworkInterfaceReady),
+			nic("unrouted.eth0", "node-a", "10.225.51.9/32", v1alpha1.NetworkInterfaceReady),
+			vpc,
+		},
+		HostInterface: func(a netip.Addr) (string, bool) {
+			switch a.String() {
+			case "10.225.51.6":
+				return "jnaaaa", true
+			case "10.225.51.7":
+				return "veth-b", true
+			}
+			return "", false
+		},
+	}
+	want := []nft.DirectNIC{
+		{HostInterface: "jnaaaa", Address: netip.MustParseAddr("10.225.51.6")},
+		{HostInterface: "veth-b", Address: netip.MustParseAddr("10.225.51.7")},
+	}
+	if got := Compute(in).NAT.Direct; !slices.Equal(got, want) {
+		t.Errorf("direct = %v, want %v", got, want)
+	}
+}

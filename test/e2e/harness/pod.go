@@ -85,7 +85,8 @@ func (n *Node) conflist(waitSeconds int) ([]byte, error) {
 				"type": "host-local", "ranges": [][]map[string]string{{{"subnet": n.PodCIDR}}},
 				"routes": []map[string]string{{"dst": "0.0.0.0/0"}}, "dataDir": filepath.Join(n.dir, "ipam"),
 			}},
-			{"type": "juneau", "agentSocket": n.Socket, "waitSeconds": waitSeconds},
+			{"type": "juneau", "agentSocket": n.Socket, "waitSeconds": waitSeconds,
+				"stateDir": filepath.Join(n.dir, "cni-state"), "logFile": filepath.Join(n.dir, "cni.log")},
 		},
 	})
 }
@@ -139,6 +140,10 @@ func (p *Pod) StartWithWait(waitSeconds int) error {
 		return err
 	})
 	if err != nil {
+		// A runtime tears a failed sandbox down before it retries.
+		if delErr := p.cniDel(); delErr != nil {
+			p.c.t.Logf("CNI DEL after a failed ADD of %s: %v", p.Spec.Name, delErr)
+		}
 		return fmt.Errorf("CNI ADD: %w", err)
 	}
 	if p.Result, err = current.NewResultFromResult(res); err != nil {

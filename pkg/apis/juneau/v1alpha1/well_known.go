@@ -78,6 +78,11 @@ const (
 const (
 	// AnnotationOwner on an ARPAdvertisement names its ElasticIP as "<namespace>/<name>".
 	AnnotationOwner = "juneau.loutres.me/owner"
+	// AnnotationPodGoneSince on an automatic ElasticIP records (RFC 3339) when its Pod
+	// was found gone, so a delayed release survives controller restarts. Such an
+	// ElasticIP also carries AnnotationReleaseStrategy: the strategy in force
+	// ("Follow", "Never" or a duration), read once the Pod is gone.
+	AnnotationPodGoneSince = "juneau.loutres.me/pod-gone-since"
 )
 
 // Labels.
@@ -137,6 +142,8 @@ const (
 	FieldManagerController = "juneau-controller"
 	FieldManagerNode       = "juneau-node"
 	FieldManagerCNI        = "juneau-cni"
+	// FieldManagerWebhook writes the caBundle of the webhook configuration it serves.
+	FieldManagerWebhook = "juneau-webhook"
 )
 
 // Names derived from others.

@@ -1,0 +1,97 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+)
+
+// writeReadiness sets the juneau readiness-gate condition of this Node's Pods that
+// list it, patching only those whose condition changes.
+func (a *Agent) writeReadiness(ctx context.Context, in Inputs, d Desired) error {
+	if a.listers.Pods == nil || a.kube == nil {
+		return nil
+	}
+	r, err := a.readinessInputs()
+	if err != nil {
+		return err
+	}
+	for _, pr := range ComputeReadiness(in, d, r) {
+		if !pr.changed() {
+			continue
+		}
+		if err := a.patchGate(ctx, pr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *Agent) readinessInputs() (ReadinessInputs, error) {
+	r := ReadinessInputs{ElasticIPs: map[string]*v1alpha1.ElasticIP{}, Networks: map[string]*v1alpha1.ExternalNetwork{},
+		Routed: func(addr netip.Addr) bool {
+			if a.host == nil {
+				return false
+			}
+			_, ok := a.host(addr)
+			return ok
+		}}
+	var err error
+	if r.Pods, err = a.listers.Pods.List(labels.Everything()); err != nil {
+		return r, err
+	}
+	if r.NICs, err = a.listers.NICs.List(labels.Everything()); err != nil {
+		return r, err
+	}
+	eips, err := a.listers.ElasticIPs.List(labels.Everything())
+	if err != nil {
+		return r, err
+	}
+	for _, e := range eips {
+		r.ElasticIPs[e.Namespace+"/"+e.Name] = e
+	}
+	nets, err := a.listers.Networks.List(labels.Everything())
+	if err != nil {
+		return r, err
+	}
+	for _, n := range nets {
+		r.Networks[n.Name] = n
+	}
+	return r, nil
+}
+
+// patchGate writes one Pod condition with a strategic merge patch of pods/status
+// (conditions merge by type, so the kubelet's conditions stay untouched).
+func (a *Agent) patchGate(ctx context.Context, r Readiness) error {
+	status := corev1.ConditionFalse
+	if r.Ready {
+		status = corev1.ConditionTrue
+	}
+	cond := corev1.PodCondition{
+		Type: corev1.PodConditionType(v1alpha1.PodConditionElasticIP), Status: status,
+		Reason: r.Reason, Message: r.Message, LastTransitionTime: metav1.Now(),
+	}
+	if old := findPodCondition(r.Pod, v1alpha1.PodConditionElasticIP); old != nil && old.Status == status {
+		cond.LastTransitionTime = old.LastTransitionTime
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{cond}}})
+	if err != nil {
+		return err
+	}
+	_, err = a.kube.CoreV1().Pods(r.Pod.Namespace).Patch(ctx, r.Pod.Name, types.StrategicMergePatchType, patch,
+		metav1.PatchOptions{FieldManager: v1alpha1.FieldManagerNode}, "status")
+	if err != nil {
+		return fmt.Errorf("setting readiness gate of Pod %s/%s: %w", r.Pod.Namespace, r.Pod.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Set readiness gate", "pod", klog.KObj(r.Pod), "ready", r.Ready, "reason", r.Reason)
+	return nil
+}

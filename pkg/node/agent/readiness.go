@@ -1,0 +1,123 @@
+package agent
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+)
+
+// ReadinessInputs adds to Inputs what the readiness gate needs.
+type ReadinessInputs struct {
+	Pods       []*corev1.Pod                // Pods of this Node
+	NICs       []*v1alpha1.NetworkInterface // NetworkInterfaces of this Node
+	ElasticIPs map[string]*v1alpha1.ElasticIP
+	Networks   map[string]*v1alpha1.ExternalNetwork
+	// Routed reports whether the Node routes addr to a Pod (the direct NIC's host route).
+	Routed func(addr netip.Addr) bool
+}
+
+// Readiness is the gate condition one Pod should have.
+type Readiness struct {
+	Pod     *corev1.Pod
+	Ready   bool
+	Reason  string
+	Message string
+}
+
+// hasGate reports whether the Pod lists juneau's readiness gate.
+func hasGate(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool {
+		return string(g.ConditionType) == v1alpha1.PodConditionElasticIP
+	})
+}
+
+// ComputeReadiness decides the gate of every Pod of this Node that lists it (SPEC §3.2):
+// True only when each ElasticIP the Pod uses is programmed here — NAT mapping applied or
+// direct host route present — and, on an arp network, answered by this Node's ARP.
+func ComputeReadiness(in Inputs, d Desired, r ReadinessInputs) []Readiness {
+	var out []Readiness
+	for _, p := range r.Pods {
+		if !hasGate(p) || p.DeletionTimestamp != nil {
+			continue
+		}
+		out = append(out, podReadiness(in, d, r, p))
+	}
+	return out
+}
+
+func podReadiness(in Inputs, d Desired, r ReadinessInputs, p *corev1.Pod) Readiness {
+	var used []use
+	var missing []string
+	for _, a := range in.Attachments {
+		if !strings.HasPrefix(a.Spec.TargetRef.NetworkInterfaceName, p.Name+".") || a.Namespace != p.Namespace {
+			continue
+		}
+		u := use{eip: a.Spec.ElasticIPRef.Name, addr: a.Status.ElasticIP}
+		m, ok := mapping(in.NodeName, a)
+		if !ok || !slices.Contains(d.NAT.Mappings, m) {
+			missing = append(missing, fmt.Sprintf("NAT of ElasticIPAttachment %q", a.Name))
+		}
+		used = append(used, u)
+	}
+	for _, nic := range r.NICs {
+		if nic.Namespace != p.Namespace || nic.Spec.PodRef.UID != string(p.UID) || nic.Spec.ElasticIP == "" {
+			continue
+		}
+		addr, _, _ := strings.Cut(nic.Status.Address, "/")
+		a, err := netip.ParseAddr(addr)
+		if err != nil || r.Routed == nil || !r.Routed(a) {
+			missing = append(missing, fmt.Sprintf("route of NetworkInterface %q", nic.Name))
+		}
+		used = append(used, use{eip: nic.Spec.ElasticIP, addr: addr})
+	}
+	if len(used) == 0 {
+		return Readiness{Pod: p, Reason: v1alpha1.ReasonNotProgrammed, Message: "no ElasticIP is attached to this Pod on this Node yet"}
+	}
+	var names []string
+	for _, u := range used {
+		names = append(names, fmt.Sprintf("%s (%s)", u.eip, u.addr))
+		if eip := r.ElasticIPs[p.Namespace+"/"+u.eip]; eip != nil {
+			if net := r.Networks[eip.Spec.ExternalNetwork]; net != nil && net.Spec.Type == v1alpha1.AdvertiseARP {
+				a, err := netip.ParseAddr(u.addr)
+				if err != nil || !slices.Contains(d.ARP, a) {
+					missing = append(missing, fmt.Sprintf("ARP answer for %q", u.addr))
+				}
+			}
+		} else {
+			missing = append(missing, fmt.Sprintf("ElasticIP %q", u.eip))
+		}
+	}
+	slices.Sort(names)
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return Readiness{Pod: p, Reason: v1alpha1.ReasonNotProgrammed, Message: "waiting for " + strings.Join(missing, ", ")}
+	}
+	return Readiness{Pod: p, Ready: true, Reason: v1alpha1.ReasonProgrammed,
+		Message: fmt.Sprintf("ElasticIP traffic programmed on Node %q: %s", in.NodeName, strings.Join(names, ", "))}
+}
+
+type use struct{ eip, addr string }
+
+// changed reports whether the Pod's gate condition differs from r.
+func (r Readiness) changed() bool {
+	c := findPodCondition(r.Pod, v1alpha1.PodConditionElasticIP)
+	want := corev1.ConditionFalse
+	if r.Ready {
+		want = corev1.ConditionTrue
+	}
+	return c == nil || c.Status != want || c.Reason != r.Reason || c.Message != r.Message
+}
+
+func findPodCondition(p *corev1.Pod, t string) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if string(p.Status.Conditions[i].Type) == t {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
