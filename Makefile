@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 TEST_TIMEOUT ?= 40m
 
-.PHONY: all build test unit-test control-plane cni-plugins test-deps generate verify fmt-check vet demo clean
+.PHONY: all build test unit-test control-plane cni-plugins test-deps generate verify fmt-check vet demo sandbox sandbox-down sandbox-deps clean
 
 all: build
 
@@ -47,8 +47,25 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
-demo:
-	@echo "make demo: the local sandbox is not built yet" >&2; exit 1
+# The main job: a local sandbox (control plane, two simulated Nodes, an external client)
+# showing ElasticIPs end to end; exits 0 only when every check held, and tears down.
+# Component logs go to _output/sandbox.log.
+SANDBOX_LOG := $(CURDIR)/_output/sandbox.log
+demo: sandbox-deps
+	@mkdir -p _output
+	@JUNEAU_BINARY=$(BIN_DIR)/juneau $(BIN_DIR)/sandbox demo 2>$(SANDBOX_LOG) || { echo "demo failed; component logs: $(SANDBOX_LOG)" >&2; exit 1; }
+
+# The same sandbox kept running in the background; make sandbox-down removes it.
+sandbox: sandbox-deps
+	@mkdir -p _output
+	@JUNEAU_BINARY=$(BIN_DIR)/juneau setsid $(BIN_DIR)/sandbox up >_output/sandbox.out 2>$(SANDBOX_LOG) </dev/null &
+	@$(BIN_DIR)/sandbox wait || { cat _output/sandbox.out; echo "logs: $(SANDBOX_LOG)" >&2; exit 1; }
+
+sandbox-down:
+	@if [ -x $(BIN_DIR)/sandbox ]; then $(BIN_DIR)/sandbox down; else echo "no sandbox is running"; fi
+
+sandbox-deps: control-plane cni-plugins test-deps build
+	$(GO) build -o $(BIN_DIR)/sandbox ./test/sandbox
 
 clean:
 	rm -rf $(BIN_DIR) _output

@@ -20,7 +20,8 @@ var juneauBinary struct {
 	out   []byte
 }
 
-func removeBuiltBinary() {
+// RemoveBuiltBinary removes the juneau binary JuneauBinary built, if any; Main calls it.
+func RemoveBuiltBinary() {
 	if juneauBinary.built != "" {
 		_ = os.RemoveAll(juneauBinary.built)
 	}

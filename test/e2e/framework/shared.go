@@ -28,7 +28,7 @@ var shared struct {
 func Main(m *testing.M) {
 	code := m.Run()
 	shared.cp.Stop()
-	removeBuiltBinary()
+	RemoveBuiltBinary()
 	os.Exit(code)
 }
 

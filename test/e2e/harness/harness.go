@@ -74,7 +74,7 @@ type Node struct {
 }
 
 // New builds the cluster; everything is torn down when the test ends.
-func New(t *testing.T, cp *framework.ControlPlane, opts Options) *Cluster {
+func New(t testing.TB, cp *framework.ControlPlane, opts Options) *Cluster {
 	t.Helper()
 	require.Root(t)
 	if len(opts.Nodes) == 0 {

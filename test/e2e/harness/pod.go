@@ -210,3 +210,27 @@ func (p *Pod) Gone() {
 		p.c.t.Fatal(err)
 	}
 }
+
+// BindAndStart schedules an existing Pod (made by kubectl apply, say) to node, as the
+// scheduler would, and starts its network, as the kubelet would.
+func (c *Cluster) BindAndStart(namespace, name, node string) (*Pod, error) {
+	c.t.Helper()
+	n, ok := c.Nodes[node]
+	if !ok {
+		return nil, fmt.Errorf("no Node %q", node)
+	}
+	ctx := context.Background()
+	pods := c.CP.Kube.CoreV1().Pods(namespace)
+	if err := pods.Bind(ctx, &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+	}, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("binding Pod %s/%s to %s: %w", namespace, name, node, err)
+	}
+	obj, err := pods.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	p := &Pod{c: c, Spec: PodSpec{Namespace: namespace, Name: name, Node: node, Annotations: obj.Annotations, Labels: obj.Labels}, Node: n, Object: obj}
+	return p, p.Start()
+}
