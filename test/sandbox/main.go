@@ -153,4 +153,3 @@ func waitReady() error {
 	}
 	return errors.New("the sandbox did not become ready within 10 minutes")
 }
-
