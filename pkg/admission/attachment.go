@@ -1,0 +1,214 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/apis/juneau/validation"
+)
+
+// attachmentRules: the spec rules (immutable references in the same namespace), then
+// the ElasticIP exists, is not being deleted, is not used directly and has no other
+// attachment; the target NetworkInterface exists (or will: see attachmentTarget), is
+// not being deleted, carries no ElasticIP directly and has no other attachment.
+func (v *Validators) attachmentRules() rules[*v1alpha1.ElasticIPAttachment] {
+	return rules[*v1alpha1.ElasticIPAttachment]{
+		create: func(ctx context.Context, a *v1alpha1.ElasticIPAttachment) (field.ErrorList, error) {
+			if errs := validation.ValidateElasticIPAttachment(a); len(errs) > 0 {
+				return errs, nil
+			}
+			errs, err := v.attachmentElasticIP(ctx, a)
+			if err != nil {
+				return nil, err
+			}
+			nicErrs, err := v.attachmentTarget(ctx, a)
+			return append(errs, nicErrs...), err
+		},
+		update: func(_ context.Context, a, old *v1alpha1.ElasticIPAttachment) (field.ErrorList, error) {
+			return validation.ValidateElasticIPAttachmentUpdate(a, old), nil
+		},
+		unchanged: func(a, old *v1alpha1.ElasticIPAttachment) bool { return equality.Semantic.DeepEqual(a.Spec, old.Spec) },
+	}
+}
+
+func attachmentPaths() (eip, nic *field.Path) {
+	spec := field.NewPath("spec")
+	return spec.Child("elasticIPRef", "name"), spec.Child("targetRef", "networkInterfaceName")
+}
+
+// attachmentElasticIP checks the referenced ElasticIP.
+func (v *Validators) attachmentElasticIP(ctx context.Context, a *v1alpha1.ElasticIPAttachment) (field.ErrorList, error) {
+	path, _ := attachmentPaths()
+	name := a.Spec.ElasticIPRef.Name
+	eip, err := v.r.elasticIP(ctx, a.Namespace, name)
+	switch {
+	case err != nil:
+		return nil, err
+	case eip == nil:
+		return field.ErrorList{field.Invalid(path, name, fmt.Sprintf("ElasticIP %q does not exist in namespace %q", name, a.Namespace))}, nil
+	case eip.DeletionTimestamp != nil:
+		return field.ErrorList{field.Invalid(path, name, fmt.Sprintf("ElasticIP %q is being deleted", name))}, nil
+	}
+	return confirmed(ctx, noErrors, func(ctx context.Context, live bool) (field.ErrorList, error) {
+		var errs field.ErrorList
+		atts, err := v.r.attachmentsOf(ctx, a.Namespace, name, false, live)
+		if err != nil {
+			return nil, err
+		}
+		if others := otherActive(atts, a.Name); len(others) > 0 {
+			errs = append(errs, field.Invalid(path, name, fmt.Sprintf(
+				"ElasticIP %q is already attached by %s %s: an ElasticIP has at most one ElasticIPAttachment",
+				name, plural(len(others), "ElasticIPAttachment"), quoteSorted(others))))
+		}
+		users, err := v.directUsers(ctx, a.Namespace, name, live)
+		if err != nil {
+			return nil, err
+		}
+		if len(users) > 0 {
+			errs = append(errs, field.Invalid(path, name, fmt.Sprintf(
+				"ElasticIP %q is used directly by %s: an ElasticIP is used either by NAT or directly, not both",
+				name, strings.Join(users, "; "))))
+		}
+		return errs, nil
+	})
+}
+
+// directUsers describes who uses the ElasticIP directly: every NetworkInterface naming
+// it (a deleting one may still carry it), and every live Pod whose annotations name it
+// (its NetworkInterface may not exist yet).
+func (v *Validators) directUsers(ctx context.Context, namespace, eip string, live bool) ([]string, error) {
+	nics, err := v.r.nicsNaming(ctx, namespace, eip, live)
+	if err != nil {
+		return nil, err
+	}
+	var nicNames, deleting []string
+	covered := map[string]bool{}
+	for _, n := range nics {
+		covered[n.Spec.PodRef.Name] = true
+		if n.DeletionTimestamp != nil {
+			deleting = append(deleting, n.Name)
+		} else {
+			nicNames = append(nicNames, n.Name)
+		}
+	}
+	pods, err := v.r.podsNaming(namespace, eip)
+	if err != nil {
+		return nil, err
+	}
+	var podNames []string
+	for _, p := range pods {
+		if !covered[p.Name] && podRunning(p) {
+			podNames = append(podNames, p.Name)
+		}
+	}
+	var users []string
+	if len(nicNames) > 0 {
+		users = append(users, plural(len(nicNames), "NetworkInterface")+" "+quoteSorted(nicNames))
+	}
+	if len(deleting) > 0 {
+		users = append(users, fmt.Sprintf("%s %s (being deleted)", plural(len(deleting), "NetworkInterface"), quoteSorted(deleting)))
+	}
+	if len(podNames) > 0 {
+		users = append(users, fmt.Sprintf("%s %s (in its direct-use annotations)", plural(len(podNames), "Pod"), quoteSorted(podNames)))
+	}
+	return users, nil
+}
+
+// attachmentTarget checks the target NetworkInterface. A NIC that does not exist yet is
+// accepted when its Pod exists and will get it: the controller creates NICs only once a
+// Pod is scheduled, and a Pod and its attachment are usually applied together.
+func (v *Validators) attachmentTarget(ctx context.Context, a *v1alpha1.ElasticIPAttachment) (field.ErrorList, error) {
+	_, path := attachmentPaths()
+	name := a.Spec.TargetRef.NetworkInterfaceName
+	nic, err := v.r.nic(ctx, a.Namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	var errs field.ErrorList
+	switch {
+	case nic == nil:
+		detail, err := v.pendingNIC(ctx, a.Namespace, name)
+		if err != nil {
+			return nil, err
+		}
+		if detail != "" {
+			errs = append(errs, field.Invalid(path, name, detail))
+		}
+	case nic.DeletionTimestamp != nil:
+		errs = append(errs, field.Invalid(path, name, fmt.Sprintf("NetworkInterface %q is being deleted", name)))
+	case nic.Spec.ElasticIP != "":
+		errs = append(errs, field.Invalid(path, name, fmt.Sprintf(
+			"NetworkInterface %q carries ElasticIP %q directly: a NetworkInterface uses an ElasticIP either directly or by NAT, not both",
+			name, nic.Spec.ElasticIP)))
+	}
+	if len(errs) > 0 {
+		return errs, nil
+	}
+	return confirmed(ctx, noErrors, func(ctx context.Context, live bool) (field.ErrorList, error) {
+		atts, err := v.r.attachmentsOf(ctx, a.Namespace, name, true, live)
+		if err != nil {
+			return nil, err
+		}
+		if others := otherActive(atts, a.Name); len(others) > 0 {
+			return field.ErrorList{field.Invalid(path, name, fmt.Sprintf(
+				"NetworkInterface %q is already the target of %s %s: a NetworkInterface has at most one ElasticIPAttachment",
+				name, plural(len(others), "ElasticIPAttachment"), quoteSorted(others)))}, nil
+		}
+		return nil, nil
+	})
+}
+
+// pendingNIC says why a missing NetworkInterface will not come, or "" when its Pod
+// exists and the controller will create it.
+func (v *Validators) pendingNIC(ctx context.Context, namespace, name string) (string, error) {
+	dot := strings.LastIndexByte(name, '.')
+	podName, iface := name[:dot], name[dot+1:] // validated: <pod>.<interface>
+	pod, err := v.r.pod(ctx, namespace, podName)
+	switch {
+	case err != nil:
+		return "", err
+	case pod == nil:
+		return fmt.Sprintf("NetworkInterface %q does not exist in namespace %q, nor does its Pod %q", name, namespace, podName), nil
+	case !podRunning(pod):
+		return fmt.Sprintf("NetworkInterface %q does not exist and its Pod %q is terminating or finished", name, podName), nil
+	case pod.Spec.HostNetwork:
+		return fmt.Sprintf("NetworkInterface %q does not exist: Pod %q uses the host network and gets no NetworkInterfaces", name, podName), nil
+	}
+	nics, errs := annotations.ParseDirect(pod.Annotations)
+	if len(errs) > 0 {
+		return fmt.Sprintf("NetworkInterface %q does not exist: the annotations of Pod %q cannot be read (%s)", name, podName, errs.ToAggregate()), nil
+	}
+	i := slices.IndexFunc(nics, func(n annotations.DirectNIC) bool { return n.Interface == iface })
+	switch {
+	case i >= 0 && nics[i].ElasticIP != "":
+		return fmt.Sprintf("NetworkInterface %q will carry ElasticIP %q directly (annotations of Pod %q): a NetworkInterface uses an ElasticIP either directly or by NAT, not both",
+			name, nics[i].ElasticIP, podName), nil
+	case i < 0 && iface != v1alpha1.DefaultInterface:
+		return fmt.Sprintf("NetworkInterface %q does not exist: Pod %q has no interface %q", name, podName, iface), nil
+	}
+	return "", nil
+}
+
+// otherActive are the names of the attachments other than self that are not being deleted.
+func otherActive(atts []*v1alpha1.ElasticIPAttachment, self string) []string {
+	var out []string
+	for _, name := range activeNames(atts) {
+		if name != self {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// podRunning reports whether a Pod still uses its NICs: not terminating, not finished.
+func podRunning(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}

@@ -1,0 +1,123 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/apis/juneau/validation"
+)
+
+// elasticIPRules: the spec rules (immutable externalNetwork and requestedIP), the
+// network exists, requestedIP lies in one of its pools and no other consumer reserved
+// it; deletion is refused while an ElasticIPAttachment references the ElasticIP.
+func (v *Validators) elasticIPRules() rules[*v1alpha1.ElasticIP] {
+	return rules[*v1alpha1.ElasticIP]{
+		create: func(ctx context.Context, e *v1alpha1.ElasticIP) (field.ErrorList, error) {
+			if errs := validation.ValidateElasticIP(e); len(errs) > 0 {
+				return errs, nil
+			}
+			return v.elasticIPReferences(ctx, e)
+		},
+		update: func(_ context.Context, e, old *v1alpha1.ElasticIP) (field.ErrorList, error) {
+			// The references are immutable and were checked on create.
+			return validation.ValidateElasticIPUpdate(e, old), nil
+		},
+		remove:    v.elasticIPReferrers,
+		unchanged: func(e, old *v1alpha1.ElasticIP) bool { return equality.Semantic.DeepEqual(e.Spec, old.Spec) },
+	}
+}
+
+// elasticIPReferences checks the network and requestedIP of a new ElasticIP.
+func (v *Validators) elasticIPReferences(ctx context.Context, e *v1alpha1.ElasticIP) (field.ErrorList, error) {
+	spec := field.NewPath("spec")
+	name := e.Spec.ExternalNetwork
+	net, err := v.r.network(ctx, name)
+	switch {
+	case err != nil:
+		return nil, err
+	case net == nil:
+		return field.ErrorList{field.Invalid(spec.Child("externalNetwork"), name, fmt.Sprintf("ExternalNetwork %q does not exist", name))}, nil
+	case net.DeletionTimestamp != nil:
+		return field.ErrorList{field.Invalid(spec.Child("externalNetwork"), name, fmt.Sprintf("ExternalNetwork %q is being deleted", name))}, nil
+	case e.Spec.RequestedIP == "":
+		return nil, nil
+	}
+	path := spec.Child("requestedIP")
+	ip := e.Spec.RequestedIP
+	addr, err := validation.ParseIPv4(ip)
+	if err != nil {
+		return field.ErrorList{field.Invalid(path, ip, err.Error())}, nil
+	}
+	detail, err := v.outsideNetwork(ctx, net, addr)
+	if err != nil {
+		return nil, err
+	}
+	if detail != "" {
+		return field.ErrorList{field.Invalid(path, ip, detail)}, nil
+	}
+	claim, err := v.r.claim(ctx, ip)
+	if err != nil || claim == nil || claim.Spec.Consumer.UID == string(e.UID) {
+		return nil, err
+	}
+	c := claim.Spec.Consumer
+	return field.ErrorList{field.Invalid(path, ip, fmt.Sprintf(
+		"is already reserved by %s %q (AllocationClaim %q)", c.Kind, nsName(c.Namespace, c.Name), claim.Name))}, nil
+}
+
+// elasticIPReferrers says why an ElasticIP may not be deleted: the non-deleting
+// ElasticIPAttachments that reference it.
+func (v *Validators) elasticIPReferrers(ctx context.Context, e *v1alpha1.ElasticIP) (string, error) {
+	refs, err := confirmed(ctx, func(r []string) bool { return len(r) == 0 },
+		func(ctx context.Context, live bool) ([]string, error) {
+			atts, err := v.r.attachmentsOf(ctx, e.Namespace, e.Name, false, live)
+			return activeNames(atts), err
+		})
+	if err != nil || len(refs) == 0 {
+		return "", err
+	}
+	return fmt.Sprintf("%s %s still %s it in spec.elasticIPRef.name; delete %s first",
+		plural(len(refs), "ElasticIPAttachment"), quoteSorted(refs), verb(len(refs), "references", "reference"), pronoun(len(refs))), nil
+}
+
+// activeNames are the names of the attachments not being deleted.
+func activeNames(atts []*v1alpha1.ElasticIPAttachment) []string {
+	var out []string
+	for _, a := range atts {
+		if a.DeletionTimestamp == nil {
+			out = append(out, a.Name)
+		}
+	}
+	return out
+}
+
+// outsideNetwork says why addr is not inside the pools of the network, or "" when it is.
+func (v *Validators) outsideNetwork(ctx context.Context, net *v1alpha1.ExternalNetwork, addr netip.Addr) (string, error) {
+	var missing, searched []string
+	for _, poolName := range net.Spec.AddressPools {
+		pool, err := v.r.pool(ctx, poolName)
+		if err != nil {
+			return "", err
+		}
+		if pool == nil {
+			missing = append(missing, poolName)
+			continue
+		}
+		searched = append(searched, poolName)
+		if ranges, err := validation.ParsePool(pool.Spec); err == nil && validation.RangesContain(ranges, addr) {
+			return "", nil
+		}
+	}
+	detail := fmt.Sprintf("is not inside the AddressPools of ExternalNetwork %q", net.Name)
+	if len(searched) > 0 {
+		detail += " (" + quoteSorted(searched) + ")"
+	}
+	if len(missing) > 0 {
+		detail += fmt.Sprintf("; %s %s %s not exist", plural(len(missing), "AddressPool"), quoteSorted(missing), verb(len(missing), "does", "do"))
+	}
+	return detail, nil
+}

@@ -1,0 +1,69 @@
+package admission
+
+import (
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+)
+
+func TestElasticIPRules(t *testing.T) {
+	net := func(f *fixture) {
+		f.cached(pool("a", arp, "10.225.51.0/24"), pool("b", arp, "10.225.52.10-10.225.52.20"), network("net", arp, "a", "b"))
+	}
+	runRuleCases(t, []ruleCase{
+		{name: "valid", setup: net, obj: eip("e", "net", ""), want: allowed()},
+		{name: "requestedIP in the second pool", setup: net, obj: eip("e", "net", "10.225.52.15"), want: allowed()},
+		{name: "requestedIP may pin the network address", setup: net, obj: eip("e", "net", "10.225.51.0"), want: allowed()},
+		{name: "missing network", obj: eip("e", "nope", ""),
+			want: invalid(`spec.externalNetwork`, `ExternalNetwork "nope" does not exist`)},
+		{name: "network not yet in the cache", obj: eip("e", "fresh", ""),
+			setup: func(f *fixture) { f.live(network("fresh", arp, "a")) }, want: allowed()},
+		{name: "deleting network", obj: eip("e", "net", ""),
+			setup: func(f *fixture) { f.cached(deleting(network("net", arp, "a"))) },
+			want:  invalid(`spec.externalNetwork`, `is being deleted`)},
+		{name: "requestedIP malformed", setup: net, obj: eip("e", "net", "10.225.051.7"),
+			want: invalid(`spec.requestedIP`, `leading zero`)},
+		{name: "requestedIP outside the pools", setup: net, obj: eip("e", "net", "10.225.52.21"),
+			want: invalid(`spec.requestedIP`, `ExternalNetwork "net"`, `"a", "b"`)},
+		{name: "requestedIP outside, a pool missing", obj: eip("e", "net", "10.225.52.21"),
+			setup: func(f *fixture) { f.cached(pool("a", arp, "10.225.51.0/24"), network("net", arp, "a", "gone")) },
+			want:  invalid(`spec.requestedIP`, `AddressPool "gone" does not exist`)},
+		{name: "requestedIP reserved by another consumer", setup: func(f *fixture) {
+			net(f)
+			f.live(claim("10.225.51.7", "a", "other-ns", "holder", "uid-holder"))
+		}, obj: eip("e", "net", "10.225.51.7"),
+			want: invalid(`spec.requestedIP`, `ElasticIP "other-ns/holder"`, `AllocationClaim "10.225.51.7"`)},
+		{name: "requestedIP reserved by this ElasticIP", setup: func(f *fixture) {
+			net(f)
+			f.live(claim("10.225.51.7", "a", ns, "e", "eip-e"))
+		}, obj: eip("e", "net", "10.225.51.7"), want: allowed()},
+		{name: "name too long for its advertisement", setup: net,
+			obj:  eip("e23456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789", "net", ""),
+			want: invalid(`metadata.name`)},
+		{name: "bandwidth may change", op: admissionv1.Update,
+			obj: withBandwidth(eip("e", "net", ""), 100), old: eip("e", "net", ""), want: allowed()},
+		{name: "bandwidth out of range", op: admissionv1.Update,
+			obj: withBandwidth(eip("e", "net", ""), 0), old: eip("e", "net", ""), want: invalid(`spec.bandwidthMbps`)},
+		{name: "externalNetwork is immutable", op: admissionv1.Update,
+			obj: eip("e", "other", ""), old: eip("e", "net", ""), want: invalid(`spec.externalNetwork`, `immutable`)},
+		{name: "requestedIP is immutable", op: admissionv1.Update,
+			obj: eip("e", "net", "10.225.51.8"), old: eip("e", "net", "10.225.51.7"), want: invalid(`spec.requestedIP`, `immutable`)},
+		{name: "finalizer removal while deleting", op: admissionv1.Update,
+			obj: eip("e", "net", ""), old: deleting(eip("e", "net", "")), want: allowed()},
+		{name: "delete unused", op: admissionv1.Delete, old: eip("e", "net", ""), want: allowed()},
+		{name: "delete while attached", op: admissionv1.Delete, old: eip("e", "net", ""),
+			setup: func(f *fixture) { f.cached(attachment("web-attach", "e", "web.eth0")) },
+			want:  forbidden(`ElasticIPAttachment "web-attach"`, `spec.elasticIPRef.name`)},
+		{name: "delete while an attachment not yet in the cache references it", op: admissionv1.Delete, old: eip("e", "net", ""),
+			setup: func(f *fixture) { f.live(attachment("fresh", "e", "web.eth0")) },
+			want:  forbidden(`ElasticIPAttachment "fresh"`)},
+		{name: "delete while the attachment is being deleted", op: admissionv1.Delete, old: eip("e", "net", ""),
+			setup: func(f *fixture) { f.cached(deleting(attachment("web-attach", "e", "web.eth0"))) }, want: allowed()},
+		{name: "an attachment in another namespace does not count", op: admissionv1.Delete, old: eip("e", "net", ""),
+			setup: func(f *fixture) {
+				a := attachment("web-attach", "e", "web.eth0")
+				a.Namespace = "elsewhere"
+				f.cached(a)
+			}, want: allowed()},
+	})
+}

@@ -1,0 +1,144 @@
+package admission
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
+	"github.com/loutres/juneau/pkg/controllers/indexes"
+	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
+	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
+)
+
+// podByDirectElasticIP indexes Pods by "<namespace>/<ElasticIP>" for every ElasticIP
+// their direct-use annotations name.
+const podByDirectElasticIP = "juneau.admission.pod.direct-elasticip"
+
+// Validators holds the checks of every kind and what they read.
+type Validators struct {
+	r         *reader
+	hasSynced []cache.InformerSynced
+}
+
+// New registers the informers the validators read on the two factories (start them
+// afterwards) and returns the validators. Pods and Nodes are cached trimmed to the
+// fields the checks read, so the webhook's memory does not grow with Pod specs.
+func New(kube kubernetes.Interface, juneau versioned.Interface,
+	kubeInf kubeinformers.SharedInformerFactory, juneauInf juneauinformers.SharedInformerFactory) (*Validators, error) {
+	j := juneauInf.Juneau().V1alpha1()
+	attachments := j.ElasticIPAttachments().Informer()
+	if err := indexes.Add(attachments, indexes.AttachmentByElasticIP, indexes.AttachmentByNIC); err != nil {
+		return nil, err
+	}
+	nics := j.NetworkInterfaces().Informer()
+	if err := indexes.Add(nics, indexes.NICByElasticIP); err != nil {
+		return nil, err
+	}
+	pods := kubeInf.Core().V1().Pods().Informer()
+	if err := pods.SetTransform(trimPod); err != nil {
+		return nil, fmt.Errorf("trimming cached Pods: %w", err)
+	}
+	if err := pods.AddIndexers(cache.Indexers{podByDirectElasticIP: podDirectElasticIPs}); err != nil {
+		return nil, fmt.Errorf("indexing Pods: %w", err)
+	}
+	nodes := kubeInf.Core().V1().Nodes().Informer()
+	if err := nodes.SetTransform(trimNode); err != nil {
+		return nil, fmt.Errorf("trimming cached Nodes: %w", err)
+	}
+	v := &Validators{r: &reader{
+		kube:        kube,
+		juneau:      juneau,
+		pools:       j.AddressPools().Lister(),
+		networks:    j.ExternalNetworks().Lister(),
+		eips:        j.ElasticIPs().Lister(),
+		attachments: attachments.GetIndexer(),
+		nics:        nics.GetIndexer(),
+		ads:         j.ARPAdvertisements().Lister(),
+		pods:        pods.GetIndexer(),
+		nodes:       kubeInf.Core().V1().Nodes().Lister(),
+	}}
+	for _, inf := range []cache.SharedIndexInformer{
+		j.AddressPools().Informer(), j.ExternalNetworks().Informer(), j.ElasticIPs().Informer(),
+		attachments, nics, j.ARPAdvertisements().Informer(), pods, nodes,
+	} {
+		v.hasSynced = append(v.hasSynced, inf.HasSynced)
+	}
+	return v, nil
+}
+
+// HasSynced reports whether every cache the validators read has synced.
+func (v *Validators) HasSynced() bool {
+	for _, synced := range v.hasSynced {
+		if !synced() {
+			return false
+		}
+	}
+	return true
+}
+
+// InformersSynced are the HasSynced functions to wait for.
+func (v *Validators) InformersSynced() []cache.InformerSynced { return v.hasSynced }
+
+// trimPod keeps what the checks read of a Pod: identity, labels and annotations,
+// deletion, node, host networking and phase.
+func trimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{
+		ObjectMeta: trimMeta(pod.ObjectMeta),
+		Spec:       corev1.PodSpec{NodeName: pod.Spec.NodeName, HostNetwork: pod.Spec.HostNetwork},
+		Status:     corev1.PodStatus{Phase: pod.Status.Phase},
+	}, nil
+}
+
+// trimNode keeps a Node's identity and addresses.
+func trimNode(obj any) (any, error) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Node{
+		ObjectMeta: trimMeta(node.ObjectMeta),
+		Status:     corev1.NodeStatus{Addresses: node.Status.Addresses},
+	}, nil
+}
+
+func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:              m.Name,
+		Namespace:         m.Namespace,
+		UID:               m.UID,
+		ResourceVersion:   m.ResourceVersion,
+		CreationTimestamp: m.CreationTimestamp,
+		DeletionTimestamp: m.DeletionTimestamp,
+		Labels:            m.Labels,
+		Annotations:       m.Annotations,
+	}
+}
+
+// podDirectElasticIPs is the podByDirectElasticIP index function. Pods whose
+// annotations cannot be read name nothing: the controllers build no NICs for them.
+func podDirectElasticIPs(obj any) ([]string, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	nics, errs := annotations.ParseDirect(pod.Annotations)
+	if len(errs) > 0 {
+		return nil, nil
+	}
+	var keys []string
+	for _, n := range nics {
+		if n.ElasticIP != "" {
+			keys = append(keys, indexes.Key(pod.Namespace, n.ElasticIP))
+		}
+	}
+	return keys, nil
+}

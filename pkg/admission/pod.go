@@ -1,0 +1,167 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/controllers/networkinterface"
+)
+
+// podRules: the annotation grammar (annotations.ValidatePod), then for every NIC that
+// names an ElasticIP directly: the ElasticIP is not attached by NAT and is not held by
+// another running Pod's NIC. Updates are checked only when the juneau annotations a
+// user writes change (the controller's write-back of allocated-eip-* is not one).
+func (v *Validators) podRules() rules[*corev1.Pod] {
+	return rules[*corev1.Pod]{
+		create: func(ctx context.Context, p *corev1.Pod) (field.ErrorList, error) { return v.checkPod(ctx, p, nil) },
+		update: func(ctx context.Context, p, old *corev1.Pod) (field.ErrorList, error) { return v.checkPod(ctx, p, old) },
+		unchanged: func(p, old *corev1.Pod) bool {
+			return maps.Equal(requestAnnotations(p.Annotations), requestAnnotations(old.Annotations))
+		},
+	}
+}
+
+// requestAnnotations are the annotations through which a Pod asks for ElasticIPs.
+func requestAnnotations(all map[string]string) map[string]string {
+	out := map[string]string{}
+	compat := annotations.CompatibilityKeys()
+	for k, val := range all {
+		switch {
+		case k == v1alpha1.AnnotationAllocatedEIPName, k == v1alpha1.AnnotationAllocatedEIPAddr:
+		case strings.HasPrefix(k, annotations.Prefix), slices.Contains(compat, k):
+			out[k] = val
+		}
+	}
+	return out
+}
+
+func (v *Validators) checkPod(ctx context.Context, pod, old *corev1.Pod) (field.ErrorList, error) {
+	if errs := annotations.ValidatePod(pod.Annotations); len(errs) > 0 {
+		return errs, nil
+	}
+	nics, _ := annotations.ParseDirect(pod.Annotations)
+	if old != nil {
+		if oldNICs, errs := annotations.ParseDirect(old.Annotations); len(errs) == 0 && slices.Equal(nics, oldNICs) {
+			return nil, nil // only the automatic-ElasticIP annotations changed
+		}
+	}
+	identity := networkinterface.AllocationIdentity(pod)
+	var errs field.ErrorList
+	for _, n := range nics {
+		if n.ElasticIP == "" {
+			continue
+		}
+		detail, err := v.directConflict(ctx, pod, n.ElasticIP, identity)
+		if err != nil {
+			return nil, err
+		}
+		if detail != "" {
+			errs = append(errs, field.Invalid(directPath(pod.Annotations, n), n.ElasticIP, detail))
+		}
+	}
+	return errs, nil
+}
+
+// directPath is the field path where the annotations give n its ElasticIP: the
+// elastic-ip annotation, or the elasticIP field of its entry in the networks list.
+func directPath(ann map[string]string, n annotations.DirectNIC) *field.Path {
+	base := field.NewPath("metadata", "annotations")
+	if n.Interface == v1alpha1.DefaultInterface && ann[v1alpha1.AnnotationElasticIP] == n.ElasticIP {
+		return base.Key(v1alpha1.AnnotationElasticIP)
+	}
+	path := base.Key(v1alpha1.AnnotationNetworks)
+	var entries []struct {
+		Interface string `json:"interface"`
+	}
+	// The annotation parsed cleanly before this is called; the decode only finds the index.
+	_ = json.Unmarshal([]byte(ann[v1alpha1.AnnotationNetworks]), &entries)
+	for i, e := range entries {
+		if e.Interface == n.Interface {
+			return path.Index(i).Child("elasticIP")
+		}
+	}
+	return path
+}
+
+// directConflict says why the Pod cannot use the ElasticIP directly, or "": an
+// ElasticIPAttachment uses it, or a NIC of another running Pod holds it. A holder whose
+// Pod is terminating, finished or gone, or that has the Pod's allocationIdentity (a
+// re-created KubeVirt launcher), hands over: the new Pod's NIC waits for it.
+func (v *Validators) directConflict(ctx context.Context, pod *corev1.Pod, eipName, identity string) (string, error) {
+	ns := pod.Namespace
+	atts, err := confirmed(ctx, func(r []string) bool { return len(r) == 0 },
+		func(ctx context.Context, live bool) ([]string, error) {
+			atts, err := v.r.attachmentsOf(ctx, ns, eipName, false, live)
+			return activeNames(atts), err
+		})
+	if err != nil {
+		return "", err
+	}
+	if len(atts) > 0 {
+		return fmt.Sprintf("ElasticIP %q is attached by NAT through %s %s: an ElasticIP is used either by NAT or directly, not both",
+			eipName, plural(len(atts), "ElasticIPAttachment"), quoteSorted(atts)), nil
+	}
+	eip, err := v.r.elasticIP(ctx, ns, eipName)
+	if err != nil {
+		return "", err
+	}
+	holders, err := confirmed(ctx, func(r []string) bool { return len(r) == 0 },
+		func(ctx context.Context, live bool) ([]string, error) {
+			nics, err := v.r.nicsNaming(ctx, ns, eipName, live)
+			if err != nil {
+				return nil, err
+			}
+			var holders []string
+			for _, nic := range nics {
+				who, err := v.holderInTheWay(ctx, pod, eip, nic, identity)
+				if err != nil {
+					return nil, err
+				}
+				if who != "" {
+					holders = append(holders, who)
+				}
+			}
+			return holders, nil
+		})
+	if err != nil || len(holders) == 0 {
+		return "", err
+	}
+	return fmt.Sprintf("ElasticIP %q is held by %s: another Pod can take it over only once that Pod is terminating, or when both have the same allocationIdentity",
+		eipName, strings.Join(holders, "; ")), nil
+}
+
+// holderInTheWay describes the running Pod whose NIC holds the ElasticIP, or returns ""
+// when the NIC is no obstacle: it is the Pod's own, or a deleting NIC the ElasticIP did
+// not pick, or its Pod is gone, terminating or finished, or shares the identity.
+func (v *Validators) holderInTheWay(ctx context.Context, pod *corev1.Pod, eip *v1alpha1.ElasticIP,
+	nic *v1alpha1.NetworkInterface, identity string) (string, error) {
+	if nic.Spec.PodRef.UID == string(pod.UID) && pod.UID != "" {
+		return "", nil
+	}
+	picked := eip != nil && eip.Status.Attachment != nil &&
+		eip.Status.Attachment.Kind == v1alpha1.AttachmentKindNetworkInterface && eip.Status.Attachment.Name == nic.Name
+	if nic.DeletionTimestamp != nil && !picked {
+		return "", nil
+	}
+	holder, err := v.r.pod(ctx, nic.Namespace, nic.Spec.PodRef.Name)
+	if err != nil || holder == nil || string(holder.UID) != nic.Spec.PodRef.UID || !podRunning(holder) {
+		return "", err
+	}
+	holderID := nic.Spec.AllocationIdentity
+	if holderID == "" {
+		holderID = networkinterface.AllocationIdentity(holder)
+	}
+	if identity != "" && holderID == identity {
+		return "", nil
+	}
+	return fmt.Sprintf("NetworkInterface %q of running Pod %q", nic.Name, holder.Name), nil
+}

@@ -1,0 +1,262 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/controllers/indexes"
+	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
+	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+)
+
+// reader reads what the checks need. Informer caches answer first; the API server is
+// asked where a stale cache could wrongly admit a write:
+//   - an object missing from the cache may have been created a moment ago, so a
+//     reference to it is confirmed with a GET before it is called missing;
+//   - a check that found nothing in the way in the cache runs once more on a live list
+//     (see confirmed), where that list is cheap: namespaced kinds, pools and networks.
+type reader struct {
+	kube   kubernetes.Interface
+	juneau versioned.Interface
+
+	pools       listers.AddressPoolLister
+	networks    listers.ExternalNetworkLister
+	eips        listers.ElasticIPLister
+	attachments cache.Indexer
+	nics        cache.Indexer
+	ads         listers.ARPAdvertisementLister
+	pods        cache.Indexer
+	nodes       corelisters.NodeLister
+}
+
+// confirmed runs check on the caches and, when it finds nothing (none), once more on
+// live reads: admitting a conflict because of cache lag is worse than one more read.
+func confirmed[R any](ctx context.Context, none func(R) bool, check func(ctx context.Context, live bool) (R, error)) (R, error) {
+	res, err := check(ctx, false)
+	if err != nil || !none(res) {
+		return res, err
+	}
+	return check(ctx, true)
+}
+
+// getFresh returns an object from the cache or, when the cache does not have it, from
+// the API server; nil when it does not exist.
+func getFresh[T any](ctx context.Context, what string, cached func() (*T, error), live func(context.Context) (*T, error)) (*T, error) {
+	obj, err := cached()
+	if err == nil {
+		return obj, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading %s from the cache: %w", what, err)
+	}
+	obj, err = live(ctx)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading %s: %w", what, err)
+	}
+	return obj, nil
+}
+
+func (r *reader) pool(ctx context.Context, name string) (*v1alpha1.AddressPool, error) {
+	return getFresh(ctx, "AddressPool "+name,
+		func() (*v1alpha1.AddressPool, error) { return r.pools.Get(name) },
+		func(ctx context.Context) (*v1alpha1.AddressPool, error) {
+			return r.juneau.JuneauV1alpha1().AddressPools().Get(ctx, name, metav1.GetOptions{})
+		})
+}
+
+func (r *reader) network(ctx context.Context, name string) (*v1alpha1.ExternalNetwork, error) {
+	return getFresh(ctx, "ExternalNetwork "+name,
+		func() (*v1alpha1.ExternalNetwork, error) { return r.networks.Get(name) },
+		func(ctx context.Context) (*v1alpha1.ExternalNetwork, error) {
+			return r.juneau.JuneauV1alpha1().ExternalNetworks().Get(ctx, name, metav1.GetOptions{})
+		})
+}
+
+func (r *reader) elasticIP(ctx context.Context, namespace, name string) (*v1alpha1.ElasticIP, error) {
+	return getFresh(ctx, "ElasticIP "+namespace+"/"+name,
+		func() (*v1alpha1.ElasticIP, error) { return r.eips.ElasticIPs(namespace).Get(name) },
+		func(ctx context.Context) (*v1alpha1.ElasticIP, error) {
+			return r.juneau.JuneauV1alpha1().ElasticIPs(namespace).Get(ctx, name, metav1.GetOptions{})
+		})
+}
+
+func (r *reader) nic(ctx context.Context, namespace, name string) (*v1alpha1.NetworkInterface, error) {
+	return getFresh(ctx, "NetworkInterface "+namespace+"/"+name,
+		func() (*v1alpha1.NetworkInterface, error) {
+			return listers.NewNetworkInterfaceLister(r.nics).NetworkInterfaces(namespace).Get(name)
+		},
+		func(ctx context.Context) (*v1alpha1.NetworkInterface, error) {
+			return r.juneau.JuneauV1alpha1().NetworkInterfaces(namespace).Get(ctx, name, metav1.GetOptions{})
+		})
+}
+
+func (r *reader) pod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	return getFresh(ctx, "Pod "+namespace+"/"+name,
+		func() (*corev1.Pod, error) { return corelisters.NewPodLister(r.pods).Pods(namespace).Get(name) },
+		func(ctx context.Context) (*corev1.Pod, error) {
+			return r.kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		})
+}
+
+func (r *reader) node(ctx context.Context, name string) (*corev1.Node, error) {
+	return getFresh(ctx, "Node "+name,
+		func() (*corev1.Node, error) { return r.nodes.Get(name) },
+		func(ctx context.Context) (*corev1.Node, error) {
+			return r.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		})
+}
+
+// claim reads an AllocationClaim from the API server only: claims are named after their
+// address, so a GET is cheap and authoritative, and the webhook keeps no cache of them.
+func (r *reader) claim(ctx context.Context, name string) (*v1alpha1.AllocationClaim, error) {
+	c, err := r.juneau.JuneauV1alpha1().AllocationClaims().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading AllocationClaim %s: %w", name, err)
+	}
+	return c, nil
+}
+
+func (r *reader) allPools(ctx context.Context, live bool) ([]*v1alpha1.AddressPool, error) {
+	if !live {
+		return r.pools.List(labels.Everything())
+	}
+	list, err := r.juneau.JuneauV1alpha1().AddressPools().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing AddressPools: %w", err)
+	}
+	return pointers(list.Items), nil
+}
+
+func (r *reader) allNetworks(ctx context.Context, live bool) ([]*v1alpha1.ExternalNetwork, error) {
+	if !live {
+		return r.networks.List(labels.Everything())
+	}
+	list, err := r.juneau.JuneauV1alpha1().ExternalNetworks().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing ExternalNetworks: %w", err)
+	}
+	return pointers(list.Items), nil
+}
+
+func (r *reader) allElasticIPs(ctx context.Context, live bool) ([]*v1alpha1.ElasticIP, error) {
+	if !live {
+		return r.eips.List(labels.Everything())
+	}
+	list, err := r.juneau.JuneauV1alpha1().ElasticIPs(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing ElasticIPs: %w", err)
+	}
+	return pointers(list.Items), nil
+}
+
+func (r *reader) allAdvertisements(ctx context.Context, live bool) ([]*v1alpha1.ARPAdvertisement, error) {
+	if !live {
+		return r.ads.List(labels.Everything())
+	}
+	list, err := r.juneau.JuneauV1alpha1().ARPAdvertisements().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing ARPAdvertisements: %w", err)
+	}
+	return pointers(list.Items), nil
+}
+
+func (r *reader) allNodes(ctx context.Context, live bool) ([]*corev1.Node, error) {
+	if !live {
+		return r.nodes.List(labels.Everything())
+	}
+	list, err := r.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing Nodes: %w", err)
+	}
+	return pointers(list.Items), nil
+}
+
+// nicsNaming returns the NetworkInterfaces of a namespace whose spec.elasticIP is eip.
+func (r *reader) nicsNaming(ctx context.Context, namespace, eip string, live bool) ([]*v1alpha1.NetworkInterface, error) {
+	if !live {
+		return byIndex[*v1alpha1.NetworkInterface](r.nics, indexes.NICByElasticIP, indexes.Key(namespace, eip))
+	}
+	list, err := r.juneau.JuneauV1alpha1().NetworkInterfaces(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing NetworkInterfaces in %s: %w", namespace, err)
+	}
+	var out []*v1alpha1.NetworkInterface
+	for _, n := range pointers(list.Items) {
+		if n.Spec.ElasticIP == eip {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// attachmentsOf returns the ElasticIPAttachments of a namespace that reference the
+// ElasticIP eip (byNIC false) or target the NetworkInterface named name (byNIC true).
+func (r *reader) attachmentsOf(ctx context.Context, namespace, name string, byNIC, live bool) ([]*v1alpha1.ElasticIPAttachment, error) {
+	if !live {
+		index := indexes.AttachmentByElasticIP
+		if byNIC {
+			index = indexes.AttachmentByNIC
+		}
+		return byIndex[*v1alpha1.ElasticIPAttachment](r.attachments, index, indexes.Key(namespace, name))
+	}
+	list, err := r.juneau.JuneauV1alpha1().ElasticIPAttachments(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing ElasticIPAttachments in %s: %w", namespace, err)
+	}
+	var out []*v1alpha1.ElasticIPAttachment
+	for _, a := range pointers(list.Items) {
+		ref := a.Spec.ElasticIPRef.Name
+		if byNIC {
+			ref = a.Spec.TargetRef.NetworkInterfaceName
+		}
+		if ref == name {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// podsNaming returns the cached Pods of a namespace whose direct-use annotations name
+// the ElasticIP eip. Pods are read from the cache only: listing every Pod of a
+// namespace on each request would cost more than the rare miss it could catch, and
+// the NetworkInterface of a running Pod is checked live anyway.
+func (r *reader) podsNaming(namespace, eip string) ([]*corev1.Pod, error) {
+	return byIndex[*corev1.Pod](r.pods, podByDirectElasticIP, indexes.Key(namespace, eip))
+}
+
+func byIndex[T any](indexer cache.Indexer, index, value string) ([]T, error) {
+	objs, err := indexer.ByIndex(index, value)
+	if err != nil {
+		return nil, fmt.Errorf("reading index %s: %w", index, err)
+	}
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if t, ok := o.(T); ok {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}

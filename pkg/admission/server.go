@@ -1,0 +1,142 @@
+package admission
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// URL paths served by the webhook.
+const (
+	// PathJuneau validates the juneau.loutres.me kinds.
+	PathJuneau = "/validate-juneau"
+	// PathPods validates Pods carrying juneau annotations.
+	PathPods = "/validate-pods"
+	// PathHealthz answers while the process runs.
+	PathHealthz = "/healthz"
+	// PathReadyz answers once the informer caches are synced.
+	PathReadyz = "/readyz"
+)
+
+// Server limits and timeouts. The API server gives a webhook at most 30s (ours is
+// registered with 5s), so nothing legitimate needs longer.
+const (
+	// MaxRequestBytes bounds an AdmissionReview body: an object is at most ~1.5 MiB in
+	// etcd, and a review of an UPDATE carries two of them.
+	MaxRequestBytes    = 3 << 20
+	readHeaderTimeout  = 10 * time.Second
+	readWriteTimeout   = 30 * time.Second
+	idleTimeout        = 90 * time.Second
+	shutdownTimeout    = 10 * time.Second
+	maxHeaderBytes     = 1 << 20
+	defaultBindAddress = ":9443"
+)
+
+// ServerConfig says where and with which certificate the webhook listens.
+type ServerConfig struct {
+	// BindAddress is host:port; empty means ":9443".
+	BindAddress string
+	// CertFile and KeyFile hold the serving certificate (PEM); they are re-read when
+	// they change.
+	CertFile, KeyFile string
+}
+
+// Server serves the validation paths and the health endpoints over TLS.
+type Server struct {
+	cfg      ServerConfig
+	handler  *Handler
+	ready    func() bool
+	listener net.Listener
+}
+
+// NewServer prepares a server for h; ready reports whether /readyz should succeed.
+// Nothing listens until Run.
+func NewServer(cfg ServerConfig, h *Handler, ready func() bool) *Server {
+	if cfg.BindAddress == "" {
+		cfg.BindAddress = defaultBindAddress
+	}
+	return &Server{cfg: cfg, handler: h, ready: ready}
+}
+
+// Listen opens the listening socket, so a caller can learn the bound address (with
+// port 0) before Run. Run calls it when the caller did not.
+func (s *Server) Listen() (net.Addr, error) {
+	if s.listener == nil {
+		l, err := net.Listen("tcp", s.cfg.BindAddress)
+		if err != nil {
+			return nil, fmt.Errorf("listening on %s: %w", s.cfg.BindAddress, err)
+		}
+		s.listener = l
+	}
+	return s.listener.Addr(), nil
+}
+
+// Mux is the server's request router: the validation paths and health endpoints.
+func (s *Server) Mux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle(PathJuneau, s.handler.ForPath(PathJuneau))
+	mux.Handle(PathPods, s.handler.ForPath(PathPods))
+	mux.HandleFunc(PathHealthz, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc(PathReadyz, func(w http.ResponseWriter, _ *http.Request) {
+		if s.ready != nil && !s.ready() {
+			http.Error(w, "informer caches are not synced yet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	return mux
+}
+
+// Run serves until ctx ends, then shuts down gracefully: in-flight reviews finish
+// (bounded by shutdownTimeout) while no new connection is accepted.
+func (s *Server) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	certs, err := NewCertificateReloader(logger, s.cfg.CertFile, s.cfg.KeyFile)
+	if err != nil {
+		return err
+	}
+	addr, err := s.Listen()
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           s.Mux(),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readWriteTimeout,
+		WriteTimeout:      readWriteTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		TLSConfig: &tls.Config{
+			MinVersion:     tls.VersionTLS12,
+			GetCertificate: certs.GetCertificate,
+		},
+		// Requests keep the logger but not the cancellation of ctx: a review under way
+		// when shutdown starts is still answered.
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() {
+		logger.Info("Serving admission webhook", "address", addr.String())
+		errc <- srv.ServeTLS(s.listener, "", "")
+	}()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("webhook server: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutting down the webhook server: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("webhook server: %w", err)
+	}
+	return nil
+}
