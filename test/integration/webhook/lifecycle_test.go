@@ -117,7 +117,7 @@ func TestFailClosed(t *testing.T) {
 func TestCertificateRotation(t *testing.T) {
 	cp := framework.Shared(t)
 	w, _ := runningWebhook(t, cp)
-	before, err := servedSerial(w.addr)
+	before, err := servedSerial(w.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestCertificateRotation(t *testing.T) {
 	// Issue the new pair aside, trust the new CA, then swap the files.
 	dir := t.TempDir()
 	newCert, newKey := dir+"/tls.crt", dir+"/tls.key"
-	ca := newServingFiles(t, newCert, newKey)
+	ca := framework.IssueServingFiles(t, newCert, newKey)
 	ctx := testContext(t, 2*time.Minute)
 	configs := cp.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	cfg, err := configs.Get(ctx, configName, metav1.GetOptions{})
@@ -138,21 +138,21 @@ func TestCertificateRotation(t *testing.T) {
 	if _, err := configs.Update(ctx, cfg, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	renameOver(t, newKey, w.keyFile)
-	renameOver(t, newCert, w.certFile)
-	want := leafSerial(t, w.certFile)
+	renameOver(t, newKey, w.KeyFile)
+	renameOver(t, newCert, w.CertFile)
+	want := leafSerial(t, w.CertFile)
 	if want.Cmp(before) == 0 {
 		t.Fatal("the new certificate has the old serial")
 	}
 
 	var last error
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		last = probeResult(ctx, cp)
+		last = cp.WebhookProbe(ctx)
 		return last == nil, nil
 	}); err != nil {
 		t.Fatalf("the API server never reached the webhook with the new certificate: %v", last)
 	}
-	got, err := servedSerial(w.addr)
+	got, err := servedSerial(w.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,10 +202,10 @@ func TestProvisionedCertificate(t *testing.T) {
 		"--webhook-configuration=" + configName,
 		"--certificate-extra-hosts=127.0.0.1",
 	}
-	w := newWebhook(t)
-	register(t, cp, w.addr, nil) // no caBundle: the webhook sets it
-	w.start(t, cp, "webhook-provisioned", flags...)
-	waitServing(t, cp, w)
+	w := framework.NewWebhook(t)
+	cp.RegisterWebhook(t, w.Addr, nil) // no caBundle: the webhook sets it
+	w.Start(t, "webhook-provisioned", serviceAccountKubeconfig(t, cp), flags...)
+	cp.WaitWebhookServing(t, w)
 
 	s, err := secrets.Get(ctx, tlsSecret, metav1.GetOptions{})
 	if err != nil {
@@ -225,24 +225,24 @@ func TestProvisionedCertificate(t *testing.T) {
 			t.Errorf("webhook %s: caBundle is not the Secret's CA", wh.Name)
 		}
 	}
-	served, err := servedSerial(w.addr)
+	served, err := servedSerial(w.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := leafSerial(t, w.certFile); served.Cmp(want) != 0 {
+	if want := leafSerial(t, w.CertFile); served.Cmp(want) != 0 {
 		t.Errorf("served serial %s, the written file has %s", served, want)
 	}
 
 	// A restart (with fresh files, as in a new Pod) finds the Secret valid and serves
 	// the same certificate.
 	w.Stop()
-	for _, f := range []string{w.certFile, w.keyFile} {
+	for _, f := range []string{w.CertFile, w.KeyFile} {
 		if err := os.Remove(f); err != nil {
 			t.Fatal(err)
 		}
 	}
-	w.start(t, cp, "webhook-restarted", flags...)
-	waitServing(t, cp, w)
+	w.Start(t, "webhook-restarted", serviceAccountKubeconfig(t, cp), flags...)
+	cp.WaitWebhookServing(t, w)
 	again, err := secrets.Get(ctx, tlsSecret, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +250,7 @@ func TestProvisionedCertificate(t *testing.T) {
 	if again.ResourceVersion != s.ResourceVersion {
 		t.Error("the restart rewrote the Secret")
 	}
-	if got, err := servedSerial(w.addr); err != nil || got.Cmp(served) != 0 {
+	if got, err := servedSerial(w.Addr); err != nil || got.Cmp(served) != 0 {
 		t.Errorf("after the restart the served serial is %v (err %v), want %s", got, err, served)
 	}
 }
@@ -262,7 +262,7 @@ func TestManifestMatchesPodAnnotations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := manifestConfiguration(t, &framework.ControlPlane{RepoRoot: root})
+	cfg := (&framework.ControlPlane{RepoRoot: root}).ManifestWebhookConfiguration(t)
 	var found bool
 	for _, wh := range cfg.Webhooks {
 		if wh.ClientConfig.Service == nil || wh.TimeoutSeconds == nil || *wh.TimeoutSeconds > 5 {
