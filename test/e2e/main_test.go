@@ -26,8 +26,15 @@ func setup(t *testing.T) (*harness.Cluster, string) {
 	cp := framework.Shared(t)
 	c := harness.New(t, cp, harness.Options{})
 	ns := cp.NewNamespace(t, "e2e")
+	setupNetwork(t, c)
+	return c, ns
+}
+
+// setupNetwork creates the AddressPool and ExternalNetwork every test uses.
+func setupNetwork(t *testing.T, c *harness.Cluster) {
+	t.Helper()
 	ctx := context.Background()
-	j := cp.Juneau.JuneauV1alpha1()
+	j := c.CP.Juneau.JuneauV1alpha1()
 	if _, err := j.AddressPools().Create(ctx, &v1alpha1.AddressPool{
 		ObjectMeta: metav1.ObjectMeta{Name: "ext-pool"},
 		Spec:       v1alpha1.AddressPoolSpec{AdvertiseMode: v1alpha1.AdvertiseARP, Addresses: []string{"10.225.51.5-10.225.51.99"}},
@@ -40,7 +47,6 @@ func setup(t *testing.T) (*harness.Cluster, string) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return c, ns
 }
 
 func testContext(t *testing.T) context.Context {

@@ -36,6 +36,13 @@ const (
 	ClusterCIDR    = "10.244.0.0/16"
 	bridgeName     = "br-ext"
 	extIface       = "ext0"
+
+	// The far client sits behind a router on the external segment.
+	RouterIP    = "10.225.51.254"
+	FarPrefix   = "10.225.60.0/24"
+	FarRouterIP = "10.225.60.1"
+	FarClientIP = "10.225.60.2"
+	RouterMTU   = 1280
 )
 
 // Options shape a cluster.
@@ -44,6 +51,9 @@ type Options struct {
 	Nodes []string
 	// ControllerArgs are extra flags of `juneau controller`.
 	ControllerArgs []string
+	// FarClient adds a client behind a router whose far link has a small MTU
+	// (RouterMTU), for Path MTU Discovery through the NAT.
+	FarClient bool
 }
 
 // Cluster is a running simulated cluster.
@@ -53,6 +63,7 @@ type Cluster struct {
 	Dir     string
 	Ext     *netns.NS // holds the external bridge
 	Client  *netns.NS // the external client, ClientIP on eth0
+	Far     *netns.NS // with Options.FarClient: FarClientIP behind a router
 	Nodes   map[string]*Node
 	Plugins string // CNI plugin directory: ptp, host-local, juneau
 
@@ -98,8 +109,14 @@ func New(t testing.TB, cp *framework.ControlPlane, opts Options) *Cluster {
 	c.Controller = framework.StartComponent(t, "controller", append([]string{"controller",
 		"--kubeconfig=" + cp.Kubeconfig, "--leader-elect=false", "--metrics-bind-address=127.0.0.1:0",
 		"--kube-api-qps=200", "--kube-api-burst=400", "-v=2"}, opts.ControllerArgs...)...)
+	if opts.FarClient {
+		c.addFarClient()
+	}
 	for i, name := range opts.Nodes {
 		c.Nodes[name] = c.addNode(name, i)
+		if opts.FarClient {
+			c.Nodes[name].NS.Route(FarPrefix, RouterIP, extIface)
+		}
 	}
 	t.Cleanup(c.deleteClusterObjects)
 	return c
@@ -127,6 +144,25 @@ func (c *Cluster) attach(ns *netns.NS, dev, port string) {
 	c.Ext.SetMaster(port, bridgeName)
 	c.Ext.Up(port)
 	ns.Up(dev)
+}
+
+// addFarClient puts a router on the external segment and a client behind it on a link
+// with a small MTU, so the router answers DF packets with "fragmentation needed".
+func (c *Cluster) addFarClient() {
+	router := netns.New(c.t, "rtr")
+	c.attach(router, "eth0", "rtr")
+	router.Addr("eth0", RouterIP+"/24")
+	c.Far = netns.New(c.t, "far")
+	netns.Veth(router, "far0", c.Far, "eth0")
+	router.Up("far0")
+	c.Far.Up("eth0")
+	// Only the router's side is small: the far client still advertises a 1460-byte MSS,
+	// so the Pod sends full-size DF segments and must learn the path MTU.
+	router.SetMTU("far0", RouterMTU)
+	router.Addr("far0", FarRouterIP+"/24")
+	c.Far.Addr("eth0", FarClientIP+"/24")
+	c.Far.Route("0.0.0.0/0", FarRouterIP, "eth0")
+	router.Sysctl("net/ipv4/ip_forward", "1")
 }
 
 func (c *Cluster) addNode(name string, i int) *Node {
