@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -23,8 +24,13 @@ func TestMain(m *testing.M) { framework.Main(m) }
 // segment's own hosts, arp, behind ext-net.
 func setup(t *testing.T) (*harness.Cluster, string) {
 	t.Helper()
+	return setupWith(t, harness.Options{})
+}
+
+func setupWith(t *testing.T, opts harness.Options) (*harness.Cluster, string) {
+	t.Helper()
 	cp := framework.Shared(t)
-	c := harness.New(t, cp, harness.Options{})
+	c := harness.New(t, cp, opts)
 	ns := cp.NewNamespace(t, "e2e")
 	setupNetwork(t, c)
 	return c, ns
@@ -74,3 +80,5 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

@@ -54,6 +54,8 @@ type Options struct {
 	// FarClient adds a client behind a router whose far link has a small MTU
 	// (RouterMTU), for Path MTU Discovery through the NAT.
 	FarClient bool
+	// NoWebhook leaves admission out, to produce the races the webhook exists to stop.
+	NoWebhook bool
 }
 
 // Cluster is a running simulated cluster.
@@ -68,6 +70,7 @@ type Cluster struct {
 	Plugins string // CNI plugin directory: ptp, host-local, juneau
 
 	Controller *framework.Component
+	Webhook    *framework.Webhook
 }
 
 // Node is a simulated Node: a network namespace with its agent.
@@ -111,6 +114,9 @@ func New(t testing.TB, cp *framework.ControlPlane, opts Options) *Cluster {
 		"--kube-api-qps=200", "--kube-api-burst=400", "-v=2"}, opts.ControllerArgs...)...)
 	if opts.FarClient {
 		c.addFarClient()
+	}
+	if !opts.NoWebhook {
+		c.Webhook, _ = cp.StartWebhook(t, cp.Kubeconfig)
 	}
 	for i, name := range opts.Nodes {
 		c.Nodes[name] = c.addNode(name, i)

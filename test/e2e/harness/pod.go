@@ -215,22 +215,30 @@ func (p *Pod) Gone() {
 // scheduler would, and starts its network, as the kubelet would.
 func (c *Cluster) BindAndStart(namespace, name, node string) (*Pod, error) {
 	c.t.Helper()
-	n, ok := c.Nodes[node]
-	if !ok {
+	if _, ok := c.Nodes[node]; !ok {
 		return nil, fmt.Errorf("no Node %q", node)
 	}
-	ctx := context.Background()
-	pods := c.CP.Kube.CoreV1().Pods(namespace)
-	if err := pods.Bind(ctx, &corev1.Binding{
+	if err := c.CP.Kube.CoreV1().Pods(namespace).Bind(context.Background(), &corev1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
 	}, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("binding Pod %s/%s to %s: %w", namespace, name, node, err)
 	}
-	obj, err := pods.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	p := &Pod{c: c, Spec: PodSpec{Namespace: namespace, Name: name, Node: node, Annotations: obj.Annotations, Labels: obj.Labels}, Node: n, Object: obj}
+	p := c.AdoptPod(namespace, name)
 	return p, p.Start()
+}
+
+// AdoptPod wraps a Pod made elsewhere (kubectl, say) and already bound to a Node, so the
+// harness can start its network.
+func (c *Cluster) AdoptPod(namespace, name string) *Pod {
+	c.t.Helper()
+	obj, err := c.CP.Kube.CoreV1().Pods(namespace).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	n, ok := c.Nodes[obj.Spec.NodeName]
+	if !ok {
+		c.t.Fatalf("Pod %s/%s is on unknown Node %q", namespace, name, obj.Spec.NodeName)
+	}
+	return &Pod{c: c, Spec: PodSpec{Namespace: namespace, Name: name, Node: n.Name, Annotations: obj.Annotations, Labels: obj.Labels}, Node: n, Object: obj}
 }
