@@ -89,4 +89,3 @@ spec:
 		t.Errorf("an attachment on an ElasticIP a Pod carries: err=%v stderr=%q, want a rejection naming direct.eth0", r.Err, r.Stderr)
 	}
 }
-
