@@ -40,6 +40,9 @@ type controllerOptions struct {
 	retryPeriod    time.Duration
 	orphanGrace    time.Duration
 	resync         time.Duration
+	// statefulKinds are workload kinds ("group/Kind") whose Pods keep their automatic
+	// ElasticIP when re-created under the same name, besides apps/StatefulSet.
+	statefulKinds []string
 }
 
 func newControllerCommand(common *commonOptions) *cobra.Command {
@@ -61,6 +64,8 @@ func newControllerCommand(common *commonOptions) *cobra.Command {
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew")
 	fs.DurationVar(&o.orphanGrace, "orphan-claim-grace", elasticip.DefaultOrphanGrace, "how long a claim whose consumer is gone stays before it is deleted")
 	fs.DurationVar(&o.resync, "resync-period", 10*time.Minute, "informer resync period")
+	fs.StringSliceVar(&o.statefulKinds, "stateful-workload-kinds", nil,
+		"workload kinds (group/Kind, e.g. apps.kruise.io/StatefulSet) whose Pods keep their automatic ElasticIP when re-created under the same name, besides apps/StatefulSet")
 	return cmd
 }
 
@@ -92,6 +97,9 @@ func (o *controllerOptions) run(ctx context.Context) error {
 	if !o.leaderElect {
 		return runControllers(ctx)
 	}
+	// A standby replica is healthy and ready too: it only waits for the Lease. Were it
+	// not ready, a rolling update of the Deployment would stall on it.
+	health.setReady()
 	return o.runElected(ctx, kube, runControllers)
 }
 
