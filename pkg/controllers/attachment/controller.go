@@ -82,20 +82,15 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 	if err := indexes.Add(c.attInf, Indexes...); err != nil {
 		return nil, err
 	}
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		handler  cache.ResourceEventHandler
-	}{
+	synced, err := loop.Register([]loop.Watch{
 		{c.attInf, c.loop.Handler()},
-		{inf.ElasticIPs.Informer(), loop.Funcs(c.onElasticIP)},
-		{inf.NetworkInterfaces.Informer(), loop.Funcs(c.onNIC)},
+		{Informer: inf.ElasticIPs.Informer(), Handler: loop.Funcs(c.onElasticIP)},
+		{Informer: inf.NetworkInterfaces.Informer(), Handler: loop.Funcs(c.onNIC)},
+	})
+	if err != nil {
+		return nil, err
 	}
-	for _, h := range handlers {
-		if _, err := h.informer.AddEventHandler(h.handler); err != nil {
-			return nil, fmt.Errorf("adding event handler: %w", err)
-		}
-		c.synced = append(c.synced, h.informer.HasSynced)
-	}
+	c.synced = synced
 	return c, nil
 }
 

@@ -2,7 +2,6 @@ package elasticip
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
 	"sync"
 	"time"
@@ -107,24 +106,19 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 			return nil, err
 		}
 	}
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		handler  cache.ResourceEventHandler
-	}{
-		{inf.ElasticIPs.Informer(), c.eipLoop.Handler()},
-		{inf.Claims.Informer(), c.claimHandler()},
-		{inf.Pools.Informer(), loop.Funcs(func(any) { c.enqueueAll() })},
-		{inf.Networks.Informer(), loop.Funcs(func(any) { c.enqueueAll() })},
-		{inf.Attachments.Informer(), loop.Funcs(c.onAttachment)},
-		{inf.NetworkInterfaces.Informer(), loop.Funcs(c.onNIC)},
-		{inf.Advertisements.Informer(), loop.Funcs(c.onAdvertisement)},
+	synced, err := loop.Register([]loop.Watch{
+		{Informer: inf.ElasticIPs.Informer(), Handler: c.eipLoop.Handler()},
+		{Informer: inf.Claims.Informer(), Handler: c.claimHandler()},
+		{Informer: inf.Pools.Informer(), Handler: loop.Funcs(func(any) { c.enqueueAll() })},
+		{Informer: inf.Networks.Informer(), Handler: loop.Funcs(func(any) { c.enqueueAll() })},
+		{Informer: inf.Attachments.Informer(), Handler: loop.Funcs(c.onAttachment)},
+		{Informer: inf.NetworkInterfaces.Informer(), Handler: loop.Funcs(c.onNIC)},
+		{Informer: inf.Advertisements.Informer(), Handler: loop.Funcs(c.onAdvertisement)},
+	})
+	if err != nil {
+		return nil, err
 	}
-	for _, h := range handlers {
-		if _, err := h.informer.AddEventHandler(h.handler); err != nil {
-			return nil, fmt.Errorf("adding event handler: %w", err)
-		}
-		c.synced = append(c.synced, h.informer.HasSynced)
-	}
+	c.synced = synced
 	return c, nil
 }
 

@@ -150,3 +150,22 @@ func (l *Loop) handleErr(ctx context.Context, key string, err error) {
 	l.queue.Forget(key)
 	utilruntime.HandleErrorWithContext(ctx, err, "Dropping key out of the queue", "key", key)
 }
+
+// Watch pairs an informer with the handler that maps its events to keys.
+type Watch struct {
+	Informer cache.SharedIndexInformer
+	Handler  cache.ResourceEventHandler
+}
+
+// Register adds every handler to its informer and returns the informers' HasSynced
+// functions for Run.
+func Register(watches []Watch) ([]cache.InformerSynced, error) {
+	synced := make([]cache.InformerSynced, 0, len(watches))
+	for _, w := range watches {
+		if _, err := w.Informer.AddEventHandler(w.Handler); err != nil {
+			return nil, fmt.Errorf("adding event handler: %w", err)
+		}
+		synced = append(synced, w.Informer.HasSynced)
+	}
+	return synced, nil
+}

@@ -71,21 +71,16 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		pools:    inf.Pools.Lister(),
 	}
 	c.loop = loop.New(ControllerName, c.sync, opts.Errors)
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		handler  cache.ResourceEventHandler
-	}{
+	synced, err := loop.Register([]loop.Watch{
 		// Every network event wakes all networks: adding or removing a pool from one
 		// can change which network owns a pool named twice.
-		{inf.Networks.Informer(), loop.Funcs(func(any) { c.enqueueNaming("") })},
-		{inf.Pools.Informer(), loop.Funcs(c.onPool)},
+		{Informer: inf.Networks.Informer(), Handler: loop.Funcs(func(any) { c.enqueueNaming("") })},
+		{Informer: inf.Pools.Informer(), Handler: loop.Funcs(c.onPool)},
+	})
+	if err != nil {
+		return nil, err
 	}
-	for _, h := range handlers {
-		if _, err := h.informer.AddEventHandler(h.handler); err != nil {
-			return nil, fmt.Errorf("adding event handler: %w", err)
-		}
-		c.synced = append(c.synced, h.informer.HasSynced)
-	}
+	c.synced = synced
 	return c, nil
 }
 

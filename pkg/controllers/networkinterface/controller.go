@@ -15,7 +15,6 @@ package networkinterface
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -91,20 +90,15 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 	if err := indexes.Add(c.nicInf, Indexes...); err != nil {
 		return nil, err
 	}
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		handler  cache.ResourceEventHandler
-	}{
-		{inf.Pods.Informer(), c.loop.Handler()},
+	synced, err := loop.Register([]loop.Watch{
+		{Informer: inf.Pods.Informer(), Handler: c.loop.Handler()},
 		{c.nicInf, loop.Funcs(c.onNIC)},
-		{inf.ElasticIPs.Informer(), loop.Funcs(c.onElasticIP)},
+		{Informer: inf.ElasticIPs.Informer(), Handler: loop.Funcs(c.onElasticIP)},
+	})
+	if err != nil {
+		return nil, err
 	}
-	for _, h := range handlers {
-		if _, err := h.informer.AddEventHandler(h.handler); err != nil {
-			return nil, fmt.Errorf("adding event handler: %w", err)
-		}
-		c.synced = append(c.synced, h.informer.HasSynced)
-	}
+	c.synced = synced
 	return c, nil
 }
 

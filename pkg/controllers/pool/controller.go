@@ -93,20 +93,15 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 			return nil, fmt.Errorf("registering AddressPool metrics: %w", err)
 		}
 	}
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		handler  cache.ResourceEventHandler
-	}{
-		{inf.Pools.Informer(), c.loop.Handler()},
+	synced, err := loop.Register([]loop.Watch{
+		{Informer: inf.Pools.Informer(), Handler: c.loop.Handler()},
 		{c.claimInf, loop.Funcs(c.onClaim)},
-		{inf.Nodes.Informer(), c.nodeHandler()},
+		{Informer: inf.Nodes.Informer(), Handler: c.nodeHandler()},
+	})
+	if err != nil {
+		return nil, err
 	}
-	for _, h := range handlers {
-		if _, err := h.informer.AddEventHandler(h.handler); err != nil {
-			return nil, fmt.Errorf("adding event handler: %w", err)
-		}
-		c.synced = append(c.synced, h.informer.HasSynced)
-	}
+	c.synced = synced
 	return c, nil
 }
 
