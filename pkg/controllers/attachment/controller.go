@@ -83,7 +83,7 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		return nil, err
 	}
 	synced, err := loop.Register([]loop.Watch{
-		{c.attInf, c.loop.Handler()},
+		{Informer: c.attInf, Handler: c.loop.Handler()},
 		{Informer: inf.ElasticIPs.Informer(), Handler: loop.Funcs(c.onElasticIP)},
 		{Informer: inf.NetworkInterfaces.Informer(), Handler: loop.Funcs(c.onNIC)},
 	})

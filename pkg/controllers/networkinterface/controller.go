@@ -92,7 +92,7 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 	}
 	synced, err := loop.Register([]loop.Watch{
 		{Informer: inf.Pods.Informer(), Handler: c.loop.Handler()},
-		{c.nicInf, loop.Funcs(c.onNIC)},
+		{Informer: c.nicInf, Handler: loop.Funcs(c.onNIC)},
 		{Informer: inf.ElasticIPs.Informer(), Handler: loop.Funcs(c.onElasticIP)},
 	})
 	if err != nil {

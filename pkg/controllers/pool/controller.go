@@ -95,7 +95,7 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 	}
 	synced, err := loop.Register([]loop.Watch{
 		{Informer: inf.Pools.Informer(), Handler: c.loop.Handler()},
-		{c.claimInf, loop.Funcs(c.onClaim)},
+		{Informer: c.claimInf, Handler: loop.Funcs(c.onClaim)},
 		{Informer: inf.Nodes.Informer(), Handler: c.nodeHandler()},
 	})
 	if err != nil {
