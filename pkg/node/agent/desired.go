@@ -47,7 +47,7 @@ type Desired struct {
 // Compute is the node agent's one decision, a pure function of its inputs:
 //   - NAT for every ElasticIPAttachment that is Attached and Ready on this Node (the
 //     ElasticIP controller alone decided it uses the address);
-//   - ARP answers for every ARPAdvertisement naming this Node;
+//   - ARP answers for every ARPAdvertisement naming this Node whose address it serves;
 //   - never translated: Pod CIDRs (flags and Node spec.podCIDRs), ServiceCIDRs and
 //     every Node address.
 func Compute(in Inputs) Desired {
@@ -62,12 +62,21 @@ func Compute(in Inputs) Desired {
 	}
 	slices.SortFunc(d.NAT.Mappings, func(a, b nft.Mapping) int { return a.ElasticIP.Compare(b.ElasticIP) })
 	d.NAT.Direct = directNICs(in)
+	// Answer ARP only for addresses this Node can deliver now (a NAT mapping or a direct
+	// NIC's host route): answering earlier would draw traffic into a black hole.
+	served := map[netip.Addr]bool{}
+	for _, m := range d.NAT.Mappings {
+		served[m.ElasticIP] = true
+	}
+	for _, n := range d.NAT.Direct {
+		served[n.Address] = true
+	}
 	for _, ad := range in.Advertisements {
 		if ad.Spec.NodeName != in.NodeName || ad.DeletionTimestamp != nil {
 			continue
 		}
 		addr, err := netip.ParseAddr(ad.Spec.Address)
-		if err != nil || !addr.Is4() {
+		if err != nil || !addr.Is4() || !served[addr] {
 			continue
 		}
 		d.ARP = append(d.ARP, addr)

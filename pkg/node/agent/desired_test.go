@@ -44,6 +44,8 @@ func TestCompute(t *testing.T) {
 			{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-b"}, Spec: v1alpha1.ARPAdvertisementSpec{Address: "10.225.51.6", NodeName: "node-a"}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-a"}, Spec: v1alpha1.ARPAdvertisementSpec{Address: "10.225.51.5", NodeName: "node-a"}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-x"}, Spec: v1alpha1.ARPAdvertisementSpec{Address: "10.225.51.8", NodeName: "node-b"}},
+			// Named here but not deliverable yet (its attachment is Pending): no answer.
+			{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-pending"}, Spec: v1alpha1.ARPAdvertisementSpec{Address: "10.225.51.7", NodeName: "node-a"}},
 		},
 		Nodes: []*corev1.Node{{
 			ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
