@@ -5,18 +5,20 @@ import (
 	"fmt"
 
 	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/loutres/juneau/pkg/controllers/attachment"
 	"github.com/loutres/juneau/pkg/controllers/network"
 	"github.com/loutres/juneau/pkg/controllers/networkinterface"
+	"github.com/loutres/juneau/pkg/controllers/podeip"
 	"github.com/loutres/juneau/pkg/controllers/pool"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
 )
 
 // otherControllers builds the controllers beside the ElasticIP controller: Pod NICs,
-// attachment status, pool and network status.
+// attachment status, pool and network status, automatic per-Pod ElasticIPs.
 func (o *controllerOptions) otherControllers(juneau versioned.Interface,
 	kubeInf kubeinformers.SharedInformerFactory, juneauInf juneauinformers.SharedInformerFactory,
 	recorder record.EventRecorder, reg registerer) ([]func(context.Context, int), error) {
@@ -43,5 +45,36 @@ func (o *controllerOptions) otherControllers(juneau versioned.Interface,
 	if err != nil {
 		return nil, fmt.Errorf("externalnetwork controller: %w", err)
 	}
-	return []func(context.Context, int){nic.Run, att.Run, pools.Run, nets.Run}, nil
+	podEIP, err := o.podEIPController(juneau, kubeInf, juneauInf, recorder)
+	if err != nil {
+		return nil, err
+	}
+	return []func(context.Context, int){nic.Run, att.Run, pools.Run, nets.Run, podEIP.Run}, nil
+}
+
+// podEIPController builds the automatic per-Pod ElasticIP controller. It writes Pod
+// annotations, so it gets a Kubernetes client of its own from the same configuration.
+func (o *controllerOptions) podEIPController(juneau versioned.Interface, kubeInf kubeinformers.SharedInformerFactory,
+	juneauInf juneauinformers.SharedInformerFactory, recorder record.EventRecorder) (*podeip.Controller, error) {
+	kinds, err := podeip.ParseWorkloadKinds(o.statefulKinds)
+	if err != nil {
+		return nil, fmt.Errorf("--stateful-workload-kinds: %w", err)
+	}
+	cfg, err := o.common.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	j := juneauInf.Juneau().V1alpha1()
+	c, err := podeip.NewController(kube, juneau, podeip.Informers{
+		Pods: kubeInf.Core().V1().Pods(), ElasticIPs: j.ElasticIPs(), Attachments: j.ElasticIPAttachments(),
+		NetworkInterfaces: j.NetworkInterfaces(), Networks: j.ExternalNetworks(),
+	}, recorder, podeip.Options{StatefulKinds: kinds})
+	if err != nil {
+		return nil, fmt.Errorf("podeip controller: %w", err)
+	}
+	return c, nil
 }

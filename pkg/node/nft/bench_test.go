@@ -83,3 +83,56 @@ func BenchmarkSyncOneAdded(b *testing.B) {
 		i++
 	}
 }
+
+// limitedBenchState is benchState with every ElasticIP limited.
+func limitedBenchState(n int) DesiredState {
+	s := benchState(n)
+	for i := range s.Mappings {
+		s.Mappings[i].BandwidthMbps = int32(1 + i%1000)
+	}
+	return s
+}
+
+// BenchmarkSync10kLimited programs 10,000 limited mappings into an empty
+// namespace: BenchmarkSync10k plus 20,000 limit chains with one rule each and
+// 20,000 verdict map elements, in one transaction.
+func BenchmarkSync10kLimited(b *testing.B) {
+	ns := netns.New(b, "bench")
+	ctx := context.Background()
+	state := limitedBenchState(10000)
+	for b.Loop() {
+		b.StopTimer()
+		if err := NewProgrammer(Options{NetNS: ns.FD()}).Remove(ctx); err != nil {
+			b.Fatal(err)
+		}
+		p := NewProgrammer(Options{NetNS: ns.FD()})
+		b.StartTimer()
+		if err := p.Sync(ctx, state); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSyncOneLimitChange changes the limit of one ElasticIP among
+// 10,000 limited ones: its two chains get a new rule each.
+func BenchmarkSyncOneLimitChange(b *testing.B) {
+	ns := netns.New(b, "bench")
+	ctx := context.Background()
+	state := limitedBenchState(10000)
+	p := NewProgrammer(Options{NetNS: ns.FD()})
+	if err := p.Sync(ctx, state); err != nil {
+		b.Fatal(err)
+	}
+	i := 0
+	for b.Loop() {
+		j := i % len(state.Mappings)
+		state.Mappings[j].BandwidthMbps = state.Mappings[j].BandwidthMbps%MaxBandwidthMbps + 1
+		if err := p.Sync(ctx, state); err != nil {
+			b.Fatal(err)
+		}
+		if st := p.LastSync(); st.Full || st.LimitsChanged != 1 {
+			b.Fatalf("not an incremental one-limit sync: %+v", st)
+		}
+		i++
+	}
+}

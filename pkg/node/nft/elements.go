@@ -77,6 +77,9 @@ func encodedSize(e nftables.SetElement) int {
 	if e.IntervalEnd {
 		size += 8
 	}
+	if v := e.VerdictData; v != nil { // nested data, nested verdict, code, chain name
+		size += 4 + 4 + 8 + 4 + align4(len(v.Chain)+1)
+	}
 	return size
 }
 

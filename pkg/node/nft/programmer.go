@@ -19,11 +19,22 @@ import (
 
 // Socket buffer sizes for the netlink socket. A whole batch goes out in one
 // sendmsg, which the kernel refuses when it exceeds the send buffer: 10,000
-// mappings make about 1.5 MB. The receive side holds one ack per message.
+// mappings make about 1.5 MB, 10,000 limited ones about 8 MB. The receive
+// side must hold one ack per message at once, because the kernel sends them
+// all when the batch is done; an ack takes about 1.25 KiB of the buffer
+// (measured: 8 MiB, which the kernel doubles, holds about 13,500). Element
+// messages are few (chunked), but every limit chain and its rule is a message
+// of its own, so a batch writing n of them asks for n KiB more (2 KiB each
+// once doubled).
 const (
 	sendBufferBytes    = 64 << 20
 	receiveBufferBytes = 8 << 20
+	ackBytes           = 1 << 10
 )
+
+// receiveBufferFor sizes the receive buffer of a batch with limitMessages
+// chain and rule messages.
+func receiveBufferFor(limitMessages int) int { return receiveBufferBytes + limitMessages*ackBytes }
 
 // Options configure a Programmer.
 type Options struct {
@@ -45,21 +56,27 @@ type SyncStats struct {
 	// state; DirectRemoved and DirectAdded count those written element by
 	// element.
 	Direct, DirectRemoved, DirectAdded int
-	Duration                           time.Duration
+	// Limited is the number of ElasticIPs with a bandwidth limit in the
+	// applied state; LimitsRemoved, LimitsAdded and LimitsChanged count the
+	// ElasticIPs whose limit chains were deleted, created or given a new rate.
+	Limited, LimitsRemoved, LimitsAdded, LimitsChanged int
+	Duration                                           time.Duration
 }
 
 // Programmer applies DesiredStates to the kernel. The first Sync, and the one
 // after any failure or Invalidate, replaces the whole table in one
-// transaction; later ones change only the map elements that differ, so a
-// change to one mapping leaves every other element untouched. A new
+// transaction; later ones change only the map elements that differ (and the
+// limit chains of ElasticIPs whose bandwidth limit changed), so a change to
+// one mapping leaves every other element and limit untouched. A new
 // Programmer (e.g. after an agent restart) takes over an existing table with
 // the same atomic replacement, so packets never meet a missing rule.
 //
 // Methods are safe for concurrent use.
 type Programmer struct {
 	opts Options
-	// dial opens a netlink connection; tests replace it to record messages.
-	dial func() (*nftables.Conn, error)
+	// dial opens a netlink connection whose receive buffer holds
+	// receiveBuffer bytes of acks; tests replace it to record messages.
+	dial func(receiveBuffer int) (*nftables.Conn, error)
 
 	mu      sync.Mutex
 	applied *state // nil: the next Sync rebuilds everything
@@ -69,8 +86,10 @@ type Programmer struct {
 // NewProgrammer returns a Programmer. It opens nothing until Sync.
 func NewProgrammer(opts Options) *Programmer {
 	p := &Programmer{opts: opts}
-	p.dial = func() (*nftables.Conn, error) {
-		return nftables.New(nftables.WithNetNSFd(p.opts.NetNS), nftables.WithSockOptions(raiseBuffers))
+	p.dial = func(receiveBuffer int) (*nftables.Conn, error) {
+		return nftables.New(nftables.WithNetNSFd(p.opts.NetNS), nftables.WithSockOptions(func(c *mnl.Conn) error {
+			return setBuffers(c, sendBufferBytes, receiveBuffer)
+		}))
 	}
 	return p
 }
@@ -96,7 +115,7 @@ func (p *Programmer) Sync(ctx context.Context, desired DesiredState) error {
 		err   error
 	)
 	switch {
-	case p.applied != nil && p.applied.sameConfig(want) && p.applied.sameMappings(want) && p.applied.sameDirect(want):
+	case p.applied != nil && p.applied.sameConfig(want) && p.applied.sameMappings(want) && p.applied.sameDirect(want) && p.applied.sameLimits(want):
 		stats.Skipped = true
 	case p.applied != nil && p.applied.sameConfig(want):
 		stats, err = p.syncElements(want)
@@ -105,6 +124,7 @@ func (p *Programmer) Sync(ctx context.Context, desired DesiredState) error {
 	}
 	stats.Mappings = len(want.eip2vpc)
 	stats.Direct = len(want.directOf)
+	stats.Limited = len(want.limits)
 	stats.Duration = time.Since(start)
 	p.last = stats
 	if err != nil {
@@ -133,7 +153,7 @@ func (p *Programmer) LastSync() SyncStats {
 // syncFull deletes and recreates the table with all its elements in a single
 // transaction: packets see either the old table or the new one, never none.
 func (p *Programmer) syncFull(want *state) (SyncStats, error) {
-	c, err := p.dial()
+	c, err := p.dial(receiveBufferFor(4 * len(want.limits)))
 	if err != nil {
 		return SyncStats{}, fmt.Errorf("netlink: %w", err)
 	}
@@ -165,6 +185,8 @@ func (p *Programmer) syncFull(want *state) (SyncStats, error) {
 	byset := groupBySet(rs.sets, mappings, false)
 	ifaces, pairs := want.direct()
 	addDirect(byset, rs.sets, ifaces, pairs)
+	// After the chains: a verdict map element must name an existing chain.
+	limitElements(byset, rs.sets, sortedKeys(want.limits), limitSources(want.limitSrc), false)
 	for _, s := range rs.sets.dynamic() {
 		if err := addChunked(c, s, byset[s]); err != nil {
 			return SyncStats{}, err
@@ -173,15 +195,19 @@ func (p *Programmer) syncFull(want *state) (SyncStats, error) {
 	if err := c.Flush(); err != nil {
 		return SyncStats{}, fmt.Errorf("replace table %s: %w", TableName, err)
 	}
-	return SyncStats{Full: true, Added: len(mappings), DirectAdded: len(pairs)}, nil
+	return SyncStats{Full: true, Added: len(mappings), DirectAdded: len(pairs), LimitsAdded: len(want.limits)}, nil
 }
 
 // syncElements deletes stale and adds new map and set elements in one
-// transaction.
+// transaction, together with the limit chains of the ElasticIPs whose
+// limit changed: stale elements first, then the chains, then new elements
+// (an element may only name a chain that exists, a chain may only be
+// deleted once nothing jumps to it).
 func (p *Programmer) syncElements(want *state) (SyncStats, error) {
 	removed, added := diffMappings(p.applied.eip2vpc, want.eip2vpc)
 	direct := diffDirect(p.applied, want)
-	c, err := p.dial()
+	limits := diffLimits(p.applied, want)
+	c, err := p.dial(receiveBufferFor(4 * (len(limits.removed) + len(limits.added) + len(limits.changed))))
 	if err != nil {
 		return SyncStats{}, fmt.Errorf("netlink: %w", err)
 	}
@@ -190,12 +216,17 @@ func (p *Programmer) syncElements(want *state) (SyncStats, error) {
 	add := groupBySet(sets, added, false)
 	addDirect(del, sets, direct.removedIfaces, direct.removedPairs)
 	addDirect(add, sets, direct.addedIfaces, direct.addedPairs)
+	limitElements(del, sets, limits.removed, limits.removedSrc, true)
+	limitElements(add, sets, limits.added, limits.addedSrc, false)
 	for _, s := range sets.dynamic() {
 		for _, part := range chunk(del[s]) {
 			if err := c.SetDeleteElements(s, part); err != nil {
 				return SyncStats{}, fmt.Errorf("delete from %s: %w", s.Name, err)
 			}
 		}
+	}
+	writeLimitChains(c, sets, want, limits)
+	for _, s := range sets.dynamic() {
 		if err := addChunked(c, s, add[s]); err != nil {
 			return SyncStats{}, err
 		}
@@ -206,6 +237,7 @@ func (p *Programmer) syncElements(want *state) (SyncStats, error) {
 	return SyncStats{
 		Removed: len(removed), Added: len(added),
 		DirectRemoved: len(direct.removedPairs), DirectAdded: len(direct.addedPairs),
+		LimitsRemoved: len(limits.removed), LimitsAdded: len(limits.added), LimitsChanged: len(limits.changed),
 	}, nil
 }
 
@@ -227,7 +259,7 @@ func (p *Programmer) Remove(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.applied = nil
-	c, err := p.dial()
+	c, err := p.dial(receiveBufferBytes)
 	if err != nil {
 		return fmt.Errorf("netlink: %w", err)
 	}
@@ -250,7 +282,7 @@ func (p *Programmer) KernelMappings(ctx context.Context) ([]Mapping, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c, err := p.dial()
+	c, err := p.dial(receiveBufferBytes)
 	if err != nil {
 		return nil, fmt.Errorf("netlink: %w", err)
 	}
@@ -276,21 +308,24 @@ func (p *Programmer) KernelMappings(ctx context.Context) ([]Mapping, error) {
 	return out, nil
 }
 
-// raiseBuffers enlarges the netlink socket buffers. The *FORCE options ignore
-// the rmem_max/wmem_max caps (the agent has CAP_NET_ADMIN); without the
+// raiseBuffers enlarges the netlink socket buffers for ordinary batches.
+func raiseBuffers(c *mnl.Conn) error { return setBuffers(c, sendBufferBytes, receiveBufferBytes) }
+
+// setBuffers sets the netlink socket buffers. The *FORCE options ignore the
+// rmem_max/wmem_max caps (the agent has CAP_NET_ADMIN); without the
 // capability fall back to the capped options.
-func raiseBuffers(c *mnl.Conn) error {
+func setBuffers(c *mnl.Conn, send, receive int) error {
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return err
 	}
 	var serr error
 	cerr := raw.Control(func(fd uintptr) {
-		if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, sendBufferBytes) != nil {
-			serr = errors.Join(serr, unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF, sendBufferBytes))
+		if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, send) != nil {
+			serr = errors.Join(serr, unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF, send))
 		}
-		if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, receiveBufferBytes) != nil {
-			serr = errors.Join(serr, unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, receiveBufferBytes))
+		if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, receive) != nil {
+			serr = errors.Join(serr, unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, receive))
 		}
 	})
 	return errors.Join(cerr, serr)

@@ -21,7 +21,7 @@ type recorder struct {
 	failNext bool
 }
 
-func (r *recorder) dial() (*nftables.Conn, error) {
+func (r *recorder) dial(int) (*nftables.Conn, error) {
 	return nftables.New(nftables.WithTestDial(func(req []netlink.Message) ([]netlink.Message, error) {
 		if len(req) == 0 {
 			return nil, nil // a further receive after all acks were delivered
@@ -51,20 +51,23 @@ func newRecorded() (*Programmer, *recorder) {
 	return p, r
 }
 
+// msgNames names the nftables message types the Programmer sends.
+var msgNames = map[uint16]string{
+	unix.NFT_MSG_NEWTABLE: "newtable", unix.NFT_MSG_DELTABLE: "deltable", unix.NFT_MSG_NEWCHAIN: "newchain",
+	unix.NFT_MSG_NEWRULE: "newrule", unix.NFT_MSG_NEWSET: "newset", unix.NFT_MSG_NEWSETELEM: "newsetelem",
+	unix.NFT_MSG_DELSETELEM: "delsetelem", unix.NFNL_MSG_BATCH_BEGIN: "begin", unix.NFNL_MSG_BATCH_END: "end",
+	unix.NFT_MSG_DELCHAIN: "delchain", unix.NFT_MSG_DELRULE: "delrule",
+}
+
 // kinds counts the nftables message types in a batch, by name.
 func kinds(batch []netlink.Message) map[string]int {
-	names := map[uint16]string{
-		unix.NFT_MSG_NEWTABLE: "newtable", unix.NFT_MSG_DELTABLE: "deltable", unix.NFT_MSG_NEWCHAIN: "newchain",
-		unix.NFT_MSG_NEWRULE: "newrule", unix.NFT_MSG_NEWSET: "newset", unix.NFT_MSG_NEWSETELEM: "newsetelem",
-		unix.NFT_MSG_DELSETELEM: "delsetelem", unix.NFNL_MSG_BATCH_BEGIN: "begin", unix.NFNL_MSG_BATCH_END: "end",
-	}
 	out := map[string]int{}
 	for _, m := range batch {
 		t := uint16(m.Header.Type)
 		if t>>8 == unix.NFNL_SUBSYS_NFTABLES {
 			t &= 0xff
 		}
-		name, ok := names[t]
+		name, ok := msgNames[t]
 		if !ok {
 			name = fmt.Sprintf("type%#x", uint16(m.Header.Type))
 		}
@@ -124,7 +127,7 @@ func TestFirstSyncIsOneTransaction(t *testing.T) {
 		t.Fatalf("%d batches, want 1", len(r.batches))
 	}
 	k := kinds(r.batches[0])
-	if k["begin"] != 1 || k["end"] != 1 || k["newtable"] != 2 || k["deltable"] != 1 || k["newset"] != 8 || k["newchain"] != 6 {
+	if k["begin"] != 1 || k["end"] != 1 || k["newtable"] != 2 || k["deltable"] != 1 || k["newset"] != 10 || k["newchain"] != 6 {
 		t.Errorf("batch = %v", k)
 	}
 	elems := 0
@@ -252,14 +255,18 @@ func manyDirect(n int) []DirectNIC {
 	return out
 }
 
-// setElems is the content of one set element message: its set and keys.
+// setElems is the content of one set element message: its set, keys and,
+// for a verdict map, the chains the elements jump to.
 type setElems struct {
-	del  bool
-	set  string
-	keys []string
+	del    bool
+	set    string
+	keys   []string
+	chains []string
 }
 
-func (s setElems) String() string { return fmt.Sprintf("{del=%v %s %q}", s.del, s.set, s.keys) }
+func (s setElems) String() string {
+	return fmt.Sprintf("{del=%v %s %q %q}", s.del, s.set, s.keys, s.chains)
+}
 
 // elementMessages decodes the element messages of a batch.
 func elementMessages(t *testing.T, batch []netlink.Message) []setElems {
@@ -284,10 +291,20 @@ func elementMessages(t *testing.T, batch []netlink.Message) []setElems {
 					for elems.Next() {
 						elems.Nested(func(el *netlink.AttributeDecoder) error {
 							for el.Next() {
-								if el.Type()&^unix.NLA_F_NESTED == unix.NFTA_SET_ELEM_KEY {
+								switch el.Type() &^ unix.NLA_F_NESTED {
+								case unix.NFTA_SET_ELEM_KEY:
 									el.Nested(func(k *netlink.AttributeDecoder) error {
 										for k.Next() {
 											se.keys = append(se.keys, string(bytes.TrimRight(k.Bytes(), "\x00")))
+										}
+										return nil
+									})
+								case unix.NFTA_SET_ELEM_DATA:
+									el.Nested(func(d *netlink.AttributeDecoder) error {
+										for d.Next() {
+											if d.Type()&^unix.NLA_F_NESTED == unix.NFTA_DATA_VERDICT {
+												se.chains = append(se.chains, verdictChain(d))
+											}
 										}
 										return nil
 									})
@@ -388,7 +405,21 @@ func TestOneDirectChangeTouchesOnlyItsElements(t *testing.T) {
 	if err := p.Sync(context.Background(), st); err != nil {
 		t.Fatal(err)
 	}
-	if k := kinds(r.batches[len(r.batches)-1]); k["deltable"] != 1 || k["newset"] != 8 {
+	if k := kinds(r.batches[len(r.batches)-1]); k["deltable"] != 1 || k["newset"] != 10 {
 		t.Errorf("sync after Invalidate = %v, want the whole table in one transaction", k)
 	}
+}
+
+// verdictChain returns the chain of an NFTA_DATA_VERDICT attribute.
+func verdictChain(d *netlink.AttributeDecoder) string {
+	var chain string
+	d.Nested(func(v *netlink.AttributeDecoder) error {
+		for v.Next() {
+			if v.Type() == unix.NFTA_VERDICT_CHAIN {
+				chain = v.String()
+			}
+		}
+		return nil
+	})
+	return chain
 }

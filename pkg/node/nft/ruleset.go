@@ -38,6 +38,12 @@ const (
 	// address" pairs); anything else from them is dropped.
 	SetDirectIfaces  = "direct_ifaces"
 	SetDirectAllowed = "direct_allowed"
+	// MapLimitIn maps a limited ElasticIP (as destination) to a jump to its
+	// inbound limit chain; MapLimitOut maps the source address of its
+	// outbound traffic (the Pod IP for NAT, the ElasticIP of a direct NIC)
+	// to a jump to its outbound limit chain. See LimitChainNames.
+	MapLimitIn  = "bw_in"
+	MapLimitOut = "bw_out"
 )
 
 // Hook priorities. Prerouting runs at raw (-300): after defragmentation
@@ -89,9 +95,12 @@ const (
 	// storage as reg0..reg3, so a name in regName followed by an address in
 	// reg4 is the key "ifname . ipv4_addr" of a concatenated set.
 	regName = unix.NFT_REG_1
+	// regVerdict receives the verdict of a verdict map lookup.
+	regVerdict = unix.NFT_REG_VERDICT
 )
 
-// ruleset is the fixed part of the table: everything except map elements.
+// ruleset is the table without the elements of its dynamic sets: the fixed
+// chains and rules, plus the limit chains of the limited ElasticIPs.
 type ruleset struct {
 	table  *nftables.Table
 	sets   setsOf
@@ -107,10 +116,11 @@ type setsOf struct {
 	eip2vpc, vpc2eip, eip2vpcQuoted, vpc2eipQuoted *nftables.Set
 	cluster, icmpErrors                            *nftables.Set
 	directIfaces, directAllowed                    *nftables.Set
+	limitIn, limitOut                              *nftables.Set
 }
 
 func (s setsOf) all() []*nftables.Set {
-	return append(s.maps(), s.cluster, s.icmpErrors, s.directIfaces, s.directAllowed)
+	return append(s.maps(), s.cluster, s.icmpErrors, s.directIfaces, s.directAllowed, s.limitIn, s.limitOut)
 }
 
 func (s setsOf) maps() []*nftables.Set {
@@ -118,9 +128,9 @@ func (s setsOf) maps() []*nftables.Set {
 }
 
 // dynamic are the sets whose elements follow the desired state, element by
-// element: the NAT maps and the anti-spoofing sets.
+// element: the NAT maps, the anti-spoofing sets and the limit verdict maps.
 func (s setsOf) dynamic() []*nftables.Set {
-	return append(s.maps(), s.directIfaces, s.directAllowed)
+	return append(s.maps(), s.directIfaces, s.directAllowed, s.limitIn, s.limitOut)
 }
 
 func newTable() *nftables.Table {
@@ -160,6 +170,8 @@ func newSets(t *nftables.Table) setsOf {
 			Table: t, ID: 8, Name: SetDirectAllowed, Concatenation: true,
 			KeyType: nftables.MustConcatSetType(nftables.TypeIFName, nftables.TypeIPAddr),
 		},
+		limitIn:  &nftables.Set{Table: t, ID: 9, Name: MapLimitIn, IsMap: true, KeyType: nftables.TypeIPAddr, DataType: nftables.TypeVerdict},
+		limitOut: &nftables.Set{Table: t, ID: 10, Name: MapLimitOut, IsMap: true, KeyType: nftables.TypeIPAddr, DataType: nftables.TypeVerdict},
 	}
 }
 
@@ -194,33 +206,37 @@ func buildRuleset(s *state) *ruleset {
 			rs.rules = append(rs.rules, &nftables.Rule{Table: t, Chain: c, Exprs: e})
 		}
 	}
-	add(pre, preroutingRules(sets)...)
+	add(pre, preroutingRules(sets, s.iface)...)
 	add(dnat, dnatRules(sets)...)
 	add(dnatErr, quoteRules(sets.eip2vpcQuoted, offIPDst, offQuoteSrc)...)
 	add(post, postroutingRules(sets, s.iface)...)
 	add(snat, snatRules(sets)...)
 	add(snatErr, quoteRules(sets.vpc2eipQuoted, offIPSrc, offQuoteDst)...)
+	rs.addLimitChains(s)
 	return rs
 }
 
 // preroutingRules: a direct NIC's traffic with a source not its own is
-// dropped first, before conntrack and before any translation; traffic to an
-// ElasticIP is translated (chain dnat); a translated Pod's traffic to outside
-// the cluster is kept out of conntrack, so the primary CNI's masquerade and
-// kube-proxy never see it.
-func preroutingRules(s setsOf) [][]expr.Any {
-	return [][]expr.Any{
+// dropped first, before conntrack and before any translation; then limited
+// ElasticIPs' traffic with the outside goes through their limit chains
+// (still addressed to and from the ElasticIP, or the Pod IP for NAT
+// outbound); traffic to an ElasticIP is translated (chain dnat); a
+// translated Pod's traffic to outside the cluster is kept out of conntrack,
+// so the primary CNI's masquerade and kube-proxy never see it.
+func preroutingRules(s setsOf, iface string) [][]expr.Any {
+	antiSpoofing := []expr.Any{
 		// iifname @direct_ifaces iifname . ip saddr != @direct_allowed counter drop
-		{
-			&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: regName}, in(s.directIfaces, regName),
-			loadNH(offIPSrc, reg4), notIn(s.directAllowed, regName),
-			&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop},
-		},
+		&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: regName}, in(s.directIfaces, regName),
+		loadNH(offIPSrc, reg4), notIn(s.directAllowed, regName),
+		&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop},
+	}
+	rules := append([][]expr.Any{antiSpoofing}, limitBaseRules(s, iface)...)
+	return append(rules, [][]expr.Any{
 		// ip daddr @eip2vpc goto dnat
 		{loadNH(offIPDst, reg0), in(s.eip2vpc, reg0), gotoChain(ChainDNAT)},
 		// ip saddr @vpc2eip ip daddr != @cluster_cidrs notrack
 		{loadNH(offIPSrc, reg0), in(s.vpc2eip, reg0), loadNH(offIPDst, reg1), notIn(s.cluster, reg1), &expr.Notrack{}},
-	}
+	}...)
 }
 
 // dnatRules rewrite the destination ElasticIP to the Pod IP, fixing the IP

@@ -77,6 +77,11 @@ func TestPreroutingRules(t *testing.T) {
 			&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: unix.NFT_REG32_04, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
 			&expr.Lookup{SourceRegister: unix.NFT_REG_1, SetName: SetDirectAllowed, SetID: s.directAllowed.ID, Invert: true},
 			&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}},
+		// Limits see the addresses before any translation; a miss continues.
+		{loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: unix.NFT_REG_VERDICT, IsDestRegSet: true, SetName: MapLimitIn, SetID: s.limitIn.ID}},
+		{&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: unix.NFT_REG_1},
+			&expr.Cmp{Op: expr.CmpOpNeq, Register: unix.NFT_REG_1, Data: append([]byte("ext0"), make([]byte, 12)...)},
+			loadNH(12, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: unix.NFT_REG_VERDICT, IsDestRegSet: true, SetName: MapLimitOut, SetID: s.limitOut.ID}},
 		{loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapEIP2VPC, SetID: s.eip2vpc.ID},
 			&expr.Verdict{Kind: expr.VerdictGoto, Chain: ChainDNAT}},
 		{loadNH(12, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapVPC2EIP, SetID: s.vpc2eip.ID},

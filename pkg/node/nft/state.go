@@ -13,9 +13,15 @@ import (
 type Mapping struct {
 	ElasticIP netip.Addr
 	PodIP     netip.Addr
+	// BandwidthMbps limits the ElasticIP's traffic with the outside (not
+	// the cluster ranges), in Mbit/s, separately in each direction; 0 means
+	// unlimited. See MaxBandwidthMbps.
+	BandwidthMbps int32
 }
 
-func (m Mapping) String() string { return m.ElasticIP.String() + "<->" + m.PodIP.String() }
+func (m Mapping) String() string {
+	return m.ElasticIP.String() + "<->" + m.PodIP.String() + bandwidthSuffix(m.BandwidthMbps)
+}
 
 // Config is the node-wide part of the desired state. A change to it rebuilds
 // the whole table; mappings change element by element.
@@ -37,9 +43,15 @@ type Config struct {
 type DirectNIC struct {
 	HostInterface string
 	Address       netip.Addr
+	// BandwidthMbps limits the traffic between Address and the outside (not
+	// the cluster ranges), in Mbit/s, separately in each direction; 0 means
+	// unlimited. Set it on the entry of the ElasticIP, not of the Pod IP.
+	BandwidthMbps int32
 }
 
-func (d DirectNIC) String() string { return d.HostInterface + "/" + d.Address.String() }
+func (d DirectNIC) String() string {
+	return d.HostInterface + "/" + d.Address.String() + bandwidthSuffix(d.BandwidthMbps)
+}
 
 // DesiredState is everything the datapath should translate on this node.
 type DesiredState struct {
@@ -71,6 +83,12 @@ type state struct {
 	// source addresses with the one interface each may enter through.
 	directIfaces map[string]struct{}
 	directOf     map[netip.Addr]string
+	// limits holds the limit in Mbit/s of every limited ElasticIP;
+	// limitSrc maps the source address its outbound traffic carries when it
+	// enters the node (the Pod IP for NAT, the ElasticIP itself for a direct
+	// NIC) to that ElasticIP.
+	limits   map[netip.Addr]int32
+	limitSrc map[netip.Addr]netip.Addr
 }
 
 // normalize validates a DesiredState. A bad Config is fatal (nil state). A
@@ -89,12 +107,18 @@ func normalize(d DesiredState) (*state, error) {
 	eipOf := make(map[netip.Addr]netip.Addr, len(d.Mappings))
 	morePods := map[netip.Addr][]netip.Addr{}
 	moreEIPs := map[netip.Addr][]netip.Addr{}
+	bw := newBandwidths(len(d.Mappings))
 	for _, m := range d.Mappings {
 		eip, pod := m.ElasticIP.Unmap(), m.PodIP.Unmap()
 		if !usable(eip) || !usable(pod) || eip == pod {
 			errs = append(errs, fmt.Errorf("%v: addresses must be distinct IPv4 unicast addresses", m))
 			continue
 		}
+		if !validBandwidth(m.BandwidthMbps) {
+			errs = append(errs, fmt.Errorf("%v: %w", m, errBandwidth))
+			continue
+		}
+		bw.add(eip, m.BandwidthMbps)
 		if p, ok := podOf[eip]; !ok {
 			podOf[eip] = pod
 		} else if p != pod && !slices.Contains(morePods[eip], pod) {
@@ -114,7 +138,7 @@ func normalize(d DesiredState) (*state, error) {
 	}
 	for eip, pod := range podOf {
 		_, eipIsPod := eipOf[eip]
-		if len(morePods[eip]) == 0 && len(moreEIPs[pod]) == 0 && !eipIsPod {
+		if len(morePods[eip]) == 0 && len(moreEIPs[pod]) == 0 && !eipIsPod && !bw.clash[eip] {
 			s.eip2vpc[eip] = pod
 			s.vpc2eip[pod] = eip
 		}
@@ -134,7 +158,10 @@ func normalize(d DesiredState) (*state, error) {
 	for _, a := range sortedAddrs(both) {
 		errs = append(errs, fmt.Errorf("%v used both as ElasticIP and as Pod IP", a))
 	}
-	s.directIfaces, s.directOf, errs = normalizeDirect(d.Direct, errs)
+	errs = append(errs, bw.clashErrors("ElasticIP")...)
+	var directBW map[netip.Addr]int32
+	s.directIfaces, s.directOf, directBW, errs = normalizeDirect(d.Direct, errs)
+	errs = s.setLimits(bw.of, directBW, errs)
 	if len(errs) > 0 {
 		return s, fmt.Errorf("%w: %w", ErrInvalidMapping, errors.Join(errs...))
 	}
@@ -145,10 +172,12 @@ func normalize(d DesiredState) (*state, error) {
 // to errs. An address listed for two interfaces is allowed on neither. It
 // fails closed: an interface stays filtered even when all its entries are
 // left out, so a bad entry can never turn anti-spoofing off for a NIC.
-func normalizeDirect(in []DirectNIC, errs []error) (map[string]struct{}, map[netip.Addr]string, []error) {
+// It also returns the bandwidth limit of every address it keeps.
+func normalizeDirect(in []DirectNIC, errs []error) (map[string]struct{}, map[netip.Addr]string, map[netip.Addr]int32, []error) {
 	ifaces := map[string]struct{}{}
 	ifaceOf := make(map[netip.Addr]string, len(in))
 	more := map[netip.Addr][]string{}
+	bw := newBandwidths(0)
 	for _, d := range in {
 		if d.HostInterface == "" || len(d.HostInterface) > maxIfNameLen {
 			errs = append(errs, fmt.Errorf("direct NIC %v: host interface name %q", d, d.HostInterface))
@@ -160,6 +189,11 @@ func normalizeDirect(in []DirectNIC, errs []error) (map[string]struct{}, map[net
 			errs = append(errs, fmt.Errorf("direct NIC %v: address must be an IPv4 unicast address", d))
 			continue
 		}
+		if !validBandwidth(d.BandwidthMbps) {
+			errs = append(errs, fmt.Errorf("direct NIC %v: %w", d, errBandwidth))
+			continue
+		}
+		bw.add(a, d.BandwidthMbps)
 		if i, ok := ifaceOf[a]; !ok {
 			ifaceOf[a] = d.HostInterface
 		} else if i != d.HostInterface && !slices.Contains(more[a], d.HostInterface) {
@@ -172,7 +206,16 @@ func normalizeDirect(in []DirectNIC, errs []error) (map[string]struct{}, map[net
 		errs = append(errs, fmt.Errorf("address %v listed for several direct NICs %q", a, names))
 		delete(ifaceOf, a)
 	}
-	return ifaces, ifaceOf, errs
+	errs = append(errs, bw.clashErrors("direct NIC address")...)
+	for a := range bw.clash {
+		delete(ifaceOf, a)
+	}
+	for a := range bw.of {
+		if _, ok := ifaceOf[a]; !ok {
+			delete(bw.of, a)
+		}
+	}
+	return ifaces, ifaceOf, bw.of, errs
 }
 
 func sortedAddrs(a []netip.Addr) []netip.Addr {
@@ -197,6 +240,11 @@ func (s *state) sameConfig(o *state) bool {
 // sameMappings reports whether two states hold the same map elements.
 func (s *state) sameMappings(o *state) bool {
 	return maps.Equal(s.eip2vpc, o.eip2vpc)
+}
+
+// sameLimits reports whether two states limit the same ElasticIPs alike.
+func (s *state) sameLimits(o *state) bool {
+	return maps.Equal(s.limits, o.limits) && maps.Equal(s.limitSrc, o.limitSrc)
 }
 
 // sameDirect reports whether two states hold the same anti-spoofing elements.

@@ -1,0 +1,212 @@
+package podeip
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+)
+
+const testNS = "ns"
+
+var t0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+
+// newPod is a running, scheduled Pod with a Pod IP and the given annotations.
+func newPod(name string, ann map[string]string, mods ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: types.UID("uid-" + name), Annotations: ann},
+		Spec:       corev1.PodSpec{NodeName: "node-a"},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.244.1.5"},
+	}
+	for _, m := range mods {
+		m(p)
+	}
+	return p
+}
+
+func withUID(uid string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.UID = types.UID(uid) }
+}
+
+func ownedBy(apiVersion, kind string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: "web", UID: "uid-owner", Controller: ptr.To(true)}}
+	}
+}
+
+func phase(ph corev1.PodPhase) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Status.Phase = ph }
+}
+
+func terminating(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0} }
+
+func auto(kv ...string) map[string]string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
+}
+
+// withEIP asks for an automatic ElasticIP from network (empty: the default).
+func withEIP(network string, kv ...string) map[string]string {
+	m := auto(kv...)
+	m[v1alpha1.AnnotationPodWithEIP] = "true"
+	if network != "" {
+		m[v1alpha1.AnnotationEIPExternalNetwork] = network
+	}
+	return m
+}
+
+// ownEIP is the automatic ElasticIP of pod, as the controller makes it for a Follow
+// strategy (owner: the Pod), or with another strategy (no owner).
+func ownEIP(pod *corev1.Pod, strategy string, mods ...func(*v1alpha1.ElasticIP)) *v1alpha1.ElasticIP {
+	e := &v1alpha1.ElasticIP{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: pod.Name, Namespace: testNS, UID: types.UID("eip-uid-" + pod.Name), ResourceVersion: "1",
+			Labels:      map[string]string{v1alpha1.LabelPod: pod.Name},
+			Annotations: map[string]string{v1alpha1.AnnotationReleaseStrategy: strategy},
+		},
+		Spec: v1alpha1.ElasticIPSpec{ExternalNetwork: "ext-net"},
+	}
+	if strategy == v1alpha1.ReleaseFollow {
+		e.OwnerReferences = []metav1.OwnerReference{podOwnerRef(pod)}
+	}
+	for _, m := range mods {
+		m(e)
+	}
+	return e
+}
+
+func userEIP(name string, mods ...func(*v1alpha1.ElasticIP)) *v1alpha1.ElasticIP {
+	e := &v1alpha1.ElasticIP{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: types.UID("eip-uid-" + name), ResourceVersion: "1"},
+		Spec:       v1alpha1.ElasticIPSpec{ExternalNetwork: "ext-net"},
+	}
+	for _, m := range mods {
+		m(e)
+	}
+	return e
+}
+
+func address(a string) func(*v1alpha1.ElasticIP) {
+	return func(e *v1alpha1.ElasticIP) { e.Status.Address = a }
+}
+
+func goneSince(v string) func(*v1alpha1.ElasticIP) {
+	return func(e *v1alpha1.ElasticIP) { e.Annotations[v1alpha1.AnnotationPodGoneSince] = v }
+}
+
+func eipDeleting(e *v1alpha1.ElasticIP) { e.DeletionTimestamp = &metav1.Time{Time: t0} }
+
+// ownAttachment is the attachment the controller makes for pod.
+func ownAttachment(pod *corev1.Pod, eip string) *v1alpha1.ElasticIPAttachment {
+	return &v1alpha1.ElasticIPAttachment{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: pod.Name, Namespace: testNS, UID: types.UID("att-uid-" + pod.Name),
+			Labels:          map[string]string{v1alpha1.LabelPod: pod.Name},
+			OwnerReferences: []metav1.OwnerReference{podOwnerRef(pod)},
+		},
+		Spec: v1alpha1.ElasticIPAttachmentSpec{
+			ElasticIPRef: v1alpha1.ElasticIPReference{Name: eip},
+			TargetRef:    v1alpha1.AttachmentTarget{NetworkInterfaceName: pod.Name + ".eth0"},
+		},
+	}
+}
+
+func userAttachment(name, eip, nic string) *v1alpha1.ElasticIPAttachment {
+	return &v1alpha1.ElasticIPAttachment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: types.UID("att-uid-" + name)},
+		Spec: v1alpha1.ElasticIPAttachmentSpec{
+			ElasticIPRef: v1alpha1.ElasticIPReference{Name: eip},
+			TargetRef:    v1alpha1.AttachmentTarget{NetworkInterfaceName: nic},
+		},
+	}
+}
+
+func nicOf(pod *corev1.Pod) *v1alpha1.NetworkInterface {
+	return &v1alpha1.NetworkInterface{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name + ".eth0", Namespace: testNS, UID: types.UID("nic-uid-" + pod.Name)},
+		Spec: v1alpha1.NetworkInterfaceSpec{
+			PodRef:   v1alpha1.PodReference{Name: pod.Name, UID: string(pod.UID), Interface: "eth0"},
+			NodeName: pod.Spec.NodeName,
+		},
+	}
+}
+
+func network(name string, isDefault bool) *v1alpha1.ExternalNetwork {
+	n := &v1alpha1.ExternalNetwork{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       v1alpha1.ExternalNetworkSpec{Type: v1alpha1.AdvertiseARP, AddressPools: []string{name + "-pool"}},
+	}
+	if isDefault {
+		n.Annotations = map[string]string{v1alpha1.AnnotationDefaultNetwork: "true"}
+	}
+	return n
+}
+
+// summary describes a plan as sorted lines, so table tests read as what happens.
+func summary(p plan) []string {
+	var out []string
+	if e := p.CreateEIP; e != nil {
+		out = append(out, fmt.Sprintf("create eip %s network=%s %s", e.Name, e.Spec.ExternalNetwork, eipMeta(e)))
+	}
+	if e := p.UpdateEIP; e != nil {
+		out = append(out, fmt.Sprintf("update eip %s %s", e.Name, eipMeta(e)))
+	}
+	if e := p.DeleteEIP; e != nil {
+		out = append(out, "delete eip "+e.Name)
+	}
+	if a := p.CreateAttachment; a != nil {
+		out = append(out, fmt.Sprintf("create attachment %s eip=%s nic=%s label=%s owner=%s", a.Name,
+			a.Spec.ElasticIPRef.Name, a.Spec.TargetRef.NetworkInterfaceName, a.Labels[v1alpha1.LabelPod], owner(a.OwnerReferences)))
+	}
+	if a := p.DeleteAttachment; a != nil {
+		out = append(out, "delete attachment "+a.Name)
+	}
+	if p.Annotations != nil {
+		n, a := p.Annotations[v1alpha1.AnnotationAllocatedEIPName], p.Annotations[v1alpha1.AnnotationAllocatedEIPAddr]
+		if n == nil || a == nil {
+			out = append(out, "remove annotations")
+		} else {
+			out = append(out, fmt.Sprintf("annotate %s %s", *n, *a))
+		}
+	}
+	if p.RequeueAfter != 0 {
+		out = append(out, "requeue "+p.RequeueAfter.String())
+	}
+	for _, pr := range p.Problems {
+		out = append(out, "problem "+pr.Reason)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func eipMeta(e *v1alpha1.ElasticIP) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "label=%s strategy=%s owner=%s", e.Labels[v1alpha1.LabelPod],
+		e.Annotations[v1alpha1.AnnotationReleaseStrategy], owner(e.OwnerReferences))
+	if e.Spec.BandwidthMbps != nil {
+		fmt.Fprintf(&b, " bw=%d", *e.Spec.BandwidthMbps)
+	}
+	if g, ok := e.Annotations[v1alpha1.AnnotationPodGoneSince]; ok {
+		fmt.Fprintf(&b, " gone=%s", g)
+	}
+	return b.String()
+}
+
+func owner(refs []metav1.OwnerReference) string {
+	for _, r := range refs {
+		if r.Kind == "Pod" {
+			return string(r.UID)
+		}
+	}
+	return "-"
+}

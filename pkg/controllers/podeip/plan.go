@@ -1,0 +1,270 @@
+package podeip
+
+import (
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+)
+
+// inputs is everything the plan for one Pod key depends on, read from the caches.
+type inputs struct {
+	Namespace, Name string
+	// Pod is nil when it is gone.
+	Pod   *corev1.Pod
+	State podState
+	// Auto is the Pod's request; meaningful when State is podActive.
+	Auto     annotations.AutoEIP
+	Stateful bool
+	// OwnEIP is the ElasticIP named after the Pod, whoever made it.
+	OwnEIP *v1alpha1.ElasticIP
+	// NamedEIP is the ElasticIP the Pod names in pod-eip-name, when it exists.
+	NamedEIP *v1alpha1.ElasticIP
+	// Attachment is the ElasticIPAttachment named after the Pod, whoever made it.
+	Attachment *v1alpha1.ElasticIPAttachment
+	// NIC is the Pod's "<pod>.eth0".
+	NIC *v1alpha1.NetworkInterface
+	// Blockers are the other active attachments of OwnEIP: they keep it from being
+	// deleted (the webhook refuses).
+	Blockers []string
+	// Networks are the ExternalNetworks; read only when an ElasticIP is to be created.
+	Networks []*v1alpha1.ExternalNetwork
+	Now      time.Time
+}
+
+// plan is what one sync writes. Objects are fresh or deep copies.
+type plan struct {
+	CreateEIP        *v1alpha1.ElasticIP
+	UpdateEIP        *v1alpha1.ElasticIP
+	DeleteEIP        *v1alpha1.ElasticIP
+	CreateAttachment *v1alpha1.ElasticIPAttachment
+	DeleteAttachment *v1alpha1.ElasticIPAttachment
+	// Annotations patches the Pod: the allocated-eip-* values, nil to remove one.
+	Annotations map[string]*string
+	// ReleaseStrategy is the strategy applied to a released or kept ElasticIP, for Events.
+	ReleaseStrategy string
+	// RequeueAfter is when a delayed release falls due.
+	RequeueAfter time.Duration
+	Problems     []problem
+}
+
+// planPod decides what should exist for one Pod key: the ElasticIP named after the Pod
+// (pod-with-eip), the ElasticIPAttachment named after the Pod targeting "<pod>.eth0",
+// and the annotations written back on the Pod. Objects without the Pod's label are the
+// user's: they are reported, never changed. Creation happens one step at a time (the
+// attachment once the ElasticIP and the NIC are in the cache), deletion too (the
+// ElasticIP once no attachment of ours references it), so each step is level-triggered
+// from the caches.
+func planPod(in inputs) plan {
+	var p plan
+	if in.State == podHolding {
+		return p
+	}
+	target, usable := in.Name, p.planOwnEIP(in)
+	if in.State == podActive && in.Auto.ElasticIPName != "" {
+		target, usable = in.Auto.ElasticIPName, p.namedUsable(in)
+	}
+	p.planAttachment(in, target, usable)
+	p.planAnnotations(in, usable)
+	return p
+}
+
+// planOwnEIP handles the ElasticIP named after the Pod. It returns the ElasticIP when it
+// can be attached now.
+func (p *plan) planOwnEIP(in inputs) *v1alpha1.ElasticIP {
+	eip := in.OwnEIP
+	wants := in.State == podActive && in.Auto.Enabled
+	switch {
+	case eip == nil:
+		if wants {
+			p.createEIP(in)
+		}
+		return nil
+	case !labelledFor(eip, in.Name):
+		if wants {
+			p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: EventElasticIPNameTaken, Message: fmt.Sprintf(
+				"ElasticIP %q exists and was not made for this Pod (it lacks the label %s=%s); it is not taken over: delete or rename it",
+				eip.Name, v1alpha1.LabelPod, in.Name)})
+		}
+		return nil
+	case eip.DeletionTimestamp != nil:
+		return nil
+	case wants && ownedByEarlierPod(eip, in.Pod):
+		// A Follow ElasticIP of an earlier Pod of this name: released with that Pod.
+		p.release(in, releaseDecision{Action: releaseNow}, v1alpha1.ReleaseFollow)
+		return nil
+	case wants:
+		if want := desiredOwnEIP(in); !equality.Semantic.DeepEqual(want, eip) {
+			p.UpdateEIP = want
+		}
+		return eip
+	case in.State == podActive && in.Auto.ElasticIPName == eip.Name:
+		return eip // the Pod names its own ElasticIP: in use
+	}
+	recorded := eip.Annotations[v1alpha1.AnnotationReleaseStrategy]
+	p.release(in, decideRelease(recorded, eip.Annotations[v1alpha1.AnnotationPodGoneSince], in.Now), recorded)
+	return nil
+}
+
+// release applies a release decision to the Pod's own ElasticIP.
+func (p *plan) release(in inputs, d releaseDecision, strategy string) {
+	eip := in.OwnEIP
+	p.ReleaseStrategy = strategy
+	switch d.Action {
+	case releaseNever:
+		return
+	case releaseLater:
+		if d.Mark != "" {
+			p.UpdateEIP = eip.DeepCopy()
+			if p.UpdateEIP.Annotations == nil {
+				p.UpdateEIP.Annotations = map[string]string{}
+			}
+			p.UpdateEIP.Annotations[v1alpha1.AnnotationPodGoneSince] = d.Mark
+		}
+		p.RequeueAfter = d.At.Sub(in.Now)
+		return
+	}
+	if a := in.Attachment; a != nil && labelledFor(a, in.Name) && a.Spec.ElasticIPRef.Name == eip.Name {
+		return // our attachment goes first; its deletion brings us back
+	}
+	if len(in.Blockers) > 0 {
+		p.Problems = append(p.Problems, problem{Object: eip, Reason: EventReleaseBlocked, Message: fmt.Sprintf(
+			"ElasticIP %q is due for release but ElasticIPAttachments %s still reference it", eip.Name, quoteAll(in.Blockers))})
+		return
+	}
+	p.DeleteEIP = eip
+}
+
+// createEIP plans the Pod's ElasticIP, or reports why the network is unknown.
+func (p *plan) createEIP(in inputs) {
+	network, prob := chooseNetwork(in.Pod, in.Auto.ExternalNetwork, in.Networks)
+	if prob != nil {
+		p.Problems = append(p.Problems, *prob)
+		return
+	}
+	eip := &v1alpha1.ElasticIP{
+		ObjectMeta: metav1.ObjectMeta{Name: in.Name, Namespace: in.Namespace},
+		Spec:       v1alpha1.ElasticIPSpec{ExternalNetwork: network},
+	}
+	p.CreateEIP = applyOwnMeta(eip, in)
+}
+
+// desiredOwnEIP is the Pod's ElasticIP with the metadata and bandwidth the Pod asks for
+// now; the gone-since mark is cleared, since the Pod is here.
+func desiredOwnEIP(in inputs) *v1alpha1.ElasticIP {
+	return applyOwnMeta(in.OwnEIP.DeepCopy(), in)
+}
+
+func applyOwnMeta(eip *v1alpha1.ElasticIP, in inputs) *v1alpha1.ElasticIP {
+	rs := in.Auto.EffectiveRelease(in.Stateful)
+	eip.Labels = withEntry(eip.Labels, v1alpha1.LabelPod, in.Name)
+	eip.Annotations = withEntry(eip.Annotations, v1alpha1.AnnotationReleaseStrategy, formatRelease(rs))
+	delete(eip.Annotations, v1alpha1.AnnotationPodGoneSince)
+	// Only a Follow ElasticIP belongs to this very Pod; one that outlives it must not be
+	// collected with it, nor be mistaken for an earlier Pod's by the next one.
+	var owner *corev1.Pod
+	if rs.Kind == annotations.ReleaseFollow {
+		owner = in.Pod
+	}
+	eip.OwnerReferences = withPodOwner(eip.OwnerReferences, in.Name, owner)
+	eip.Spec.BandwidthMbps = in.Auto.BandwidthMbps
+	return eip
+}
+
+func withEntry(m map[string]string, k, v string) map[string]string {
+	out := maps.Clone(m)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[k] = v
+	return out
+}
+
+// namedUsable returns the ElasticIP named in pod-eip-name when it can be attached, and
+// reports why not otherwise.
+func (p *plan) namedUsable(in inputs) *v1alpha1.ElasticIP {
+	name := in.Auto.ElasticIPName
+	switch eip := in.NamedEIP; {
+	case eip == nil:
+		p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: EventElasticIPNotFound, Message: fmt.Sprintf(
+			"ElasticIP %q named by the Pod's annotations does not exist in namespace %q; waiting for it", name, in.Namespace)})
+	case eip.DeletionTimestamp != nil:
+		p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: EventElasticIPNotFound, Message: fmt.Sprintf(
+			"ElasticIP %q named by the Pod's annotations is being deleted", name)})
+	default:
+		return eip
+	}
+	return nil
+}
+
+// planAttachment keeps the attachment named after the Pod: created while the Pod is
+// active, once the ElasticIP and the Pod's own "<pod>.eth0" are there; deleted when the
+// Pod leaves, or when it was made for an earlier Pod or for another ElasticIP (its spec
+// is immutable, so it is made again).
+func (p *plan) planAttachment(in inputs, target string, eip *v1alpha1.ElasticIP) {
+	active := in.State == podActive
+	nicName := v1alpha1.NetworkInterfaceName(in.Name, v1alpha1.DefaultInterface)
+	if a := in.Attachment; a != nil {
+		switch {
+		case !labelledFor(a, in.Name):
+			if active {
+				p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: EventAttachmentNameTaken, Message: fmt.Sprintf(
+					"ElasticIPAttachment %q exists and was not made for this Pod (it lacks the label %s=%s); it is not taken over: delete or rename it",
+					a.Name, v1alpha1.LabelPod, in.Name)})
+			}
+		case a.DeletionTimestamp != nil:
+		case !active, ownedByEarlierPod(a, in.Pod), a.Spec.ElasticIPRef.Name != target,
+			a.Spec.TargetRef.NetworkInterfaceName != nicName:
+			p.DeleteAttachment = a
+		}
+		return
+	}
+	nic := in.NIC
+	if !active || eip == nil || nic == nil || nic.DeletionTimestamp != nil || nic.Spec.PodRef.UID != string(in.Pod.UID) {
+		return
+	}
+	p.CreateAttachment = &v1alpha1.ElasticIPAttachment{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: in.Name, Namespace: in.Namespace,
+			Labels:          map[string]string{v1alpha1.LabelPod: in.Name},
+			OwnerReferences: []metav1.OwnerReference{podOwnerRef(in.Pod)},
+		},
+		Spec: v1alpha1.ElasticIPAttachmentSpec{
+			ElasticIPRef: v1alpha1.ElasticIPReference{Name: target},
+			TargetRef:    v1alpha1.AttachmentTarget{NetworkInterfaceName: nicName},
+		},
+	}
+}
+
+// planAnnotations writes back what the Pod got once its ElasticIP has an address, and
+// removes it from a running Pod that no longer asks for one.
+func (p *plan) planAnnotations(in inputs, eip *v1alpha1.ElasticIP) {
+	if in.Pod == nil {
+		return
+	}
+	have := in.Pod.Annotations
+	keys := []string{v1alpha1.AnnotationAllocatedEIPName, v1alpha1.AnnotationAllocatedEIPAddr}
+	switch {
+	case in.State == podActive && eip != nil && eip.Status.Address != "":
+		want := []string{eip.Name, eip.Status.Address}
+		for i, k := range keys {
+			if v, ok := have[k]; !ok || v != want[i] {
+				p.Annotations = map[string]*string{keys[0]: &want[0], keys[1]: &want[1]}
+				return
+			}
+		}
+	case in.State == podNotAsking:
+		for _, k := range keys {
+			if _, ok := have[k]; ok {
+				p.Annotations = map[string]*string{keys[0]: nil, keys[1]: nil}
+				return
+			}
+		}
+	}
+}

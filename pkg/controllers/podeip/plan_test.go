@@ -1,0 +1,262 @@
+package podeip
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+)
+
+// world is the content of the caches for one Pod key.
+type world struct {
+	name     string // the key's name; defaults to the Pod's
+	pod      *corev1.Pod
+	eips     []*v1alpha1.ElasticIP
+	atts     []*v1alpha1.ElasticIPAttachment
+	nics     []*v1alpha1.NetworkInterface
+	networks []*v1alpha1.ExternalNetwork
+	kinds    []schema.GroupKind
+}
+
+// inputs reads the world as Controller.read reads the caches.
+func (w world) inputs(now time.Time) inputs {
+	name := w.name
+	if name == "" {
+		name = w.pod.Name
+	}
+	in := inputs{Namespace: testNS, Name: name, Pod: w.pod, Now: now, Networks: w.networks}
+	in.State, in.Auto, _ = classify(w.pod)
+	in.Stateful = isStateful(w.pod, w.kinds)
+	find := func(n string) *v1alpha1.ElasticIP {
+		if i := slices.IndexFunc(w.eips, func(e *v1alpha1.ElasticIP) bool { return e.Name == n }); i >= 0 {
+			return w.eips[i]
+		}
+		return nil
+	}
+	in.OwnEIP = find(name)
+	if in.State == podActive && in.Auto.ElasticIPName != "" {
+		in.NamedEIP = find(in.Auto.ElasticIPName)
+	}
+	for _, a := range w.atts {
+		if a.Name == name {
+			in.Attachment = a
+		}
+		if in.OwnEIP != nil && a.Spec.ElasticIPRef.Name == name && a.DeletionTimestamp == nil && !(a.Name == name && labelledFor(a, name)) {
+			in.Blockers = append(in.Blockers, a.Name)
+		}
+	}
+	for _, n := range w.nics {
+		if w.pod != nil && n.Name == name+".eth0" {
+			in.NIC = n
+		}
+	}
+	return in
+}
+
+func TestPlanPod(t *testing.T) {
+	web := newPod("web", withEIP("ext-net"))
+	webDefault := newPod("web", withEIP(""))
+	webBW := newPod("web", withEIP("ext-net", v1alpha1.AnnotationEIPBandwidth, "50"))
+	webNever := newPod("web", withEIP("ext-net", v1alpha1.AnnotationReleaseStrategy, "Never"))
+	webAlias := newPod("web", auto(v1alpha1.AliasPodWithEIP, "true", v1alpha1.AliasEIPBandwidth, "5"))
+	web2 := newPod("web", withEIP("ext-net"), withUID("uid-web-2"))
+	sts := newPod("db-0", withEIP("ext-net"), ownedBy("apps/v1", "StatefulSet"))
+	named := newPod("app", auto(v1alpha1.AnnotationPodEIPName, "shared"))
+	namedAlias := newPod("app", auto(v1alpha1.AliasPodEIPInstance, "shared"))
+	plain := newPod("web", nil)
+	mark := t0.Add(-5 * time.Minute).Format(time.RFC3339)
+	oldMark := t0.Add(-11 * time.Minute).Format(time.RFC3339)
+	nets := []*v1alpha1.ExternalNetwork{network("ext-net", false), network("dflt", true)}
+
+	tests := []struct {
+		name string
+		w    world
+		want []string
+	}{
+		// Allocation.
+		{name: "new Pod: ElasticIP from the named network", w: world{pod: web, networks: nets},
+			want: []string{"create eip web network=ext-net label=web strategy=Follow owner=uid-web"}},
+		{name: "new Pod: ElasticIP from the default network", w: world{pod: webDefault, networks: nets},
+			want: []string{"create eip web network=dflt label=web strategy=Follow owner=uid-web"}},
+		{name: "bandwidth", w: world{pod: webBW, networks: nets},
+			want: []string{"create eip web network=ext-net label=web strategy=Follow owner=uid-web bw=50"}},
+		{name: "alias annotations only", w: world{pod: webAlias, networks: nets},
+			want: []string{"create eip web network=dflt label=web strategy=Follow owner=uid-web bw=5"}},
+		{name: "Never: no owner", w: world{pod: webNever, networks: nets},
+			want: []string{"create eip web network=ext-net label=web strategy=Never owner=-"}},
+		{name: "StatefulSet: 10m, no owner", w: world{pod: sts, networks: nets},
+			want: []string{"create eip db-0 network=ext-net label=db-0 strategy=10m0s owner=-"}},
+		{name: "named network missing", w: world{pod: web, networks: nets[1:]},
+			want: []string{"problem " + EventExternalNetworkNotFound}},
+		{name: "no default network", w: world{pod: webDefault, networks: nets[:1]},
+			want: []string{"problem " + EventNoDefaultNetwork}},
+		{name: "two default networks", w: world{pod: webDefault, networks: append(nets, network("other", true))},
+			want: []string{"problem " + EventAmbiguousDefaultNetwork}},
+
+		// Attachment and write-back.
+		{name: "ElasticIP there, NIC missing: wait", w: world{pod: web, eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}}},
+		{name: "ElasticIP and NIC there: attach", w: world{pod: web, eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}, nics: []*v1alpha1.NetworkInterface{nicOf(web)}},
+			want: []string{"create attachment web eip=web nic=web.eth0 label=web owner=uid-web"}},
+		{name: "NIC of an earlier Pod: wait", w: world{pod: web2, eips: []*v1alpha1.ElasticIP{ownEIP(web2, "Follow")}, nics: []*v1alpha1.NetworkInterface{nicOf(web)}}},
+		{name: "address: write back", w: world{pod: web, eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow", address("10.225.51.5"))},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}, nics: []*v1alpha1.NetworkInterface{nicOf(web)}},
+			want: []string{"annotate web 10.225.51.5"}},
+		{name: "written back already: nothing", w: world{
+			pod:  newPod("web", withEIP("ext-net", v1alpha1.AnnotationAllocatedEIPName, "web", v1alpha1.AnnotationAllocatedEIPAddr, "10.225.51.5")),
+			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow", address("10.225.51.5"))},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}, nics: []*v1alpha1.NetworkInterface{nicOf(web)}}},
+		{name: "bandwidth changed: update", w: world{pod: webBW, eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}},
+			want: []string{"update eip web label=web strategy=Follow owner=uid-web bw=50"}},
+		{name: "strategy changed to Never: owner dropped", w: world{pod: webNever, eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}},
+			want: []string{"update eip web label=web strategy=Never owner=-"}},
+
+		// Never taking over.
+		{name: "user ElasticIP of the wanted name", w: world{pod: web, eips: []*v1alpha1.ElasticIP{userEIP("web")}, nics: []*v1alpha1.NetworkInterface{nicOf(web)}},
+			want: []string{"problem " + EventElasticIPNameTaken}},
+		{name: "ElasticIP labelled for another Pod", w: world{pod: web, eips: []*v1alpha1.ElasticIP{userEIP("web", func(e *v1alpha1.ElasticIP) {
+			e.Labels = map[string]string{v1alpha1.LabelPod: "other"}
+		})}}, want: []string{"problem " + EventElasticIPNameTaken}},
+		{name: "user attachment of the wanted name", w: world{pod: web, eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")},
+			atts: []*v1alpha1.ElasticIPAttachment{userAttachment("web", "x", "y.eth0")}, nics: []*v1alpha1.NetworkInterface{nicOf(web)}},
+			want: []string{"problem " + EventAttachmentNameTaken}},
+		{name: "user objects left alone when the Pod is gone", w: world{name: "web", eips: []*v1alpha1.ElasticIP{userEIP("web")},
+			atts: []*v1alpha1.ElasticIPAttachment{userAttachment("web", "web", "x.eth0")}}},
+
+		// Leaving.
+		{name: "gone, Follow: attachment first", w: world{name: "web", eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}}, want: []string{"delete attachment web"}},
+		{name: "gone, Follow: then the ElasticIP", w: world{name: "web", eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}},
+			want: []string{"delete eip web"}},
+		{name: "gone, Follow, another attachment holds it", w: world{name: "web", eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")},
+			atts: []*v1alpha1.ElasticIPAttachment{userAttachment("mine", "web", "x.eth0")}}, want: []string{"problem " + EventReleaseBlocked}},
+		{name: "gone, Never: kept", w: world{name: "web", eips: []*v1alpha1.ElasticIP{ownEIP(web, "Never")},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}}, want: []string{"delete attachment web"}},
+		{name: "gone, 10m: mark and wait", w: world{name: "db-0", eips: []*v1alpha1.ElasticIP{ownEIP(sts, "10m0s")},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(sts, "db-0")}},
+			want: []string{"delete attachment db-0", "requeue 10m0s", "update eip db-0 label=db-0 strategy=10m0s owner=- gone=2026-03-04T05:06:07Z"}},
+		{name: "gone, 10m, marked 5m ago: wait", w: world{name: "db-0", eips: []*v1alpha1.ElasticIP{ownEIP(sts, "10m0s", goneSince(mark))}},
+			want: []string{"requeue 5m0s"}},
+		{name: "gone, 10m, marked 11m ago: release", w: world{name: "db-0", eips: []*v1alpha1.ElasticIP{ownEIP(sts, "10m0s", goneSince(oldMark))}},
+			want: []string{"delete eip db-0"}},
+		{name: "gone, strategy unreadable: kept", w: world{name: "web", eips: []*v1alpha1.ElasticIP{ownEIP(web, "soon")}}},
+		{name: "finished: detach and release", w: world{pod: newPod("web", withEIP("ext-net"), phase(corev1.PodSucceeded)),
+			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}, atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}},
+			want: []string{"delete attachment web"}},
+		{name: "failed, no attachment: release", w: world{pod: newPod("web", withEIP("ext-net"), phase(corev1.PodFailed)),
+			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}}, want: []string{"delete eip web"}},
+		{name: "stops asking: detach, release, unannotate", w: world{
+			pod:  newPod("web", auto(v1alpha1.AnnotationAllocatedEIPName, "web", v1alpha1.AnnotationAllocatedEIPAddr, "10.225.51.5")),
+			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}, atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}},
+			want: []string{"delete attachment web", "remove annotations"}},
+		{name: "plain Pod without objects: nothing", w: world{pod: plain}},
+		{name: "terminating: everything stays", w: world{pod: newPod("web", withEIP("ext-net"), terminating),
+			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}, atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}}},
+		{name: "unreadable annotations: everything stays", w: world{pod: newPod("web", withEIP("ext-net", v1alpha1.AnnotationEIPBandwidth, "lots")),
+			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}, atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}}},
+		{name: "deleting ElasticIP: wait for it to go", w: world{pod: web, eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow", eipDeleting)},
+			nics: []*v1alpha1.NetworkInterface{nicOf(web)}, networks: nets}},
+
+		// Same name again.
+		{name: "StatefulSet Pod back: mark cleared, attached again", w: world{pod: newPod("db-0", withEIP("ext-net"), ownedBy("apps/v1", "StatefulSet"), withUID("uid-db-0-2")),
+			eips: []*v1alpha1.ElasticIP{ownEIP(sts, "10m0s", goneSince(mark))},
+			nics: []*v1alpha1.NetworkInterface{nicOf(newPod("db-0", nil, withUID("uid-db-0-2")))}},
+			want: []string{"create attachment db-0 eip=db-0 nic=db-0.eth0 label=db-0 owner=uid-db-0-2", "update eip db-0 label=db-0 strategy=10m0s owner=-"}},
+		{name: "attachment of the earlier Pod: made again", w: world{pod: web2, eips: []*v1alpha1.ElasticIP{ownEIP(web2, "Follow")},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}, nics: []*v1alpha1.NetworkInterface{nicOf(web2)}},
+			want: []string{"delete attachment web"}},
+		{name: "Follow ElasticIP of the earlier Pod: released first", w: world{pod: web2, eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}, networks: nets},
+			want: []string{"delete attachment web"}},
+		{name: "Follow ElasticIP of the earlier Pod, detached: deleted", w: world{pod: web2, eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}, networks: nets},
+			want: []string{"delete eip web"}},
+
+		// pod-eip-name.
+		{name: "named ElasticIP: attach it and write back", w: world{pod: named, eips: []*v1alpha1.ElasticIP{userEIP("shared", address("10.225.51.9"))},
+			nics: []*v1alpha1.NetworkInterface{nicOf(named)}},
+			want: []string{"annotate shared 10.225.51.9", "create attachment app eip=shared nic=app.eth0 label=app owner=uid-app"}},
+		{name: "named ElasticIP by alias", w: world{pod: namedAlias, eips: []*v1alpha1.ElasticIP{userEIP("shared")}, nics: []*v1alpha1.NetworkInterface{nicOf(named)}},
+			want: []string{"create attachment app eip=shared nic=app.eth0 label=app owner=uid-app"}},
+		{name: "named ElasticIP missing", w: world{pod: named, nics: []*v1alpha1.NetworkInterface{nicOf(named)}},
+			want: []string{"problem " + EventElasticIPNotFound}},
+		{name: "named ElasticIP deleting", w: world{pod: named, eips: []*v1alpha1.ElasticIP{userEIP("shared", eipDeleting)}, nics: []*v1alpha1.NetworkInterface{nicOf(named)}},
+			want: []string{"problem " + EventElasticIPNotFound}},
+		{name: "named Pod gone: attachment goes, ElasticIP stays", w: world{name: "app", eips: []*v1alpha1.ElasticIP{userEIP("shared")},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(named, "shared")}}, want: []string{"delete attachment app"}},
+		{name: "switched to a named ElasticIP: old attachment and own ElasticIP go", w: world{pod: newPod("web", auto(v1alpha1.AnnotationPodEIPName, "shared")),
+			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow"), userEIP("shared")}, atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")},
+			nics: []*v1alpha1.NetworkInterface{nicOf(web)}}, want: []string{"delete attachment web"}},
+		{name: "Pod names its own automatic ElasticIP: kept and attached", w: world{pod: newPod("web", auto(v1alpha1.AnnotationPodEIPName, "web")),
+			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}, nics: []*v1alpha1.NetworkInterface{nicOf(web)}},
+			want: []string{"create attachment web eip=web nic=web.eth0 label=web owner=uid-web"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := summary(planPod(tt.w.inputs(t0)))
+			want := slices.Clone(tt.want)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("plan:\n  got  %q\n  want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestPlanMessages: Warning messages name the objects, quoted, lists sorted.
+func TestPlanMessages(t *testing.T) {
+	web := newPod("web", withEIP(""))
+	tests := []struct {
+		name string
+		w    world
+		want []string
+	}{
+		{name: "name taken", w: world{pod: web, eips: []*v1alpha1.ElasticIP{userEIP("web")}},
+			want: []string{`ElasticIP "web"`, v1alpha1.LabelPod + "=web", "not taken over"}},
+		{name: "ambiguous default", w: world{pod: web, networks: []*v1alpha1.ExternalNetwork{network("b", true), network("a", true)}},
+			want: []string{`2 ExternalNetworks`, `("a", "b")`}},
+		{name: "release blocked", w: world{name: "web", eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")},
+			atts: []*v1alpha1.ElasticIPAttachment{userAttachment("z", "web", "x.eth0"), userAttachment("y", "web", "x.eth0")}},
+			want: []string{`"y", "z"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := tt.w.inputs(t0)
+			slices.Sort(in.Blockers)
+			p := planPod(in)
+			if len(p.Problems) != 1 {
+				t.Fatalf("problems = %+v, want one", p.Problems)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(p.Problems[0].Message, w) {
+					t.Errorf("message %q lacks %q", p.Problems[0].Message, w)
+				}
+			}
+		})
+	}
+}
+
+// TestPlanOwnerReferences: a user's own controller reference survives; ours is added
+// without the controller flag then, since only one controller is allowed.
+func TestPlanOwnerReferences(t *testing.T) {
+	web := newPod("web", withEIP("ext-net"))
+	other := metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Thing", Name: "t", UID: "uid-t", Controller: ptr.To(true)}
+	eip := ownEIP(web, "Never", func(e *v1alpha1.ElasticIP) { e.OwnerReferences = []metav1.OwnerReference{other} })
+	p := planPod(world{pod: web, eips: []*v1alpha1.ElasticIP{eip}}.inputs(t0))
+	if p.UpdateEIP == nil {
+		t.Fatal("no update planned")
+	}
+	refs := p.UpdateEIP.OwnerReferences
+	if len(refs) != 2 || !equality.Semantic.DeepEqual(refs[0], other) || refs[1].UID != web.UID || refs[1].Controller != nil {
+		t.Errorf("ownerReferences = %+v", refs)
+	}
+	if eip.Annotations[v1alpha1.AnnotationReleaseStrategy] != "Never" || len(eip.OwnerReferences) != 1 {
+		t.Error("the cached ElasticIP was modified")
+	}
+}
