@@ -185,6 +185,16 @@ func (a *Agent) inputs() (Inputs, error) {
 			return in, err
 		}
 	}
+	if a.listers.ElasticIPs != nil {
+		eips, err := a.listers.ElasticIPs.List(labels.Everything())
+		if err != nil {
+			return in, err
+		}
+		in.ElasticIPs = make(map[string]*v1alpha1.ElasticIP, len(eips))
+		for _, e := range eips {
+			in.ElasticIPs[e.Namespace+"/"+e.Name] = e
+		}
+	}
 	if in.Attachments, err = a.listers.Attachments.List(labels.Everything()); err != nil {
 		return in, err
 	}

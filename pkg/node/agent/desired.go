@@ -33,6 +33,8 @@ type Inputs struct {
 	// HostInterface names the Node interface routing addr to a Pod (the direct NIC's
 	// host end), if any.
 	HostInterface func(addr netip.Addr) (string, bool)
+	// ElasticIPs by "<namespace>/<name>", for their bandwidth limits.
+	ElasticIPs map[string]*v1alpha1.ElasticIP
 }
 
 // Desired is the whole datapath state of this Node.
@@ -57,6 +59,7 @@ func Compute(in Inputs) Desired {
 	}}}
 	for _, a := range in.Attachments {
 		if m, ok := mapping(in.NodeName, a); ok {
+			m.BandwidthMbps = in.bandwidth(a.Namespace, a.Spec.ElasticIPRef.Name)
 			d.NAT.Mappings = append(d.NAT.Mappings, m)
 		}
 	}
@@ -159,9 +162,17 @@ func directNICs(in Inputs) []nft.DirectNIC {
 			continue
 		}
 		if dev, ok := in.HostInterface(p.Addr()); ok {
-			out = append(out, nft.DirectNIC{HostInterface: dev, Address: p.Addr()})
+			out = append(out, nft.DirectNIC{HostInterface: dev, Address: p.Addr(), BandwidthMbps: in.bandwidth(nic.Namespace, nic.Spec.ElasticIP)})
 		}
 	}
 	slices.SortFunc(out, func(a, b nft.DirectNIC) int { return a.Address.Compare(b.Address) })
 	return out
+}
+
+// bandwidth is the ElasticIP's spec.bandwidthMbps, 0 when unlimited or unknown.
+func (in Inputs) bandwidth(namespace, name string) int32 {
+	if eip := in.ElasticIPs[namespace+"/"+name]; eip != nil && eip.Spec.BandwidthMbps != nil {
+		return *eip.Spec.BandwidthMbps
+	}
+	return 0
 }

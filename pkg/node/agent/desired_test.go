@@ -56,9 +56,12 @@ func TestCompute(t *testing.T) {
 		}},
 		ServiceCIDRs: []*networkingv1.ServiceCIDR{{Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.96.0.0/12", "fd00::/108"}}}},
 	}
+	limit := int32(5)
+	in.ElasticIPs = map[string]*v1alpha1.ElasticIP{"default/limited": {Spec: v1alpha1.ElasticIPSpec{BandwidthMbps: &limit}}}
+	in.Attachments[1].Spec.ElasticIPRef.Name = "limited" // attachment "a" → 10.225.51.5
 	d := Compute(in)
 	wantMappings := []nft.Mapping{
-		{ElasticIP: netip.MustParseAddr("10.225.51.5"), PodIP: netip.MustParseAddr("10.244.1.5")},
+		{ElasticIP: netip.MustParseAddr("10.225.51.5"), PodIP: netip.MustParseAddr("10.244.1.5"), BandwidthMbps: 5},
 		{ElasticIP: netip.MustParseAddr("10.225.51.6"), PodIP: netip.MustParseAddr("10.244.1.6")},
 	}
 	if !slices.Equal(d.NAT.Mappings, wantMappings) {

@@ -21,7 +21,7 @@ func (a *Agent) writeReadiness(ctx context.Context, in Inputs, d Desired) error 
 	if a.listers.Pods == nil || a.kube == nil {
 		return nil
 	}
-	r, err := a.readinessInputs()
+	r, err := a.readinessInputs(in)
 	if err != nil {
 		return err
 	}
@@ -36,8 +36,8 @@ func (a *Agent) writeReadiness(ctx context.Context, in Inputs, d Desired) error 
 	return nil
 }
 
-func (a *Agent) readinessInputs() (ReadinessInputs, error) {
-	r := ReadinessInputs{ElasticIPs: map[string]*v1alpha1.ElasticIP{}, Networks: map[string]*v1alpha1.ExternalNetwork{},
+func (a *Agent) readinessInputs(in Inputs) (ReadinessInputs, error) {
+	r := ReadinessInputs{ElasticIPs: in.ElasticIPs, Networks: map[string]*v1alpha1.ExternalNetwork{},
 		Routed: func(addr netip.Addr) bool {
 			if a.host == nil {
 				return false
@@ -49,16 +49,7 @@ func (a *Agent) readinessInputs() (ReadinessInputs, error) {
 	if r.Pods, err = a.listers.Pods.List(labels.Everything()); err != nil {
 		return r, err
 	}
-	if r.NICs, err = a.listers.NICs.List(labels.Everything()); err != nil {
-		return r, err
-	}
-	eips, err := a.listers.ElasticIPs.List(labels.Everything())
-	if err != nil {
-		return r, err
-	}
-	for _, e := range eips {
-		r.ElasticIPs[e.Namespace+"/"+e.Name] = e
-	}
+	r.NICs = in.NICs
 	nets, err := a.listers.Networks.List(labels.Everything())
 	if err != nil {
 		return r, err
