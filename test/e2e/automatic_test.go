@@ -140,8 +140,6 @@ spec:
 	}
 }
 
-
-
 // throughput receives on a fresh TCP listener in recv for warmup+window after the
 // first byte while send streams to addr, and returns Mbit/s of IP traffic (payload
 // scaled by 1500/1448, the IP bytes per full segment).
@@ -183,7 +181,10 @@ func throughput(t *testing.T, send, recv *netns.NS, addr string, port int) float
 		}
 	}()
 	var conn net.Conn
-	send.MustDo(func() (err error) { conn, err = net.DialTimeout("tcp4", fmt.Sprintf("%s:%d", addr, port), 5*time.Second); return err })
+	send.MustDo(func() (err error) {
+		conn, err = net.DialTimeout("tcp4", fmt.Sprintf("%s:%d", addr, port), 5*time.Second)
+		return err
+	})
 	go func() {
 		defer conn.Close()
 		_ = conn.SetWriteDeadline(time.Now().Add(warmup + window + 10*time.Second))
