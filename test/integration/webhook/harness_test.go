@@ -13,19 +13,15 @@ import (
 	"crypto/tls"
 	"fmt"
 	"math/big"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/loutres/juneau/test/e2e/framework"
 )
@@ -45,32 +41,12 @@ func testContext(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-// serviceAccountKubeconfig applies the manifest's namespace and RBAC and returns a
+// serviceAccountKubeconfig applies the manifests' namespace and RBAC and returns a
 // kubeconfig authenticating as the webhook's ServiceAccount.
 func serviceAccountKubeconfig(t *testing.T, cp *framework.ControlPlane) string {
 	t.Helper()
-	ctx := testContext(t, time.Minute)
-	for _, f := range []string{"namespace.yaml", "rbac.yaml"} {
-		if r := cp.Kubectl(ctx, "", "apply", "-f", filepath.Join(cp.RepoRoot, "manifests", "webhook", f)); r.Err != nil {
-			t.Fatal(r.Err)
-		}
-	}
-	expiry := int64(3600)
-	tok, err := cp.Kube.CoreV1().ServiceAccounts(systemNamespace).CreateToken(ctx, serviceAccount,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("token for %s: %v", serviceAccount, err)
-	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: cp.URL, CertificateAuthorityData: cp.CA.CertPEM}
-	cfg.AuthInfos["webhook"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
-	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "webhook"}
-	cfg.CurrentContext = "test"
-	path := filepath.Join(t.TempDir(), "webhook.kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	cp.ApplyRBAC(t)
+	return cp.ServiceAccountKubeconfig(t, framework.SystemNamespace, framework.WebhookServiceAccount)
 }
 
 // runningWebhook starts a webhook as its ServiceAccount with its own certificate,
