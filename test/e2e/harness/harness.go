@@ -71,6 +71,8 @@ type Cluster struct {
 
 	Controller *framework.Component
 	Webhook    *framework.Webhook
+
+	nodeKubeconfig string // the node agents' ServiceAccount
 }
 
 // Node is a simulated Node: a network namespace with its agent.
@@ -108,15 +110,19 @@ func New(t testing.TB, cp *framework.ControlPlane, opts Options) *Cluster {
 	c.attach(c.Client, "eth0", "cli")
 	c.Client.Addr("eth0", ClientIP+"/24")
 
-	// Cluster-scoped objects outlive namespaces: remove them before the controller stops.
+	// Every component runs with the credentials of its own ServiceAccount and the RBAC
+	// of manifests/, never as admin, so least privilege is exercised for real.
+	cp.ApplyRBAC(t)
+	controllerKubeconfig := cp.ServiceAccountKubeconfig(t, framework.SystemNamespace, framework.ControllerServiceAccount)
+	c.nodeKubeconfig = cp.ServiceAccountKubeconfig(t, framework.SystemNamespace, framework.NodeServiceAccount)
 	c.Controller = framework.StartComponent(t, "controller", append([]string{"controller",
-		"--kubeconfig=" + cp.Kubeconfig, "--leader-elect=false", "--metrics-bind-address=127.0.0.1:0",
+		"--kubeconfig=" + controllerKubeconfig, "--leader-elect=false", "--metrics-bind-address=127.0.0.1:0",
 		"--kube-api-qps=200", "--kube-api-burst=400", "-v=2"}, opts.ControllerArgs...)...)
 	if opts.FarClient {
 		c.addFarClient()
 	}
 	if !opts.NoWebhook {
-		c.Webhook, _ = cp.StartWebhook(t, cp.Kubeconfig)
+		c.Webhook, _ = cp.StartWebhook(t, cp.ServiceAccountKubeconfig(t, framework.SystemNamespace, framework.WebhookServiceAccount))
 	}
 	for i, name := range opts.Nodes {
 		c.Nodes[name] = c.addNode(name, i)
@@ -125,7 +131,28 @@ func New(t testing.TB, cp *framework.ControlPlane, opts Options) *Cluster {
 		}
 	}
 	t.Cleanup(c.deleteClusterObjects)
+	t.Cleanup(c.checkNothingForbidden)
 	return c
+}
+
+// checkNothingForbidden fails the test when a component was refused by RBAC: the
+// ServiceAccounts' permissions must cover everything the components do.
+func (c *Cluster) checkNothingForbidden() {
+	components := []*framework.Component{c.Controller}
+	if c.Webhook != nil {
+		components = append(components, c.Webhook.Component)
+	}
+	for _, n := range c.Nodes {
+		components = append(components, n.Agent)
+	}
+	for _, comp := range components {
+		for _, line := range strings.Split(comp.Log(), "\n") {
+			if strings.Contains(line, "is forbidden") {
+				c.t.Errorf("%s was refused by RBAC: %s", comp.Name, line)
+				break
+			}
+		}
+	}
 }
 
 // pluginDir makes a directory with the reference plugins and the juneau binary.
@@ -221,10 +248,10 @@ func (c *Cluster) registerNode(n *Node) {
 	c.t.Cleanup(func() { _ = nodes.Delete(context.Background(), n.Name, metav1.DeleteOptions{}) })
 }
 
-// kubeconfigFor writes a kubeconfig for the Node's agent reaching the API server through
-// the forwarder on the Node's loopback.
+// kubeconfigFor writes a kubeconfig for the Node's agent (its ServiceAccount) reaching
+// the API server through the forwarder on the Node's loopback.
 func (c *Cluster) kubeconfigFor(n *Node, server string) string {
-	cfg, err := clientcmd.LoadFromFile(c.CP.Kubeconfig)
+	cfg, err := clientcmd.LoadFromFile(c.nodeKubeconfig)
 	if err != nil {
 		c.t.Fatal(err)
 	}
