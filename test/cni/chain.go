@@ -126,18 +126,26 @@ func (r *Runtime) in(fn func(ctx context.Context) error) error {
 	return r.Node.Do(func() error { return fn(ctx) })
 }
 
-// Add runs ADD through the chain and returns the final result.
+// Add runs ADD through the chain and returns the final result, converted to the 1.0
+// form whatever the list's version.
 func (r *Runtime) Add(rt *libcni.RuntimeConf) (*current.Result, error) {
+	res, err := r.AddRaw(rt)
+	if err != nil {
+		return nil, err
+	}
+	return current.NewResultFromResult(res)
+}
+
+// AddRaw runs ADD through the chain and returns the final result as the runtime
+// received it, in the list's version.
+func (r *Runtime) AddRaw(rt *libcni.RuntimeConf) (cnitypes.Result, error) {
 	var res cnitypes.Result
 	err := r.in(func(ctx context.Context) error {
 		var err error
 		res, err = r.CNI.AddNetworkList(ctx, r.List, rt)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return current.NewResultFromResult(res)
+	return res, err
 }
 
 // Del runs DEL through the chain (libcni passes the cached result as prevResult).

@@ -24,26 +24,26 @@ import (
 
 // TestPrimaryNICCarriesElasticIP: eth0 names an ElasticIP. The Pod sees only the
 // ElasticIP, routes through 169.254.0.1, is reachable from the Node and from outside,
-// and DEL gives the primary plugin back what it needs for its own teardown.
+// and DEL gives the primary plugin back what it needs for its own teardown. It runs
+// with the configuration list versions primary CNIs write (kindnet, Calico and flannel
+// still write 0.3.1 or 0.4.0), as the chain must speak the list's version throughout.
 func TestPrimaryNICCarriesElasticIP(t *testing.T) {
-	f := newFixture(t, 5)
+	for _, v := range []string{"1.0.0", "0.4.0", "0.3.1"} {
+		t.Run("cniVersion="+v, func(t *testing.T) { testPrimaryNICCarriesElasticIP(t, v) })
+	}
+}
+
+func testPrimaryNICCarriesElasticIP(t *testing.T, cniVersion string) {
+	f := newFixtureWith(t, ChainOptions{WaitSeconds: 5, CNIVersion: cniVersion})
 	f.withClient(eipWeb)
 	f.agent.Set(podNS, podName, holding("eth0", eipWeb))
+	f.requireSupports(cniVersion)
 
-	res, err := f.rt.Add(f.conf)
+	raw, err := f.rt.AddRaw(f.conf)
 	if err != nil {
 		t.Fatalf("ADD: %v", err)
 	}
-	// The result names the ElasticIP as the Pod IP, on eth0.
-	if len(res.IPs) != 1 || res.IPs[0].Address.String() != eipWeb+"/32" || res.IPs[0].Interface == nil {
-		t.Fatalf("result ips = %v, want only %s/32", res.IPs, eipWeb)
-	}
-	if iface := res.Interfaces[*res.IPs[0].Interface]; iface.Name != "eth0" || iface.Sandbox != f.pod.Path() {
-		t.Errorf("the ElasticIP is reported on %+v, want eth0 in the Pod", iface)
-	}
-	if len(res.Routes) != 1 || res.Routes[0].GW.String() != "169.254.0.1" {
-		t.Errorf("result routes = %v, want default via 169.254.0.1", res.Routes)
-	}
+	res := f.requireEIPResult(raw, cniVersion)
 	hostVeth := res.Interfaces[0].Name
 
 	// Inside the Pod: only the ElasticIP, and the on-link default route.
@@ -86,20 +86,7 @@ func TestPrimaryNICCarriesElasticIP(t *testing.T) {
 		t.Errorf("plumbed reports = %+v, want eth0 %s/32 on %s", plumbed, eipWeb, hostVeth)
 	}
 
-	// CHECK passes, then notices the ElasticIP is gone.
-	if err := f.rt.Check(f.conf); err != nil {
-		t.Fatalf("CHECK of an intact Pod: %v", err)
-	}
-	if err := f.pod.Netlink().AddrDel(f.pod.Link("eth0"), mustAddr(eipWeb+"/32")); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.rt.Check(f.conf); err == nil {
-		t.Error("CHECK of the chain passed without the ElasticIP")
-	}
-	err = f.checkJuneau()
-	if err == nil || !strings.Contains(err.Error(), "address "+eipWeb+"/32 is missing on \"eth0\"") {
-		t.Errorf("juneau CHECK = %v, want it to name the missing address", err)
-	}
+	f.checkDetectsMissingEIP(cniVersion)
 
 	// DEL twice; ptp's own DEL must find its address again to remove its masquerade rules.
 	if !strings.Contains(natRules(t, f.node), "CNI-") {

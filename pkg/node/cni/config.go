@@ -9,7 +9,6 @@ import (
 
 	cnitypes "github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
-	"github.com/containernetworking/cni/pkg/version"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loutres/juneau/pkg/node/cniserver"
@@ -74,17 +73,6 @@ func parseConfig(stdin []byte) (*Config, error) {
 		conf.prev, conf.prevErr = parsePrevResult(&conf.PluginConf)
 	}
 	return conf, nil
-}
-
-func parsePrevResult(conf *cnitypes.PluginConf) (*current.Result, error) {
-	if err := version.ParsePrevResult(conf); err != nil {
-		return nil, fmt.Errorf("parse prevResult: %w", err)
-	}
-	prev, err := current.NewResultFromResult(conf.PrevResult)
-	if err != nil {
-		return nil, fmt.Errorf("convert prevResult: %w", err)
-	}
-	return prev, nil
 }
 
 // podRef names the Kubernetes Pod a CNI call is for.

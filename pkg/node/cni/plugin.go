@@ -17,7 +17,6 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 	cnitypes "github.com/containernetworking/cni/pkg/types"
-	"github.com/containernetworking/cni/pkg/version"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 
@@ -32,7 +31,7 @@ const notifyTimeout = 2 * time.Second
 func Main(pluginVersion string) int {
 	funcs := skel.CNIFuncs{Add: cmdAdd, Del: cmdDel, Check: cmdCheck, GC: cmdGC, Status: cmdStatus}
 	about := "juneau CNI plugin " + pluginVersion
-	if e := skel.PluginMainFuncsWithError(funcs, version.PluginSupports("1.0.0", "1.1.0"), about); e != nil {
+	if e := skel.PluginMainFuncsWithError(funcs, pluginVersions(), about); e != nil {
 		if err := e.Print(); err != nil {
 			fmt.Fprintln(os.Stderr, "juneau: writing the CNI error:", err)
 		}
@@ -94,7 +93,7 @@ func cmdAdd(args *skel.CmdArgs) error {
 	pod, err := parsePodArgs(args.Args)
 	if errors.Is(err, errNotAPod) {
 		logger.V(2).Info("Not a Kubernetes Pod, passing the primary result through")
-		return cnitypes.PrintResult(conf.prev, conf.CNIVersion)
+		return printResult(conf.prev, conf.CNIVersion)
 	}
 	if err != nil {
 		return cnitypes.NewError(cnitypes.ErrInvalidEnvironmentVariables, err.Error(), "")
@@ -111,7 +110,7 @@ func cmdAdd(args *skel.CmdArgs) error {
 	}
 	if len(nics) == 0 {
 		klog.FromContext(ctx).V(2).Info("No direct NICs, passing the primary result through")
-		return cnitypes.PrintResult(conf.prev, conf.CNIVersion)
+		return printResult(conf.prev, conf.CNIVersion)
 	}
 	plans, err := buildPlan(args.ContainerID, args.IfName, nics)
 	if err != nil {
@@ -127,7 +126,7 @@ func cmdAdd(args *skel.CmdArgs) error {
 	}
 	notify(ctx, client.Plumbed, conf, args, pod, nicStates(done))
 	klog.FromContext(ctx).Info("Plumbed direct NICs", "nics", describe(done))
-	return cnitypes.PrintResult(res, conf.CNIVersion)
+	return printResult(res, conf.CNIVersion)
 }
 
 // plumb records what it is about to change, then changes it. On error the runtime calls

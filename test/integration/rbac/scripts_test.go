@@ -252,8 +252,8 @@ func TestInstallCNI(t *testing.T) {
 // container with the reason, and is left as it was.
 func TestInstallCNIRefuses(t *testing.T) {
 	for name, tc := range map[string]struct{ file, content, reason string }{
-		"old CNI version": {"10-calico.conflist", strings.Replace(ptpConflist, "1.0.0", "0.3.1", 1), `declares cniVersion "0.3.1"`},
-		"single plugin":   {"10-bridge.conf", `{"cniVersion": "1.0.0", "name": "n", "type": "bridge"}`, `has no "plugins" list`},
+		"CNI version without chaining": {"10-calico.conflist", strings.Replace(ptpConflist, "1.0.0", "0.2.0", 1), `declares cniVersion "0.2.0"`},
+		"single plugin":                {"10-bridge.conf", `{"cniVersion": "1.0.0", "name": "n", "type": "bridge"}`, `has no "plugins" list`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := newCNIDirs(t)

@@ -1,0 +1,10 @@
+package cnitest
+
+import (
+	"testing"
+
+	"github.com/loutres/juneau/test/e2e/framework"
+)
+
+// TestMain removes the juneau binary the tests built (framework.JuneauBinary).
+func TestMain(m *testing.M) { framework.Main(m) }
