@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/controllers/conditions"
 )
 
 // attachmentStatus computes an ElasticIPAttachment's status from its ElasticIP and its
@@ -131,13 +132,6 @@ func withReady(att *v1alpha1.ElasticIPAttachment, st v1alpha1.ElasticIPAttachmen
 // does not own are kept, and lastTransitionTime only moves when a condition flips.
 func mergeStatus(old, computed v1alpha1.ElasticIPAttachmentStatus, now metav1.Time) v1alpha1.ElasticIPAttachmentStatus {
 	out := computed
-	out.Conditions = nil
-	for _, c := range old.Conditions {
-		out.Conditions = append(out.Conditions, *c.DeepCopy())
-	}
-	for _, c := range computed.Conditions {
-		c.LastTransitionTime = now
-		meta.SetStatusCondition(&out.Conditions, c)
-	}
+	out.Conditions = conditions.Merge(old.Conditions, computed.Conditions, now)
 	return out
 }

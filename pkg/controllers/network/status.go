@@ -6,10 +6,10 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/controllers/conditions"
 )
 
 // networkStatus computes an ExternalNetwork's status. pools holds the AddressPools that
@@ -108,13 +108,6 @@ func withReady(net *v1alpha1.ExternalNetwork, status metav1.ConditionStatus, rea
 // does not own are kept, and lastTransitionTime only moves when a condition flips.
 func mergeStatus(old, computed v1alpha1.ExternalNetworkStatus, now metav1.Time) v1alpha1.ExternalNetworkStatus {
 	out := computed
-	out.Conditions = nil
-	for _, c := range old.Conditions {
-		out.Conditions = append(out.Conditions, *c.DeepCopy())
-	}
-	for _, c := range computed.Conditions {
-		c.LastTransitionTime = now
-		meta.SetStatusCondition(&out.Conditions, c)
-	}
+	out.Conditions = conditions.Merge(old.Conditions, computed.Conditions, now)
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/controllers/conditions"
 )
 
 // nicStatus computes the status of a NIC from its Pod and, for a direct NIC, from the
@@ -160,13 +161,6 @@ func readyCondition(nic *v1alpha1.NetworkInterface, status metav1.ConditionStatu
 // does not own are kept, and lastTransitionTime only moves when a condition flips.
 func mergeStatus(old, computed v1alpha1.NetworkInterfaceStatus, now metav1.Time) v1alpha1.NetworkInterfaceStatus {
 	out := computed
-	out.Conditions = nil
-	for _, c := range old.Conditions {
-		out.Conditions = append(out.Conditions, *c.DeepCopy())
-	}
-	for _, c := range computed.Conditions {
-		c.LastTransitionTime = now
-		meta.SetStatusCondition(&out.Conditions, c)
-	}
+	out.Conditions = conditions.Merge(old.Conditions, computed.Conditions, now)
 	return out
 }

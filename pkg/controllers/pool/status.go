@@ -8,11 +8,11 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
+	"github.com/loutres/juneau/pkg/controllers/conditions"
 )
 
 // maxListed bounds how many Node addresses a message names.
@@ -130,13 +130,6 @@ func withReady(pool *v1alpha1.AddressPool, st v1alpha1.AddressPoolStatus, status
 // does not own are kept, and lastTransitionTime only moves when a condition flips.
 func mergeStatus(old, computed v1alpha1.AddressPoolStatus, now metav1.Time) v1alpha1.AddressPoolStatus {
 	out := computed
-	out.Conditions = nil
-	for _, c := range old.Conditions {
-		out.Conditions = append(out.Conditions, *c.DeepCopy())
-	}
-	for _, c := range computed.Conditions {
-		c.LastTransitionTime = now
-		meta.SetStatusCondition(&out.Conditions, c)
-	}
+	out.Conditions = conditions.Merge(old.Conditions, computed.Conditions, now)
 	return out
 }
