@@ -72,15 +72,7 @@ func newControllerCommand(common *commonOptions) *cobra.Command {
 func (o *controllerOptions) run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("controller")
 	ctx = klog.NewContext(ctx, logger)
-	cfg, err := o.common.restConfig()
-	if err != nil {
-		return err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	juneau, err := versioned.NewForConfig(cfg)
+	kube, juneau, err := o.common.clients()
 	if err != nil {
 		return err
 	}
@@ -168,7 +160,7 @@ func (o *controllerOptions) runControllers(ctx context.Context, kube kubernetes.
 		return fmt.Errorf("elasticip controller: %w", err)
 	}
 	runners := []func(context.Context, int){eipCtrl.Run}
-	more, err := o.otherControllers(juneau, kubeInf, juneauInf, recorder, reg)
+	more, err := o.otherControllers(kube, juneau, kubeInf, juneauInf, recorder, reg)
 	if err != nil {
 		return err
 	}

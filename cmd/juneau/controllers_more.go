@@ -19,7 +19,7 @@ import (
 
 // otherControllers builds the controllers beside the ElasticIP controller: Pod NICs,
 // attachment status, pool and network status, automatic per-Pod ElasticIPs.
-func (o *controllerOptions) otherControllers(juneau versioned.Interface,
+func (o *controllerOptions) otherControllers(kube kubernetes.Interface, juneau versioned.Interface,
 	kubeInf kubeinformers.SharedInformerFactory, juneauInf juneauinformers.SharedInformerFactory,
 	recorder record.EventRecorder, reg registerer) ([]func(context.Context, int), error) {
 	j := juneauInf.Juneau().V1alpha1()
@@ -45,28 +45,20 @@ func (o *controllerOptions) otherControllers(juneau versioned.Interface,
 	if err != nil {
 		return nil, fmt.Errorf("externalnetwork controller: %w", err)
 	}
-	podEIP, err := o.podEIPController(juneau, kubeInf, juneauInf, recorder)
+	podEIP, err := o.podEIPController(kube, juneau, kubeInf, juneauInf, recorder)
 	if err != nil {
 		return nil, err
 	}
 	return []func(context.Context, int){nic.Run, att.Run, pools.Run, nets.Run, podEIP.Run}, nil
 }
 
-// podEIPController builds the automatic per-Pod ElasticIP controller. It writes Pod
-// annotations, so it gets a Kubernetes client of its own from the same configuration.
-func (o *controllerOptions) podEIPController(juneau versioned.Interface, kubeInf kubeinformers.SharedInformerFactory,
+// podEIPController builds the automatic per-Pod ElasticIP controller; it writes Pod
+// annotations with kube.
+func (o *controllerOptions) podEIPController(kube kubernetes.Interface, juneau versioned.Interface, kubeInf kubeinformers.SharedInformerFactory,
 	juneauInf juneauinformers.SharedInformerFactory, recorder record.EventRecorder) (*podeip.Controller, error) {
 	kinds, err := podeip.ParseWorkloadKinds(o.statefulKinds)
 	if err != nil {
 		return nil, fmt.Errorf("--stateful-workload-kinds: %w", err)
-	}
-	cfg, err := o.common.restConfig()
-	if err != nil {
-		return nil, err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
 	}
 	j := juneauInf.Juneau().V1alpha1()
 	c, err := podeip.NewController(kube, juneau, podeip.Informers{

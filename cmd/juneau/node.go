@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
 	"github.com/loutres/juneau/pkg/node/agent"
 	"github.com/loutres/juneau/pkg/node/arp"
@@ -68,15 +67,7 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := o.common.restConfig()
-	if err != nil {
-		return err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	juneau, err := versioned.NewForConfig(cfg)
+	kube, juneau, err := o.common.clients()
 	if err != nil {
 		return err
 	}

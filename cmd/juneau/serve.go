@@ -13,9 +13,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+
+	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 )
 
 // registerer is where components register their metrics.
@@ -30,6 +33,23 @@ func (o *commonOptions) restConfig() (*rest.Config, error) {
 	cfg.QPS, cfg.Burst = o.qps, o.burst
 	cfg.UserAgent = "juneau/" + version
 	return cfg, nil
+}
+
+// clients builds the Kubernetes and juneau clients every role uses from --kubeconfig.
+func (o *commonOptions) clients() (kubernetes.Interface, versioned.Interface, error) {
+	cfg, err := o.restConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	juneau, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return kube, juneau, nil
 }
 
 func envOr(key, def string) string {

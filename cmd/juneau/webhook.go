@@ -18,7 +18,6 @@ import (
 
 	"github.com/loutres/juneau/pkg/admission"
 	"github.com/loutres/juneau/pkg/admission/certs"
-	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
 )
 
@@ -90,15 +89,7 @@ func (o *webhookOptions) run(ctx context.Context) error {
 	}
 	logger := klog.FromContext(ctx).WithName("webhook")
 	ctx = klog.NewContext(ctx, logger)
-	cfg, err := o.common.restConfig()
-	if err != nil {
-		return err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	juneau, err := versioned.NewForConfig(cfg)
+	kube, juneau, err := o.common.clients()
 	if err != nil {
 		return err
 	}
