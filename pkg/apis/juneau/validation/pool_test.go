@@ -72,7 +72,7 @@ func TestValidateAddressPool(t *testing.T) {
 			errs := ValidateAddressPool(pool("p", tt.mode, tt.addrs...))
 			expectErrs(t, errs, tt.want...)
 			if len(tt.detail) > 0 {
-				expectDetail(t, errs, tt.want[0].path, tt.detail...)
+				expectDetail(t, errs, tt.want[0].Path, tt.detail...)
 			}
 		})
 	}
