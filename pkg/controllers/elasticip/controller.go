@@ -109,8 +109,8 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 	synced, err := loop.Register([]loop.Watch{
 		{Informer: inf.ElasticIPs.Informer(), Handler: c.eipLoop.Handler()},
 		{Informer: inf.Claims.Informer(), Handler: c.claimHandler()},
-		{Informer: inf.Pools.Informer(), Handler: loop.Funcs(func(any) { c.enqueueAll() })},
-		{Informer: inf.Networks.Informer(), Handler: loop.Funcs(func(any) { c.enqueueAll() })},
+		{Informer: inf.Pools.Informer(), Handler: loop.SpecFuncs(func(any) { c.enqueueAll() })},
+		{Informer: inf.Networks.Informer(), Handler: loop.SpecFuncs(func(any) { c.enqueueAll() })},
 		{Informer: inf.Attachments.Informer(), Handler: loop.Funcs(c.onAttachment)},
 		{Informer: inf.NetworkInterfaces.Informer(), Handler: loop.Funcs(c.onNIC)},
 		{Informer: inf.Advertisements.Informer(), Handler: loop.Funcs(c.onAdvertisement)},

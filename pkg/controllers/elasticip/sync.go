@@ -166,7 +166,7 @@ func (c *Controller) reserve(ctx context.Context, eip *v1alpha1.ElasticIP, pools
 	}
 	rebuilt := false
 	for {
-		cand, ok := c.index.Next(pools)
+		cand, ok := c.index.Take(pools) // held for us while the claim is created
 		if !ok && !rebuilt {
 			// Before reporting exhaustion, drop marks the cache never confirmed.
 			c.rebuildIndex()
@@ -179,10 +179,10 @@ func (c *Controller) reserve(ctx context.Context, eip *v1alpha1.ElasticIP, pools
 		}
 		claim, err := c.createClaim(ctx, eip, cand)
 		if apierrors.IsAlreadyExists(err) {
-			c.index.Mark(cand.Addr) // the cache lagged: try the next candidate
-			continue
+			continue // the cache lagged: the address stays marked, try the next one
 		}
 		if err != nil {
+			c.index.Unmark(cand.Addr)
 			return allocation{}, err
 		}
 		return allocation{claim: claim}, nil

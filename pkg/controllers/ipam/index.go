@@ -116,6 +116,26 @@ func (x *Index) Next(pools []Pool) (Candidate, bool) {
 	return Candidate{}, false
 }
 
+// Take is Next and Mark in one step, so concurrent callers never get the same
+// candidate. The caller Unmarks it if the reservation fails for a reason other than the
+// address being taken already.
+func (x *Index) Take(pools []Pool) (Candidate, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, p := range pools {
+		pi := x.poolLocked(p)
+		if pos, ok := pi.bits.nextClear(0); ok {
+			c := Candidate{Pool: p.Name, Addr: pi.addrAt(pos)}
+			x.used[c.Addr] = struct{}{}
+			for _, q := range x.pools {
+				q.mark(c.Addr)
+			}
+			return c, true
+		}
+	}
+	return Candidate{}, false
+}
+
 // Candidates returns up to limit free addresses, in the order Next would hand them out.
 func (x *Index) Candidates(pools []Pool, limit int) []Candidate {
 	x.mu.Lock()

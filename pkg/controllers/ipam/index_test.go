@@ -415,3 +415,37 @@ func TestIndexConcurrentUse(t *testing.T) {
 		t.Fatalf("Next = %v, %v; want 10.225.51.201", c, ok)
 	}
 }
+
+// Concurrent Takes never hand out the same address and stop when the pool is full.
+func TestTakeIsExclusive(t *testing.T) {
+	pool, err := NewPool("p", []string{"10.225.51.0/28"}) // 14 automatic addresses
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := NewIndex()
+	got := make(chan netip.Addr, 64)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for {
+				c, ok := x.Take([]Pool{pool})
+				if !ok {
+					return
+				}
+				got <- c.Addr
+			}
+		})
+	}
+	wg.Wait()
+	close(got)
+	seen := map[netip.Addr]bool{}
+	for a := range got {
+		if seen[a] {
+			t.Errorf("%s taken twice", a)
+		}
+		seen[a] = true
+	}
+	if len(seen) != 14 {
+		t.Errorf("took %d addresses, want 14", len(seen))
+	}
+}

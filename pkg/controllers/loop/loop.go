@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
@@ -168,4 +169,21 @@ func Register(watches []Watch) ([]cache.InformerSynced, error) {
 		synced = append(synced, w.Informer.HasSynced)
 	}
 	return synced, nil
+}
+
+// SpecFuncs is Funcs for objects whose status updates do not matter to the watcher:
+// an update calls fn only when metadata.generation changed (a spec change), so status
+// writes by other controllers cost nothing.
+func SpecFuncs(fn func(obj any)) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: fn,
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(metav1.Object)
+			n, ok2 := newObj.(metav1.Object)
+			if !ok1 || !ok2 || o.GetGeneration() != n.GetGeneration() {
+				fn(newObj)
+			}
+		},
+		DeleteFunc: func(obj any) { fn(Unwrap(obj)) },
+	}
 }

@@ -12,6 +12,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/loutres/juneau/test/netns"
@@ -159,22 +160,25 @@ func (p *Pod) StartWithWait(waitSeconds int) error {
 
 func (p *Pod) writeRunning() error {
 	pods := p.c.CP.Kube.CoreV1().Pods(p.Spec.Namespace)
-	obj, err := pods.Get(context.Background(), p.Spec.Name, metav1.GetOptions{})
-	if err != nil {
+	// Controllers write the Pod too (annotations, readiness gate): retry on conflicts.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		obj, err := pods.Get(context.Background(), p.Spec.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := metav1.Now()
+		obj.Status.Phase = corev1.PodRunning
+		obj.Status.PodIP = p.IP
+		obj.Status.PodIPs = []corev1.PodIP{{IP: p.IP}}
+		obj.Status.StartTime = &now
+		obj.Status.Conditions = append(obj.Status.Conditions,
+			corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now})
+		if len(p.Spec.ReadinessGates) == 0 {
+			obj.Status.Conditions = append(obj.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now})
+		}
+		p.Object, err = pods.UpdateStatus(context.Background(), obj, metav1.UpdateOptions{})
 		return err
-	}
-	now := metav1.Now()
-	obj.Status.Phase = corev1.PodRunning
-	obj.Status.PodIP = p.IP
-	obj.Status.PodIPs = []corev1.PodIP{{IP: p.IP}}
-	obj.Status.StartTime = &now
-	obj.Status.Conditions = append(obj.Status.Conditions,
-		corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now})
-	if len(p.Spec.ReadinessGates) == 0 {
-		obj.Status.Conditions = append(obj.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now})
-	}
-	p.Object, err = pods.UpdateStatus(context.Background(), obj, metav1.UpdateOptions{})
-	return err
+	})
 }
 
 // cniDel runs CNI DEL as the runtime does when a sandbox goes; it is idempotent.
