@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 TEST_TIMEOUT ?= 40m
 
-.PHONY: all build test unit-test control-plane cni-plugins test-deps generate verify fmt-check vet demo sandbox sandbox-down sandbox-deps clean
+.PHONY: all build test unit-test control-plane cni-plugins test-deps generate verify fmt-check vet demo sandbox sandbox-down sandbox-deps bench clean
 
 all: build
 
@@ -66,6 +66,15 @@ sandbox-down:
 
 sandbox-deps: control-plane cni-plugins test-deps build
 	$(GO) build -o $(BIN_DIR)/sandbox ./test/sandbox
+
+# Benchmarks (not part of make test): allocation, time to attach, datapath, rule sync, ARP
+# and controller memory, each next to a baseline measured in the same run; prints one
+# table. BENCH_FLAGS passes options, e.g. BENCH_FLAGS="-only datapath,arp" or
+# BENCH_FLAGS="-cpuprofile _output/profiles". See docs/performance.md.
+BENCH_FLAGS ?=
+bench: control-plane cni-plugins test-deps build
+	$(GO) build -o $(BIN_DIR)/bench ./bench
+	JUNEAU_BINARY=$(BIN_DIR)/juneau $(BIN_DIR)/bench $(BENCH_FLAGS)
 
 clean:
 	rm -rf $(BIN_DIR) _output

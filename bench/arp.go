@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/loutres/juneau/bench/pkt"
+	"github.com/loutres/juneau/pkg/node/arp"
+	"github.com/loutres/juneau/pkg/node/sysctl"
+	"github.com/loutres/juneau/test/netns"
+	"github.com/loutres/juneau/test/require"
+)
+
+// responderCommand runs juneau's ARP responder alone (inside the node's namespace), as
+// the node agent runs it, for row 5.
+const responderCommand = "responder"
+
+// responderMain answers ARP on -iface for the first -addresses ElasticIPs of
+// benchMappings until SIGTERM.
+func responderMain(args []string) int {
+	fs := flag.NewFlagSet(responderCommand, flag.ContinueOnError)
+	iface := fs.String("iface", extIf, "interface to answer on")
+	n := fs.Int("addresses", 1, "number of advertised addresses")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	r := arp.NewResponder(*iface)
+	r.SetAddresses(advertised(*n))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Printf("answering for %d addresses on %s\n", *n, *iface)
+	if err := r.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// advertised is the address set of a responder answering for n ElasticIPs: the
+// topology's ElasticIP among n-1 that nobody asks for.
+func advertised(n int) []netip.Addr {
+	m := benchMappings(n)
+	out := make([]netip.Addr, len(m))
+	for i, x := range m {
+		out[i] = x.ElasticIP
+	}
+	return out
+}
+
+// arpTopology is a client and a node on one veth link; the node answers ARP for its own
+// address in the kernel and for ElasticIPs with juneau's responder.
+type arpTopology struct {
+	client, node *netns.NS
+	sock         *pkt.Socket // client side: sends requests, receives replies
+}
+
+func newARPTopology(e *env) *arpTopology {
+	tp := &arpTopology{client: netns.New(e, "arpcli"), node: netns.New(e, "arpnode")}
+	netns.Veth(tp.node, extIf, tp.client, "eth0")
+	tp.node.Addr(extIf, nodeIP.String()+"/24")
+	tp.client.Addr("eth0", clientIP.String()+"/24")
+	tp.node.MustDo(func() error { return sysctl.New().Apply(sysctl.ExternalInterface(extIf)) })
+	tp.client.MustDo(func() (err error) { tp.sock, err = pkt.Open("eth0", pkt.EtherTypeARP); return err })
+	e.Cleanup(func() { tp.sock.Close() })
+	if err := tp.sock.EnableTimestamps(); err != nil {
+		e.Fatal(err)
+	}
+	if err := tp.sock.SetReadTimeout(100 * time.Millisecond); err != nil {
+		e.Fatal(err)
+	}
+	return tp
+}
+
+// startResponder runs `bench responder` in the node's namespace and waits until it
+// answers.
+func (tp *arpTopology) startResponder(e *env, n int) *netns.Process {
+	self, err := os.Executable()
+	if err != nil {
+		e.Fatal(err)
+	}
+	p := tp.node.Start(self, responderCommand, "-iface", extIf, "-addresses", fmt.Sprint(n))
+	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 20*time.Second, true,
+		func(context.Context) (bool, error) {
+			_, ok := tp.probe(elasticIP)
+			return ok, nil
+		})
+	if err != nil {
+		e.Fatalf("the responder never answered: %v\n%s", err, p.Output())
+	}
+	return p
+}
+
+// probe asks for target and returns the time from just before the request was sent to
+// the kernel's arrival stamp of the reply.
+func (tp *arpTopology) probe(target netip.Addr) (time.Duration, bool) {
+	frame := pkt.ARPRequestFrame(tp.client.MAC("eth0"), clientIP, target)
+	buf := make([]byte, 1514)
+	sent := time.Now()
+	if err := tp.sock.Send(frame); err != nil {
+		return 0, false
+	}
+	for {
+		n, at, err := tp.sock.Recv(buf)
+		if err != nil {
+			return 0, false
+		}
+		a, ok := netns.ParseARP(buf[:n])
+		if ok && a.Op == pkt.ARPReply && a.SenderIP == target && !at.IsZero() {
+			return at.Sub(sent), true
+		}
+	}
+}
+
+// latencies probes count times, alternating between the responder's addresses (cycling
+// through targets) and the kernel's own address, so both see the same conditions.
+func (tp *arpTopology) latencies(e *env, targets []netip.Addr, count int) (juneau, kernel []time.Duration, lost int) {
+	for i := range count {
+		if d, ok := tp.probe(targets[(i*7919)%len(targets)]); ok {
+			juneau = append(juneau, d)
+		} else {
+			lost++
+		}
+		if d, ok := tp.probe(nodeIP); ok {
+			kernel = append(kernel, d)
+		} else {
+			lost++
+		}
+	}
+	if len(juneau) == 0 || len(kernel) == 0 {
+		e.Fatalf("no ARP replies: %d from juneau, %d from the kernel", len(juneau), len(kernel))
+	}
+	return juneau, kernel, lost
+}
+
+// flood sends ARP requests for targets as fast as one thread can for d and returns the
+// replies per second that came back.
+func (tp *arpTopology) flood(e *env, targets []netip.Addr, d time.Duration) (replies, requests float64) {
+	mac := tp.client.MAC("eth0")
+	frames := make([][]byte, min(len(targets), 4096))
+	for i := range frames {
+		frames[i] = pkt.ARPRequestFrame(mac, clientIP, targets[(i*7919)%len(targets)])
+	}
+	var sock *pkt.Socket
+	tp.client.MustDo(func() (err error) { sock, err = pkt.Open("eth0", 0); return err })
+	defer sock.Close()
+	rx := func() uint64 { return tp.client.Link("eth0").Attrs().Statistics.RxPackets }
+	before := rx()
+	sent, elapsed, err := sock.Blast(func(i int) []byte { return frames[i%len(frames)] }, d, 5_000_000)
+	if err != nil {
+		e.Fatalf("flood: %v", err)
+	}
+	last := rx()
+	_ = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 2*time.Second, false,
+		func(context.Context) (bool, error) {
+			now := rx()
+			stable := now == last
+			last = now
+			return stable, nil
+		})
+	tp.drain()
+	return float64(last-before) / elapsed.Seconds(), float64(sent) / elapsed.Seconds()
+}
+
+// drain discards replies left on the probe socket after a flood.
+func (tp *arpTopology) drain() {
+	buf := make([]byte, 1514)
+	for {
+		if _, _, err := tp.sock.Recv(buf); errors.Is(err, pkt.ErrTimeout) || err != nil {
+			return
+		}
+	}
+}
+
+// arpRun is one responder configuration's figures and the kernel's in the same run.
+type arpRun struct {
+	juneau, kernel             []time.Duration
+	lost                       int
+	juneauFlood, kernelFlood   float64
+	juneauOffered, kernelOffer float64
+}
+
+func (tp *arpTopology) run(e *env, n, probes int, d time.Duration) arpRun {
+	p := tp.startResponder(e, n)
+	targets := advertised(n)
+	var r arpRun
+	r.juneau, r.kernel, r.lost = tp.latencies(e, targets, probes)
+	r.juneauFlood, r.juneauOffered = tp.flood(e, targets, d)
+	r.kernelFlood, r.kernelOffer = tp.flood(e, []netip.Addr{nodeIP}, d)
+	if err := p.Signal(syscall.SIGTERM); err == nil {
+		_ = p.Wait(10 * time.Second)
+	}
+	e.Logf("%5d addresses: juneau p50 %v p99 %v, kernel p50 %v p99 %v, %d lost; flood replies/s juneau %.0f (of %.0f asked), kernel %.0f (of %.0f)",
+		n, percentile(r.juneau, 50), percentile(r.juneau, 99), percentile(r.kernel, 50), percentile(r.kernel, 99), r.lost,
+		r.juneauFlood, r.juneauOffered, r.kernelFlood, r.kernelOffer)
+	return r
+}
+
+// benchARP (row 5) measures juneau's ARP responder with 1 and 10,000 advertised
+// addresses against the kernel answering for its own address on the same interface.
+func benchARP(_ context.Context, e *env) []Row {
+	require.Root(e)
+	probes, d := 2000, time.Second
+	if e.cfg.quick {
+		probes, d = 200, 300*time.Millisecond
+	}
+	tp := newARPTopology(e)
+	one := tp.run(e, 1, probes, d)
+	many := tp.run(e, 10000, probes, d)
+	how := fmt.Sprintf("request sent from a packet socket in the client namespace, latency = kernel arrival stamp of the reply − time before sending; %d probes alternating juneau / kernel; p50 juneau %s, kernel %s",
+		probes, percentile(many.juneau, 50).Round(time.Microsecond), percentile(many.kernel, 50).Round(time.Microsecond))
+	return []Row{
+		{ID: "5a", What: "ARP reply p99, 10,000 addresses", Figure: duration(percentile(many.juneau, 99)),
+			Baseline: duration(percentile(many.kernel, 99)), BaselineWhat: "kernel, own address", Target: below(duration(time.Millisecond)), Note: how},
+		{ID: "5b", What: "ARP reply p99, 1 address", Figure: duration(percentile(one.juneau, 99)),
+			Baseline: duration(percentile(one.kernel, 99)), BaselineWhat: "kernel, own address"},
+		{ID: "5c", What: "ARP replies/s under a request flood, 10,000 addresses", Figure: rate(many.juneauFlood),
+			Baseline: rate(many.kernelFlood), BaselineWhat: "kernel, own address",
+			Note: fmt.Sprintf("one sender thread flooding for %s (juneau was asked %s, the kernel %s); replies counted at the client's interface; 1 address: juneau %s",
+				d, rate(many.juneauOffered), rate(many.kernelOffer), rate(one.juneauFlood))},
+	}
+}

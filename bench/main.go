@@ -1,0 +1,232 @@
+// Command bench measures juneau on this machine and prints one table: every figure next
+// to a baseline measured in the same run, their ratio, the target and whether it is met.
+// Absolute numbers vary between machines; the ratios are what is tracked.
+//
+//	go run ./bench                      all six benchmarks (make bench)
+//	go run ./bench -only datapath,arp   some of them
+//	go run ./bench -cpuprofile DIR      also write CPU profiles of the controller to DIR
+//
+// Benchmarks: allocation (1), attach (2), datapath (3), sync (4), arp (5), memory (6).
+// Everything runs in network namespaces and on a loopback control plane the benchmark
+// creates and removes, also on Ctrl-C. See docs/performance.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/loutres/juneau/test/e2e/framework"
+)
+
+// benchmark is one numbered row group of the table.
+type benchmark struct {
+	id, name, what string
+	run            func(ctx context.Context, e *env) []Row
+}
+
+// allBenchmarks lists the rows of the table in order.
+func allBenchmarks() []benchmark {
+	return []benchmark{
+		{"1", "allocation", "allocation against the API-write floor", benchAllocation},
+		{"2", "attach", "time to attach (pod-with-eip on the e2e harness)", benchAttach},
+		{"3", "datapath", "datapath: plain routing, juneau NAT, iptables DNAT/SNAT", benchDatapath},
+		{"4", "sync", "rule sync: juneau nftables vs iptables-restore", benchSync},
+		{"5", "arp", "ARP replies: juneau responder vs the kernel", benchARP},
+		{"6", "memory", "controller memory at 10,000 of each", benchMemory},
+	}
+}
+
+// config holds the command-line settings shared by the benchmarks.
+type config struct {
+	quick   bool
+	workers int
+	juneau  string // binary every juneau process runs
+	root    string // repository root
+}
+
+// env is what one benchmark gets: its runner (a testing.TB for the test helpers), the
+// configuration and the profiler.
+type env struct {
+	*runner
+	cfg  config
+	prof *profiler
+}
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case responderCommand:
+			os.Exit(responderMain(os.Args[2:]))
+		case informersCommand:
+			os.Exit(informersMain(os.Args[2:]))
+		}
+	}
+	os.Exit(run())
+}
+
+func run() int {
+	var (
+		only       = flag.String("only", "", "comma-separated benchmarks to run (allocation, attach, datapath, sync, arp, memory); default all")
+		quick      = flag.Bool("quick", false, "smaller sizes and shorter runs, to check that everything works (figures are not comparable)")
+		workers    = flag.Int("workers", 4, "controller workers per controller; the API-write floor uses as many writers")
+		profileDir = flag.String("cpuprofile", "", "write profiles of the measured phases to this directory: pprof CPU profiles of the controller and of in-process work, and perf data when perf is installed")
+		markdown   = flag.String("markdown", "", "also write the table as Markdown to this file")
+	)
+	flag.Parse()
+	selected, err := selectBenchmarks(*only)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 2
+	}
+	cfg := config{quick: *quick, workers: *workers}
+	if cfg.root, err = framework.RepoRoot(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var prof *profiler
+	if *profileDir != "" {
+		fmt.Fprintln(os.Stderr, "building juneau with the profiling hook...")
+		if cfg.juneau, prof, err = buildProfiledJuneau(ctx, cfg.root, *profileDir); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		defer prof.cleanup()
+		// The harness and the framework start juneau from $JUNEAU_BINARY.
+		_ = os.Setenv("JUNEAU_BINARY", cfg.juneau)
+	}
+
+	guard := newTeardownGuard(cancel, prof)
+	defer guard.stop()
+	var rows []Row
+	failed := false
+	for _, b := range selected {
+		fmt.Fprintf(os.Stderr, "\n== %s. %s\n", b.id, b.what)
+		start := time.Now()
+		got := runBench(ctx, b, cfg, prof, guard)
+		for _, r := range got {
+			failed = failed || r.Err != ""
+		}
+		rows = append(rows, got...)
+		fmt.Fprintf(os.Stderr, "== %s done in %s\n", b.name, time.Since(start).Round(time.Second))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	fmt.Println()
+	printTable(os.Stdout, rows)
+	if *markdown != "" {
+		if err := writeMarkdown(*markdown, rows); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+	}
+	framework.RemoveBuiltBinary()
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+func selectBenchmarks(only string) ([]benchmark, error) {
+	benchmarks := allBenchmarks()
+	if only == "" {
+		return benchmarks, nil
+	}
+	var out []benchmark
+	for _, name := range strings.Split(only, ",") {
+		i := slices.IndexFunc(benchmarks, func(b benchmark) bool { return b.name == strings.TrimSpace(name) || b.id == strings.TrimSpace(name) })
+		if i < 0 {
+			return nil, fmt.Errorf("unknown benchmark %q", name)
+		}
+		out = append(out, benchmarks[i])
+	}
+	return out, nil
+}
+
+// runBench runs one benchmark with a runner of its own; a failure (Fatal, panic) becomes
+// an error row and everything the benchmark created is removed.
+func runBench(ctx context.Context, b benchmark, cfg config, prof *profiler, guard *teardownGuard) (rows []Row) {
+	r, err := newRunner(b.name)
+	if err != nil {
+		return []Row{{ID: b.id, What: b.what, Err: err.Error()}}
+	}
+	guard.set(r)
+	defer func() {
+		if p := recover(); p != nil {
+			msg := fmt.Sprint(p)
+			if f, ok := p.(fatal); ok {
+				msg = f.msg
+			} else {
+				fmt.Fprintf(os.Stderr, "panic in %s: %v\n%s", b.name, p, debug.Stack())
+			}
+			rows = []Row{{ID: b.id, What: b.what, Err: msg}}
+		}
+		r.teardown()
+		guard.set(nil)
+	}()
+	if cfg.juneau == "" {
+		cfg.juneau = framework.JuneauBinary(r)
+	}
+	return b.run(ctx, &env{runner: r, cfg: cfg, prof: prof})
+}
+
+// teardownGuard removes what the running benchmark created when the process gets
+// SIGINT or SIGTERM, then exits, whatever the benchmark is doing at that moment.
+type teardownGuard struct {
+	mu      sync.Mutex
+	current *runner
+	sigs    chan os.Signal
+}
+
+func newTeardownGuard(cancel context.CancelFunc, prof *profiler) *teardownGuard {
+	g := &teardownGuard{sigs: make(chan os.Signal, 1)}
+	signal.Notify(g.sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		if _, ok := <-g.sigs; !ok {
+			return
+		}
+		cancel()
+		fmt.Fprintln(os.Stderr, "\ninterrupted: removing what the benchmark created")
+		g.mu.Lock()
+		r := g.current
+		g.mu.Unlock()
+		if r != nil {
+			r.teardown()
+		}
+		framework.RemoveBuiltBinary()
+		prof.cleanup()
+		os.Exit(130)
+	}()
+	return g
+}
+
+func (g *teardownGuard) set(r *runner) {
+	g.mu.Lock()
+	g.current = r
+	g.mu.Unlock()
+}
+
+func (g *teardownGuard) stop() {
+	signal.Stop(g.sigs)
+	close(g.sigs)
+}
+
+func writeMarkdown(path string, rows []Row) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	printMarkdown(f, rows)
+	return f.Close()
+}

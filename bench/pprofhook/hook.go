@@ -1,0 +1,81 @@
+//go:build juneau_bench_pprof
+
+// This file is not built into juneau. The benchmark driver (bench -cpuprofile) compiles
+// it into a separate juneau binary with `go build -overlay` and the tag
+// juneau_bench_pprof, so that it can profile the controller exactly while a benchmark
+// works, without a profiling endpoint in the product.
+
+package main
+
+import (
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"sync"
+)
+
+// benchPprofDirEnv names the directory where the process writes the loopback address
+// of its profiling endpoint, in a file named after its pid.
+const benchPprofDirEnv = "JUNEAU_BENCH_PPROF_DIR"
+
+func init() {
+	dir := os.Getenv(benchPprofDirEnv)
+	if dir == "" {
+		return
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return
+	}
+	p := &benchProfiler{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /cpu/start", p.start)
+	mux.HandleFunc("POST /cpu/stop", p.stop)
+	go func() { _ = http.Serve(l, mux) }()
+	_ = os.WriteFile(filepath.Join(dir, strconv.Itoa(os.Getpid())), []byte(l.Addr().String()), 0o644)
+}
+
+// benchProfiler starts and stops one CPU profile at a time, written to the file the
+// driver names.
+type benchProfiler struct {
+	mu   sync.Mutex
+	file *os.File
+}
+
+func (p *benchProfiler) start(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.file != nil {
+		http.Error(w, "a profile is running", http.StatusConflict)
+		return
+	}
+	f, err := os.Create(r.URL.Query().Get("file"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	p.file = f
+}
+
+func (p *benchProfiler) stop(w http.ResponseWriter, _ *http.Request) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.file == nil {
+		http.Error(w, "no profile is running", http.StatusConflict)
+		return
+	}
+	pprof.StopCPUProfile()
+	err := p.file.Close()
+	p.file = nil
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}

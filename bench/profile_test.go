@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/loutres/juneau/test/e2e/framework"
+)
+
+// TestProfiledJuneau builds juneau with the profiling hook through the overlay, starts a
+// controller that can never reach its API server (so it stays up doing nothing), and
+// takes a CPU profile of it through the hook's endpoint.
+func TestProfiledJuneau(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds juneau")
+	}
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(pprofDirEnv, "") // restored after the test; the build sets it
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin, prof, err := buildProfiledJuneau(ctx, root, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prof.cleanup)
+
+	// Port 1 on loopback: connections are refused at once, nothing leaves the machine.
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "controller", "--kubeconfig="+kubeconfig, "--leader-elect=false", "--metrics-bind-address=")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+
+	p, err := prof.start(cmd.Process.Pid, "controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := p.stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
+		t.Errorf("%s is not a gzipped pprof profile (%d bytes)", file, len(data))
+	}
+	if _, err := p.stop(); err == nil {
+		t.Error("stopping twice succeeded")
+	}
+}
+
+// TestNoProfiler: without -cpuprofile every profiling call does nothing.
+func TestNoProfiler(t *testing.T) {
+	var p *profiler
+	prof, err := p.start(os.Getpid(), "x")
+	if prof != nil || err != nil {
+		t.Fatalf("start = %v, %v", prof, err)
+	}
+	if file, err := prof.stop(); file != "" || err != nil {
+		t.Errorf("stop = %q, %v", file, err)
+	}
+	p.cleanup()
+}
