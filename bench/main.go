@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/loutres/juneau/test/e2e/framework"
+	"github.com/loutres/juneau/test/runner"
 )
 
 // benchmark is one numbered row group of the table.
@@ -56,7 +57,7 @@ type config struct {
 // env is what one benchmark gets: its runner (a testing.TB for the test helpers), the
 // configuration and the profiler.
 type env struct {
-	*runner
+	*runner.Runner
 	cfg  config
 	prof *profiler
 }
@@ -157,7 +158,7 @@ func selectBenchmarks(only string) ([]benchmark, error) {
 // runBench runs one benchmark with a runner of its own; a failure (Fatal, panic) becomes
 // an error row and everything the benchmark created is removed.
 func runBench(ctx context.Context, b benchmark, cfg config, prof *profiler, guard *teardownGuard) (rows []Row) {
-	r, err := newRunner(b.name)
+	r, err := runner.New("bench-" + b.name)
 	if err != nil {
 		return []Row{{ID: b.id, What: b.what, Err: err.Error()}}
 	}
@@ -165,27 +166,27 @@ func runBench(ctx context.Context, b benchmark, cfg config, prof *profiler, guar
 	defer func() {
 		if p := recover(); p != nil {
 			msg := fmt.Sprint(p)
-			if f, ok := p.(fatal); ok {
-				msg = f.msg
+			if f, ok := p.(runner.Abort); ok {
+				msg = f.Msg
 			} else {
 				fmt.Fprintf(os.Stderr, "panic in %s: %v\n%s", b.name, p, debug.Stack())
 			}
 			rows = []Row{{ID: b.id, What: b.what, Err: msg}}
 		}
-		r.teardown()
+		r.Teardown()
 		guard.set(nil)
 	}()
 	if cfg.juneau == "" {
 		cfg.juneau = framework.JuneauBinary(r)
 	}
-	return b.run(ctx, &env{runner: r, cfg: cfg, prof: prof})
+	return b.run(ctx, &env{Runner: r, cfg: cfg, prof: prof})
 }
 
 // teardownGuard removes what the running benchmark created when the process gets
 // SIGINT or SIGTERM, then exits, whatever the benchmark is doing at that moment.
 type teardownGuard struct {
 	mu      sync.Mutex
-	current *runner
+	current *runner.Runner
 	sigs    chan os.Signal
 }
 
@@ -202,7 +203,7 @@ func newTeardownGuard(cancel context.CancelFunc, prof *profiler) *teardownGuard 
 		r := g.current
 		g.mu.Unlock()
 		if r != nil {
-			r.teardown()
+			r.Teardown()
 		}
 		framework.RemoveBuiltBinary()
 		prof.cleanup()
@@ -211,7 +212,7 @@ func newTeardownGuard(cancel context.CancelFunc, prof *profiler) *teardownGuard 
 	return g
 }
 
-func (g *teardownGuard) set(r *runner) {
+func (g *teardownGuard) set(r *runner.Runner) {
 	g.mu.Lock()
 	g.current = r
 	g.mu.Unlock()

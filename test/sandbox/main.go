@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/loutres/juneau/test/e2e/framework"
+	"github.com/loutres/juneau/test/runner"
 )
 
 const stateDir = "/run/juneau-sandbox"
@@ -52,7 +53,7 @@ func step(format string, args ...any) {
 
 // run sets the sandbox up; demo mode checks and tears down, up mode waits for a signal.
 func run(keep bool) (err error) {
-	r, err := newRunner()
+	r, err := runner.New("sandbox")
 	if err != nil {
 		return err
 	}
@@ -65,21 +66,21 @@ func run(keep bool) (err error) {
 		if !keep {
 			// Ctrl-C in the middle of the demo: tear down now, whatever the main flow does.
 			step("Interrupted: tearing down")
-			r.teardown()
+			r.Teardown()
 			os.Exit(130)
 		}
 	}()
 	defer func() {
 		if p := recover(); p != nil {
-			f, ok := p.(fatal)
+			f, ok := p.(runner.Abort)
 			if !ok {
-				r.teardown()
+				r.Teardown()
 				panic(p)
 			}
-			err = errors.New(f.msg)
+			err = errors.New(f.Msg)
 		}
 		step("Tearing down")
-		r.teardown()
+		r.Teardown()
 		framework.RemoveBuiltBinary()
 		_ = os.RemoveAll(stateDir)
 		if err == nil && r.Failed() {

@@ -18,13 +18,14 @@ import (
 	"github.com/loutres/juneau/test/e2e/framework"
 	"github.com/loutres/juneau/test/e2e/harness"
 	"github.com/loutres/juneau/test/netns"
+	"github.com/loutres/juneau/test/runner"
 )
 
 // placement is where the sandbox's scheduler puts the example Pods.
 var placement = []struct{ pod, node string }{{"nginx", "node-a"}, {"web", "node-b"}}
 
 type sandbox struct {
-	r       *runner
+	r       *runner.Runner
 	cp      *framework.ControlPlane
 	c       *harness.Cluster
 	pods    map[string]*harness.Pod
@@ -32,7 +33,7 @@ type sandbox struct {
 	started time.Time
 }
 
-func setup(r *runner) *sandbox {
+func setup(r *runner.Runner) *sandbox {
 	s := &sandbox{r: r, pods: map[string]*harness.Pod{}, started: time.Now()}
 	if err := os.MkdirAll(stateDir, 0o755); err == nil {
 		_ = os.WriteFile(filepath.Join(stateDir, "starting"), []byte(fmt.Sprint(os.Getpid())), 0o644)
@@ -168,7 +169,7 @@ func httpGet(ns *netns.NS, url string) (string, error) {
 }
 
 // serveHTTP answers every request in ns with the Pod's name and the caller's address.
-func serveHTTP(r *runner, ns *netns.NS, pod string) {
+func serveHTTP(r *runner.Runner, ns *netns.NS, pod string) {
 	var l net.Listener
 	ns.MustDo(func() error {
 		var err error
@@ -188,7 +189,7 @@ type egressServer struct{ l net.Listener }
 
 const egressPort = 9000
 
-func newEgressServer(r *runner, client *netns.NS) *egressServer {
+func newEgressServer(r *runner.Runner, client *netns.NS) *egressServer {
 	e := &egressServer{}
 	client.MustDo(func() error {
 		var err error
