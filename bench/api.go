@@ -18,7 +18,7 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	juneauclient "github.com/loutres/juneau/pkg/generated/clientset/versioned"
-	"github.com/loutres/juneau/test/e2e/framework"
+	"github.com/loutres/juneau/test/framework"
 )
 
 // Client-side rate limits of the controller and of the benchmark's own writers: high

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/test/e2e/framework"
 	"github.com/loutres/juneau/test/e2e/harness"
+	"github.com/loutres/juneau/test/framework"
 	"github.com/loutres/juneau/test/netns"
 	"github.com/loutres/juneau/test/require"
 )

@@ -24,7 +24,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/loutres/juneau/test/e2e/framework"
+	"github.com/loutres/juneau/test/framework"
 	"github.com/loutres/juneau/test/runner"
 )
 

@@ -22,7 +22,7 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	juneauclient "github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
-	"github.com/loutres/juneau/test/e2e/framework"
+	"github.com/loutres/juneau/test/framework"
 )
 
 // informersCommand caches what the controller watches with plain shared informers and

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loutres/juneau/test/e2e/framework"
+	"github.com/loutres/juneau/test/framework"
 )
 
 // TestProfiledJuneau builds juneau with the profiling hook through the overlay, starts a

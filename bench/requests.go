@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/loutres/juneau/test/e2e/framework"
+	"github.com/loutres/juneau/test/framework"
 )
 
 // requestKey is one series of the API server's apiserver_request_total.

@@ -8,7 +8,13 @@ cd "${root}"
 module=github.com/loutres/juneau
 boilerplate="${root}/hack/boilerplate.go.txt"
 
-codegen_root=$(cd hack/tools/codegen && go list -m -f '{{.Dir}}' k8s.io/code-generator)
+# `go list -m` prints nothing for a module that is not in the module cache yet (a fresh
+# machine), so download the generator's module first.
+codegen_root=$(cd hack/tools/codegen && go mod download k8s.io/code-generator && go list -m -f '{{.Dir}}' k8s.io/code-generator)
+if [[ -z "${codegen_root}" || ! -f "${codegen_root}/kube_codegen.sh" ]]; then
+  echo "k8s.io/code-generator not found in the module cache (hack/tools/codegen)" >&2
+  exit 1
+fi
 export GOBIN="${JUNEAU_CODEGEN_BIN:-${root}/_output/codegen-bin}"
 mkdir -p "${GOBIN}"
 # shellcheck source=/dev/null

@@ -7,9 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/containernetworking/cni/libcni"
@@ -217,22 +215,21 @@ func natRules(t *testing.T, ns *netns.NS) string {
 	return ns.MustRun("iptables", "-t", "nat", "-S")
 }
 
-// plainNS creates a namespace with `ip netns add`, holding no file descriptor of it,
-// so `ip netns del` destroys it for real (with the veths inside), as when a runtime
-// tears a sandbox down. It returns the bind-mount path and a delete function; cleanup
-// deletes it if the test did not.
+// plainNS creates a namespace holding no file descriptor of it, so deleting it
+// destroys it for real (with the veths inside), as when a runtime tears a sandbox
+// down. It returns the bind-mount path and a delete function; cleanup deletes it if
+// the test did not.
 func plainNS(t *testing.T) (string, func()) {
 	t.Helper()
-	name := netns.UniqueName("jnplain")
-	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add %s: %v\n%s", name, err, out)
+	path := filepath.Join(t.TempDir(), netns.UniqueName("jnplain"))
+	if err := netns.Create(path); err != nil {
+		t.Fatalf("creating network namespace %s: %v", path, err)
 	}
 	del := func() {
-		out, err := exec.Command("ip", "netns", "del", name).CombinedOutput()
-		if err != nil && !strings.Contains(string(out), "No such file") {
-			t.Errorf("ip netns del %s: %v\n%s", name, err, out)
+		if err := netns.Delete(path); err != nil {
+			t.Errorf("deleting network namespace %s: %v", path, err)
 		}
 	}
 	t.Cleanup(del)
-	return filepath.Join("/var/run/netns", name), del
+	return path, del
 }

@@ -3,7 +3,7 @@ package cnitest
 import (
 	"testing"
 
-	"github.com/loutres/juneau/test/e2e/framework"
+	"github.com/loutres/juneau/test/framework"
 )
 
 // TestMain removes the juneau binary the tests built (framework.JuneauBinary).

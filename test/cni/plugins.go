@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/loutres/juneau/test/e2e/framework"
+	"github.com/loutres/juneau/test/framework"
 )
 
 // pluginsModule provides the reference plugins, at framework.CNIPluginsVersion.

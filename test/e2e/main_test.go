@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/test/e2e/framework"
 	"github.com/loutres/juneau/test/e2e/harness"
+	"github.com/loutres/juneau/test/framework"
 	"github.com/loutres/juneau/test/netns"
 )
 

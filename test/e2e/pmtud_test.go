@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loutres/juneau/test/e2e/framework"
 	"github.com/loutres/juneau/test/e2e/harness"
+	"github.com/loutres/juneau/test/framework"
 )
 
 // TestPMTUDThroughNAT: the router before the far client has a 1280-byte link; its

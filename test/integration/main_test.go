@@ -5,7 +5,7 @@ package integration
 import (
 	"testing"
 
-	"github.com/loutres/juneau/test/e2e/framework"
+	"github.com/loutres/juneau/test/framework"
 )
 
 func TestMain(m *testing.M) { framework.Main(m) }

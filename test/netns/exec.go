@@ -20,16 +20,18 @@ import (
 // the test binary.
 const commandTimeout = 2 * time.Minute
 
-// command builds `ip netns exec <ns> name args...`; ip also remounts /sys for
-// the namespace, so tools that read sysfs see the namespace's devices.
+// command builds `nsenter --net=<ns> name args...`.
 func (n *NS) command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	n.t.Helper()
-	ip := require.Binary(n.t, "ip")
-	bin := require.Binary(n.t, name)
-	full := append([]string{"netns", "exec", n.Name, bin}, args...)
-	cmd := exec.CommandContext(ctx, ip, full...)
+	cmd := exec.CommandContext(ctx, require.Binary(n.t, "nsenter"), n.Wrap(require.Binary(n.t, name), args...)...)
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
+}
+
+// Wrap returns the arguments of nsenter(1) that run bin with args inside the
+// namespace (and only its network namespace: mounts stay the caller's).
+func (n *NS) Wrap(bin string, args ...string) []string {
+	return append([]string{"--net=" + n.path, "--", bin}, args...)
 }
 
 // Output runs a command inside the namespace and returns its combined output.

@@ -10,6 +10,7 @@ package netns
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,20 +20,18 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 
 	"github.com/loutres/juneau/test/require"
 )
 
-// runDir is where named namespaces are bind-mounted, the place `ip netns`
-// looks for them, so `ip netns exec` works on namespaces made here.
-const runDir = "/var/run/netns"
-
-// NS is a named network namespace owned by one test.
+// NS is a network namespace owned by one test.
 type NS struct {
-	// Name is the namespace's name under /var/run/netns.
+	// Name identifies the namespace in messages; it is also the name of its file.
 	Name string
 
 	t      testing.TB
+	path   string
 	handle netns.NsHandle
 	nl     *netlink.Handle
 }
@@ -40,17 +39,22 @@ type NS struct {
 // New creates a fresh network namespace whose name starts with prefix, brings
 // its loopback up and removes it (with everything inside) when the test ends.
 // It needs root.
+//
+// The namespace is kept alive by a bind mount on a file in the test's own
+// temporary directory, never under /run/netns: another program's `ip netns add`
+// may bind-mount /run/netns over itself when it is not yet a mount point, which
+// hides (and makes undeletable) every namespace mounted there before.
 func New(t testing.TB, prefix string) *NS {
 	t.Helper()
 	require.Root(t)
 	name := UniqueName("jn" + prefix)
-	if err := create(name); err != nil {
+	n := &NS{Name: name, t: t, path: filepath.Join(t.TempDir(), name), handle: netns.None()}
+	if err := Create(n.path); err != nil {
 		t.Fatalf("create network namespace %s: %v", name, err)
 	}
-	n := &NS{Name: name, t: t, handle: netns.None()}
 	t.Cleanup(n.destroy)
 
-	h, err := netns.GetFromPath(n.Path())
+	h, err := netns.GetFromPath(n.path)
 	if err != nil {
 		t.Fatalf("open network namespace %s: %v", name, err)
 	}
@@ -73,14 +77,17 @@ func UniqueName(prefix string) string {
 	return prefix + "-" + hex.EncodeToString(b)
 }
 
-// create makes a named namespace the way `ip netns add` does: unshare on a
-// locked thread, bind-mount the new namespace under runDir, switch back. If
-// switching back fails the thread stays locked and dies with its goroutine, so
-// no goroutine ever runs in the wrong namespace.
-func create(name string) error {
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
+// Create makes a new network namespace and keeps it alive as a bind mount on the
+// file path (created here): unshare on a locked thread, bind-mount the thread's
+// namespace, switch back. If switching back fails the thread stays locked and
+// dies with its goroutine, so no goroutine ever runs in the wrong namespace.
+// Remove it with Delete.
+func Create(path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o444)
+	if err != nil {
 		return err
 	}
+	f.Close()
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -91,18 +98,38 @@ func create(name string) error {
 			return
 		}
 		defer orig.Close()
-		created, err := netns.NewNamed(name)
+		created, err := netns.New()
 		if err == nil {
+			src := fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid())
+			if merr := unix.Mount(src, path, "none", unix.MS_BIND, ""); merr != nil {
+				err = fmt.Errorf("bind-mount %s on %s: %w", src, path, merr)
+			}
 			created.Close()
 		}
 		if serr := netns.Set(orig); serr != nil {
-			errc <- fmt.Errorf("switch back to the original namespace: %w", serr)
+			errc <- errors.Join(err, fmt.Errorf("switch back to the original namespace: %w", serr))
 			return // thread stays locked and is discarded
 		}
 		runtime.UnlockOSThread()
 		errc <- err
 	}()
-	return <-errc
+	if err := <-errc; err != nil {
+		_ = os.Remove(path)
+		return err
+	}
+	return nil
+}
+
+// Delete unmounts a namespace made by Create and removes its file; the namespace
+// goes away once no process or open descriptor holds it any more.
+func Delete(path string) error {
+	if err := unix.Unmount(path, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("unmount %s: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return nil
 }
 
 func (n *NS) destroy() {
@@ -112,13 +139,13 @@ func (n *NS) destroy() {
 	if n.handle.IsOpen() {
 		n.handle.Close()
 	}
-	if err := netns.DeleteNamed(n.Name); err != nil && !os.IsNotExist(err) {
+	if err := Delete(n.path); err != nil {
 		n.t.Errorf("delete network namespace %s: %v", n.Name, err)
 	}
 }
 
 // Path is the namespace's bind mount, usable with nsenter --net= or setns(2).
-func (n *NS) Path() string { return filepath.Join(runDir, n.Name) }
+func (n *NS) Path() string { return n.path }
 
 // FD is an open file descriptor of the namespace, valid until the test ends.
 func (n *NS) FD() int { return int(n.handle) }

@@ -140,6 +140,9 @@ func TestBridgeAndProcess(t *testing.T) {
 	if !strings.Contains(p.Output(), "3 received") {
 		t.Fatalf("ping output: %s", p.Output())
 	}
+	// New namespaces copy the host's ip_forward, which is on on most container hosts:
+	// start y from a known value rather than the host's.
+	y.Sysctl("net/ipv4/ip_forward", "0")
 	x.Sysctl("net/ipv4/ip_forward", "1")
 	if got := x.ReadSysctl("net/ipv4/ip_forward"); got != "1" {
 		t.Errorf("ip_forward in x = %q", got)

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/test/e2e/framework"
 	"github.com/loutres/juneau/test/e2e/harness"
+	"github.com/loutres/juneau/test/framework"
 	"github.com/loutres/juneau/test/netns"
 	"github.com/loutres/juneau/test/runner"
 )
@@ -235,10 +235,10 @@ func (s *sandbox) printUsage() {
 	fmt.Fprintf(&b, "  export KUBECONFIG=%s\n", s.cp.Kubeconfig)
 	fmt.Fprintf(&b, "  alias kubectl=%s\n", s.cp.Binaries.Kubectl())
 	fmt.Fprintf(&b, "  kubectl get elasticip,elasticipattachment,networkinterface,arpadvertisement\n\n")
-	fmt.Fprintf(&b, "The external client is network namespace %s (%s); for example:\n", s.c.Client.Name, harness.ClientIP)
-	fmt.Fprintf(&b, "  ip netns exec %s ping -c1 <ElasticIP>\n", s.c.Client.Name)
+	fmt.Fprintf(&b, "The external client is network namespace %s (%s); for example:\n", s.c.Client.Path(), harness.ClientIP)
+	fmt.Fprintf(&b, "  nsenter --net=%s ping -c1 <ElasticIP>\n", s.c.Client.Path())
 	for _, pl := range placement {
-		fmt.Fprintf(&b, "Pod %s runs in namespace %s on %s (namespace %s)\n", pl.pod, s.pods[pl.pod].NS.Name, pl.node, s.c.Nodes[pl.node].NS.Name)
+		fmt.Fprintf(&b, "Pod %s runs in namespace %s on %s (namespace %s)\n", pl.pod, s.pods[pl.pod].NS.Path(), pl.node, s.c.Nodes[pl.node].NS.Path())
 	}
 	fmt.Fprintf(&b, "\nStop it with: make sandbox-down\n")
 	fmt.Print(b.String())

@@ -29,7 +29,7 @@ import (
 	"github.com/loutres/juneau/pkg/controllers/pool"
 	juneauscheme "github.com/loutres/juneau/pkg/generated/clientset/versioned/scheme"
 	"github.com/loutres/juneau/pkg/generated/informers/externalversions"
-	"github.com/loutres/juneau/test/e2e/framework"
+	"github.com/loutres/juneau/test/framework"
 )
 
 func TestMain(m *testing.M) { framework.Main(m) }

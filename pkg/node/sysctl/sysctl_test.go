@@ -64,6 +64,10 @@ func TestPerNamespace(t *testing.T) {
 	require.Root(t)
 	a, b := netns.New(t, "sysa"), netns.New(t, "sysb")
 	netns.Veth(a, "ext0", b, "ext0")
+	// New namespaces copy some of the host's IPv4 settings (ip_forward is on on most
+	// container hosts), so b starts from values set here rather than the host's.
+	b.Sysctl("net/ipv4/conf/ext0/arp_ignore", "0")
+	b.Sysctl("net/ipv4/ip_forward", "0")
 	a.MustDo(func() error { return New().Apply(ExternalInterface("ext0")) })
 	for _, s := range ExternalInterface("ext0") {
 		if got := a.ReadSysctl(s.Key); got != s.Value {

@@ -24,7 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/loutres/juneau/test/e2e/framework"
+	"github.com/loutres/juneau/test/framework"
 	"github.com/loutres/juneau/test/netns"
 	"github.com/loutres/juneau/test/require"
 )
@@ -223,8 +223,8 @@ func (c *Cluster) addNode(name string, i int) *Node {
 
 // StartAgent (re)starts the node agent inside the Node's namespace.
 func (c *Cluster) StartAgent(n *Node) {
-	args := append([]string{"netns", "exec", n.NS.Name, framework.JuneauBinary(c.t)}, n.agentArgs...)
-	n.Agent = framework.StartCommand(c.t, "agent-"+n.Name, require.Binary(c.t, "ip"), args...)
+	args := n.NS.Wrap(framework.JuneauBinary(c.t), n.agentArgs...)
+	n.Agent = framework.StartCommand(c.t, "agent-"+n.Name, require.Binary(c.t, "nsenter"), args...)
 	c.waitFor("agent of "+n.Name+" serving its CNI socket", func(context.Context) bool {
 		_, err := os.Stat(n.Socket)
 		return err == nil

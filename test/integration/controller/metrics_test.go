@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/test/e2e/framework"
+	"github.com/loutres/juneau/test/framework"
 )
 
 var servingAddr = regexp.MustCompile(`Serving metrics and health.*address="([^"]+)"`)

@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/test/e2e/framework"
+	"github.com/loutres/juneau/test/framework"
 )
 
 func TestMain(m *testing.M) { framework.Main(m) }

@@ -12,7 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/loutres/juneau/test/e2e/framework"
+	"github.com/loutres/juneau/test/framework"
 )
 
 // TestManifestsDryRunServer: the API server (with its admission chain) accepts every

@@ -16,7 +16,7 @@ import (
 
 	"github.com/loutres/juneau/pkg/admission"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/test/e2e/framework"
+	"github.com/loutres/juneau/test/framework"
 )
 
 // TestNATAndDirectUseExclusive: an ElasticIP is used either by NAT or directly. A Pod

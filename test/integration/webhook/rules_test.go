@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loutres/juneau/test/e2e/framework"
+	"github.com/loutres/juneau/test/framework"
 )
 
 // step is one action of a case: a manifest to apply, kubectl arguments, or a function.
