@@ -13,7 +13,6 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/controllers/networkinterface"
 )
 
 // podRules: the annotation grammar (annotations.ValidatePod), then for every NIC that
@@ -54,7 +53,7 @@ func (v *Validators) checkPod(ctx context.Context, pod, old *corev1.Pod) (field.
 			return nil, nil // only the automatic-ElasticIP annotations changed
 		}
 	}
-	identity := networkinterface.AllocationIdentity(pod)
+	identity := annotations.AllocationIdentity(pod.Labels, pod.Annotations)
 	var errs field.ErrorList
 	for _, n := range nics {
 		if n.ElasticIP == "" {
@@ -158,7 +157,7 @@ func (v *Validators) holderInTheWay(ctx context.Context, pod *corev1.Pod, eip *v
 	}
 	holderID := nic.Spec.AllocationIdentity
 	if holderID == "" {
-		holderID = networkinterface.AllocationIdentity(holder)
+		holderID = annotations.AllocationIdentity(holder.Labels, holder.Annotations)
 	}
 	if identity != "" && holderID == identity {
 		return "", nil
