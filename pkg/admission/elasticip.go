@@ -95,19 +95,27 @@ func activeNames(atts []*v1alpha1.ElasticIPAttachment) []string {
 	return out
 }
 
-// outsideNetwork says why addr is not inside the pools of the network, or "" when it is.
+// outsideNetwork says why addr is not inside the pools the network may use
+// (validation.PoolsOfNetwork), or "" when it is.
 func (v *Validators) outsideNetwork(ctx context.Context, net *v1alpha1.ExternalNetwork, addr netip.Addr) (string, error) {
-	var missing, searched []string
-	for _, poolName := range net.Spec.AddressPools {
-		pool, err := v.r.pool(ctx, poolName)
+	pools := map[string]*v1alpha1.AddressPool{}
+	for _, name := range net.Spec.AddressPools {
+		pool, err := v.r.pool(ctx, name)
 		if err != nil {
 			return "", err
 		}
-		if pool == nil {
-			missing = append(missing, poolName)
-			continue
+		if pool != nil {
+			pools[name] = pool
 		}
-		searched = append(searched, poolName)
+	}
+	networks, err := v.r.allNetworks(ctx, false)
+	if err != nil {
+		return "", err
+	}
+	verdict := validation.PoolsOfNetwork(net, func(name string) *v1alpha1.AddressPool { return pools[name] }, networks)
+	var searched []string
+	for _, pool := range verdict.Usable {
+		searched = append(searched, pool.Name)
 		if ranges, err := validation.ParsePool(pool.Spec); err == nil && validation.RangesContain(ranges, addr) {
 			return "", nil
 		}
@@ -116,8 +124,14 @@ func (v *Validators) outsideNetwork(ctx context.Context, net *v1alpha1.ExternalN
 	if len(searched) > 0 {
 		detail += " (" + quoteSorted(searched) + ")"
 	}
-	if len(missing) > 0 {
+	if missing := verdict.Missing; len(missing) > 0 {
 		detail += fmt.Sprintf("; %s %s %s not exist", plural(len(missing), "AddressPool"), quoteSorted(missing), verb(len(missing), "does", "do"))
+	}
+	for _, p := range verdict.WrongMode {
+		detail += fmt.Sprintf("; AddressPool %q advertises by %s, not %s", p.Name, p.Spec.AdvertiseMode, net.Spec.Type)
+	}
+	for _, t := range verdict.Taken {
+		detail += fmt.Sprintf("; AddressPool %q belongs to ExternalNetwork %q", t.Pool, t.Owner)
 	}
 	return detail, nil
 }

@@ -1,7 +1,6 @@
 package network
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 	"github.com/loutres/juneau/pkg/controllers/conditions"
 )
 
@@ -17,36 +17,29 @@ import (
 //
 // Ready is False with MissingDependency when a named pool does not exist, else with
 // InvalidAddressPool when a pool's advertiseMode differs from spec.type or the pool
-// already belongs to an older ExternalNetwork (SPEC §2.2: a pool belongs to at most one
-// network; the webhook refuses the second, and should one slip through, the older
-// network keeps the pool). The message names every problem. The Ready condition carries
-// no lastTransitionTime.
+// belongs to another ExternalNetwork (validation.PoolsOfNetwork decides which pools a
+// network may use). The message names every problem. The Ready condition carries no
+// lastTransitionTime.
 func networkStatus(net *v1alpha1.ExternalNetwork, pools map[string]*v1alpha1.AddressPool, networks []*v1alpha1.ExternalNetwork) v1alpha1.ExternalNetworkStatus {
-	var missing, wrongMode, taken []string
-	for _, name := range net.Spec.AddressPools {
-		p, ok := pools[name]
-		switch {
-		case !ok:
-			missing = append(missing, name)
-		case p.Spec.AdvertiseMode != net.Spec.Type:
-			wrongMode = append(wrongMode, fmt.Sprintf("AddressPool %q advertises by %s, not %s", name, p.Spec.AdvertiseMode, net.Spec.Type))
-		}
-		if owner := firstOwner(name, networks); owner != nil && owner.Name != net.Name {
-			taken = append(taken, fmt.Sprintf("AddressPool %q already belongs to ExternalNetwork %q", name, owner.Name))
-		}
+	verdict := validation.PoolsOfNetwork(net, func(name string) *v1alpha1.AddressPool { return pools[name] }, networks)
+	var wrongMode, taken []string
+	for _, p := range verdict.WrongMode {
+		wrongMode = append(wrongMode, fmt.Sprintf("AddressPool %q advertises by %s, not %s", p.Name, p.Spec.AdvertiseMode, net.Spec.Type))
 	}
-	slices.Sort(missing)
+	for _, tp := range verdict.Taken {
+		taken = append(taken, fmt.Sprintf("AddressPool %q already belongs to ExternalNetwork %q", tp.Pool, tp.Owner))
+	}
 	slices.Sort(wrongMode)
 	slices.Sort(taken)
 	var problems []string
-	if len(missing) > 0 {
+	if missing := verdict.Missing; len(missing) > 0 {
 		problems = append(problems, kindList("AddressPool", missing)+" "+verb(missing, "does", "do")+" not exist")
 	}
 	problems = append(problems, wrongMode...)
 	problems = append(problems, taken...)
 
 	switch {
-	case len(missing) > 0:
+	case len(verdict.Missing) > 0:
 		return withReady(net, metav1.ConditionFalse, v1alpha1.ReasonMissingDependency, strings.Join(problems, "; "))
 	case len(problems) > 0:
 		return withReady(net, metav1.ConditionFalse, v1alpha1.ReasonInvalidAddressPool, strings.Join(problems, "; "))
@@ -55,20 +48,6 @@ func networkStatus(net *v1alpha1.ExternalNetwork, pools map[string]*v1alpha1.Add
 	slices.Sort(names)
 	return withReady(net, metav1.ConditionTrue, v1alpha1.ReasonPoolsReady,
 		fmt.Sprintf("every AddressPool exists and advertises by %s: %s", net.Spec.Type, quoted(names)))
-}
-
-// firstOwner is the oldest ExternalNetwork (ties broken by name) naming the pool.
-func firstOwner(pool string, networks []*v1alpha1.ExternalNetwork) *v1alpha1.ExternalNetwork {
-	var owner *v1alpha1.ExternalNetwork
-	for _, n := range networks {
-		if !slices.Contains(n.Spec.AddressPools, pool) {
-			continue
-		}
-		if owner == nil || cmp.Or(n.CreationTimestamp.Compare(owner.CreationTimestamp.Time), strings.Compare(n.Name, owner.Name)) < 0 {
-			owner = n
-		}
-	}
-	return owner
 }
 
 // kindList is `Kind "a"` or `Kinds "a", "b"` for sorted names.
