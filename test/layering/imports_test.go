@@ -61,6 +61,11 @@ var rules = []rule{
 		why:   "controllers, webhook and node agent are separate roles that meet only in the API",
 	},
 	{
+		from:  "pkg/status",
+		never: []string{"pkg/controllers/", "pkg/node/", "pkg/admission"},
+		why:   "the status and event helper serves every controller and the node agent alike",
+	},
+	{
 		from:  "pkg/generated/",
 		never: []string{"pkg/"},
 		allow: []string{"pkg/generated/", "pkg/apis/"},
@@ -106,7 +111,7 @@ func TestImportRules(t *testing.T) {
 // TestControllersDoNotImportEachOther: one controller per package; controllers share
 // only the helper packages below pkg/controllers.
 func TestControllersDoNotImportEachOther(t *testing.T) {
-	helpers := map[string]bool{"indexes": true, "ipam": true, "conditions": true, "loop": true}
+	helpers := map[string]bool{"indexes": true, "ipam": true, "loop": true}
 	for _, p := range list(t, "./pkg/controllers/...") {
 		from := controllerOf(p.ImportPath)
 		for _, imp := range p.Imports {

@@ -9,12 +9,10 @@ import (
 	"errors"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metaapply "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -27,6 +25,7 @@ import (
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
 )
 
 // ControllerName names the loop, its queue and its log lines.
@@ -145,8 +144,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err2 != nil {
 		nic = nil
 	}
-	computed := attachmentStatus(att, eip, nic)
-	merged := mergeStatus(att.Status, computed, metav1.NewTime(c.clock.Now()))
+	merged := attachmentStatus(att, eip, nic)
+	merged.Conditions = status.Merge(att.Status.Conditions, merged.Conditions, metav1.NewTime(c.clock.Now()))
 	if equality.Semantic.DeepEqual(merged, att.Status) {
 		return nil
 	}
@@ -161,9 +160,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	klog.FromContext(ctx).V(2).Info("Wrote ElasticIPAttachment status", "elasticIPAttachment", klog.KObj(att),
 		"phase", merged.Phase, "reason", ready.Reason)
-	if ev, ok := readyEvent(meta.FindStatusCondition(att.Status.Conditions, v1alpha1.ConditionReady), ready); ok {
-		c.recorder.Event(att, ev.eventType, ev.reason, ev.message)
-	}
+	status.Announce(c.recorder, att, readyEvents, meta.FindStatusCondition(att.Status.Conditions, v1alpha1.ConditionReady), ready)
 	return nil
 }
 
@@ -188,40 +185,12 @@ func statusApply(att *v1alpha1.ElasticIPAttachment, st v1alpha1.ElasticIPAttachm
 		sa.WithNodeName(st.NodeName)
 	}
 	if ready != nil {
-		sa.WithConditions(metaapply.Condition().
-			WithType(ready.Type).
-			WithStatus(ready.Status).
-			WithReason(ready.Reason).
-			WithMessage(ready.Message).
-			WithObservedGeneration(ready.ObservedGeneration).
-			WithLastTransitionTime(ready.LastTransitionTime))
+		sa.WithConditions(status.Apply(*ready))
 	}
 	return applyv1alpha1.ElasticIPAttachment(att.Name, att.Namespace).WithUID(att.UID).WithStatus(sa)
 }
 
-// event is one Event to emit.
-type event struct {
-	eventType, reason, message string
-}
-
-// readyEvent says which Event a change of the Ready condition deserves: becoming Ready
-// is Normal; an Error phase, or losing Ready, is a Warning; a new reason for waiting is
-// Normal. Nothing when neither status nor reason changed, nor for a first waiting status.
-func readyEvent(old, cur *metav1.Condition) (event, bool) {
-	switch {
-	case cur == nil,
-		old != nil && old.Status == cur.Status && old.Reason == cur.Reason:
-		return event{}, false
-	}
-	ev := event{eventType: corev1.EventTypeNormal, reason: cur.Reason, message: cur.Message}
-	switch {
-	case cur.Reason == v1alpha1.ReasonMissingElasticIP, cur.Reason == v1alpha1.ReasonMissingNetworkInterface:
-		ev.eventType = corev1.EventTypeWarning
-	case cur.Status == metav1.ConditionTrue:
-	case old == nil:
-		return event{}, false
-	case old.Status == metav1.ConditionTrue:
-		ev.eventType = corev1.EventTypeWarning
-	}
-	return ev, true
-}
+// readyEvents: becoming Ready is Normal; a missing ElasticIP or NIC, or losing Ready,
+// is a Warning; a new reason for waiting is Normal; the first waiting status of a new
+// attachment is not announced.
+var readyEvents = status.Policy{Quiet: metav1.ConditionFalse, WarnOnLoss: true}

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/controllers/conditions"
 )
 
 // attachmentStatus computes an ElasticIPAttachment's status from its ElasticIP and its
@@ -126,12 +125,4 @@ func withReady(att *v1alpha1.ElasticIPAttachment, st v1alpha1.ElasticIPAttachmen
 		ObservedGeneration: att.Generation,
 	}}
 	return st
-}
-
-// mergeStatus lays the computed status over the recorded one: conditions this controller
-// does not own are kept, and lastTransitionTime only moves when a condition flips.
-func mergeStatus(old, computed v1alpha1.ElasticIPAttachmentStatus, now metav1.Time) v1alpha1.ElasticIPAttachmentStatus {
-	out := computed
-	out.Conditions = conditions.Merge(old.Conditions, computed.Conditions, now)
-	return out
 }

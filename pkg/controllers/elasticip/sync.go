@@ -63,8 +63,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			return err
 		}
 	}
-	status := desiredStatus(statusInput{eip: eip, deps: deps.err, alloc: alloc, decision: decision})
-	return c.writeStatus(ctx, eip, status)
+	st := desiredStatus(statusInput{eip: eip, deps: deps.err, alloc: alloc, decision: decision, now: metav1.NewTime(c.clock.Now())})
+	return c.writeStatus(ctx, eip, st)
 }
 
 // dependencies is the ExternalNetwork of an ElasticIP and its pools, in order.

@@ -8,13 +8,11 @@ import (
 	"fmt"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	metaapply "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -26,6 +24,7 @@ import (
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
 )
 
 // ControllerName names the loop, its queue and its log lines.
@@ -132,20 +131,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	computed := networkStatus(net, pools, networks)
-	merged := mergeStatus(net.Status, computed, metav1.NewTime(c.clock.Now()))
+	merged := networkStatus(net, pools, networks)
+	merged.Conditions = status.Merge(net.Status.Conditions, merged.Conditions, metav1.NewTime(c.clock.Now()))
 	if equality.Semantic.DeepEqual(merged, net.Status) {
 		return nil
 	}
 	ready := meta.FindStatusCondition(merged.Conditions, v1alpha1.ConditionReady)
 	apply := applyv1alpha1.ExternalNetwork(net.Name).WithUID(net.UID).WithStatus(
-		applyv1alpha1.ExternalNetworkStatus().WithConditions(metaapply.Condition().
-			WithType(ready.Type).
-			WithStatus(ready.Status).
-			WithReason(ready.Reason).
-			WithMessage(ready.Message).
-			WithObservedGeneration(ready.ObservedGeneration).
-			WithLastTransitionTime(ready.LastTransitionTime)))
+		applyv1alpha1.ExternalNetworkStatus().WithConditions(status.Apply(*ready)))
 	_, err = c.client.JuneauV1alpha1().ExternalNetworks().ApplyStatus(ctx, apply,
 		metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerController, Force: true})
 	if apierrors.IsNotFound(err) {
@@ -155,13 +148,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return fmt.Errorf("writing status of ExternalNetwork %q: %w", net.Name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Wrote ExternalNetwork status", "externalNetwork", klog.KObj(net), "reason", ready.Reason)
-	old := meta.FindStatusCondition(net.Status.Conditions, v1alpha1.ConditionReady)
-	switch {
-	case old != nil && old.Status == ready.Status && old.Reason == ready.Reason:
-	case ready.Status != metav1.ConditionTrue:
-		c.recorder.Event(net, corev1.EventTypeWarning, ready.Reason, ready.Message)
-	case old != nil:
-		c.recorder.Event(net, corev1.EventTypeNormal, ready.Reason, ready.Message)
-	}
+	status.Announce(c.recorder, net, readyEvents, meta.FindStatusCondition(net.Status.Conditions, v1alpha1.ConditionReady), ready)
 	return nil
 }
+
+// readyEvents: a network that is not Ready is a Warning, becoming Ready again is
+// Normal; a new network that is Ready from the start is not announced.
+var readyEvents = status.Policy{Quiet: metav1.ConditionTrue, WarnOnLoss: true}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
-	"github.com/loutres/juneau/pkg/controllers/conditions"
 )
 
 // networkStatus computes an ExternalNetwork's status. pools holds the AddressPools that
@@ -81,12 +80,4 @@ func withReady(net *v1alpha1.ExternalNetwork, status metav1.ConditionStatus, rea
 		Message:            message,
 		ObservedGeneration: net.Generation,
 	}}}
-}
-
-// mergeStatus lays the computed status over the recorded one: conditions this controller
-// does not own are kept, and lastTransitionTime only moves when a condition flips.
-func mergeStatus(old, computed v1alpha1.ExternalNetworkStatus, now metav1.Time) v1alpha1.ExternalNetworkStatus {
-	out := computed
-	out.Conditions = conditions.Merge(old.Conditions, computed.Conditions, now)
-	return out
 }

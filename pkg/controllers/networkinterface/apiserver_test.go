@@ -270,7 +270,7 @@ func TestInvalidAnnotationsAgainstAPIServer(t *testing.T) {
 			return err.Error(), false
 		}
 		for _, e := range evs.Items {
-			if e.InvolvedObject.Name == "bad" && e.Type == corev1.EventTypeWarning && e.Reason == networkinterface.EventInvalidAnnotations {
+			if e.InvolvedObject.Name == "bad" && e.Type == corev1.EventTypeWarning && e.Reason == v1alpha1.EventInvalidAnnotations {
 				return e.Message, true
 			}
 		}

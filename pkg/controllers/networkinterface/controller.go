@@ -34,12 +34,6 @@ import (
 // ControllerName names the loop, its queue and its log lines.
 const ControllerName = "networkinterface"
 
-// Event reasons of this controller (condition reasons come from v1alpha1).
-const (
-	// EventInvalidAnnotations: a Pod's direct-use annotations cannot be read.
-	EventInvalidAnnotations = "InvalidAnnotations"
-)
-
 // Indexes this controller registers on the NetworkInterface informer.
 var Indexes = []string{indexes.NICByPod, indexes.NICByElasticIP}
 

@@ -10,13 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/controllers/conditions"
 )
 
 // nicStatus computes the status of a NIC from its Pod and, for a direct NIC, from the
 // decision the ElasticIP controller published in the ElasticIP's status (DESIGN §2: this
 // controller reads that decision and never re-derives it). pod and eip may be nil when
-// they do not exist. The Ready condition carries no lastTransitionTime: mergeStatus keeps
+// they do not exist. The Ready condition carries no lastTransitionTime: status.Merge keeps
 // the recorded one unless the condition's status flips.
 func nicStatus(nic *v1alpha1.NetworkInterface, pod *corev1.Pod, eip *v1alpha1.ElasticIP) v1alpha1.NetworkInterfaceStatus {
 	if nic.Spec.ElasticIP == "" {
@@ -155,12 +154,4 @@ func readyCondition(nic *v1alpha1.NetworkInterface, status metav1.ConditionStatu
 		Message:            message,
 		ObservedGeneration: nic.Generation,
 	}
-}
-
-// mergeStatus lays the computed status over the recorded one: conditions this controller
-// does not own are kept, and lastTransitionTime only moves when a condition flips.
-func mergeStatus(old, computed v1alpha1.NetworkInterfaceStatus, now metav1.Time) v1alpha1.NetworkInterfaceStatus {
-	out := computed
-	out.Conditions = conditions.Merge(old.Conditions, computed.Conditions, now)
-	return out
 }

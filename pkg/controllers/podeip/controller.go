@@ -53,29 +53,6 @@ const ControllerName = "podeip"
 // PodByElasticIPName indexes Pods by "<namespace>/<pod-eip-name>".
 const PodByElasticIPName = "juneau.pod.eip-name"
 
-// Event reasons of this controller.
-const (
-	EventInvalidAnnotations      = "InvalidAnnotations"
-	EventHostNetwork             = "HostNetworkPod"
-	EventExternalNetworkNotFound = "ExternalNetworkNotFound"
-	EventNoDefaultNetwork        = "NoDefaultExternalNetwork"
-	EventAmbiguousDefaultNetwork = "AmbiguousDefaultExternalNetwork"
-	EventElasticIPNameTaken      = "ElasticIPNameTaken"
-	EventAttachmentNameTaken     = "ElasticIPAttachmentNameTaken"
-	EventElasticIPNotFound       = "ElasticIPNotFound"
-	EventReleaseBlocked          = "ReleaseBlocked"
-	EventElasticIPCreated        = "ElasticIPCreated"
-	EventAllocated               = "ElasticIPAllocated"
-	EventAttachmentCreated       = "ElasticIPAttachmentCreated"
-	EventAttachmentDeleted       = "ElasticIPAttachmentDeleted"
-	EventReleaseScheduled        = "ReleaseScheduled"
-	EventReleaseCancelled        = "ReleaseCancelled"
-	EventReleased                = "ElasticIPReleased"
-	EventFailedCreate            = "FailedCreate"
-	EventFailedUpdate            = "FailedUpdate"
-	EventFailedDelete            = "FailedDelete"
-)
-
 // Informers are the shared informers the controller reads.
 type Informers struct {
 	Pods              coreinformers.PodInformer

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	metaapply "k8s.io/client-go/applyconfigurations/meta/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -32,6 +31,7 @@ import (
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
 )
 
 // ControllerName names the loop, its queue and its log lines.
@@ -160,8 +160,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	computed := poolStatus(pool, claims, nodes)
-	merged := mergeStatus(pool.Status, computed, metav1.NewTime(c.clock.Now()))
+	merged := poolStatus(pool, claims, nodes)
+	merged.Conditions = status.Merge(pool.Status.Conditions, merged.Conditions, metav1.NewTime(c.clock.Now()))
 	if equality.Semantic.DeepEqual(merged, pool.Status) {
 		return nil
 	}
@@ -176,9 +176,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	klog.FromContext(ctx).V(2).Info("Wrote AddressPool status", "addressPool", klog.KObj(pool),
 		"total", merged.Total, "allocated", merged.Allocated, "reason", ready.Reason)
-	if ev, ok := readyEvent(meta.FindStatusCondition(pool.Status.Conditions, v1alpha1.ConditionReady), ready); ok {
-		c.recorder.Event(pool, ev.eventType, ev.reason, ev.message)
-	}
+	status.Announce(c.recorder, pool, readyEvents, meta.FindStatusCondition(pool.Status.Conditions, v1alpha1.ConditionReady), ready)
 	return nil
 }
 
@@ -190,32 +188,12 @@ func statusApply(pool *v1alpha1.AddressPool, st v1alpha1.AddressPoolStatus, read
 		WithAllocated(st.Allocated).
 		WithAvailable(st.Available)
 	if ready != nil {
-		sa.WithConditions(metaapply.Condition().
-			WithType(ready.Type).
-			WithStatus(ready.Status).
-			WithReason(ready.Reason).
-			WithMessage(ready.Message).
-			WithObservedGeneration(ready.ObservedGeneration).
-			WithLastTransitionTime(ready.LastTransitionTime))
+		sa.WithConditions(status.Apply(*ready))
 	}
 	return applyv1alpha1.AddressPool(pool.Name).WithUID(pool.UID).WithStatus(sa)
 }
 
-// event is one Event to emit.
-type event struct {
-	eventType, reason, message string
-}
-
-// readyEvent: a Warning when the pool stops being (or starts not being) Ready, a Normal
-// Event when it becomes Ready again; nothing for a first Ready status or no change.
-func readyEvent(old, cur *metav1.Condition) (event, bool) {
-	switch {
-	case cur == nil,
-		old != nil && old.Status == cur.Status && old.Reason == cur.Reason,
-		old == nil && cur.Status == metav1.ConditionTrue:
-		return event{}, false
-	case cur.Status == metav1.ConditionTrue:
-		return event{corev1.EventTypeNormal, cur.Reason, cur.Message}, true
-	}
-	return event{corev1.EventTypeWarning, cur.Reason, cur.Message}, true
-}
+// readyEvents: a pool that is not Ready (or not Ready for another reason) is a Warning,
+// becoming Ready again is Normal; a new pool that is Ready from the start is not
+// announced.
+var readyEvents = status.Policy{Quiet: metav1.ConditionTrue, WarnOnLoss: true}

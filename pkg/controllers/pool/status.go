@@ -12,7 +12,6 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
-	"github.com/loutres/juneau/pkg/controllers/conditions"
 )
 
 // maxListed bounds how many Node addresses a message names.
@@ -124,12 +123,4 @@ func withReady(pool *v1alpha1.AddressPool, st v1alpha1.AddressPoolStatus, status
 		ObservedGeneration: pool.Generation,
 	}}
 	return st
-}
-
-// mergeStatus lays the computed status over the recorded one: conditions this controller
-// does not own are kept, and lastTransitionTime only moves when a condition flips.
-func mergeStatus(old, computed v1alpha1.AddressPoolStatus, now metav1.Time) v1alpha1.AddressPoolStatus {
-	out := computed
-	out.Conditions = conditions.Merge(old.Conditions, computed.Conditions, now)
-	return out
 }

@@ -7,10 +7,10 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	metaapply "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
@@ -22,6 +22,7 @@ import (
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/node/nft"
+	"github.com/loutres/juneau/pkg/status"
 )
 
 // NAT programs the translation rules (nft.Programmer).
@@ -220,13 +221,13 @@ func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string) er
 			continue
 		}
 		want := answeringCondition(a.cfg.ExternalInterface, a.cfg.ExternalMAC, ad.Generation)
-		if have := meta.FindStatusCondition(ad.Status.Conditions, v1alpha1.ConditionAnswering); have != nil &&
-			have.Status == want.Status && have.Message == want.Message && have.ObservedGeneration == want.ObservedGeneration {
+		merged := status.Merge(ad.Status.Conditions, []metav1.Condition{want}, metav1.Now())
+		have := meta.FindStatusCondition(ad.Status.Conditions, v1alpha1.ConditionAnswering)
+		cur := meta.FindStatusCondition(merged, v1alpha1.ConditionAnswering)
+		if have != nil && equality.Semantic.DeepEqual(*have, *cur) {
 			continue
 		}
-		cond := metaapply.Condition().WithType(want.Type).WithStatus(want.Status).WithReason(want.Reason).
-			WithMessage(want.Message).WithObservedGeneration(want.ObservedGeneration).WithLastTransitionTime(metav1.Now())
-		apply := applyv1alpha1.ARPAdvertisement(ad.Name).WithStatus(applyv1alpha1.ARPAdvertisementStatus().WithConditions(cond))
+		apply := applyv1alpha1.ARPAdvertisement(ad.Name).WithStatus(applyv1alpha1.ARPAdvertisementStatus().WithConditions(status.Apply(*cur)))
 		if _, err := a.client.JuneauV1alpha1().ARPAdvertisements().ApplyStatus(ctx, apply,
 			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); err != nil {
 			return fmt.Errorf("writing Answering on ARPAdvertisement %q: %w", ad.Name, err)

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/controllers/podeip"
 	"github.com/loutres/juneau/test/framework"
 )
 
@@ -41,10 +40,10 @@ func TestFollow(t *testing.T) {
 	if !strings.HasPrefix(eip.Status.Address, "10.225.51.1") || !claimed(cp, eip.Status.Address) {
 		t.Errorf("address %q not reserved from the pool", eip.Status.Address)
 	}
-	for _, reason := range []string{podeip.EventElasticIPCreated, podeip.EventAttachmentCreated} {
+	for _, reason := range []string{v1alpha1.EventElasticIPCreated, v1alpha1.EventAttachmentCreated} {
 		waitEvent(t, cp, ns, "Pod", "web", reason)
 	}
-	if msg := waitEvent(t, cp, ns, "Pod", "web", podeip.EventAllocated); !strings.Contains(msg, eip.Status.Address) {
+	if msg := waitEvent(t, cp, ns, "Pod", "web", v1alpha1.EventAllocated); !strings.Contains(msg, eip.Status.Address) {
 		t.Errorf("allocation Event %q does not give the address", msg)
 	}
 
@@ -52,7 +51,7 @@ func TestFollow(t *testing.T) {
 	waitGone(t, "attachment", func() bool { _, ok := getAttachment(cp, ns, "web"); return ok })
 	waitGone(t, "ElasticIP", func() bool { _, ok := getEIP(cp, ns, "web"); return ok })
 	waitGone(t, "AllocationClaim "+eip.Status.Address, func() bool { return claimed(cp, eip.Status.Address) })
-	waitEvent(t, cp, ns, "ElasticIP", "web", podeip.EventReleased)
+	waitEvent(t, cp, ns, "ElasticIP", "web", v1alpha1.EventReleased)
 }
 
 // TestDelayedReleaseAcrossRestart: with a 3s strategy the ElasticIP outlives its Pod by
@@ -103,7 +102,7 @@ func TestDelayedReleaseAcrossRestart(t *testing.T) {
 		t.Errorf("released %v before the mark (%v) plus 3s", early, mark)
 	}
 	waitGone(t, "AllocationClaim", func() bool { return claimed(cp, eip.Status.Address) })
-	waitEvent(t, cp, ns, "ElasticIP", "timed", podeip.EventReleaseScheduled)
+	waitEvent(t, cp, ns, "ElasticIP", "timed", v1alpha1.EventReleaseScheduled)
 }
 
 // TestNeverKeeps: with Never the attachment goes with the Pod, the ElasticIP and its
@@ -121,7 +120,7 @@ func TestNeverKeeps(t *testing.T) {
 
 	forceDeletePod(t, cp, ns, "keep")
 	waitGone(t, "attachment", func() bool { _, ok := getAttachment(cp, ns, "keep"); return ok })
-	waitEvent(t, cp, ns, "ElasticIPAttachment", "keep", podeip.EventAttachmentDeleted)
+	waitEvent(t, cp, ns, "ElasticIPAttachment", "keep", v1alpha1.EventAttachmentDeleted)
 	poll(t, "ElasticIP unused but kept", func(context.Context) bool {
 		e, ok := getEIP(cp, ns, "keep")
 		if ok {
@@ -232,7 +231,7 @@ func TestUserElasticIPNotTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	createPod(t, cp, ns, podSpec("busy", withEIP(net)), "10.244.1.60")
-	msg := waitEvent(t, cp, ns, "Pod", "busy", podeip.EventElasticIPNameTaken)
+	msg := waitEvent(t, cp, ns, "Pod", "busy", v1alpha1.EventElasticIPNameTaken)
 	if !strings.Contains(msg, `ElasticIP "busy"`) {
 		t.Errorf("Event message %q does not name the ElasticIP", msg)
 	}
