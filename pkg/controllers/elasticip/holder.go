@@ -53,10 +53,11 @@ type HolderDecision struct {
 	Message string
 	// Conflict: NAT and direct use at once, or several attachments; the phase is Error.
 	Conflict bool
-	// Waiting has one entry for every NIC named in the input and every active
-	// attachment, except the holder: the message of its WaitingForElasticIP condition.
-	Waiting map[v1alpha1.AttachmentReference]string
 }
+
+// What everyone but the holder waits for is not part of the decision: it follows from
+// the decision once published in the ElasticIP's status, and every reader words it
+// with holder.WaitingFor.
 
 // DecideHolder applies SPEC §4.3 in order:
 //  1. more than one active attachment: Conflict;
@@ -96,11 +97,11 @@ func DecideHolder(in HolderInput) HolderDecision {
 		a := active[0]
 		ref := attachmentRef(a.Name)
 		if in.EIPDeleting && !d.wasHolder(ref) {
-			return d.nobody(v1alpha1.ReasonUnused, deletingMessage, fmt.Sprintf("ElasticIP %q is being deleted", in.Name))
+			return nobody(v1alpha1.ReasonUnused, deletingMessage)
 		}
 		return d.holder(ref, a.NodeName)
 	case len(nics) == 0:
-		return d.nobody(v1alpha1.ReasonUnused, "no ElasticIPAttachment or NetworkInterface uses this ElasticIP", "")
+		return nobody(v1alpha1.ReasonUnused, "no ElasticIPAttachment or NetworkInterface uses this ElasticIP")
 	}
 	return d.decideNICs()
 }
@@ -116,7 +117,7 @@ func (d decider) decideNICs() HolderDecision {
 		}
 	}
 	if d.in.EIPDeleting { // 5
-		return d.nobody(v1alpha1.ReasonUnused, deletingMessage, fmt.Sprintf("ElasticIP %q is being deleted", d.in.Name))
+		return nobody(v1alpha1.ReasonUnused, deletingMessage)
 	}
 	var deleting, live []NICInfo
 	for _, n := range d.nics {
@@ -128,13 +129,11 @@ func (d decider) decideNICs() HolderDecision {
 	}
 	prevWasAttachment := prev != nil && prev.Kind == v1alpha1.AttachmentKindElasticIPAttachment
 	if len(deleting) > 0 && !prevWasAttachment { // 4(b)
-		msg := fmt.Sprintf("waiting for the deleting %s to be gone before handing the address over",
-			kindList("NetworkInterface", nicNames(deleting)))
-		return d.nobody(v1alpha1.ReasonWaitingForHandover, msg, fmt.Sprintf("ElasticIP %q is %s", d.in.Name, msg))
+		return nobody(v1alpha1.ReasonWaitingForHandover, fmt.Sprintf("waiting for the deleting %s to be gone before handing the address over",
+			kindList("NetworkInterface", nicNames(deleting))))
 	}
 	if len(live) == 0 {
-		msg := fmt.Sprintf("every NetworkInterface naming this ElasticIP is being deleted: %s", quoted(nicNames(deleting)))
-		return d.nobody(v1alpha1.ReasonUnused, msg, fmt.Sprintf("ElasticIP %q is handed to no NetworkInterface being deleted", d.in.Name))
+		return nobody(v1alpha1.ReasonUnused, fmt.Sprintf("every NetworkInterface naming this ElasticIP is being deleted: %s", quoted(nicNames(deleting))))
 	}
 	return d.holder(nicRef(live[0].Name), live[0].NodeName) // 4(c): oldest, then by name
 }
@@ -160,14 +159,11 @@ func (d decider) holder(ref v1alpha1.AttachmentReference, node string) HolderDec
 	// Whoever else is left here is a NIC: a held attachment excludes every NIC (rule 2)
 	// and every other active attachment (rule 1).
 	var losers []string
-	wait := fmt.Sprintf("ElasticIP %q is used by %s %q", d.in.Name, ref.Kind, ref.Name)
-	out.Waiting = d.waitAll(wait, func(r v1alpha1.AttachmentReference) bool {
-		if r == ref {
-			return false
+	for _, n := range d.nics {
+		if nicRef(n.Name) != ref {
+			losers = append(losers, n.Name)
 		}
-		losers = append(losers, r.Name)
-		return true
-	})
+	}
 	if len(losers) > 0 {
 		slices.Sort(losers)
 		out.Message += fmt.Sprintf(" (also named by %s)", kindList("NetworkInterface", losers))
@@ -175,17 +171,12 @@ func (d decider) holder(ref v1alpha1.AttachmentReference, node string) HolderDec
 	return out
 }
 
-func (d decider) nobody(reason, msg, wait string) HolderDecision {
-	return HolderDecision{Reason: reason, Message: msg, Waiting: d.waitAll(wait, nil)}
+func nobody(reason, msg string) HolderDecision {
+	return HolderDecision{Reason: reason, Message: msg}
 }
 
 func (d decider) conflict(msg string) HolderDecision {
-	return HolderDecision{
-		Reason:   v1alpha1.ReasonConflict,
-		Message:  msg,
-		Conflict: true,
-		Waiting:  d.waitAll(fmt.Sprintf("ElasticIP %q is in conflict: %s", d.in.Name, msg), nil),
-	}
+	return HolderDecision{Reason: v1alpha1.ReasonConflict, Message: msg, Conflict: true}
 }
 
 func (d decider) alsoNamedByNICs() string {
@@ -193,26 +184,6 @@ func (d decider) alsoNamedByNICs() string {
 		return ""
 	}
 	return fmt.Sprintf("; it is also named by %s", kindList("NetworkInterface", nicNames(d.nics)))
-}
-
-// waitAll gives msg to every active attachment and NIC that include accepts (nil: all).
-func (d decider) waitAll(msg string, include func(v1alpha1.AttachmentReference) bool) map[v1alpha1.AttachmentReference]string {
-	out := map[v1alpha1.AttachmentReference]string{}
-	add := func(r v1alpha1.AttachmentReference) {
-		if include == nil || include(r) {
-			out[r] = msg
-		}
-	}
-	for _, a := range d.active {
-		add(attachmentRef(a.Name))
-	}
-	for _, n := range d.nics {
-		add(nicRef(n.Name))
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
 }
 
 func attachmentRef(name string) v1alpha1.AttachmentReference {

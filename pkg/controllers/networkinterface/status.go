@@ -6,15 +6,15 @@ import (
 	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/holder"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
 // nicStatus computes the status of a NIC from its Pod and, for a direct NIC, from the
-// decision the ElasticIP controller published in the ElasticIP's status (DESIGN §2: this
-// controller reads that decision and never re-derives it). pod and eip may be nil when
+// decision the ElasticIP controller published in the ElasticIP's status, read through
+// package holder (this controller never re-derives it). pod and eip may be nil when
 // they do not exist. The Ready condition carries no lastTransitionTime: status.Merge keeps
 // the recorded one unless the condition's status flips.
 func nicStatus(nic *v1alpha1.NetworkInterface, pod *corev1.Pod, eip *v1alpha1.ElasticIP) v1alpha1.NetworkInterfaceStatus {
@@ -50,16 +50,13 @@ func directStatus(nic *v1alpha1.NetworkInterface, eip *v1alpha1.ElasticIP) v1alp
 	if eip == nil {
 		return pending(nic, v1alpha1.ReasonElasticIPNotReady, fmt.Sprintf("ElasticIP %q does not exist", name))
 	}
-	if eip.Status.Address == "" {
-		msg := fmt.Sprintf("ElasticIP %q has no address yet", name)
-		if c := meta.FindStatusCondition(eip.Status.Conditions, v1alpha1.ConditionAllocated); c != nil && c.Message != "" {
-			msg += ": " + c.Message
-		}
-		return pending(nic, v1alpha1.ReasonElasticIPNotReady, msg)
-	}
 	self := v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindNetworkInterface, Name: nic.Name}
-	if att := eip.Status.Attachment; att == nil || *att != self {
-		return pending(nic, v1alpha1.ReasonWaitingForElasticIP, waitingMessage(eip))
+	if msg := holder.WaitingFor(eip, self); msg != "" {
+		reason := v1alpha1.ReasonWaitingForElasticIP
+		if eip.Status.Address == "" {
+			reason = v1alpha1.ReasonElasticIPNotReady
+		}
+		return pending(nic, reason, msg)
 	}
 	addr, err := netip.ParseAddr(eip.Status.Address)
 	if err != nil || !addr.Is4() {
@@ -69,25 +66,6 @@ func directStatus(nic *v1alpha1.NetworkInterface, eip *v1alpha1.ElasticIP) v1alp
 	st := v1alpha1.NetworkInterfaceStatus{Address: netip.PrefixFrom(addr, 32).String()}
 	st.Routes, st.Rules = directRouting(nic.Spec.PodRef.Interface, addr)
 	return ready(nic, st, fmt.Sprintf("holds ElasticIP %q (%s)", name, addr))
-}
-
-// waitingMessage names whom a direct NIC that does not hold its ElasticIP waits for.
-func waitingMessage(eip *v1alpha1.ElasticIP) string {
-	if att := eip.Status.Attachment; att != nil {
-		return fmt.Sprintf("ElasticIP %q is used by %s %q", eip.Name, att.Kind, att.Name)
-	}
-	if c := meta.FindStatusCondition(eip.Status.Conditions, v1alpha1.ConditionAttached); c != nil {
-		switch c.Reason {
-		case v1alpha1.ReasonConflict:
-			return fmt.Sprintf("ElasticIP %q is in conflict: %s", eip.Name, c.Message)
-		case v1alpha1.ReasonWaitingForHandover:
-			return fmt.Sprintf("ElasticIP %q waits for a handover: %s", eip.Name, c.Message)
-		}
-	}
-	if eip.DeletionTimestamp != nil {
-		return fmt.Sprintf("ElasticIP %q is being deleted", eip.Name)
-	}
-	return fmt.Sprintf("ElasticIP %q has not picked a NetworkInterface yet", eip.Name)
 }
 
 // directRouting is what the CNI plugin plumbs inside the Pod (SPEC §6.3): eth0 gets the

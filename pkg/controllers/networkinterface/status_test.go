@@ -211,7 +211,7 @@ func TestNICStatus(t *testing.T) {
 			nic:  testNIC("web", "eth0", "gw-eip"),
 			eip:  testEIP("10.225.51.5", eipCondition(v1alpha1.ConditionAttached, v1alpha1.ReasonUnused, "nobody")),
 			want: wantStatus(v1alpha1.NetworkInterfacePending, metav1.ConditionFalse, v1alpha1.ReasonWaitingForElasticIP,
-				`ElasticIP "gw-eip" has not picked a NetworkInterface yet`),
+				`ElasticIP "gw-eip" has not picked this NetworkInterface yet`),
 		},
 		{
 			name: "direct NIC of a deleting ElasticIP",
