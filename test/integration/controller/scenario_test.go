@@ -306,7 +306,21 @@ func TestWaitingForHandover(t *testing.T) {
 		t.Fatal(err)
 	}
 	forceDeletePod(t, cp, ns, "a")
+	// The NetworkInterface controller deletes a.eth0 once it sees its Pod gone. Until
+	// then a.eth0 is a live NIC, and were the attachment deleted now, the ElasticIP
+	// would rightly pick it (the oldest NIC) and keep it while it is deleted: wait.
+	poll(t, "a.eth0 being deleted", func(context.Context) bool {
+		nic := getNIC(cp, ns, "a.eth0")
+		return nic != nil && nic.DeletionTimestamp != nil
+	}, func() string { return nicString(getNIC(cp, ns, "a.eth0")) })
 	createPod(t, cp, ns, "b", "node-b", "10.244.2.10", map[string]string{v1alpha1.AnnotationElasticIP: "e"})
+	// The ElasticIP controller names b.eth0 in its conflict only once its NIC cache holds
+	// b.eth0, so that cache also holds the earlier deletion of a.eth0 (one watch delivers
+	// a kind's events in order): the next decision sees a.eth0 as deleting.
+	waitEIP(t, cp, ns, "e", "Error/Conflict naming b.eth0", func(e *v1alpha1.ElasticIP) bool {
+		c := condition(e, v1alpha1.ConditionAttached)
+		return c.Reason == v1alpha1.ReasonConflict && strings.Contains(c.Message, `"b.eth0"`)
+	})
 	if err := cp.Juneau.JuneauV1alpha1().ElasticIPAttachments(ns).Delete(ctx, "e-attach", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
