@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 )
@@ -63,7 +64,7 @@ func (v *Validators) advertisementNetwork(ctx context.Context, a *v1alpha1.ARPAd
 		return field.ErrorList{field.Invalid(spec.Child("externalNetwork"), name, fmt.Sprintf(
 			"ExternalNetwork %q has type %q: only networks of type %q are advertised by ARP", name, net.Spec.Type, v1alpha1.AdvertiseARP))}, nil
 	}
-	addr, err := validation.ParseIPv4(a.Spec.Address)
+	addr, err := iprange.ParseAddr(a.Spec.Address)
 	if err != nil {
 		return field.ErrorList{field.Invalid(spec.Child("address"), a.Spec.Address, err.Error())}, nil
 	}

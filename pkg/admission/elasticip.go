@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 )
@@ -49,7 +50,7 @@ func (v *Validators) elasticIPReferences(ctx context.Context, e *v1alpha1.Elasti
 	}
 	path := spec.Child("requestedIP")
 	ip := e.Spec.RequestedIP
-	addr, err := validation.ParseIPv4(ip)
+	addr, err := iprange.ParseAddr(ip)
 	if err != nil {
 		return field.ErrorList{field.Invalid(path, ip, err.Error())}, nil
 	}
@@ -116,7 +117,7 @@ func (v *Validators) outsideNetwork(ctx context.Context, net *v1alpha1.ExternalN
 	var searched []string
 	for _, pool := range verdict.Usable {
 		searched = append(searched, pool.Name)
-		if ranges, err := validation.ParsePool(pool.Spec); err == nil && validation.RangesContain(ranges, addr) {
+		if ranges, err := iprange.ParsePool(pool.Spec.Addresses); err == nil && iprange.Contain(ranges, addr) {
 			return "", nil
 		}
 	}

@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/loutres/juneau/pkg/apis/juneau/validation"
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 )
 
 // maxNamed is how many objects a message names before it says "and N more".
@@ -54,7 +54,7 @@ func nsName(namespace, name string) string {
 func nodeAddressesIn(node *corev1.Node, contains func(netip.Addr) bool) []string {
 	var out []string
 	for _, a := range node.Status.Addresses {
-		ip, err := validation.ParseIPv4(a.Address)
+		ip, err := iprange.ParseAddr(a.Address)
 		if err == nil && contains(ip) && !slices.Contains(out, a.Address) {
 			out = append(out, a.Address)
 		}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 )
@@ -68,7 +69,7 @@ func poolConflicts(p *v1alpha1.AddressPool, from int, pools []*v1alpha1.AddressP
 			e.Field = path.Index(i).String()
 			errs = append(errs, e)
 		}
-		r, err := validation.ParsePoolEntry(entry)
+		r, err := iprange.Parse(entry)
 		if err != nil {
 			continue
 		}

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 )
 
 // MaxInterfaceNameLength is the longest Linux interface name (IFNAMSIZ - 1).
@@ -58,8 +60,8 @@ func validateIPv4(path *field.Path, value string) field.ErrorList {
 	if value == "" {
 		return field.ErrorList{field.Required(path, "an IPv4 address such as 10.225.51.5 is required")}
 	}
-	if _, err := ParseIPv4(value); err != nil {
-		return field.ErrorList{field.Invalid(path, value, reasonOf(err))}
+	if _, err := iprange.ParseAddr(value); err != nil {
+		return field.ErrorList{field.Invalid(path, value, iprange.Reason(err))}
 	}
 	return nil
 }
