@@ -66,6 +66,11 @@ var rules = []rule{
 		why:   "the status and event helper serves every controller and the node agent alike",
 	},
 	{
+		from:  "pkg/workloop",
+		never: []string{"pkg/controllers/", "pkg/node/", "pkg/admission", "pkg/generated/"},
+		why:   "the work loop serves every controller and the node agent alike",
+	},
+	{
 		from:  "pkg/generated/",
 		never: []string{"pkg/"},
 		allow: []string{"pkg/generated/", "pkg/apis/"},
@@ -111,7 +116,7 @@ func TestImportRules(t *testing.T) {
 // TestControllersDoNotImportEachOther: one controller per package; controllers share
 // only the helper packages below pkg/controllers.
 func TestControllersDoNotImportEachOther(t *testing.T) {
-	helpers := map[string]bool{"indexes": true, "ipam": true, "loop": true}
+	helpers := map[string]bool{"indexes": true, "ipam": true}
 	for _, p := range list(t, "./pkg/controllers/...") {
 		from := controllerOf(p.ImportPath)
 		for _, imp := range p.Imports {

@@ -20,7 +20,7 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
-	"github.com/loutres/juneau/pkg/controllers/loop"
+	"github.com/loutres/juneau/pkg/workloop"
 	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
@@ -44,7 +44,7 @@ type Informers struct {
 // Options tune the controller.
 type Options struct {
 	// Errors counts failed syncs; may be nil.
-	Errors loop.ErrorCounter
+	Errors workloop.ErrorCounter
 	// Clock stamps condition transitions; nil means the real clock.
 	Clock clock.PassiveClock
 }
@@ -59,7 +59,7 @@ type Controller struct {
 	eips        listers.ElasticIPLister
 	nics        listers.NetworkInterfaceLister
 	attInf      cache.SharedIndexInformer
-	loop        *loop.Loop
+	loop        *workloop.Loop
 	synced      []cache.InformerSynced
 }
 
@@ -77,14 +77,14 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		nics:        inf.NetworkInterfaces.Lister(),
 		attInf:      inf.Attachments.Informer(),
 	}
-	c.loop = loop.New(ControllerName, c.sync, opts.Errors)
+	c.loop = workloop.New(ControllerName, c.sync, opts.Errors)
 	if err := indexes.Add(c.attInf, Indexes...); err != nil {
 		return nil, err
 	}
-	synced, err := loop.Register([]loop.Watch{
+	synced, err := workloop.Register([]workloop.Watch{
 		{Informer: c.attInf, Handler: c.loop.Handler()},
-		{Informer: inf.ElasticIPs.Informer(), Handler: loop.Funcs(c.onElasticIP)},
-		{Informer: inf.NetworkInterfaces.Informer(), Handler: loop.Funcs(c.onNIC)},
+		{Informer: inf.ElasticIPs.Informer(), Handler: workloop.Funcs(c.onElasticIP)},
+		{Informer: inf.NetworkInterfaces.Informer(), Handler: workloop.Funcs(c.onNIC)},
 	})
 	if err != nil {
 		return nil, err

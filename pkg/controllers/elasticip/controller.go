@@ -16,7 +16,7 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
 	"github.com/loutres/juneau/pkg/controllers/ipam"
-	"github.com/loutres/juneau/pkg/controllers/loop"
+	"github.com/loutres/juneau/pkg/workloop"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
@@ -73,8 +73,8 @@ type Controller struct {
 	mu      sync.Mutex
 	created map[types.UID]string
 
-	eipLoop   *loop.Loop
-	claimLoop *loop.Loop
+	eipLoop   *workloop.Loop
+	claimLoop *workloop.Loop
 	synced    []cache.InformerSynced
 }
 
@@ -93,8 +93,8 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		nics: inf.NetworkInterfaces.Lister(), adverts: inf.Advertisements.Lister(),
 		inf: inf, index: ipam.NewIndex(), created: map[types.UID]string{},
 	}
-	c.eipLoop = loop.New(ControllerName, c.sync, c.metrics.errorCounter())
-	c.claimLoop = loop.New(ControllerName+"-orphan-claims", c.syncClaim, c.metrics.errorCounter())
+	c.eipLoop = workloop.New(ControllerName, c.sync, c.metrics.errorCounter())
+	c.claimLoop = workloop.New(ControllerName+"-orphan-claims", c.syncClaim, c.metrics.errorCounter())
 
 	for informer, names := range map[cache.SharedIndexInformer][]string{
 		inf.ElasticIPs.Informer():        {indexes.ElasticIPByUID},
@@ -106,14 +106,14 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 			return nil, err
 		}
 	}
-	synced, err := loop.Register([]loop.Watch{
+	synced, err := workloop.Register([]workloop.Watch{
 		{Informer: inf.ElasticIPs.Informer(), Handler: c.eipLoop.Handler()},
 		{Informer: inf.Claims.Informer(), Handler: c.claimHandler()},
-		{Informer: inf.Pools.Informer(), Handler: loop.SpecFuncs(func(any) { c.enqueueAll() })},
-		{Informer: inf.Networks.Informer(), Handler: loop.SpecFuncs(func(any) { c.enqueueAll() })},
-		{Informer: inf.Attachments.Informer(), Handler: loop.Funcs(c.onAttachment)},
-		{Informer: inf.NetworkInterfaces.Informer(), Handler: loop.Funcs(c.onNIC)},
-		{Informer: inf.Advertisements.Informer(), Handler: loop.Funcs(c.onAdvertisement)},
+		{Informer: inf.Pools.Informer(), Handler: workloop.SpecFuncs(func(any) { c.enqueueAll() })},
+		{Informer: inf.Networks.Informer(), Handler: workloop.SpecFuncs(func(any) { c.enqueueAll() })},
+		{Informer: inf.Attachments.Informer(), Handler: workloop.Funcs(c.onAttachment)},
+		{Informer: inf.NetworkInterfaces.Informer(), Handler: workloop.Funcs(c.onNIC)},
+		{Informer: inf.Advertisements.Informer(), Handler: workloop.Funcs(c.onAdvertisement)},
 	})
 	if err != nil {
 		return nil, err
@@ -152,7 +152,7 @@ func (c *Controller) claimHandler() cache.ResourceEventHandler {
 			}
 		},
 		DeleteFunc: func(obj any) {
-			claim, ok := loop.Unwrap(obj).(*v1alpha1.AllocationClaim)
+			claim, ok := workloop.Unwrap(obj).(*v1alpha1.AllocationClaim)
 			if !ok {
 				return
 			}

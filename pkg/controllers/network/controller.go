@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/controllers/loop"
+	"github.com/loutres/juneau/pkg/workloop"
 	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
@@ -39,7 +39,7 @@ type Informers struct {
 // Options tune the controller.
 type Options struct {
 	// Errors counts failed syncs; may be nil.
-	Errors loop.ErrorCounter
+	Errors workloop.ErrorCounter
 	// Clock stamps condition transitions; nil means the real clock.
 	Clock clock.PassiveClock
 }
@@ -52,7 +52,7 @@ type Controller struct {
 
 	networks listers.ExternalNetworkLister
 	pools    listers.AddressPoolLister
-	loop     *loop.Loop
+	loop     *workloop.Loop
 	synced   []cache.InformerSynced
 }
 
@@ -69,12 +69,12 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		networks: inf.Networks.Lister(),
 		pools:    inf.Pools.Lister(),
 	}
-	c.loop = loop.New(ControllerName, c.sync, opts.Errors)
-	synced, err := loop.Register([]loop.Watch{
+	c.loop = workloop.New(ControllerName, c.sync, opts.Errors)
+	synced, err := workloop.Register([]workloop.Watch{
 		// Every network event wakes all networks: adding or removing a pool from one
 		// can change which network owns a pool named twice.
-		{Informer: inf.Networks.Informer(), Handler: loop.Funcs(func(any) { c.enqueueNaming("") })},
-		{Informer: inf.Pools.Informer(), Handler: loop.Funcs(c.onPool)},
+		{Informer: inf.Networks.Informer(), Handler: workloop.Funcs(func(any) { c.enqueueNaming("") })},
+		{Informer: inf.Pools.Informer(), Handler: workloop.Funcs(c.onPool)},
 	})
 	if err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
-	"github.com/loutres/juneau/pkg/controllers/loop"
+	"github.com/loutres/juneau/pkg/workloop"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
@@ -47,7 +47,7 @@ type Informers struct {
 // Options tune the controller.
 type Options struct {
 	// Errors counts failed syncs; may be nil.
-	Errors loop.ErrorCounter
+	Errors workloop.ErrorCounter
 	// Clock stamps condition transitions; nil means the real clock.
 	Clock clock.PassiveClock
 }
@@ -61,7 +61,7 @@ type Controller struct {
 	pods     corelisters.PodLister
 	eips     listers.ElasticIPLister
 	nicInf   cache.SharedIndexInformer
-	loop     *loop.Loop
+	loop     *workloop.Loop
 	synced   []cache.InformerSynced
 	reported *problemMemory
 }
@@ -80,14 +80,14 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		nicInf:   inf.NetworkInterfaces.Informer(),
 		reported: &problemMemory{seen: map[string]string{}},
 	}
-	c.loop = loop.New(ControllerName, c.sync, opts.Errors)
+	c.loop = workloop.New(ControllerName, c.sync, opts.Errors)
 	if err := indexes.Add(c.nicInf, Indexes...); err != nil {
 		return nil, err
 	}
-	synced, err := loop.Register([]loop.Watch{
+	synced, err := workloop.Register([]workloop.Watch{
 		{Informer: inf.Pods.Informer(), Handler: c.loop.Handler()},
-		{Informer: c.nicInf, Handler: loop.Funcs(c.onNIC)},
-		{Informer: inf.ElasticIPs.Informer(), Handler: loop.Funcs(c.onElasticIP)},
+		{Informer: c.nicInf, Handler: workloop.Funcs(c.onNIC)},
+		{Informer: inf.ElasticIPs.Informer(), Handler: workloop.Funcs(c.onElasticIP)},
 	})
 	if err != nil {
 		return nil, err

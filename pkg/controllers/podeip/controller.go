@@ -41,7 +41,7 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
-	"github.com/loutres/juneau/pkg/controllers/loop"
+	"github.com/loutres/juneau/pkg/workloop"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
@@ -68,7 +68,7 @@ type Options struct {
 	// under the same name (--stateful-workload-kinds).
 	StatefulKinds []schema.GroupKind
 	// Errors counts failed syncs; may be nil.
-	Errors loop.ErrorCounter
+	Errors workloop.ErrorCounter
 	// Clock dates gone-since marks; nil means the real clock.
 	Clock clock.PassiveClock
 }
@@ -88,7 +88,7 @@ type Controller struct {
 	networks listers.ExternalNetworkLister
 	podInf   cache.SharedIndexInformer
 	attInf   cache.SharedIndexInformer
-	loop     *loop.Loop
+	loop     *workloop.Loop
 	synced   []cache.InformerSynced
 	reported *problemMemory
 }
@@ -105,19 +105,19 @@ func NewController(kube kubernetes.Interface, client versioned.Interface, inf In
 		podInf: inf.Pods.Informer(), attInf: inf.Attachments.Informer(),
 		reported: &problemMemory{seen: map[string]map[string]bool{}},
 	}
-	c.loop = loop.New(ControllerName, c.sync, opts.Errors)
+	c.loop = workloop.New(ControllerName, c.sync, opts.Errors)
 	if err := indexes.Add(c.attInf, indexes.AttachmentByElasticIP); err != nil {
 		return nil, err
 	}
 	if err := addPodIndex(c.podInf); err != nil {
 		return nil, err
 	}
-	synced, err := loop.Register([]loop.Watch{
+	synced, err := workloop.Register([]workloop.Watch{
 		{Informer: c.podInf, Handler: c.loop.Handler()},
-		{Informer: inf.ElasticIPs.Informer(), Handler: loop.Funcs(c.onElasticIP)},
-		{Informer: c.attInf, Handler: loop.Funcs(c.onAttachment)},
-		{Informer: inf.NetworkInterfaces.Informer(), Handler: loop.Funcs(c.onNIC)},
-		{Informer: inf.Networks.Informer(), Handler: loop.Funcs(c.onNetwork)},
+		{Informer: inf.ElasticIPs.Informer(), Handler: workloop.Funcs(c.onElasticIP)},
+		{Informer: c.attInf, Handler: workloop.Funcs(c.onAttachment)},
+		{Informer: inf.NetworkInterfaces.Informer(), Handler: workloop.Funcs(c.onNIC)},
+		{Informer: inf.Networks.Informer(), Handler: workloop.Funcs(c.onNetwork)},
 	})
 	if err != nil {
 		return nil, err

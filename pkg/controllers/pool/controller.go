@@ -26,7 +26,7 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
-	"github.com/loutres/juneau/pkg/controllers/loop"
+	"github.com/loutres/juneau/pkg/workloop"
 	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
@@ -50,7 +50,7 @@ type Informers struct {
 // Options tune the controller.
 type Options struct {
 	// Errors counts failed syncs; may be nil.
-	Errors loop.ErrorCounter
+	Errors workloop.ErrorCounter
 	// Clock stamps condition transitions; nil means the real clock.
 	Clock clock.PassiveClock
 	// Registerer, when set, gets the pool gauges (see NewCollector).
@@ -66,7 +66,7 @@ type Controller struct {
 	pools    listers.AddressPoolLister
 	nodes    corelisters.NodeLister
 	claimInf cache.SharedIndexInformer
-	loop     *loop.Loop
+	loop     *workloop.Loop
 	synced   []cache.InformerSynced
 }
 
@@ -84,7 +84,7 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		nodes:    inf.Nodes.Lister(),
 		claimInf: inf.Claims.Informer(),
 	}
-	c.loop = loop.New(ControllerName, c.sync, opts.Errors)
+	c.loop = workloop.New(ControllerName, c.sync, opts.Errors)
 	if err := indexes.Add(c.claimInf, Indexes...); err != nil {
 		return nil, err
 	}
@@ -93,9 +93,9 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 			return nil, fmt.Errorf("registering AddressPool metrics: %w", err)
 		}
 	}
-	synced, err := loop.Register([]loop.Watch{
+	synced, err := workloop.Register([]workloop.Watch{
 		{Informer: inf.Pools.Informer(), Handler: c.loop.Handler()},
-		{Informer: c.claimInf, Handler: loop.Funcs(c.onClaim)},
+		{Informer: c.claimInf, Handler: workloop.Funcs(c.onClaim)},
 		{Informer: inf.Nodes.Informer(), Handler: c.nodeHandler()},
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package loop
+package workloop
 
 import (
 	"context"

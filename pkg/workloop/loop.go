@@ -1,7 +1,7 @@
-// Package loop is the work loop every juneau controller shares: a named, typed,
+// Package workloop is the work loop every juneau controller and the node agent share: a named, typed,
 // rate-limited queue of object keys, workers that call a sync function, and one error
 // policy (retry with back-off up to a budget, then drop and count).
-package loop
+package workloop
 
 import (
 	"context"
