@@ -25,6 +25,7 @@ import (
 	"github.com/loutres/juneau/pkg/node/cniserver"
 	"github.com/loutres/juneau/pkg/node/nft"
 	"github.com/loutres/juneau/pkg/node/sysctl"
+	"github.com/loutres/juneau/pkg/workloop"
 )
 
 type nodeOptions struct {
@@ -97,6 +98,10 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	queues, err := workloop.NewQueueMetrics(reg)
+	if err != nil {
+		return err
+	}
 
 	// Each kind is watched only where it names this Node.
 	onNode := func(field string) juneauinformers.SharedInformerOption {
@@ -122,7 +127,7 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	serviceCIDRs := kubeInf.Networking().V1().ServiceCIDRs()
 	a := agent.New(agent.Config{
 		NodeName: o.nodeName, ExternalInterface: iface, ExternalMAC: link.HardwareAddr.String(),
-		ClusterCIDRs: cidrs, Resync: o.resync,
+		ClusterCIDRs: cidrs, Resync: o.resync, QueueMetrics: queues,
 	}, agent.Clients{Juneau: juneau, Kube: kube}, agent.Listers{
 		Attachments: attachments.Lister(), Advertisements: adverts.Lister(),
 		Nodes: nodes.Lister(), ServiceCIDRs: serviceCIDRs.Lister(),

@@ -10,16 +10,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
 	"github.com/loutres/juneau/pkg/controllers/ipam"
-	"github.com/loutres/juneau/pkg/workloop"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/workloop"
 )
 
 // ControllerName names the loop, its queue and its log lines.
@@ -45,6 +46,8 @@ type Options struct {
 	OrphanGrace time.Duration
 	Clock       clock.Clock
 	Metrics     *Metrics // may be nil
+	// QueueMetrics receives the work queues' metrics (workloop.NewQueueMetrics); may be nil.
+	QueueMetrics workqueue.MetricsProvider
 }
 
 // Controller reserves addresses for ElasticIPs, decides who uses each one, keeps the
@@ -93,8 +96,9 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		nics: inf.NetworkInterfaces.Lister(), adverts: inf.Advertisements.Lister(),
 		inf: inf, index: ipam.NewIndex(), created: map[types.UID]string{},
 	}
-	c.eipLoop = workloop.New(ControllerName, c.sync, c.metrics.errorCounter())
-	c.claimLoop = workloop.New(ControllerName+"-orphan-claims", c.syncClaim, c.metrics.errorCounter())
+	loopCfg := workloop.Config{Errors: c.metrics.errorCounter(), Metrics: opts.QueueMetrics}
+	c.eipLoop = workloop.New(ControllerName, c.sync, loopCfg)
+	c.claimLoop = workloop.New(ControllerName+"-orphan-claims", c.syncClaim, loopCfg)
 
 	for informer, names := range map[cache.SharedIndexInformer][]string{
 		inf.ElasticIPs.Informer():        {indexes.ElasticIPByUID},

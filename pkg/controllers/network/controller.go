@@ -15,16 +15,17 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/workloop"
 	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/status"
+	"github.com/loutres/juneau/pkg/workloop"
 )
 
 // ControllerName names the loop, its queue and its log lines.
@@ -40,6 +41,8 @@ type Informers struct {
 type Options struct {
 	// Errors counts failed syncs; may be nil.
 	Errors workloop.ErrorCounter
+	// QueueMetrics receives the work queue's metrics (workloop.NewQueueMetrics); may be nil.
+	QueueMetrics workqueue.MetricsProvider
 	// Clock stamps condition transitions; nil means the real clock.
 	Clock clock.PassiveClock
 }
@@ -69,7 +72,7 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		networks: inf.Networks.Lister(),
 		pools:    inf.Pools.Lister(),
 	}
-	c.loop = workloop.New(ControllerName, c.sync, opts.Errors)
+	c.loop = workloop.New(ControllerName, c.sync, workloop.Config{Errors: opts.Errors, Metrics: opts.QueueMetrics})
 	synced, err := workloop.Register([]workloop.Watch{
 		// Every network event wakes all networks: adding or removing a pool from one
 		// can change which network owns a pool named twice.

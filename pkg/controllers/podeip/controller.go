@@ -36,15 +36,16 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
-	"github.com/loutres/juneau/pkg/workloop"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/workloop"
 )
 
 // ControllerName names the loop, its queue and its log lines.
@@ -69,6 +70,8 @@ type Options struct {
 	StatefulKinds []schema.GroupKind
 	// Errors counts failed syncs; may be nil.
 	Errors workloop.ErrorCounter
+	// QueueMetrics receives the work queue's metrics (workloop.NewQueueMetrics); may be nil.
+	QueueMetrics workqueue.MetricsProvider
 	// Clock dates gone-since marks; nil means the real clock.
 	Clock clock.PassiveClock
 }
@@ -105,7 +108,7 @@ func NewController(kube kubernetes.Interface, client versioned.Interface, inf In
 		podInf: inf.Pods.Informer(), attInf: inf.Attachments.Informer(),
 		reported: &problemMemory{seen: map[string]map[string]bool{}},
 	}
-	c.loop = workloop.New(ControllerName, c.sync, opts.Errors)
+	c.loop = workloop.New(ControllerName, c.sync, workloop.Config{Errors: opts.Errors, Metrics: opts.QueueMetrics})
 	if err := indexes.Add(c.attInf, indexes.AttachmentByElasticIP); err != nil {
 		return nil, err
 	}
