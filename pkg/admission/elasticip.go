@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 )
@@ -82,7 +83,7 @@ func (v *Validators) elasticIPReferrers(ctx context.Context, e *v1alpha1.Elastic
 		return "", err
 	}
 	return fmt.Sprintf("%s %s still %s it in spec.elasticIPRef.name; delete %s first",
-		plural(len(refs), "ElasticIPAttachment"), quoteSorted(refs), verb(len(refs), "references", "reference"), pronoun(len(refs))), nil
+		quote.Plural(len(refs), "ElasticIPAttachment"), quote.List(refs), quote.Verb(len(refs), "references", "reference"), quote.Verb(len(refs), "it", "them")), nil
 }
 
 // activeNames are the names of the attachments not being deleted.
@@ -123,10 +124,10 @@ func (v *Validators) outsideNetwork(ctx context.Context, net *v1alpha1.ExternalN
 	}
 	detail := fmt.Sprintf("is not inside the AddressPools of ExternalNetwork %q", net.Name)
 	if len(searched) > 0 {
-		detail += " (" + quoteSorted(searched) + ")"
+		detail += " (" + quote.List(searched) + ")"
 	}
 	if missing := verdict.Missing; len(missing) > 0 {
-		detail += fmt.Sprintf("; %s %s %s not exist", plural(len(missing), "AddressPool"), quoteSorted(missing), verb(len(missing), "does", "do"))
+		detail += fmt.Sprintf("; %s %s %s not exist", quote.Plural(len(missing), "AddressPool"), quote.List(missing), quote.Verb(len(missing), "does", "do"))
 	}
 	for _, p := range verdict.WrongMode {
 		detail += fmt.Sprintf("; AddressPool %q advertises by %s, not %s", p.Name, p.Spec.AdvertiseMode, net.Spec.Type)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -107,7 +108,7 @@ func (v *Validators) directConflict(ctx context.Context, pod *corev1.Pod, eipNam
 	}
 	if len(atts) > 0 {
 		return fmt.Sprintf("ElasticIP %q is attached by NAT through %s %s: an ElasticIP is used either by NAT or directly, not both",
-			eipName, plural(len(atts), "ElasticIPAttachment"), quoteSorted(atts)), nil
+			eipName, quote.Plural(len(atts), "ElasticIPAttachment"), quote.List(atts)), nil
 	}
 	eip, err := v.r.elasticIP(ctx, ns, eipName)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -88,11 +89,11 @@ func DecideHolder(in HolderInput) HolderDecision {
 
 	switch {
 	case len(active) > 1:
-		return d.conflict(fmt.Sprintf("more than one ElasticIPAttachment uses this ElasticIP: %s", quoted(attachmentNames(active))) +
+		return d.conflict(fmt.Sprintf("more than one ElasticIPAttachment uses this ElasticIP: %s", quote.List(attachmentNames(active))) +
 			d.alsoNamedByNICs())
 	case len(active) == 1 && len(nics) > 0:
 		return d.conflict(fmt.Sprintf("both %s and %s use this ElasticIP; NAT and direct use exclude each other",
-			kindList("ElasticIPAttachment", attachmentNames(active)), kindList("NetworkInterface", nicNames(nics))))
+			quote.Kinds("ElasticIPAttachment", attachmentNames(active)), quote.Kinds("NetworkInterface", nicNames(nics))))
 	case len(active) == 1:
 		a := active[0]
 		ref := attachmentRef(a.Name)
@@ -130,10 +131,10 @@ func (d decider) decideNICs() HolderDecision {
 	prevWasAttachment := prev != nil && prev.Kind == v1alpha1.AttachmentKindElasticIPAttachment
 	if len(deleting) > 0 && !prevWasAttachment { // 4(b)
 		return nobody(v1alpha1.ReasonWaitingForHandover, fmt.Sprintf("waiting for the deleting %s to be gone before handing the address over",
-			kindList("NetworkInterface", nicNames(deleting))))
+			quote.Kinds("NetworkInterface", nicNames(deleting))))
 	}
 	if len(live) == 0 {
-		return nobody(v1alpha1.ReasonUnused, fmt.Sprintf("every NetworkInterface naming this ElasticIP is being deleted: %s", quoted(nicNames(deleting))))
+		return nobody(v1alpha1.ReasonUnused, fmt.Sprintf("every NetworkInterface naming this ElasticIP is being deleted: %s", quote.List(nicNames(deleting))))
 	}
 	return d.holder(nicRef(live[0].Name), live[0].NodeName) // 4(c): oldest, then by name
 }
@@ -166,7 +167,7 @@ func (d decider) holder(ref v1alpha1.AttachmentReference, node string) HolderDec
 	}
 	if len(losers) > 0 {
 		slices.Sort(losers)
-		out.Message += fmt.Sprintf(" (also named by %s)", kindList("NetworkInterface", losers))
+		out.Message += fmt.Sprintf(" (also named by %s)", quote.Kinds("NetworkInterface", losers))
 	}
 	return out
 }
@@ -183,7 +184,7 @@ func (d decider) alsoNamedByNICs() string {
 	if len(d.nics) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; it is also named by %s", kindList("NetworkInterface", nicNames(d.nics)))
+	return fmt.Sprintf("; it is also named by %s", quote.Kinds("NetworkInterface", nicNames(d.nics)))
 }
 
 func attachmentRef(name string) v1alpha1.AttachmentReference {
@@ -210,20 +211,4 @@ func nicNames(ns []NICInfo) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// kindList is `Kind "a"` or `Kinds "a", "b"` for sorted names.
-func kindList(kind string, names []string) string {
-	if len(names) == 1 {
-		return fmt.Sprintf("%s %q", kind, names[0])
-	}
-	return kind + "s " + quoted(names)
-}
-
-func quoted(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	return strings.Join(q, ", ")
 }

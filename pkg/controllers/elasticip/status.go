@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/ipam"
 	"github.com/loutres/juneau/pkg/status"
@@ -75,7 +76,7 @@ func computeStatus(in statusInput) v1alpha1.ElasticIPStatus {
 	st.Address = claim.Name
 	if in.waitingFor != nil {
 		setCond(v1alpha1.ConditionAllocated, true, v1alpha1.ReasonWaitingForNetworkInterfaces,
-			fmt.Sprintf("being deleted; address %q stays reserved until these NetworkInterfaces are gone: %s", claim.Name, quoted(in.waitingFor)))
+			fmt.Sprintf("being deleted; address %q stays reserved until these NetworkInterfaces are gone: %s", claim.Name, quote.List(in.waitingFor)))
 	} else {
 		setCond(v1alpha1.ConditionAllocated, true, v1alpha1.ReasonAllocated,
 			fmt.Sprintf("address %q reserved from AddressPool %q", claim.Name, claim.Spec.AddressPool))
@@ -142,7 +143,7 @@ func poolNames(pools []ipam.Pool) string {
 	for i, p := range pools {
 		names[i] = p.Name
 	}
-	return quoted(names)
+	return quote.List(names)
 }
 
 func consumerString(c v1alpha1.ConsumerReference) string {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
@@ -115,7 +116,7 @@ func (c *Controller) resolve(eip *v1alpha1.ElasticIP) dependencies {
 	switch {
 	case len(verdict.Missing) > 0:
 		return dependencies{network: network, err: &conditionError{v1alpha1.ReasonMissingDependency,
-			fmt.Sprintf("AddressPools of ExternalNetwork %q do not exist: %s", network.Name, quoted(verdict.Missing))}}
+			fmt.Sprintf("AddressPools of ExternalNetwork %q do not exist: %s", network.Name, quote.List(verdict.Missing))}}
 	case len(mismatched) > 0:
 		return dependencies{network: network, err: &conditionError{v1alpha1.ReasonInvalidAddressPool,
 			fmt.Sprintf("AddressPools of ExternalNetwork %q (type %s) cannot be used by it: %s",

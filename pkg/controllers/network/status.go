@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 )
@@ -32,7 +33,7 @@ func networkStatus(net *v1alpha1.ExternalNetwork, pools map[string]*v1alpha1.Add
 	slices.Sort(taken)
 	var problems []string
 	if missing := verdict.Missing; len(missing) > 0 {
-		problems = append(problems, kindList("AddressPool", missing)+" "+verb(missing, "does", "do")+" not exist")
+		problems = append(problems, quote.Kinds("AddressPool", missing)+" "+quote.Verb(quote.Count(missing), "does", "do")+" not exist")
 	}
 	problems = append(problems, wrongMode...)
 	problems = append(problems, taken...)
@@ -46,30 +47,7 @@ func networkStatus(net *v1alpha1.ExternalNetwork, pools map[string]*v1alpha1.Add
 	names := slices.Clone(net.Spec.AddressPools)
 	slices.Sort(names)
 	return withReady(net, metav1.ConditionTrue, v1alpha1.ReasonPoolsReady,
-		fmt.Sprintf("every AddressPool exists and advertises by %s: %s", net.Spec.Type, quoted(names)))
-}
-
-// kindList is `Kind "a"` or `Kinds "a", "b"` for sorted names.
-func kindList(kind string, names []string) string {
-	if len(names) == 1 {
-		return kind + " " + quoted(names)
-	}
-	return kind + "s " + quoted(names)
-}
-
-func quoted(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	return strings.Join(q, ", ")
-}
-
-func verb(names []string, one, many string) string {
-	if len(names) == 1 {
-		return one
-	}
-	return many
+		fmt.Sprintf("every AddressPool exists and advertises by %s: %s", net.Spec.Type, quote.List(names)))
 }
 
 func withReady(net *v1alpha1.ExternalNetwork, status metav1.ConditionStatus, reason, message string) v1alpha1.ExternalNetworkStatus {

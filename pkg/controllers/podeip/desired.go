@@ -3,7 +3,6 @@ package podeip
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -103,15 +103,7 @@ func chooseNetwork(pod *corev1.Pod, explicit string, networks []*v1alpha1.Extern
 	}
 	return "", &problem{Object: pod, Reason: v1alpha1.EventAmbiguousDefaultNetwork, Message: fmt.Sprintf(
 		"%d ExternalNetworks are annotated %s: \"true\" (%s); mark exactly one, or name one in %s",
-		len(defaults), v1alpha1.AnnotationDefaultNetwork, quoteAll(defaults), v1alpha1.AnnotationEIPExternalNetwork)}
-}
-
-func quoteAll(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	return strings.Join(q, ", ")
+		len(defaults), v1alpha1.AnnotationDefaultNetwork, quote.List(defaults), v1alpha1.AnnotationEIPExternalNetwork)}
 }
 
 // labelledFor says the object was made for the Pod of that name. Without the label an

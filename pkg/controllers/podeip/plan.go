@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -135,7 +136,7 @@ func (p *plan) release(in inputs, d releaseDecision, strategy string) {
 	}
 	if len(in.Blockers) > 0 {
 		p.Problems = append(p.Problems, problem{Object: eip, Reason: v1alpha1.EventReleaseBlocked, Message: fmt.Sprintf(
-			"ElasticIP %q is due for release but ElasticIPAttachments %s still reference it", eip.Name, quoteAll(in.Blockers))})
+			"ElasticIP %q is due for release but ElasticIPAttachments %s still reference it", eip.Name, quote.List(in.Blockers))})
 		return
 	}
 	p.DeleteEIP = eip

@@ -12,11 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
-
-// maxListed bounds how many Node addresses a message names.
-const maxListed = 5
 
 // poolStatus computes an AddressPool's status from the claims whose spec.addressPool
 // names it and from the Nodes (for the node-address check). The Ready condition carries
@@ -116,10 +114,10 @@ func nodeAddressesIn(ranges []iprange.Range, nodes []*corev1.Node) []nodeAddress
 }
 
 func nodeMessage(inside []nodeAddress) string {
-	parts := make([]string, 0, maxListed+1)
+	parts := make([]string, 0, quote.MaxNamed+1)
 	for i, na := range inside {
-		if i == maxListed {
-			parts = append(parts, fmt.Sprintf("and %d more", len(inside)-maxListed))
+		if i == quote.MaxNamed {
+			parts = append(parts, fmt.Sprintf("and %d more", len(inside)-quote.MaxNamed))
 			break
 		}
 		parts = append(parts, fmt.Sprintf("%s of Node %q", na.addr, na.node))

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -68,13 +69,5 @@ func ValidateClaimInPool(c *v1alpha1.AllocationClaim, pool *v1alpha1.AddressPool
 		}
 	}
 	return append(errs, field.Invalid(spec.Child("address"), c.Spec.Address,
-		fmt.Sprintf("is not inside AddressPool %q (%s)", pool.Name, summarize(pool.Spec.Addresses, 5))))
-}
-
-// summarize quotes at most limit entries, saying how many more there are.
-func summarize(entries []string, limit int) string {
-	if len(entries) <= limit {
-		return quoteList(entries)
-	}
-	return fmt.Sprintf("%s and %d more", quoteList(entries[:limit]), len(entries)-limit)
+		fmt.Sprintf("is not inside AddressPool %q (%s)", pool.Name, quote.List(pool.Spec.Addresses))))
 }
