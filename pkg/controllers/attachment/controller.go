@@ -1,5 +1,5 @@
 // Package attachment is the controller that writes ElasticIPAttachment status
-// (SPEC §2.5, §4.6): the ElasticIP's address, the target NIC's Pod IP and Node, and
+// (docs/reference.md#elasticipattachment): the ElasticIP's address, the target NIC's Pod IP and Node, and
 // whether the NAT is in force. Only the ElasticIP controller decides who uses an
 // address; this controller reports that decision from the attachment's side.
 package attachment

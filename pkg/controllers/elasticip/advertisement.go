@@ -12,7 +12,7 @@ import (
 	"github.com/loutres/juneau/pkg/status"
 )
 
-// desiredAdvertisement is SPEC §4.5: on an arp network, the Node of whoever uses the
+// desiredAdvertisement is docs/reference.md#arp-advertisement: on an arp network, the Node of whoever uses the
 // address answers ARP for it; nobody (unused, waiting, conflict) means no advertisement.
 func desiredAdvertisement(eip *v1alpha1.ElasticIP, network *v1alpha1.ExternalNetwork, claim *v1alpha1.AllocationClaim, d HolderDecision) *v1alpha1.ARPAdvertisement {
 	if network == nil || network.Spec.Type != v1alpha1.AdvertiseARP || claim == nil || d.Holder == nil || d.Conflict || d.NodeName == "" {

@@ -51,7 +51,7 @@ type Options struct {
 }
 
 // Controller reserves addresses for ElasticIPs, decides who uses each one, keeps the
-// ARPAdvertisements and releases everything on deletion (SPEC §4.2–§4.5). It is the
+// ARPAdvertisements and releases everything on deletion (docs/reference.md#allocation to #arp-advertisement). It is the
 // only writer of ElasticIP status.
 type Controller struct {
 	client   versioned.Interface

@@ -14,7 +14,7 @@ import (
 	"github.com/loutres/juneau/pkg/status"
 )
 
-// syncDeleting is SPEC §4.4. While any NetworkInterface names the ElasticIP its Pod may
+// syncDeleting is docs/reference.md#deletion. While any NetworkInterface names the ElasticIP its Pod may
 // carry the address, so the claim and the advertisement stay (and no new NIC gets the
 // address); once none is left, everything is released and the finalizer goes.
 // NAT use is refused deletion by the webhook; should an attachment slip through, the

@@ -60,7 +60,7 @@ type HolderDecision struct {
 // the decision once published in the ElasticIP's status, and every reader words it
 // with holder.WaitingFor.
 
-// DecideHolder applies SPEC §4.3 in order:
+// DecideHolder applies docs/reference.md#holder in order:
 //  1. more than one active attachment: Conflict;
 //  2. an active attachment and any NIC (even a deleting one): Conflict;
 //  3. one active attachment: it holds the address;

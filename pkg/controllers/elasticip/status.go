@@ -31,7 +31,7 @@ type statusInput struct {
 	now metav1.Time
 }
 
-// desiredStatus is SPEC §2.4 as a pure function. Conditions keep their transition time
+// desiredStatus is docs/reference.md#elasticip as a pure function. Conditions keep their transition time
 // unless their status flips (status.Merge).
 func desiredStatus(in statusInput) v1alpha1.ElasticIPStatus {
 	st := computeStatus(in)
@@ -130,7 +130,7 @@ func (c *Controller) writeStatus(ctx context.Context, eip *v1alpha1.ElasticIP, s
 // too, each with the severity of its reason.
 var conditionEvents = status.Policy{}
 
-// Small formatting helpers: names quoted, lists sorted (SPEC §2).
+// Small formatting helpers (docs/reference.md#messages).
 
 func joinSorted(items []string) string {
 	s := slices.Clone(items)

@@ -1,4 +1,4 @@
-// Package network is the controller that writes ExternalNetwork status (SPEC §2.2):
+// Package network is the controller that writes ExternalNetwork status (docs/reference.md#externalnetwork):
 // Ready while every named AddressPool exists, advertises the way the network does, and
 // belongs to no other network.
 package network

@@ -1,5 +1,5 @@
 // Package networkinterface is the controller that gives every running Pod its
-// NetworkInterfaces (SPEC §4.1) and keeps their status (SPEC §2.6, §6.3).
+// NetworkInterfaces and keeps their status (docs/reference.md#networkinterface).
 //
 // A Pod that is scheduled, not on the host network and not finished gets "<pod>.eth0"
 // plus one NIC per entry of its juneau.loutres.me/networks annotation; a NIC names an

@@ -68,7 +68,7 @@ func directStatus(nic *v1alpha1.NetworkInterface, eip *v1alpha1.ElasticIP) v1alp
 	return ready(nic, st, fmt.Sprintf("holds ElasticIP %q (%s)", name, addr))
 }
 
-// directRouting is what the CNI plugin plumbs inside the Pod (SPEC §6.3): eth0 gets the
+// directRouting is what the CNI plugin plumbs inside the Pod (docs/reference.md#direct-nics): eth0 gets the
 // on-link default route; an extra NIC gets it in a table of its own, T = the address read
 // as a big-endian uint32 (unique per address, so NICs never share a table), selected by
 // a rule for traffic from the ElasticIP.

@@ -1,4 +1,4 @@
-// Package podeip is the controller of automatic, per-Pod ElasticIPs (SPEC §3.2, §4.7).
+// Package podeip is the controller of automatic, per-Pod ElasticIPs (docs/reference.md#automatic).
 //
 // A Pod annotated pod-with-eip: "true" gets an ElasticIP named after the Pod, from the
 // ExternalNetwork it names (or the one annotated as the default), and an

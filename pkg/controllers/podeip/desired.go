@@ -42,7 +42,7 @@ type problem struct {
 }
 
 // classify reads the Pod. A Pod that is terminating keeps everything until it is gone
-// (SPEC §3.2 release happens once the Pod is gone); one whose annotations cannot be read
+// (docs/reference.md#automatic: release happens once the Pod is gone); one whose annotations cannot be read
 // or that uses the host network (it has no NetworkInterface to translate to) keeps what
 // it has, and nothing is guessed.
 func classify(pod *corev1.Pod) (podState, annotations.AutoEIP, *problem) {

@@ -1,4 +1,4 @@
-// Package pool is the controller that writes AddressPool status (SPEC §2.1): how many
+// Package pool is the controller that writes AddressPool status (docs/reference.md#addresspool): how many
 // addresses the pool has, how many are reserved by AllocationClaims, and whether a
 // Node address has come to lie inside it. It also exports the pools' figures as
 // Prometheus gauges.

@@ -22,7 +22,7 @@ import (
 //
 // The counts describe what automatic allocation can still hand out:
 //   - total is every address automatic allocation may pick (a CIDR shorter than /31
-//     loses its network and broadcast addresses, SPEC §2.1), plus each such address a
+//     loses its network and broadcast addresses, docs/reference.md#addresspool), plus each such address a
 //     requestedIP has pinned, since that one is in use;
 //   - allocated is the number of claims of the pool;
 //   - available is total - allocated: the addresses still free for automatic picks.

@@ -103,9 +103,9 @@ func getAdvert(cp *framework.ControlPlane, name string) *v1alpha1.ARPAdvertiseme
 
 var spaces = regexp.MustCompile(`\s+`)
 
-// TestSPECScenario: pool 10.225.51.0/24 (arp) → ext-net → nginx-eip attached by NAT to
-// nginx.eth0 and web-eip carried directly by web.eth0, as kubectl shows them.
-func TestSPECScenario(t *testing.T) {
+// TestReadmeExample: pool 10.225.51.0/24 (arp) → ext-net → nginx-eip attached by NAT to
+// nginx.eth0 and web-eip carried directly by web.eth0, as kubectl shows them (README.md).
+func TestReadmeExample(t *testing.T) {
 	cp := framework.Shared(t)
 	startController(t, cp, "controller")
 	ns := cp.NewNamespace(t, "scenario")

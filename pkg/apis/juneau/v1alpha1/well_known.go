@@ -39,7 +39,7 @@ const (
 	LabelPod = "juneau.loutres.me/pod"
 )
 
-// Pod annotations for direct use (SPEC §3.1).
+// Pod annotations for direct use (docs/reference.md#direct-annotations).
 const (
 	// AnnotationElasticIP: eth0 carries the named ElasticIP directly.
 	AnnotationElasticIP = "juneau.loutres.me/elastic-ip"
@@ -47,7 +47,7 @@ const (
 	AnnotationNetworks = "juneau.loutres.me/networks"
 )
 
-// Pod annotations for automatic ElasticIPs (SPEC §3.2).
+// Pod annotations for automatic ElasticIPs (docs/reference.md#automatic).
 const (
 	AnnotationPodWithEIP         = "juneau.loutres.me/pod-with-eip"
 	AnnotationPodEIPName         = "juneau.loutres.me/pod-eip-name"
@@ -60,7 +60,7 @@ const (
 	AnnotationDefaultNetwork = "juneau.loutres.me/default-network"
 )
 
-// Compatibility aliases of the managed-cloud annotations (SPEC §3.2).
+// Compatibility aliases of the managed-cloud annotations (docs/reference.md#automatic).
 const (
 	AliasPodWithEIP      = "network.alibabacloud.com/pod-with-eip"
 	AliasEIPBandwidth    = "network.alibabacloud.com/eip-bandwidth"

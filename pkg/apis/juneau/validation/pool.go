@@ -138,7 +138,7 @@ func markOverlaps(path *field.Path, addresses []string, parsed []indexedRange, p
 }
 
 // ValidatePoolsDisjoint reports every entry of p that shares addresses with an entry of
-// another pool (SPEC §2.1: pools never overlap each other). others may include p itself
+// another pool (docs/reference.md#addresspool: pools never overlap each other). others may include p itself
 // (matched by name), which is skipped; unparsable entries are left to ValidateAddressPool.
 func ValidatePoolsDisjoint(p *v1alpha1.AddressPool, others []*v1alpha1.AddressPool) field.ErrorList {
 	path := field.NewPath("spec", "addresses")
