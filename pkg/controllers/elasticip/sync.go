@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
@@ -200,10 +201,10 @@ func (c *Controller) reserve(ctx context.Context, eip *v1alpha1.ElasticIP, pools
 }
 
 func (c *Controller) reserveRequested(ctx context.Context, eip *v1alpha1.ElasticIP, pools []ipam.Pool) (allocation, error) {
-	addr, err := netip.ParseAddr(eip.Spec.RequestedIP)
-	if err != nil || !addr.Is4() {
+	addr, err := iprange.ParseAddr(eip.Spec.RequestedIP)
+	if err != nil {
 		return allocation{err: &conditionError{v1alpha1.ReasonInvalidAddressPool,
-			fmt.Sprintf("requestedIP %q is not an IPv4 address", eip.Spec.RequestedIP)}}, nil
+			fmt.Sprintf("requestedIP %q %s", eip.Spec.RequestedIP, iprange.Reason(err))}}, nil
 	}
 	pool, ok := ipam.PoolFor(pools, addr)
 	if !ok {
