@@ -72,7 +72,7 @@ func StartComponent(t testing.TB, name string, args ...string) *Component {
 	return StartCommand(t, name, JuneauBinary(t), args...)
 }
 
-// StartCommand runs bin with args as a component (e.g. juneau wrapped in `ip netns exec`).
+// StartCommand runs bin with args as a component (e.g. juneau wrapped in nsenter).
 func StartCommand(t testing.TB, name, bin string, args ...string) *Component {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
