@@ -58,6 +58,10 @@ func TestMetricsAndHealth(t *testing.T) {
 		`juneau_elasticip_allocations_total`,
 		`juneau_address_pool_addresses{pool="metrics-net-pool"} 2`,
 		`juneau_address_pool_allocated_addresses{pool="metrics-net-pool"} 1`,
+		// Every controller's work queue reports on the same registry.
+		`juneau_workqueue_adds_total{name="elasticip"}`,
+		`juneau_workqueue_depth{name="networkinterface"}`,
+		`juneau_workqueue_work_duration_seconds_count{name="addresspool"}`,
 	}
 	var body string
 	framework.Eventually(t, "metrics", func(ctx context.Context) (bool, string) {
