@@ -21,8 +21,8 @@ type recorder struct {
 	failNext bool
 }
 
-func (r *recorder) dial(int) (*nftables.Conn, error) {
-	return nftables.New(nftables.WithTestDial(func(req []netlink.Message) ([]netlink.Message, error) {
+func (r *recorder) dial(int, bool) (*nftables.Conn, func(int) error, error) {
+	c, err := nftables.New(nftables.WithTestDial(func(req []netlink.Message) ([]netlink.Message, error) {
 		if len(req) == 0 {
 			return nil, nil // a further receive after all acks were delivered
 		}
@@ -42,6 +42,7 @@ func (r *recorder) dial(int) (*nftables.Conn, error) {
 		}
 		return acks, nil
 	}))
+	return c, nil, err
 }
 
 func newRecorded() (*Programmer, *recorder) {
@@ -127,7 +128,7 @@ func TestFirstSyncIsOneTransaction(t *testing.T) {
 		t.Fatalf("%d batches, want 1", len(r.batches))
 	}
 	k := kinds(r.batches[0])
-	if k["begin"] != 1 || k["end"] != 1 || k["newtable"] != 2 || k["deltable"] != 1 || k["newset"] != 10 || k["newchain"] != 6 {
+	if k["begin"] != 1 || k["end"] != 1 || k["newtable"] != 2 || k["deltable"] != 1 || k["newset"] != 10 || k["newchain"] != 7 {
 		t.Errorf("batch = %v", k)
 	}
 	elems := 0
