@@ -124,9 +124,9 @@ func TestIncrementalMatchesWhole(t *testing.T) {
 	steps := []DesiredState{
 		{Mappings: []Mapping{m("10.225.51.1", "10.244.1.1"), mbw("10.225.51.2", "10.244.1.2", 5)}},
 		{Mappings: []Mapping{m("10.225.51.1", "10.244.1.1"), mbw("10.225.51.2", "10.244.1.2", 5), m("10.225.51.3", "10.244.1.1")}}, // Pod IP on two ElasticIPs
-		{Mappings: []Mapping{mbw("10.225.51.2", "10.244.1.2", 5), m("10.225.51.3", "10.244.1.1")}},                               // resolved
-		{Mappings: []Mapping{mbw("10.225.51.2", "10.244.1.3", 7), m("10.225.51.3", "10.244.1.2")}},                               // Pod IPs swap hands
-		{Mappings: []Mapping{mbw("10.225.51.2", "10.244.1.3", 7), mbw("10.225.51.2", "10.244.1.3", 8)}},                          // two bandwidths
+		{Mappings: []Mapping{mbw("10.225.51.2", "10.244.1.2", 5), m("10.225.51.3", "10.244.1.1")}},                                 // resolved
+		{Mappings: []Mapping{mbw("10.225.51.2", "10.244.1.3", 7), m("10.225.51.3", "10.244.1.2")}},                                 // Pod IPs swap hands
+		{Mappings: []Mapping{mbw("10.225.51.2", "10.244.1.3", 7), mbw("10.225.51.2", "10.244.1.3", 8)}},                            // two bandwidths
 		{Mappings: []Mapping{m("10.225.51.2", "10.244.1.3"), m("10.244.1.3", "10.244.1.4")}, Direct: []DirectNIC{dnbw("jn1", "10.225.51.9", 3), dnbw("jn1", "10.244.1.3", 4)}},
 		{Mappings: []Mapping{m("10.225.51.2", "10.244.1.3")}, Direct: []DirectNIC{dnbw("jn1", "10.225.51.9", 3), dnbw("jn2", "10.225.51.9", 3), dnbw("jn1", "10.244.1.3", 4)}},
 		{Direct: []DirectNIC{dnbw("jn2", "10.225.51.9", 3), dnbw("jn1", "10.244.1.3", 4), {HostInterface: "jn3"}}},

@@ -45,8 +45,8 @@ type delta struct {
 	// decides the limited flag of the eip2vpc element; reflagged mappings
 	// only replace their eip2vpc element (a limit came or went).
 	removed, added, reflagged []Mapping
-	direct         directChange
-	limits         limitChange
+	direct                    directChange
+	limits                    limitChange
 }
 
 func (d *delta) empty() bool {
