@@ -38,19 +38,9 @@ func bareMapNAT(e *env, ns *netns.NS, mappings []nft.Mapping) {
 		in = append(in, nftables.SetElement{Key: e4[:], Val: p4[:]})
 		out = append(out, nftables.SetElement{Key: p4[:], Val: e4[:]})
 	}
-	for _, s := range []struct {
-		set   *nftables.Set
-		elems []nftables.SetElement
-	}{{eip2vpc, in}, {vpc2eip, out}} {
-		if err := c.AddSet(s.set, nil); err != nil {
+	for _, s := range []*nftables.Set{eip2vpc, vpc2eip} {
+		if err := c.AddSet(s, nil); err != nil {
 			e.Fatal(err)
-		}
-		for len(s.elems) > 0 {
-			n := min(len(s.elems), 2000) // one message stays under 64 KiB
-			if err := c.SetAddElements(s.set, s.elems[:n]); err != nil {
-				e.Fatal(err)
-			}
-			s.elems = s.elems[n:]
 		}
 	}
 	accept := nftables.ChainPolicyAccept
@@ -72,6 +62,22 @@ func bareMapNAT(e *env, ns *netns.NS, mappings []nft.Mapping) {
 	rewrite(nftables.ChainHookPostrouting, nft.PriorityPostrouting, vpc2eip, 12, false)
 	if err := c.Flush(); err != nil {
 		e.Fatalf("programming the bare map NAT: %v", err)
+	}
+	// Elements in batches of their own, each small enough for the default socket buffer.
+	for _, s := range []struct {
+		set   *nftables.Set
+		elems []nftables.SetElement
+	}{{eip2vpc, in}, {vpc2eip, out}} {
+		for len(s.elems) > 0 {
+			n := min(len(s.elems), 2000) // one message stays under 64 KiB
+			if err := c.SetAddElements(s.set, s.elems[:n]); err != nil {
+				e.Fatal(err)
+			}
+			if err := c.Flush(); err != nil {
+				e.Fatalf("adding elements to %s: %v", s.set.Name, err)
+			}
+			s.elems = s.elems[n:]
+		}
 	}
 }
 
