@@ -91,16 +91,33 @@ func TestDispatch(t *testing.T) {
 		t.Fatalf("no trace from nft monitor: %q", mon.Output())
 	}
 
-	t.Run("unlimited ElasticIP: one dispatch, one translation", func(t *testing.T) {
+	t.Run("unlimited ElasticIP: one rule", func(t *testing.T) {
 		chains, events := juneauPath(t, mon.Output, 7001, func() { sendUDPFrom(t, tp.client, clientIP, elasticIP, 7001, "plain") },
 			func(ev []string) bool { return anyContains(ev, "(verdict accept)") })
-		// The packet, the interface dispatch, the translating rule: nothing else.
+		// The packet, then the first rule (interface by index, translation): nothing else.
+		if want := []string{ChainPrerouting, ChainPrerouting}; !slices.Equal(chains, want) ||
+			!strings.Contains(events[1], `rule iif "`+extIf+`"`) || !strings.Contains(events[1], "notrack accept") {
+			t.Errorf("chains %q, want %q; events %q", chains, want, events)
+		}
+	})
+	t.Run("unlimited ElasticIP, interface index unknown: by name", func(t *testing.T) {
+		// As after the external interface was recreated: its old index
+		// matches nothing, the name-based dispatch does the same.
+		index := tp.prog.ifindex
+		tp.prog.ifindex = func(string) uint32 { return 0 }
+		tp.prog.Invalidate()
+		tp.sync(t)
+		tp.prog.ifindex = index
+		chains, events := juneauPath(t, mon.Output, 7005, func() { sendUDPFrom(t, tp.client, clientIP, elasticIP, 7005, "plain") },
+			func(ev []string) bool { return anyContains(ev, "(verdict accept)") })
 		if want := []string{ChainPrerouting, ChainPrerouting, ChainFromOutside}; !slices.Equal(chains, want) || anyContains(events, "verdict jump") {
 			t.Errorf("chains %q, want %q; events %q", chains, want, events)
 		}
 		if !anyContains(events, "goto "+ChainFromOutside) || !anyContains(events, "notrack accept") {
 			t.Errorf("events %q: not the interface dispatch and the translating rule", events)
 		}
+		tp.prog.Invalidate()
+		tp.sync(t)
 	})
 	t.Run("limited ElasticIP: limit chain, then translation", func(t *testing.T) {
 		chains, events := juneauPath(t, mon.Output, 7002, func() { sendUDPFrom(t, tp.client, clientIP, limitedEIP, 7002, "limited") },

@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/nftables"
 	mnl "github.com/mdlayher/netlink"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -88,6 +90,9 @@ type Programmer struct {
 	// resize, when not nil, raises the receive buffer of the connection.
 	// Tests replace it to record messages.
 	dial func(receiveBuffer int, lasting bool) (c *nftables.Conn, resize func(int) error, err error)
+	// ifindex returns the index of an interface in the namespace programmed
+	// (0 when it cannot tell).
+	ifindex func(name string) uint32
 
 	mu     sync.Mutex
 	conn   *nftables.Conn // the lasting connection, nil before the first Sync and after an error
@@ -118,6 +123,24 @@ func NewProgrammer(opts Options) *Programmer {
 			return c, nil, err
 		}
 		return c, func(n int) error { return setBuffers(sock, sendBufferBytes, n) }, nil
+	}
+	p.ifindex = func(name string) uint32 {
+		var h *netlink.Handle
+		var err error
+		if p.opts.NetNS == 0 {
+			h, err = netlink.NewHandle()
+		} else {
+			h, err = netlink.NewHandleAt(netns.NsHandle(p.opts.NetNS))
+		}
+		if err != nil {
+			return 0
+		}
+		defer h.Close()
+		l, err := h.LinkByName(name)
+		if err != nil {
+			return 0
+		}
+		return uint32(l.Attrs().Index)
 	}
 	return p
 }
@@ -241,6 +264,7 @@ func (p *Programmer) syncFull(desired DesiredState) (SyncStats, error) {
 	}
 	ix.apply(nil, desired.Mappings, nil, desired.Direct)
 	want := ix.s
+	want.extIndex = p.ifindex(want.iface)
 	c, err := p.connFor(receiveBufferFor(4 * len(want.limits)))
 	if err != nil {
 		return SyncStats{}, err

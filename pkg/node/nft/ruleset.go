@@ -214,7 +214,7 @@ func buildRuleset(s *state) *ruleset {
 			rs.rules = append(rs.rules, &nftables.Rule{Table: t, Chain: c, Exprs: e})
 		}
 	}
-	add(pre, preroutingRules(sets, s.iface)...)
+	add(pre, preroutingRules(sets, s.iface, s.extIndex)...)
 	add(outside, fromOutsideRules(sets)...)
 	add(dnat, dnatRules(sets)...)
 	add(dnatErr, quoteRules(sets.eip2vpcQuoted, offIPDst, offQuoteSrc)...)
@@ -237,8 +237,21 @@ func buildRuleset(s *state) *ruleset {
 // ElasticIP); traffic to an ElasticIP is translated (chain dnat); a
 // translated Pod's traffic to outside the cluster is kept out of conntrack,
 // so the primary CNI's masquerade and kube-proxy never see it.
-func preroutingRules(s setsOf, iface string) [][]expr.Any {
-	return [][]expr.Any{
+//
+// When the external interface's index is known, a first rule matches it by
+// index (a 4-byte compare, where a name costs a 16-byte copy) and translates
+// the common packet right there; the name-based rules after it handle
+// everything else, also when the interface was recreated with another index
+// since the last full sync.
+func preroutingRules(s setsOf, iface string, extIndex uint32) [][]expr.Any {
+	var fast [][]expr.Any
+	if extIndex != 0 {
+		// meta iif <ext> ip daddr map @eip2vpc is "P . unlimited", not ICMP: ip daddr set P notrack accept
+		fast = append(fast, append([]expr.Any{
+			&expr.Meta{Key: expr.MetaKeyIIF, Register: reg0}, eq(reg0, binaryutil.NativeEndian.PutUint32(extIndex)),
+		}, translateUnlimited(s)...))
+	}
+	return append(fast, [][]expr.Any{
 		// iifname "ext" goto from_outside
 		{
 			&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: regName},
@@ -259,7 +272,7 @@ func preroutingRules(s setsOf, iface string) [][]expr.Any {
 		{loadNH(offIPDst, reg0), in(s.eip2vpc, reg0), gotoChain(ChainDNAT)},
 		// ip saddr @vpc2eip ip daddr != @cluster_cidrs notrack
 		{loadNH(offIPSrc, reg0), in(s.vpc2eip, reg0), loadNH(offIPDst, reg1), notIn(s.cluster, reg1), &expr.Notrack{}},
-	}
+	}...)
 }
 
 // fromOutsideRules handle what enters through the external interface. A
@@ -274,16 +287,22 @@ func fromOutsideRules(s setsOf) [][]expr.Any {
 	return [][]expr.Any{
 		// ip daddr map @eip2vpc is "P . unlimited", meta l4proto != icmp:
 		// ip daddr set P notrack accept
-		{
-			loadNH(offIPDst, reg0), lookupMap(s.eip2vpc, reg0, reg0), eq(reg1, flagUnlimited[:]),
-			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg2},
-			&expr.Cmp{Op: expr.CmpOpNeq, Register: reg2, Data: []byte{unix.IPPROTO_ICMP}},
-			writeNH(offIPDst, reg0), &expr.Notrack{}, &expr.Verdict{Kind: expr.VerdictAccept},
-		},
+		translateUnlimited(s),
 		// ip daddr vmap @bw_in
 		{loadNH(offIPDst, reg0), lookupVerdict(s.limitIn, reg0)},
 		// ip daddr @eip2vpc goto dnat
 		{loadNH(offIPDst, reg0), in(s.eip2vpc, reg0), gotoChain(ChainDNAT)},
+	}
+}
+
+// translateUnlimited translates a packet to an ElasticIP without a limit
+// that is not ICMP, with one lookup, and accepts it.
+func translateUnlimited(s setsOf) []expr.Any {
+	return []expr.Any{
+		loadNH(offIPDst, reg0), lookupMap(s.eip2vpc, reg0, reg0), eq(reg1, flagUnlimited[:]),
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg2},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: reg2, Data: []byte{unix.IPPROTO_ICMP}},
+		writeNH(offIPDst, reg0), &expr.Notrack{}, &expr.Verdict{Kind: expr.VerdictAccept},
 	}
 }
 

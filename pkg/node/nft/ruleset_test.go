@@ -97,6 +97,29 @@ func TestPreroutingRules(t *testing.T) {
 	}
 }
 
+// TestFastPathByIndex: with the external interface's index known, the
+// first rule translates the common packet from that interface by index; the
+// name-based rules follow unchanged.
+func TestFastPathByIndex(t *testing.T) {
+	s, err := normalize(DesiredState{Config: Config{ExternalInterface: "ext0"}, Mappings: []Mapping{m("10.225.51.5", "10.244.1.5")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.extIndex = 7
+	rs := buildRuleset(s)
+	rules := rulesOf(rs, ChainPrerouting)
+	want := append([]expr.Any{
+		&expr.Meta{Key: expr.MetaKeyIIF, Register: reg0},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: reg0, Data: binaryutil.NativeEndian.PutUint32(7)},
+	}, rulesOf(rs, ChainFromOutside)[0]...)
+	if len(rules) != 7 || !reflect.DeepEqual(rules[0], want) {
+		t.Errorf("first prerouting rule %#v, want %#v", rules[0], want)
+	}
+	if !reflect.DeepEqual(rules[1:], rulesOf(testRuleset(t), ChainPrerouting)) {
+		t.Error("the rules after the fast path differ from those without it")
+	}
+}
+
 // TestFromOutsideRules: a packet from outside to an unlimited ElasticIP,
 // not ICMP, meets one lookup (its result: the Pod IP in NFT_REG32_00, the
 // limited flag in NFT_REG32_01), the rewrite, notrack and accept; the

@@ -76,7 +76,10 @@ const maxIfNameLen = 15
 // kept up to date change by change (see index.go).
 type state struct {
 	iface string
-	cidrs []netip.Prefix // IPv4, masked, without overlaps, sorted
+	// extIndex is the external interface's index when the table was built
+	// (0: unknown), for the inbound fast path; see preroutingRules.
+	extIndex uint32
+	cidrs    []netip.Prefix // IPv4, masked, without overlaps, sorted
 	// eip2vpc and vpc2eip are the kept mappings, natBW the bandwidth of
 	// each kept ElasticIP (0: unlimited).
 	eip2vpc map[netip.Addr]netip.Addr
