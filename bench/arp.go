@@ -193,6 +193,13 @@ func (tp *arpTopology) run(e *env, n, probes int, d time.Duration) arpRun {
 	targets := advertised(n)
 	var r arpRun
 	r.juneau, r.kernel, r.lost = tp.latencies(e, targets, probes)
+	if n > 1 {
+		// An extra, uncounted run of probes while perf records every wakeup and
+		// context switch: how long the responder's thread waits between the
+		// request waking it and running.
+		e.Logf("responder pid %d", p.PID())
+		e.perf("arp-sched", []string{"-a", "-e", "sched:sched_wakeup", "-e", "sched:sched_switch"}, func() { tp.latencies(e, targets, probes) })
+	}
 	r.juneauFlood, r.juneauOffered = tp.flood(e, targets, d)
 	r.kernelFlood, r.kernelOffer = tp.flood(e, []netip.Addr{nodeIP}, d)
 	if err := p.Signal(syscall.SIGTERM); err == nil {
