@@ -152,7 +152,7 @@ type dpResult struct {
 	longFlow, newFlows float64 // packets per second (medians)
 	// longRuns and newRuns are the rates of each round, in the order measured.
 	longRuns, newRuns []float64
-	tcp                float64 // bits per second
+	tcp               float64 // bits per second
 }
 
 // dpConfig is one way of getting packets through the node.
