@@ -109,13 +109,12 @@ func (ix *index) apply(remM, addM []Mapping, remD, addD []DirectNIC) delta {
 	ix.updateDirect(dirAddrs, names, &dl, limitAddrs)
 	ix.updateLimits(limitAddrs, &dl)
 	for a := range natAddrs {
-		ix.natIssueOf(a)
+		noteIssues(ix.natIssue, a, ix.natIssues)
 	}
-	for a := range dirAddrs {
-		ix.dirIssueOf(a)
-	}
-	for a := range limitAddrs {
-		ix.dirIssueOf(a)
+	for _, addrs := range []addrSet{dirAddrs, limitAddrs} {
+		for a := range addrs {
+			noteIssues(ix.dirIssue, a, ix.dirIssues)
+		}
 	}
 	return dl
 }
@@ -373,12 +372,12 @@ func (ix *index) updateLimits(addrs addrSet, dl *delta) {
 	slices.SortFunc(c.addedSrc, bySrc)
 }
 
-// natIssueOf notes whether address a is in a mapping conflict to report.
-func (ix *index) natIssueOf(a netip.Addr) {
-	if len(ix.natIssues(a)) > 0 {
-		ix.natIssue[a] = struct{}{}
+// noteIssues records in set whether address a has conflicts to report.
+func noteIssues(set map[netip.Addr]struct{}, a netip.Addr, issues func(netip.Addr) []error) {
+	if len(issues(a)) > 0 {
+		set[a] = struct{}{}
 	} else {
-		delete(ix.natIssue, a)
+		delete(set, a)
 	}
 }
 
@@ -398,15 +397,6 @@ func (ix *index) natIssues(a netip.Addr) []error {
 		errs = append(errs, fmt.Errorf("ElasticIP %v listed with different bandwidths", a))
 	}
 	return errs
-}
-
-// dirIssueOf notes whether direct NIC address a is in a conflict to report.
-func (ix *index) dirIssueOf(a netip.Addr) {
-	if len(ix.dirIssues(a)) > 0 {
-		ix.dirIssue[a] = struct{}{}
-	} else {
-		delete(ix.dirIssue, a)
-	}
 }
 
 func (ix *index) dirIssues(a netip.Addr) []error {
