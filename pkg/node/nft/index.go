@@ -88,8 +88,9 @@ func (a addrSet) add(x ...netip.Addr) {
 // apply takes entries out of and into the desired state (an entry given
 // twice counts twice), updates the applied state and returns what changed.
 func (ix *index) apply(remM, addM []Mapping, remD, addD []DirectNIC) delta {
-	eips, natAddrs := addrSet{}, addrSet{}
-	dirAddrs, names := addrSet{}, map[string]struct{}{}
+	nm, nd := 2*(len(remM)+len(addM)), len(remD)+len(addD)
+	eips, natAddrs := make(addrSet, nm), make(addrSet, nm)
+	dirAddrs, names := make(addrSet, nd), make(map[string]struct{}, nd)
 	for _, m := range remM {
 		ix.mapping(m, -1, eips, natAddrs)
 	}
@@ -104,7 +105,7 @@ func (ix *index) apply(remM, addM []Mapping, remD, addD []DirectNIC) delta {
 	}
 
 	var dl delta
-	limitAddrs := addrSet{}
+	limitAddrs := make(addrSet, nm+nd)
 	ix.updateNAT(eips, &dl, limitAddrs)
 	ix.updateDirect(dirAddrs, names, &dl, limitAddrs)
 	ix.updateLimits(limitAddrs, &dl)
