@@ -45,8 +45,9 @@ func (c Config) withDefaults() (Config, error) {
 	return c, errors.Join(errs...)
 }
 
-// dialTimeout is how long GoBGP waits for one connection attempt.
-func (c Config) dialTimeout() time.Duration { return c.ConnectRetry - time.Second }
+// dialTimeout is how long GoBGP waits for one connection attempt: a second less than
+// the retry interval, at least 2s.
+func (c Config) dialTimeout() time.Duration { return max(c.ConnectRetry-time.Second, 2*time.Second) }
 
 // validate checks a Peer before it reaches GoBGP.
 func (p Peer) validate() error {

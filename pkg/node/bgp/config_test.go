@@ -36,6 +36,9 @@ func TestConfigDefaults(t *testing.T) {
 	if c.dialTimeout() != 4*time.Second {
 		t.Errorf("dial timeout = %s, want 4s", c.dialTimeout())
 	}
+	if d := (Config{ConnectRetry: 2 * time.Second}).dialTimeout(); d != 2*time.Second {
+		t.Errorf("dial timeout with a 2s retry = %s, want GoBGP's minimum 2s", d)
+	}
 	_, err = Config{RouterID: netip.MustParseAddr("fd00::1"), ConnectRetry: time.Second, RestartTime: 2 * time.Hour}.withDefaults()
 	for _, want := range []string{"router ID fd00::1", "connect retry 1s", "restart time 2h0m0s"} {
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -11,20 +11,25 @@ import (
 )
 
 // GoBGP logs through log/slog. logHandler passes its records to the agent's klog
-// logger and picks out two facts GoBGP reports nowhere else, both logged by the FSM of
-// a peer (its address is the attribute "Key"):
-//   - why a connection attempt failed (refused, unreachable, no answer): "failed to
+// logger and picks out what GoBGP reports nowhere else about a session it dials: it
+// sets those up in an "outgoing connection manager" that raises no session event, so
+// only its log (records of the peer's FSM logger, with the peer's address as "Key")
+// says why they fail:
+//   - a connection attempt failed (refused, unreachable, no answer): "failed to
 //     connect" at debug level, with the dialer's error as "Error";
-//   - the NOTIFICATION this speaker sent while setting up a session it dialed (such as
-//     "bad peer AS" when the router's AS is not the expected one): "sent notification"
-//     with "Code" and "Subcode". GoBGP raises no session event for those.
+//   - this speaker sent a NOTIFICATION (such as "bad peer AS" when the router's AS is
+//     not the expected one): "sent notification" with "Code" and "Subcode";
+//   - the router closed the connection before its OPEN: "outgoing connection IO
+//     error" at debug level, with "reason" "read-failed".
 const (
 	gobgpDialFailed       = "failed to connect"
 	gobgpNotificationSent = "sent notification"
+	gobgpSetupFailed      = "outgoing connection IO error"
 	gobgpKeyAttr          = "Key"
 	gobgpErrorAttr        = "Error"
 	gobgpCodeAttr         = "Code"
 	gobgpSubcodeAttr      = "Subcode"
+	gobgpReasonAttr       = "reason"
 	// gobgpStopFailed is logged when GoBGP's Stop finds the server already stopped,
 	// which is how the speaker stops it without NOTIFICATIONs (see Run).
 	gobgpStopFailed = "failed to stop BGP server"
@@ -34,6 +39,7 @@ const (
 type peerLog interface {
 	dialFailed(peer netip.Addr, errText string)
 	notificationSent(peer netip.Addr, code, subcode uint8)
+	setupFailed(peer netip.Addr, reason string)
 }
 
 // klog verbosity of GoBGP's levels: warnings and errors always, its info messages
@@ -67,7 +73,8 @@ var _ slog.Handler = (*logHandler)(nil)
 func (h *logHandler) Enabled(context.Context, slog.Level) bool { return true }
 
 func (h *logHandler) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == gobgpDialFailed || r.Message == gobgpNotificationSent {
+	switch r.Message {
+	case gobgpDialFailed, gobgpNotificationSent, gobgpSetupFailed:
 		h.report(r)
 	}
 	if r.Message == gobgpStopFailed && h.stopping.Load() {
@@ -93,9 +100,9 @@ func (h *logHandler) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
-// report passes a dial failure or a sent NOTIFICATION to h.peers.
+// report passes a record about a session being set up to h.peers.
 func (h *logHandler) report(r slog.Record) {
-	var key, errText string
+	var key, errText, reason string
 	var code, subcode int64 = -1, -1
 	find := func(a slog.Attr) {
 		v := a.Value.Resolve()
@@ -108,6 +115,8 @@ func (h *logHandler) report(r slog.Record) {
 			code = attrInt(v)
 		case gobgpSubcodeAttr:
 			subcode = attrInt(v)
+		case gobgpReasonAttr:
+			reason = v.String()
 		}
 	}
 	for _, a := range h.attrs {
@@ -123,6 +132,8 @@ func (h *logHandler) report(r slog.Record) {
 		h.peers.dialFailed(addr, errText)
 	case r.Message == gobgpNotificationSent && code >= 0 && code <= 255 && subcode >= 0 && subcode <= 255:
 		h.peers.notificationSent(addr, uint8(code), uint8(subcode))
+	case r.Message == gobgpSetupFailed && reason != "":
+		h.peers.setupFailed(addr, reason)
 	}
 }
 

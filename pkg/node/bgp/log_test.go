@@ -23,6 +23,7 @@ func TestLogHandler(t *testing.T) {
 	peerLog := gobgp.With(slog.String("Topic", "Peer"), slog.String("Key", "10.225.51.1"))
 	peerLog.Debug("failed to connect", slog.String("Error", "dial tcp 10.225.51.1:179: connect: connection refused"))
 	peerLog.Debug("try to connect")
+	peerLog.Debug("outgoing connection IO error", slog.String("reason", "read-failed"))
 	peerLog.Info("Peer Up", slog.String("State", "BGP_FSM_OPENCONFIRM"))
 	gobgp.WithGroup("fsm").Warn("sent notification", slog.Int("Code", 6), slog.Group("Data", slog.String("Remote Addr", "x")))
 	peerLog.Info("sent notification", slog.String("State", "BGP_FSM_ACTIVE"), slog.Int("Code", 2), slog.Int("Subcode", 2))
@@ -35,6 +36,9 @@ func TestLogHandler(t *testing.T) {
 	}
 	if len(peers.notifications) != 1 || peers.notifications[0] != "10.225.51.1: 2/2" {
 		t.Errorf("notifications reported: %q, want 2/2 for %s (the one without a peer is left out)", peers.notifications, routerA)
+	}
+	if len(peers.setups) != 1 || peers.setups[0] != "10.225.51.1: read-failed" {
+		t.Errorf("setup failures reported: %q", peers.setups)
 	}
 	want := []string{
 		`"level"=2 "msg"="Peer Up" "Topic"="Peer" "Key"="10.225.51.1" "State"="BGP_FSM_OPENCONFIRM"`,
@@ -62,7 +66,11 @@ func TestReadableNotification(t *testing.T) {
 	}
 }
 
-type recordedPeerLog struct{ dials, notifications []string }
+type recordedPeerLog struct{ dials, notifications, setups []string }
+
+func (r *recordedPeerLog) setupFailed(peer netip.Addr, reason string) {
+	r.setups = append(r.setups, peer.String()+": "+reason)
+}
 
 func (r *recordedPeerLog) dialFailed(peer netip.Addr, errText string) {
 	r.dials = append(r.dials, peer.String()+": "+errText)

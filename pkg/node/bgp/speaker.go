@@ -28,7 +28,7 @@ const (
 	// refreshInterval: how often the prefix counts and the graceful restart state of
 	// the sessions are read back from GoBGP (it sends no event when a restarted
 	// speaker's routes go out).
-	refreshInterval = 2 * time.Second
+	refreshInterval = time.Second
 	retryMin        = 500 * time.Millisecond
 	retryMax        = 30 * time.Second
 )
@@ -412,6 +412,18 @@ func (s *Speaker) notificationSent(addr netip.Addr, code, subcode uint8) {
 	s.mu.Lock()
 	sess, ok := s.sessions[addr]
 	changed := ok && sess.notificationSent(code, subcode, s.clock.Now())
+	s.mu.Unlock()
+	if changed {
+		poke(s.changed)
+	}
+}
+
+// setupFailed receives the sessions the router closed during setup from the log
+// handler.
+func (s *Speaker) setupFailed(addr netip.Addr, reason string) {
+	s.mu.Lock()
+	sess, ok := s.sessions[addr]
+	changed := ok && sess.setupFailed(reason, s.clock.Now())
 	s.mu.Unlock()
 	if changed {
 		poke(s.changed)

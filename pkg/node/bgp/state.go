@@ -64,6 +64,28 @@ func (s *session) notificationSent(code, subcode uint8, now time.Time) bool {
 	return ok && s.set(state, message, now)
 }
 
+// setupFailed records that a connection this speaker dialed broke before the router's
+// OPEN arrived (reason "read-failed" or "write-failed"): the router accepted the TCP
+// connection and closed it. A router does that when it has no neighbor for this Node,
+// but also for a while after it rejected this Node (BIRD's "error wait time"), so this
+// does not replace a WrongASN found before.
+func (s *session) setupFailed(reason string, now time.Time) bool {
+	if s.fsm == bgp.BGP_FSM_ESTABLISHED || s.state == v1alpha1.BGPSessionWrongASN {
+		return false
+	}
+	var r api.PeerState_DisconnectReason
+	switch reason {
+	case "read-failed":
+		r = api.PeerState_DISCONNECT_REASON_READ_FAILED
+	case "write-failed":
+		r = api.PeerState_DISCONNECT_REASON_WRITE_FAILED
+	default:
+		return false
+	}
+	state, message, _ := disconnectState(r, reason, bgp.BGP_FSM_OPENSENT, s.peer)
+	return s.set(state, message, now)
+}
+
 // peerEvent records a state change GoBGP reported, with the reason of a disconnection.
 func (s *session) peerEvent(fsm bgp.FSMState, reason api.PeerState_DisconnectReason, detail string, now time.Time) bool {
 	prev := s.fsm

@@ -165,10 +165,17 @@ func TestSessionTransitions(t *testing.T) {
 		t.Errorf("a down session keeps %d prefixes announced", s.announced)
 	}
 
+	if !s.setupFailed("read-failed", at(32)) {
+		t.Error("a connection closed by the router changed nothing")
+	}
+	expect("closed by the router", v1alpha1.BGPSessionRefused, at(32), 0)
 	if !s.notificationSent(bgp.BGP_ERROR_OPEN_MESSAGE_ERROR, bgp.BGP_ERROR_SUB_BAD_PEER_AS, at(35)) {
 		t.Error("a bad peer AS sent while connecting changed nothing")
 	}
 	expect("bad peer AS sent", v1alpha1.BGPSessionWrongASN, at(35), 0)
+	if s.setupFailed("read-failed", at(36)) {
+		t.Error("the router closing connections after rejecting the AS replaced WrongASN")
+	}
 	s.peerEvent(bgp.BGP_FSM_ESTABLISHED, api.PeerState_DISCONNECT_REASON_UNSPECIFIED, "", at(40))
 	if s.notificationSent(bgp.BGP_ERROR_HOLD_TIMER_EXPIRED, 0, at(45)) {
 		t.Error("a logged notification changed an Established session (its event reports it)")

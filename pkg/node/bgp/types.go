@@ -34,7 +34,7 @@ type Config struct {
 	// InternalIP). Required.
 	RouterID netip.Addr
 	// ConnectRetry is the interval between connection attempts; each attempt gives up
-	// after ConnectRetry - 1s. Default DefaultConnectRetry; at least 2s.
+	// after ConnectRetry - 1s (at least 2s). Default DefaultConnectRetry; at least 2s.
 	ConnectRetry time.Duration
 	// RestartTime is the graceful restart time advertised to peers. Default
 	// DefaultRestartTime; at most MaxRestartTime.
