@@ -10,6 +10,7 @@ package bgprouter
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -170,29 +171,37 @@ func parseRoutes(out string) map[string]Route {
 	return routes
 }
 
-// WaitRoutes polls until BIRD's table holds exactly want, prefix → next hop.
+// WaitRoutes polls until BIRD's table holds exactly want, prefix → next hop, and
+// returns the table.
 func (b *BIRD) WaitRoutes(timeout time.Duration, want map[string]string) map[string]Route {
 	b.t.Helper()
-	var got map[string]Route
-	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+	var routes map[string]Route
+	got, err := pollTable(timeout, want, func() (map[string]string, error) {
 		var err error
-		if got, err = b.Routes(); err != nil {
-			return false, err
+		routes, err = b.Routes()
+		vias := map[string]string{}
+		for prefix, r := range routes {
+			vias[prefix] = r.Via
 		}
-		if len(got) != len(want) {
-			return false, nil
-		}
-		for prefix, via := range want {
-			if got[prefix].Via != via {
-				return false, nil
-			}
-		}
-		return true, nil
+		return vias, err
 	})
 	if err != nil {
 		b.t.Fatalf("BIRD routes %v, want %v: %v", got, want, err)
 	}
-	return got
+	return routes
+}
+
+// pollTable reads a router's table (prefix → next hop) until it equals want.
+func pollTable(timeout time.Duration, want map[string]string, read func() (map[string]string, error)) (map[string]string, error) {
+	var got map[string]string
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		var err error
+		if got, err = read(); err != nil {
+			return false, err
+		}
+		return maps.Equal(got, want), nil
+	})
+	return got, err
 }
 
 // Protocol returns `show protocols all <name>`.

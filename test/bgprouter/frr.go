@@ -134,23 +134,7 @@ func (r *FRR) Routes() (map[string]string, error) {
 // WaitRoutes polls until bgpd's table holds exactly want, prefix → next hop.
 func (r *FRR) WaitRoutes(timeout time.Duration, want map[string]string) {
 	r.t.Helper()
-	var got map[string]string
-	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		var err error
-		if got, err = r.Routes(); err != nil {
-			return false, err
-		}
-		if len(got) != len(want) {
-			return false, nil
-		}
-		for prefix, via := range want {
-			if got[prefix] != via {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
+	if got, err := pollTable(timeout, want, r.Routes); err != nil {
 		r.t.Fatalf("FRR routes %v, want %v: %v\n%s", got, want, err, r.Log())
 	}
 }

@@ -160,17 +160,29 @@ func validateSecretKeyReference(path *field.Path, ref v1alpha1.SecretKeyReferenc
 
 // ValidateBGPAdvertisement checks a BGPAdvertisement on its own.
 func ValidateBGPAdvertisement(a *v1alpha1.BGPAdvertisement) field.ErrorList {
-	spec := field.NewPath("spec")
-	errs := ValidateObjectName(spec.Child("externalNetwork"), a.Spec.ExternalNetwork, "ExternalNetwork")
-	errs = append(errs, validateIPv4(spec.Child("address"), a.Spec.Address)...)
-	return append(errs, ValidateObjectName(spec.Child("nodeName"), a.Spec.NodeName, "Node")...)
+	return validateAdvertisement(a.Spec.ExternalNetwork, a.Spec.Address, a.Spec.NodeName)
 }
 
 // ValidateBGPAdvertisementUpdate checks an updated BGPAdvertisement: only nodeName may
 // change (the controller rewrites it in place when the Pod moves).
 func ValidateBGPAdvertisementUpdate(newAd, oldAd *v1alpha1.BGPAdvertisement) field.ErrorList {
+	n, o := newAd.Spec, oldAd.Spec
+	return validateAdvertisementUpdate(n.ExternalNetwork, n.Address, n.NodeName, o.ExternalNetwork, o.Address)
+}
+
+// validateAdvertisement checks the spec every advertisement kind shares: a network, an
+// address and the one Node that advertises it.
+func validateAdvertisement(network, address, nodeName string) field.ErrorList {
 	spec := field.NewPath("spec")
-	errs := ValidateBGPAdvertisement(newAd)
-	errs = append(errs, validateImmutable(spec.Child("externalNetwork"), newAd.Spec.ExternalNetwork, oldAd.Spec.ExternalNetwork)...)
-	return append(errs, validateImmutable(spec.Child("address"), newAd.Spec.Address, oldAd.Spec.Address)...)
+	errs := ValidateObjectName(spec.Child("externalNetwork"), network, "ExternalNetwork")
+	errs = append(errs, validateIPv4(spec.Child("address"), address)...)
+	return append(errs, ValidateObjectName(spec.Child("nodeName"), nodeName, "Node")...)
+}
+
+// validateAdvertisementUpdate adds the transition rule: only nodeName may change.
+func validateAdvertisementUpdate(network, address, nodeName, oldNetwork, oldAddress string) field.ErrorList {
+	spec := field.NewPath("spec")
+	errs := validateAdvertisement(network, address, nodeName)
+	errs = append(errs, validateImmutable(spec.Child("externalNetwork"), network, oldNetwork)...)
+	return append(errs, validateImmutable(spec.Child("address"), address, oldAddress)...)
 }
