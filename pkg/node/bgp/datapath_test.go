@@ -408,6 +408,40 @@ func TestBIRDStop(t *testing.T) {
 	}
 }
 
+// TestBIRDMultihop: a router one hop away is reached with an eBGP multihop TTL of 2,
+// and not without it (the hop drops the TTL 1 connection attempts).
+func TestBIRDMultihop(t *testing.T) {
+	node, hop, rtr := netns.New(t, "node"), netns.New(t, "hop"), netns.New(t, "rtr")
+	netns.Veth(node, "eth0", hop, "eth0")
+	netns.Veth(hop, "eth1", rtr, "eth0")
+	node.Addr("eth0", nodeAddr.String()+"/24")
+	hop.Addr("eth0", "10.225.51.1/24")
+	hop.Addr("eth1", "10.225.52.1/24")
+	rtr.Addr("eth0", "10.225.52.2/24")
+	hop.Sysctl("net/ipv4/ip_forward", "1")
+	node.Route("10.225.52.0/24", "10.225.51.1", "")
+	rtr.Route("10.225.51.0/24", "10.225.52.1", "")
+	far := netip.MustParseAddr("10.225.52.2")
+	bird := bgprouter.StartBIRD(t, rtr, bgprouter.Config{RouterID: far, AS: routerASN, Neighbors: []bgprouter.Neighbor{
+		{Name: "node_a", Local: far, Address: nodeAddr, AS: nodeASN, Multihop: true},
+	}})
+
+	direct := nodePeer("tor-far", far)
+	sp := startSpeaker(t, node, speakerSpec{Config: speakerConfig(), Peers: []Peer{direct}, Prefixes: prefixes("10.225.53.7/32")})
+	p := sp.waitPeer("tor-far", 30*time.Second, func(p PeerStatus) bool { return p.State == v1alpha1.BGPSessionUnreachable })
+	t.Logf("without multihop: %s: %s", p.State, p.Message)
+
+	multihop := direct
+	multihop.EBGPMultihopTTL = 2
+	sp.setPeers(multihop)
+	sp.waitPeer("tor-far", 30*time.Second, func(p PeerStatus) bool { return established(p) && p.PrefixesAnnounced == 1 })
+	bird.WaitEstablished("node_a", 10*time.Second)
+	out, err := bird.Command("show", "route", "all", "10.225.53.7/32")
+	if err != nil || !strings.Contains(out, "BGP.next_hop: 10.225.51.11") {
+		t.Errorf("BIRD's route (want next hop the Node): %v\n%s", err, out)
+	}
+}
+
 // TestFRRAnnouncesAndWithdraws: the same speaker against FRR's bgpd.
 func TestFRRAnnouncesAndWithdraws(t *testing.T) {
 	tp := newTopology(t)

@@ -210,6 +210,16 @@ func (p *speakerProcess) setPrefixes(prefixes ...netip.Prefix) {
 	}
 }
 
+func (p *speakerProcess) setPeers(peers ...Peer) {
+	p.t.Helper()
+	if peers == nil {
+		peers = []Peer{}
+	}
+	if err := p.stdin.Encode(speakerInput{Peers: &peers}); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
 func (p *speakerProcess) current() Status {
 	p.mu.Lock()
 	defer p.mu.Unlock()
