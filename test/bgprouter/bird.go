@@ -48,6 +48,9 @@ type Config struct {
 	AS       uint32
 	// Neighbors the router accepts.
 	Neighbors []Neighbor
+	// Accept, when valid, limits what the router takes from its neighbors to the /32s
+	// inside this prefix, as docs/bgp.md recommends; otherwise it takes everything.
+	Accept netip.Prefix
 }
 
 // BIRD is a running BIRD 2 daemon.
@@ -77,7 +80,11 @@ protocol bgp {{.Name}} {
 {{- if .Multihop}}
 	multihop;
 {{- end}}
+{{- if $.Accept.IsValid}}
+	ipv4 { import where net ~ [ {{$.Accept}}{32,32} ]; export none; };
+{{- else}}
 	ipv4 { import all; export none; };
+{{- end}}
 }
 {{end}}`))
 

@@ -33,9 +33,16 @@ type FRR struct {
 var frrConf = template.Must(template.New("bgpd.conf").Parse(`! written by the test
 frr defaults traditional
 log stdout informational
+{{- if .Accept.IsValid}}
+ip prefix-list juneau-in seq 10 permit {{.Accept}} ge 32 le 32
+route-map juneau-in permit 10
+ match ip address prefix-list juneau-in
+{{- end}}
 router bgp {{.AS}}
  bgp router-id {{.RouterID}}
+{{- if not .Accept.IsValid}}
  no bgp ebgp-requires-policy
+{{- end}}
  bgp graceful-restart
 {{- range .Neighbors}}
  neighbor {{.Address}} remote-as {{.AS}}
@@ -51,6 +58,9 @@ router bgp {{.AS}}
  address-family ipv4 unicast
 {{- range .Neighbors}}
   neighbor {{.Address}} activate
+{{- if $.Accept.IsValid}}
+  neighbor {{.Address}} route-map juneau-in in
+{{- end}}
 {{- end}}
  exit-address-family
 `))

@@ -60,9 +60,13 @@ func nodePeer(name string, addr netip.Addr) Peer {
 	return Peer{Name: name, Address: addr, PeerASN: routerASN, MyASN: nodeASN}
 }
 
-// birdWithNode starts BIRD on 10.225.51.1 accepting the Node as session "node_a".
+// pool is the bgp pool of the tests: routers accept /32s inside it only.
+var pool = netip.MustParsePrefix("10.225.53.0/24")
+
+// birdWithNode starts BIRD on 10.225.51.1 accepting the Node as session "node_a", and
+// /32s of the pool from it.
 func birdWithNode(t *testing.T, tp topology) *bgprouter.BIRD {
-	return bgprouter.StartBIRD(t, tp.router, bgprouter.Config{RouterID: routerAddr, AS: routerASN, Neighbors: []bgprouter.Neighbor{
+	return bgprouter.StartBIRD(t, tp.router, bgprouter.Config{RouterID: routerAddr, AS: routerASN, Accept: pool, Neighbors: []bgprouter.Neighbor{
 		{Name: "node_a", Local: routerAddr, Address: nodeAddr, AS: nodeASN},
 	}})
 }
@@ -100,17 +104,20 @@ func established(p PeerStatus) bool { return p.State == v1alpha1.BGPSessionEstab
 
 // TestBIRDAnnounces: the session comes up, announced /32s appear in BIRD's table via
 // the Node (next hop self, AS path of myASN), a changed set moves only the difference,
-// and an empty set withdraws everything.
+// and an empty set withdraws everything. BIRD's import filter of docs/bgp.md keeps a /32
+// outside the pool out of its table.
 func TestBIRDAnnounces(t *testing.T) {
 	tp := newTopology(t)
 	bird := birdWithNode(t, tp)
 	start := time.Now()
 	sp := startSpeaker(t, tp.node, speakerSpec{Config: speakerConfig(), Peers: []Peer{nodePeer("tor-a", routerAddr)},
-		Prefixes: prefixes("10.225.53.7/32", "10.225.53.8/32")})
-	before := bird.WaitRoutes(30*time.Second, viaNode("10.225.53.7/32", "10.225.53.8/32"))
+		Prefixes: prefixes("10.225.53.7/32", "10.225.53.8/32", "10.225.54.1/32")})
+	bird.WaitRoutes(30*time.Second, viaNode("10.225.53.7/32", "10.225.53.8/32"))
 	t.Logf("session up and 2 routes in BIRD %s after the speaker started", time.Since(start).Round(time.Millisecond))
 	bird.WaitEstablished("node_a", 10*time.Second)
-	p := sp.waitPeer("tor-a", 10*time.Second, func(p PeerStatus) bool { return established(p) && p.PrefixesAnnounced == 2 })
+	p := sp.waitPeer("tor-a", 10*time.Second, func(p PeerStatus) bool { return established(p) && p.PrefixesAnnounced == 3 })
+	before := bird.WaitRoutes(time.Second, viaNode("10.225.53.7/32", "10.225.53.8/32"))
+	u0, w0 := importStats(t, bird, "node_a")
 	if p.Message != "" || p.Since.Before(start) {
 		t.Errorf("tor-a: %+v", p)
 	}
@@ -120,24 +127,24 @@ func TestBIRDAnnounces(t *testing.T) {
 	}
 
 	// One prefix goes, one comes, one stays untouched.
-	sp.setPrefixes(prefixes("10.225.53.8/32", "10.225.53.9/32")...)
+	sp.setPrefixes(prefixes("10.225.53.8/32", "10.225.53.9/32", "10.225.54.1/32")...)
 	start = time.Now()
 	after := bird.WaitRoutes(10*time.Second, viaNode("10.225.53.8/32", "10.225.53.9/32"))
 	t.Logf("changed set in BIRD after %s", time.Since(start).Round(time.Millisecond))
 	if after["10.225.53.8/32"].Since != before["10.225.53.8/32"].Since {
 		t.Errorf("the unchanged route was replaced: %v then %v", before["10.225.53.8/32"], after["10.225.53.8/32"])
 	}
-	if u, w := importStats(t, bird, "node_a"); u != 3 || w != 1 {
-		t.Errorf("BIRD received %d updates and %d withdraws, want 3 and 1: only the difference moves", u, w)
+	if u, w := importStats(t, bird, "node_a"); u != u0+1 || w != w0+1 {
+		t.Errorf("BIRD received %d updates and %d withdraws for the change, want 1 and 1: only the difference moves", u-u0, w-w0)
 	}
-	sp.waitPeer("tor-a", 10*time.Second, func(p PeerStatus) bool { return p.PrefixesAnnounced == 2 })
+	sp.waitPeer("tor-a", 10*time.Second, func(p PeerStatus) bool { return p.PrefixesAnnounced == 3 })
 
 	sp.setPrefixes()
 	start = time.Now()
 	bird.WaitRoutes(10*time.Second, nil)
 	t.Logf("withdrawn from BIRD after %s", time.Since(start).Round(time.Millisecond))
-	if u, w := importStats(t, bird, "node_a"); u != 3 || w != 3 {
-		t.Errorf("BIRD received %d updates and %d withdraws, want 3 and 3", u, w)
+	if u, w := importStats(t, bird, "node_a"); u != u0+1 || w != w0+4 {
+		t.Errorf("BIRD received %d updates and %d withdraws since the first set, want 1 and 4", u-u0, w-w0)
 	}
 	sp.waitPeer("tor-a", 10*time.Second, func(p PeerStatus) bool { return established(p) && p.PrefixesAnnounced == 0 })
 }
@@ -445,13 +452,13 @@ func TestBIRDMultihop(t *testing.T) {
 // TestFRRAnnouncesAndWithdraws: the same speaker against FRR's bgpd.
 func TestFRRAnnouncesAndWithdraws(t *testing.T) {
 	tp := newTopology(t)
-	frr := bgprouter.StartFRR(t, tp.router, bgprouter.Config{RouterID: routerAddr, AS: routerASN, Neighbors: []bgprouter.Neighbor{
+	frr := bgprouter.StartFRR(t, tp.router, bgprouter.Config{RouterID: routerAddr, AS: routerASN, Accept: pool, Neighbors: []bgprouter.Neighbor{
 		{Name: "node_a", Local: routerAddr, Address: nodeAddr, AS: nodeASN},
 	}})
 	sp := startSpeaker(t, tp.node, speakerSpec{Config: speakerConfig(), Peers: []Peer{nodePeer("tor-a", routerAddr)},
-		Prefixes: prefixes("10.225.53.7/32", "10.225.53.8/32")})
+		Prefixes: prefixes("10.225.53.7/32", "10.225.53.8/32", "10.225.54.1/32")})
 	frr.WaitRoutes(30*time.Second, viaNode("10.225.53.7/32", "10.225.53.8/32"))
-	sp.waitPeer("tor-a", 10*time.Second, func(p PeerStatus) bool { return established(p) && p.PrefixesAnnounced == 2 })
+	sp.waitPeer("tor-a", 10*time.Second, func(p PeerStatus) bool { return established(p) && p.PrefixesAnnounced == 3 })
 	sp.setPrefixes(prefixes("10.225.53.8/32", "10.225.53.9/32")...)
 	frr.WaitRoutes(10*time.Second, viaNode("10.225.53.8/32", "10.225.53.9/32"))
 	sp.setPrefixes()
