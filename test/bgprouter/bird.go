@@ -74,17 +74,23 @@ protocol bgp {{.Name}} {
 	passive on;
 	graceful restart on;
 	error wait time 1, 10;
+{{- if eq .AS $.AS}}
+	direct;
+{{- end}}
 {{- if .Password}}
 	password "{{.Password}}";
 {{- end}}
 {{- if .Multihop}}
 	multihop;
 {{- end}}
+	ipv4 {
 {{- if $.Accept.IsValid}}
-	ipv4 { import where net ~ [ {{$.Accept}}{32,32} ]; export none; };
+		import where net ~ [ {{$.Accept}}{32,32} ];
 {{- else}}
-	ipv4 { import all; export none; };
+		import all;
 {{- end}}
+		export none;
+	};
 }
 {{end}}`))
 

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -92,7 +93,7 @@ func TestBGPNodeStatusColumns(t *testing.T) {
 		Status: v1alpha1.BGPNodeState{PeersConfigured: 2, PeersEstablished: 1, Peers: []v1alpha1.BGPSessionStatus{
 			{Name: "tor-a", PeerAddress: "10.225.51.1", State: v1alpha1.BGPSessionEstablished, Since: since, PrefixesAnnounced: 3},
 			{Name: "tor-b", PeerAddress: "10.225.51.2", State: v1alpha1.BGPSessionWrongASN, Since: since,
-				Message: "the peer rejected AS 64513: Bad Peer AS (OPEN message error)"},
+				StateMessage: "the router's OPEN message carries an AS number other than peerASN 64512"},
 		}},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -113,11 +114,16 @@ func TestBGPNodeStatusColumns(t *testing.T) {
 	if r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	for _, want := range []string{"Peers Configured:", "Peers Established:", "tor-a", "Established", "Prefixes Announced:",
-		"tor-b", "WrongASN", "the peer rejected AS 64513", "2030-01-02T03:04:05Z"} {
+	for _, want := range []string{"Peers Configured:", "Peers Established:", "Prefixes Announced:", "2030-01-02T03:04:05Z"} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("describe lacks %q:\n%s", want, r.Stdout)
 		}
+	}
+	// Each entry starts with its name and shows the message after the state.
+	entry := regexp.MustCompile(`Name:\s+tor-b\n\s+Peer Address:\s+10\.225\.51\.2\n\s+Prefixes Announced:\s+0\n\s+Since:\s+\S+\n` +
+		`\s+State:\s+WrongASN\n\s+State Message:\s+the router's OPEN message carries an AS number other than peerASN 64512\n`)
+	if !entry.MatchString(r.Stdout) {
+		t.Errorf("describe does not show tor-b's entry in order (name, address, prefixes, since, state, message):\n%s", r.Stdout)
 	}
 	bad := "apiVersion: juneau.loutres.me/v1alpha1\nkind: BGPNodeStatus\nmetadata: {name: columns-node-b}\n" +
 		"status: {peersConfigured: 1, peersEstablished: 0, peers: [{name: tor-a, peerAddress: 10.225.51.1, state: Sleeping, since: '2030-01-02T03:04:05Z', prefixesAnnounced: 0}]}"

@@ -1194,9 +1194,9 @@ func schema_pkg_apis_juneau_v1alpha1_BGPSessionStatus(ref common.ReferenceCallba
 							Enum:        []interface{}{"AuthenticationFailed", "Connecting", "Established", "Failed", "Refused", "Unreachable", "WrongASN"},
 						},
 					},
-					"message": {
+					"stateMessage": {
 						SchemaProps: spec.SchemaProps{
-							Description: "message says what went wrong, in words; empty while Established.",
+							Description: "stateMessage says what went wrong, in words; empty while Established. (Named so that kubectl describe, which sorts the keys of each entry, shows it after the state.)",
 							Type:        []string{"string"},
 							Format:      "",
 						},

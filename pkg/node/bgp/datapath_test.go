@@ -449,6 +449,24 @@ func TestBIRDMultihop(t *testing.T) {
 	}
 }
 
+// TestBIRDInternal: an iBGP session (peerASN = myASN) carries the /32 with an empty AS
+// path and LOCAL_PREF 100, next hop the Node.
+func TestBIRDInternal(t *testing.T) {
+	tp := newTopology(t)
+	bird := bgprouter.StartBIRD(t, tp.router, bgprouter.Config{RouterID: routerAddr, AS: routerASN, Accept: pool, Neighbors: []bgprouter.Neighbor{
+		{Name: "node_a", Local: routerAddr, Address: nodeAddr, AS: routerASN},
+	}})
+	internal := nodePeer("tor-a", routerAddr)
+	internal.MyASN = routerASN
+	startSpeaker(t, tp.node, speakerSpec{Config: speakerConfig(), Peers: []Peer{internal}, Prefixes: prefixes("10.225.53.7/32")})
+	bird.WaitRoutes(30*time.Second, viaNode("10.225.53.7/32"))
+	out, err := bird.Command("show", "route", "all", "10.225.53.7/32")
+	if err != nil || !regexp.MustCompile(`BGP.as_path: *\n`).MatchString(out) || !strings.Contains(out, "BGP.local_pref: 100") ||
+		!strings.Contains(out, "BGP.next_hop: 10.225.51.11") || !strings.Contains(out, "[i]") {
+		t.Errorf("iBGP route (want an empty AS path, LOCAL_PREF 100, next hop the Node): %v\n%s", err, out)
+	}
+}
+
 // TestFRRAnnouncesAndWithdraws: the same speaker against FRR's bgpd.
 func TestFRRAnnouncesAndWithdraws(t *testing.T) {
 	tp := newTopology(t)

@@ -205,7 +205,7 @@ func TestStatusHelpers(t *testing.T) {
 	}
 	sessions := st.Sessions()
 	if len(sessions) != 3 || sessions[1].Name != "tor-b" || sessions[1].PeerAddress != "10.225.51.2" || sessions[1].State != v1alpha1.BGPSessionWrongASN ||
-		sessions[1].Message != "wrong" || sessions[0].PrefixesAnnounced != 2 || !sessions[0].Since.Time.Equal(since.Truncate(time.Second)) {
+		sessions[1].StateMessage != "wrong" || sessions[0].PrefixesAnnounced != 2 || !sessions[0].Since.Time.Equal(since.Truncate(time.Second)) {
 		t.Errorf("Sessions() = %+v", sessions)
 	}
 }

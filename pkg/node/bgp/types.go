@@ -127,7 +127,7 @@ func (s Status) Sessions() []v1alpha1.BGPSessionStatus {
 			Name:              p.Name,
 			PeerAddress:       p.Address.String(),
 			State:             p.State,
-			Message:           p.Message,
+			StateMessage:      p.Message,
 			Since:             metav1.NewTime(p.Since.Truncate(time.Second)),
 			PrefixesAnnounced: int32(min(p.PrefixesAnnounced, 1<<31-1)),
 		})

@@ -194,9 +194,11 @@ type BGPSessionStatus struct {
 	// AuthenticationFailed, Unreachable, Failed).
 	// +required
 	State BGPSessionState `json:"state"`
-	// message says what went wrong, in words; empty while Established.
+	// stateMessage says what went wrong, in words; empty while Established. (Named so
+	// that kubectl describe, which sorts the keys of each entry, shows it after the
+	// state.)
 	// +optional
-	Message string `json:"message,omitempty"`
+	StateMessage string `json:"stateMessage,omitempty"`
 	// since is when the session entered this state.
 	// +required
 	Since metav1.Time `json:"since"`

@@ -509,9 +509,6 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.BGPSessionStatus
   map:
     fields:
-    - name: message
-      type:
-        scalar: string
     - name: name
       type:
         scalar: string
@@ -531,6 +528,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+    - name: stateMessage
+      type:
+        scalar: string
 - name: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.ConsumerReference
   map:
     fields:

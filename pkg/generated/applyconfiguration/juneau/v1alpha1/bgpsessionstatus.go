@@ -35,8 +35,10 @@ type BGPSessionStatusApplyConfiguration struct {
 	// state: Established, or Connecting, or the last error (Refused, WrongASN,
 	// AuthenticationFailed, Unreachable, Failed).
 	State *juneauv1alpha1.BGPSessionState `json:"state,omitempty"`
-	// message says what went wrong, in words; empty while Established.
-	Message *string `json:"message,omitempty"`
+	// stateMessage says what went wrong, in words; empty while Established. (Named so
+	// that kubectl describe, which sorts the keys of each entry, shows it after the
+	// state.)
+	StateMessage *string `json:"stateMessage,omitempty"`
 	// since is when the session entered this state.
 	Since *v1.Time `json:"since,omitempty"`
 	// prefixesAnnounced is the number of prefixes announced in this session.
@@ -73,11 +75,11 @@ func (b *BGPSessionStatusApplyConfiguration) WithState(value juneauv1alpha1.BGPS
 	return b
 }
 
-// WithMessage sets the Message field in the declarative configuration to the given value
+// WithStateMessage sets the StateMessage field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the Message field is set to the value of the last call.
-func (b *BGPSessionStatusApplyConfiguration) WithMessage(value string) *BGPSessionStatusApplyConfiguration {
-	b.Message = &value
+// If called multiple times, the StateMessage field is set to the value of the last call.
+func (b *BGPSessionStatusApplyConfiguration) WithStateMessage(value string) *BGPSessionStatusApplyConfiguration {
+	b.StateMessage = &value
 	return b
 }
 
