@@ -157,6 +157,9 @@ func startSpeaker(t *testing.T, ns *netns.NS, spec speakerSpec) *speakerProcess 
 	t.Cleanup(func() {
 		p.signal(syscall.SIGKILL)
 		<-p.done
+		if strings.Contains(p.log(), "WARNING: DATA RACE") {
+			t.Error("the race detector found a data race in the speaker process")
+		}
 		if t.Failed() {
 			t.Logf("speaker log:\n%s", p.log())
 		}
