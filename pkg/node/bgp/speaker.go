@@ -308,7 +308,7 @@ func (s *Speaker) apply(ctx context.Context, srv *server.BgpServer, cfg Config, 
 		}
 		s.track(p)
 		if err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerRequest(p, cfg, st.restarting)}); err != nil {
-			s.forget(p.Address)
+			s.addFailed(p, err)
 			errs = append(errs, fmt.Errorf("adding peer %s (%s): %w", p.Name, p.Address, err))
 			continue
 		}
@@ -360,15 +360,32 @@ func (s *Speaker) setAnnounced(paths map[netip.Prefix]bool) {
 	}
 }
 
-// track starts the status of a peer about to be configured.
+// track starts the status of a peer about to be configured, or keeps the status of
+// the same peer whose configuration failed before (see addFailed).
 func (s *Speaker) track(p Peer) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.sessions[p.Address]; ok && old.peer == p {
+		return
+	}
 	since, ok := s.desiredSince[p.Address]
 	if !ok {
 		since = s.clock.Now()
 	}
 	s.sessions[p.Address] = newSession(p, since)
+}
+
+// addFailed reports a peer GoBGP refused to configure; the next apply tries again.
+func (s *Speaker) addFailed(p Peer, err error) {
+	s.mu.Lock()
+	changed := false
+	if sess, ok := s.sessions[p.Address]; ok {
+		changed = sess.set(v1alpha1.BGPSessionFailed, "configuring the session failed: "+err.Error(), s.clock.Now())
+	}
 	s.mu.Unlock()
+	if changed {
+		poke(s.changed)
+	}
 }
 
 func (s *Speaker) forget(addr netip.Addr) {
