@@ -58,6 +58,13 @@ const (
 	ReasonProgrammed = "Programmed"
 	// ReasonNotProgrammed: the Pod's ElasticIP traffic is not programmed on its Node.
 	ReasonNotProgrammed = "NotProgrammed"
+	// ReasonAnnounced: the /32 is announced to at least one Established BGP peer.
+	ReasonAnnounced = "Announced"
+	// ReasonNoEstablishedPeer: BGPPeers select the Node but none of their sessions is
+	// Established.
+	ReasonNoEstablishedPeer = "NoEstablishedPeer"
+	// ReasonNoPeer: no BGPPeer selects the Node, so nobody hears the announcement.
+	ReasonNoPeer = "NoPeer"
 )
 
 // Reasons of Events that announce an action rather than a condition.
@@ -128,6 +135,9 @@ var severities = map[string]string{
 	ReasonAnswering:                   corev1.EventTypeNormal,
 	ReasonProgrammed:                  corev1.EventTypeNormal,
 	ReasonNotProgrammed:               corev1.EventTypeNormal,
+	ReasonAnnounced:                   corev1.EventTypeNormal,
+	ReasonNoEstablishedPeer:           corev1.EventTypeWarning,
+	ReasonNoPeer:                      corev1.EventTypeWarning,
 
 	EventAdvertisementMoved:      corev1.EventTypeNormal,
 	EventInvalidAnnotations:      corev1.EventTypeWarning,
