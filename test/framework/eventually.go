@@ -19,8 +19,15 @@ const EventuallyTimeout = 30 * time.Second
 // watch ends the wait at once when it exits; the failure shows the end of its log.
 func Eventually(t testing.TB, what string, cond func(ctx context.Context) (done bool, state string), watch ...*Component) {
 	t.Helper()
+	EventuallyWithin(t, EventuallyTimeout, what, cond, watch...)
+}
+
+// EventuallyWithin is Eventually with a timeout of its own, for waits that take longer
+// than most (the end-to-end tests, where a whole simulated cluster shares the machine).
+func EventuallyWithin(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (done bool, state string), watch ...*Component) {
+	t.Helper()
 	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, EventuallyTimeout, true,
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true,
 		func(ctx context.Context) (bool, error) {
 			for _, c := range watch {
 				if done, _ := c.Exited(); done {

@@ -294,11 +294,9 @@ func (c *Cluster) deleteClusterObjects() {
 // waitFor polls cond for up to a minute, failing with describe().
 func (c *Cluster) waitFor(what string, cond func(context.Context) bool, describe func() string) {
 	c.t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true,
-		func(ctx context.Context) (bool, error) { return cond(ctx), nil })
-	if err != nil {
-		c.t.Fatalf("waiting for %s: %v\n%s", what, err, describe())
-	}
+	framework.EventuallyWithin(c.t, time.Minute, "waiting for "+what, func(ctx context.Context) (bool, string) {
+		return cond(ctx), describe()
+	})
 }
 
 func ignoreNotFound(err error) error {
