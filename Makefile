@@ -6,12 +6,20 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 TEST_TIMEOUT ?= 40m
 
-.PHONY: all build test unit-test control-plane cni-plugins test-deps generate verify fmt-check vet demo sandbox sandbox-down sandbox-deps bench clean
+.PHONY: all build image test unit-test control-plane cni-plugins test-deps generate verify fmt-check vet demo sandbox sandbox-down sandbox-deps bench clean
 
 all: build
 
+# Statically linked: the binary is also the CNI plugin the runtime runs on every Node,
+# and goes into images without a C library.
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN_DIR)/juneau ./cmd/juneau
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN_DIR)/juneau ./cmd/juneau
+
+# The juneau image without Docker or a registry: bin/juneau in the Dockerfile's layout on
+# Debian's busybox-static, as a docker-archive (ctr -n k8s.io images import bin/juneau-image.tar).
+IMAGE ?= ghcr.io/loutres/juneau:$(VERSION)
+image: build test-deps
+	$(GO) run ./test/images/mkimage -juneau $(BIN_DIR)/juneau -o $(BIN_DIR)/juneau-image.tar -name $(IMAGE)
 
 # Control-plane binaries (kube-apiserver, kubectl, etcd) built from the Go module proxy
 # into ~/.cache/juneau; rebuilt only when missing.
