@@ -69,6 +69,10 @@ func (ca *CA) IssueServing(cn string, dnsNames []string, ips []net.IP) (certPEM,
 		DNSNames:     dnsNames,
 		IPAddresses:  ips,
 	}
+	return ca.issue(tmpl, key)
+}
+
+func (ca *CA) issue(tmpl *x509.Certificate, key *ecdsa.PrivateKey) (certPEM, keyPEM []byte, err error) {
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
 	if err != nil {
 		return nil, nil, err
@@ -81,8 +85,8 @@ func (ca *CA) IssueServing(cn string, dnsNames []string, ips []net.IP) (certPEM,
 		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
 }
 
-// writeRSAKey writes a new RSA key (service-account token signing) to path.
-func writeRSAKey(path string) error {
+// WriteRSAKey writes a new RSA key (service-account token signing) to path.
+func WriteRSAKey(path string) error {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return err
@@ -95,4 +99,26 @@ func writeRSAKey(path string) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// IssueClient issues a client certificate for user cn in groups orgs and returns
+// certificate and key in PEM.
+func (ca *CA) IssueClient(cn string, orgs []string) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: cn, Organization: orgs},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	return ca.issue(tmpl, key)
 }
