@@ -249,6 +249,13 @@ func (c *Cluster) network() error {
 		if err := route(c.CPNS, n.PodCIDR, n.IP); err != nil {
 			return err
 		}
+		// Connections a Node itself opens to a Service (a hostNetwork Pod reaching the
+		// API server at 10.96.0.1) need a route before kube-proxy's DNAT rewrites their
+		// destination; where real Nodes use their default route, these use one for the
+		// Service range only.
+		if err := route(n.NS, ServiceCIDR, ControlPlaneIP); err != nil {
+			return err
+		}
 		for _, m := range c.Nodes {
 			if m != n {
 				if err := route(n.NS, m.PodCIDR, m.IP); err != nil {

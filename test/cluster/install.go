@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/loutres/juneau/test/images"
@@ -47,7 +49,8 @@ func (c *Cluster) overlay(name, base string, imageOverrides map[string]string) (
 		return "", err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - %s\nimages:\n", rel)
+	// fifo: the base's order, as kubectl apply -k of the base itself applies it.
+	fmt.Fprintf(&b, "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nsortOptions:\n  order: fifo\nresources:\n  - %s\nimages:\n", rel)
 	for from, to := range imageOverrides {
 		newName, newTag, _ := strings.Cut(to, ":")
 		fmt.Fprintf(&b, "  - name: %s\n    newName: %s\n    newTag: %q\n", from, newName, newTag)
@@ -84,19 +87,15 @@ func (c *Cluster) Install(ctx context.Context) (string, error) {
 // WaitWebhook waits until the webhook answers through its Service: a server-side dry
 // run of a Pod with an invalid juneau annotation is denied by it.
 func (c *Cluster) WaitWebhook(ctx context.Context) error {
-	const probe = `apiVersion: v1
-kind: Pod
-metadata:
-  name: juneau-webhook-probe
-  namespace: default
-  annotations: {juneau.loutres.me/pod-with-eip: "maybe"}
-spec:
-  containers: [{name: c, image: juneau.local/box:1}]
-`
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "juneau-webhook-probe", Namespace: "default",
+			Annotations: map[string]string{"juneau.loutres.me/pod-with-eip": "maybe"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: images.Box}}},
+	}
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, last = c.KubectlRun(ctx, probe, "create", "--dry-run=server", "-f", "-")
-		return last != nil && strings.Contains(last.Error(), "denied the request"), nil
+		_, last = c.Kube.CoreV1().Pods("default").Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return last != nil && strings.Contains(last.Error(), `admission webhook "pods.validate.juneau.loutres.me" denied the request`), nil
 	})
 	if err != nil {
 		return fmt.Errorf("the webhook does not answer through its Service (last: %v): %w", last, err)
