@@ -33,7 +33,7 @@ type identity struct {
 // used inside the namespaces, reach it on the segment.
 func (c *Cluster) credentials(ids []*identity) error {
 	var err error
-	if c.ca, err = framework.NewCA("juneau-cluster-ca"); err != nil {
+	if c.ca, err = framework.NewCAValidFor("juneau-cluster-ca", 90*24*time.Hour); err != nil {
 		return err
 	}
 	dir := c.run.path("pki")

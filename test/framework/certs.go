@@ -20,10 +20,16 @@ type CA struct {
 	Cert    *x509.Certificate
 	Key     *ecdsa.PrivateKey
 	CertPEM []byte
+	// validity of the CA and of the certificates it issues.
+	validity time.Duration
 }
 
 // NewCA makes a CA valid for a day.
-func NewCA(name string) (*CA, error) {
+func NewCA(name string) (*CA, error) { return NewCAValidFor(name, 24*time.Hour) }
+
+// NewCAValidFor makes a CA whose certificates are valid for validity (a sandbox may run
+// for weeks).
+func NewCAValidFor(name string, validity time.Duration) (*CA, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -32,7 +38,7 @@ func NewCA(name string) (*CA, error) {
 		SerialNumber:          big.NewInt(1),
 		Subject:               pkix.Name{CommonName: name},
 		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
+		NotAfter:              time.Now().Add(validity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
@@ -45,7 +51,7 @@ func NewCA(name string) (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &CA{Cert: cert, Key: key, CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
+	return &CA{Cert: cert, Key: key, CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), validity: validity}, nil
 }
 
 // IssueServing issues a serving certificate for the given DNS names and IPs and returns
@@ -63,7 +69,7 @@ func (ca *CA) IssueServing(cn string, dnsNames []string, ips []net.IP) (certPEM,
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: cn},
 		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
+		NotAfter:     time.Now().Add(ca.validity),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames:     dnsNames,
@@ -116,7 +122,7 @@ func (ca *CA) IssueClient(cn string, orgs []string) (certPEM, keyPEM []byte, err
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: cn, Organization: orgs},
 		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
+		NotAfter:     time.Now().Add(ca.validity),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
