@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-
-	"github.com/loutres/juneau/test/netns"
 )
 
 // The external client: code of the caller's process run as if on a host of the segment
@@ -19,35 +17,19 @@ import (
 
 // ClientDial opens a connection from the external client.
 func (c *Cluster) ClientDial(ctx context.Context, network, addr string) (net.Conn, error) {
-	var conn net.Conn
-	err := netns.DoPath(c.ClientNS, func() error {
-		var err error
-		conn, err = (&net.Dialer{Timeout: 3 * time.Second}).DialContext(ctx, network, addr)
-		return err
+	return inNamespace(c.ClientNS, func() (net.Conn, error) {
+		return (&net.Dialer{Timeout: 3 * time.Second}).DialContext(ctx, network, addr)
 	})
-	return conn, err
 }
 
 // ClientListen opens a listener on the external client.
 func (c *Cluster) ClientListen(network, addr string) (net.Listener, error) {
-	var l net.Listener
-	err := netns.DoPath(c.ClientNS, func() error {
-		var err error
-		l, err = net.Listen(network, addr)
-		return err
-	})
-	return l, err
+	return inNamespace(c.ClientNS, func() (net.Listener, error) { return net.Listen(network, addr) })
 }
 
 // ClientListenPacket opens a packet socket on the external client.
 func (c *Cluster) ClientListenPacket(network, addr string) (net.PacketConn, error) {
-	var conn net.PacketConn
-	err := netns.DoPath(c.ClientNS, func() error {
-		var err error
-		conn, err = net.ListenPacket(network, addr)
-		return err
-	})
-	return conn, err
+	return inNamespace(c.ClientNS, func() (net.PacketConn, error) { return net.ListenPacket(network, addr) })
 }
 
 // ClientGet does one HTTP GET from the external client and returns the body.

@@ -1,9 +1,12 @@
 package cluster_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -92,18 +95,48 @@ spec:
 	if after := hostState(t); after != before {
 		t.Errorf("the host changed:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
+	for _, l := range leftovers(t, c.Dir) {
+		t.Errorf("the run left %s", l)
+	}
 }
 
-// hostState is what a cluster must leave as it found it on the host: the root
-// namespace's links, addresses and routes, the top-level cgroups, the mounts, the
-// kernel settings the kubelet cares about.
+// leftovers lists what of the run in dir remains: its directory, cgroups, mounts and
+// processes naming it.
+func leftovers(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	cgroups, _ := filepath.Glob("/sys/fs/cgroup/*/juneau-" + strings.TrimPrefix(filepath.Base(dir), "juneau-cluster-") + "-*")
+	out = append(out, cgroups...)
+	if _, err := os.Stat(dir); err == nil {
+		out = append(out, dir)
+	}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(mounts), "\n") {
+		if strings.Contains(line, dir) {
+			out = append(out, "mount "+line)
+		}
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		cmd, err := os.ReadFile(p)
+		if err == nil && strings.Contains(string(cmd), dir) && p != fmt.Sprintf("/proc/%d/cmdline", os.Getpid()) {
+			out = append(out, "process "+strings.ReplaceAll(string(cmd), "\x00", " "))
+		}
+	}
+	return out
+}
+
+// hostState is what a cluster must leave as it found it on the host, unchanged by other
+// runs on the machine: the root namespace's links, addresses and routes, and the kernel
+// settings the kubelet wants.
 func hostState(t *testing.T) string {
 	t.Helper()
 	var b strings.Builder
 	for _, argv := range [][]string{{"ip", "-br", "link"}, {"ip", "-br", "addr"}, {"ip", "route"},
-		{"sh", "-c", "ls /sys/fs/cgroup/*/ | grep -v ^/ | sort -u | grep juneau || true"},
-		{"sh", "-c", "grep -c . /proc/self/mounts"},
-		{"sysctl", "vm.overcommit_memory", "vm.panic_on_oom", "kernel.panic", "kernel.panic_on_oops"}} {
+		{"sysctl", "vm.overcommit_memory", "vm.panic_on_oom", "kernel.panic", "kernel.panic_on_oops", "kernel.keys.root_maxkeys", "kernel.keys.root_maxbytes"}} {
 		out, err := runHost(argv...)
 		if err != nil {
 			t.Fatalf("%v: %v", argv, err)
@@ -116,4 +149,49 @@ func hostState(t *testing.T) string {
 func runHost(argv ...string) (string, error) {
 	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
 	return string(out), err
+}
+
+// TestTeardownAfterKill: a cluster whose process was killed (SIGKILL, nothing ran on
+// exit) is removed completely from its run directory alone, as make sandbox-down and
+// the next run do.
+func TestTeardownAfterKill(t *testing.T) {
+	if os.Getenv("JUNEAU_CLUSTER_HELPER") != "" {
+		c := start(t)
+		fmt.Println("run:", c.Dir)
+		select {} // until killed
+	}
+	require.Root(t)
+	if err := cluster.Check(); err != nil {
+		require.Unmet(t, "%v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	helper := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestTeardownAfterKill$", "-test.v")
+	helper.Env = append(os.Environ(), "JUNEAU_CLUSTER_HELPER=1", "JUNEAU_BINARY="+framework.JuneauBinary(t), "JUNEAU_BOX_BINARY="+framework.BoxBinary(t))
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var dir string
+	lines := bufio.NewScanner(out)
+	for dir == "" && lines.Scan() {
+		if d, ok := strings.CutPrefix(lines.Text(), "run: "); ok {
+			dir = d
+		}
+	}
+	if dir == "" {
+		_ = helper.Process.Kill()
+		t.Fatalf("the helper did not start a cluster: %v", helper.Wait())
+	}
+	_ = helper.Process.Kill()
+	_ = helper.Wait()
+	if err := cluster.Teardown(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range leftovers(t, dir) {
+		t.Errorf("the killed run left %s", l)
+	}
 }

@@ -6,8 +6,6 @@ import (
 	"net"
 	"sync"
 	"time"
-
-	"github.com/loutres/juneau/test/netns"
 )
 
 // forwarder lets kubectl and the tests in the root network namespace reach the API
@@ -47,11 +45,8 @@ func (f *forwarder) accept() {
 
 func (f *forwarder) pipe(in net.Conn) {
 	defer in.Close()
-	var out net.Conn
-	err := netns.DoPath(f.ns, func() error {
-		var err error
-		out, err = (&net.Dialer{Timeout: 10 * time.Second}).DialContext(f.ctx, "tcp4", f.target)
-		return err
+	out, err := inNamespace(f.ns, func() (net.Conn, error) {
+		return (&net.Dialer{Timeout: 10 * time.Second}).DialContext(f.ctx, "tcp4", f.target)
 	})
 	if err != nil {
 		return

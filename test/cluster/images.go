@@ -16,7 +16,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/loutres/juneau/test/images"
-	"github.com/loutres/juneau/test/netns"
 )
 
 // buildImages makes every image the cluster runs: juneau (named with a tag from its
@@ -82,12 +81,8 @@ func (c *Cluster) serveRegistry(ctx context.Context, all map[string]v1.Image) (*
 		return nil, err
 	}
 	addr := fmt.Sprintf("%s:%d", ControlPlaneIP, RegistryPort)
-	var l net.Listener
-	if err := netns.DoPath(c.CPNS, func() error {
-		var err error
-		l, err = net.Listen("tcp4", addr)
-		return err
-	}); err != nil {
+	l, err := inNamespace(c.CPNS, func() (net.Listener, error) { return net.Listen("tcp4", addr) })
+	if err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("registry listener: %w", err)
 	}
@@ -97,13 +92,7 @@ func (c *Cluster) serveRegistry(ctx context.Context, all map[string]v1.Image) (*
 	go func() { _ = r.srv.Serve(l) }()
 	// Push from here, dialing from inside the control plane's namespace.
 	push := remote.WithTransport(&http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var conn net.Conn
-		err := netns.DoPath(c.CPNS, func() error {
-			var err error
-			conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-			return err
-		})
-		return conn, err
+		return inNamespace(c.CPNS, func() (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, network, addr) })
 	}})
 	for n, img := range all {
 		ref, err := name.ParseReference(n)

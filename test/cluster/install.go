@@ -1,11 +1,9 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,26 +12,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/loutres/juneau/test/framework"
 	"github.com/loutres/juneau/test/images"
 )
 
 // SystemNamespace is where the manifests install juneau.
 const SystemNamespace = "juneau-system"
 
-// Kubectl runs the built kubectl as the admin; stdin may be empty. The error carries
+// KubectlRun runs the built kubectl as the admin; stdin may be empty. The error carries
 // kubectl's stderr.
 func (c *Cluster) KubectlRun(ctx context.Context, stdin string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, c.Kubectl, append([]string{"--kubeconfig=" + c.Kubeconfig}, args...)...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errOut.String()))
-	}
-	return out.String(), nil
+	r := framework.RunKubectl(ctx, c.Kubectl, c.Kubeconfig, stdin, args...)
+	return r.Stdout, r.Err
 }
 
 // overlay writes a kustomization in the run directory that takes base (a directory of

@@ -142,3 +142,15 @@ func sysctl(path, key, value string) error {
 		return os.WriteFile(filepath.Join("/proc/sys", key), []byte(value), 0o644)
 	})
 }
+
+// inNamespace runs open (a dial, a listen) on a thread inside the network namespace file
+// ns; the socket it returns stays in that namespace.
+func inNamespace[T any](ns string, open func() (T, error)) (T, error) {
+	var v T
+	err := netns.DoPath(ns, func() error {
+		var err error
+		v, err = open()
+		return err
+	})
+	return v, err
+}

@@ -222,3 +222,44 @@ func warmUp(ctx context.Context, c *cluster.Cluster) error {
 	_, err := c.KubectlRun(ctx, "", append([]string{"delete", "--wait=true"}, names...)...)
 	return err
 }
+
+// eipYAML is an ElasticIP on the scenarios' network, ext-net.
+func eipYAML(name string) string {
+	return fmt.Sprintf(`apiVersion: juneau.loutres.me/v1alpha1
+kind: ElasticIP
+metadata: {name: %s}
+spec: {externalNetwork: ext-net}
+---
+`, name)
+}
+
+// natYAML is an ElasticIP, <pod>-eip, translated by NAT to the Pod's eth0.
+func natYAML(pod string) string {
+	return eipYAML(pod+"-eip") + fmt.Sprintf(`apiVersion: juneau.loutres.me/v1alpha1
+kind: ElasticIPAttachment
+metadata: {name: %[1]s-attach}
+spec:
+  elasticIPRef: {name: %[1]s-eip}
+  targetRef: {networkInterfaceName: %[1]s.eth0}
+---
+`, pod)
+}
+
+// boxPodYAML is a Pod of the box image answering HTTP on port 80, with the annotations
+// (a YAML flow map, or empty). Its spec and its container come last, so a caller can
+// append a field to either.
+func boxPodYAML(name, annotations string) string {
+	meta := "{name: " + name + "}"
+	if annotations != "" {
+		meta = "{name: " + name + ", annotations: " + annotations + "}"
+	}
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: %s
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: web
+    image: %s
+`, meta, images.Box)
+}

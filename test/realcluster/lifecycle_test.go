@@ -25,13 +25,7 @@ import (
 // juneau controller runs.
 func testGarbageCollection(t *testing.T, c *cluster.Cluster) {
 	ns := namespace(t, c, "gc")
-	kubectl(t, c, fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata: {name: owner}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers: [{name: web, image: %s}]
-`, images.Box), "-n", ns, "apply", "-f", "-")
+	kubectl(t, c, boxPodYAML("owner", ""), "-n", ns, "apply", "-f", "-")
 	waitPods(t, c, ns, "owner")
 	pod, err := c.Kube.CoreV1().Pods(ns).Get(context.Background(), "owner", metav1.GetOptions{})
 	if err != nil {
@@ -109,24 +103,7 @@ spec:
 // datagram is lost, since a stopping agent leaves its rules to the next one.
 func testRollout(t *testing.T, c *cluster.Cluster) {
 	ns := namespace(t, c, "rollout")
-	kubectl(t, c, fmt.Sprintf(`apiVersion: juneau.loutres.me/v1alpha1
-kind: ElasticIP
-metadata: {name: echo-eip}
-spec: {externalNetwork: ext-net}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: echo}
-spec:
-  containers: [{name: echo, image: %s, args: [serve, -udp, ":7"]}]
----
-apiVersion: juneau.loutres.me/v1alpha1
-kind: ElasticIPAttachment
-metadata: {name: echo-attach}
-spec:
-  elasticIPRef: {name: echo-eip}
-  targetRef: {networkInterfaceName: echo.eth0}
-`, images.Box), "-n", ns, "apply", "-f", "-")
+	kubectl(t, c, boxPodYAML("echo", "")+"    args: [serve, -udp, \":7\"]\n---\n"+natYAML("echo"), "-n", ns, "apply", "-f", "-")
 	waitPods(t, c, ns, "echo")
 	addr := attachedAddress(t, c, ns, "echo-eip")
 	reach(t, c, addr, "echo")

@@ -22,37 +22,9 @@ import (
 // with their ElasticIP as source.
 func testNATAndDirect(t *testing.T, c *cluster.Cluster) {
 	ns := namespace(t, c, "spec")
-	kubectl(t, c, fmt.Sprintf(`apiVersion: juneau.loutres.me/v1alpha1
-kind: ElasticIP
-metadata: {name: nat-eip}
-spec: {externalNetwork: ext-net}
----
-apiVersion: juneau.loutres.me/v1alpha1
-kind: ElasticIP
-metadata: {name: dir-eip}
-spec: {externalNetwork: ext-net}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: nat}
-spec:
-  containers: [{name: web, image: %[1]s}]
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: dir
-  annotations: {juneau.loutres.me/elastic-ip: dir-eip}
-spec:
-  containers: [{name: web, image: %[1]s}]
----
-apiVersion: juneau.loutres.me/v1alpha1
-kind: ElasticIPAttachment
-metadata: {name: nat-attach}
-spec:
-  elasticIPRef: {name: nat-eip}
-  targetRef: {networkInterfaceName: nat.eth0}
-`, images.Box), "-n", ns, "apply", "-f", "-")
+	// The Pods first: the webhook refuses an attachment to a Pod that does not exist.
+	kubectl(t, c, eipYAML("dir-eip")+boxPodYAML("dir", `{juneau.loutres.me/elastic-ip: dir-eip}`)+"---\n"+
+		boxPodYAML("nat", "")+"---\n"+natYAML("nat"), "-n", ns, "apply", "-f", "-")
 	waitPods(t, c, ns, "nat", "dir")
 	w, err := c.ServeWhoami(9000)
 	if err != nil {
@@ -202,13 +174,7 @@ func waitForPod(t *testing.T, c *cluster.Cluster, ns, name string) {
 // programmed one: at that moment the external client reaches it at the first attempt.
 func testReadinessGate(t *testing.T, c *cluster.Cluster) {
 	ns := namespace(t, c, "gate")
-	kubectl(t, c, fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata: {name: gated}
-spec:
-  readinessGates: [{conditionType: juneau.loutres.me/elastic-ip}]
-  containers: [{name: web, image: %s}]
-`, images.Box), "-n", ns, "apply", "-f", "-")
+	kubectl(t, c, boxPodYAML("gated", "")+"  readinessGates: [{conditionType: juneau.loutres.me/elastic-ip}]\n", "-n", ns, "apply", "-f", "-")
 	pods := c.Kube.CoreV1().Pods(ns)
 	var last *corev1.Pod
 	err := wait.PollUntilContextTimeout(testContext(t, 3*time.Minute), 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -224,18 +190,7 @@ spec:
 		t.Fatalf("Ready is %q with containers ready and the gate False, want False", r)
 	}
 
-	kubectl(t, c, `apiVersion: juneau.loutres.me/v1alpha1
-kind: ElasticIP
-metadata: {name: gated-eip}
-spec: {externalNetwork: ext-net}
----
-apiVersion: juneau.loutres.me/v1alpha1
-kind: ElasticIPAttachment
-metadata: {name: gated-attach}
-spec:
-  elasticIPRef: {name: gated-eip}
-  targetRef: {networkInterfaceName: gated.eth0}
-`, "-n", ns, "apply", "-f", "-")
+	kubectl(t, c, natYAML("gated"), "-n", ns, "apply", "-f", "-")
 	w, err := pods.Watch(testContext(t, 3*time.Minute), metav1.ListOptions{FieldSelector: "metadata.name=gated"})
 	if err != nil {
 		t.Fatal(err)
