@@ -87,7 +87,13 @@ func (c *Cluster) serveRegistry(ctx context.Context, all map[string]v1.Image) (*
 		return nil, fmt.Errorf("registry listener: %w", err)
 	}
 	logger := log.New(logFile, "", log.LstdFlags)
-	r := &imageRegistry{log: logFile, srv: &http.Server{Handler: registry.New(registry.Logger(logger)),
+	// Blobs on disk, in the run directory: a sandbox keeps running for long.
+	if err := os.MkdirAll(c.run.path("registry"), 0o755); err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	blobs := registry.NewDiskBlobHandler(c.run.path("registry"))
+	r := &imageRegistry{log: logFile, srv: &http.Server{Handler: registry.New(registry.Logger(logger), registry.WithBlobHandler(blobs)),
 		ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger}}
 	go func() { _ = r.srv.Serve(l) }()
 	// Push from here, dialing from inside the control plane's namespace.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -151,6 +152,9 @@ func (s *sandbox) waitAttached(ctx context.Context, name string) string {
 
 // serve keeps the sandbox up until a signal, after printing how to use it.
 func (s *sandbox) serve(ctx context.Context, started time.Time) error {
+	// The images built for the start are garbage now; give their memory back while the
+	// sandbox waits.
+	debug.FreeOSMemory()
 	usage := s.usage(time.Since(started))
 	if err := os.WriteFile(filepath.Join(s.c.Dir, "usage"), []byte(usage), 0o644); err != nil {
 		return err
