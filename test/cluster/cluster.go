@@ -163,8 +163,12 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, err
 	}
 	c = &Cluster{opts: opts, bins: binaries{fw.Dir}, cniDir: cni, Kubectl: fw.Kubectl()}
-	if swept, problems := SweepAbandoned(opts.RepoRoot); len(swept) > 0 || len(problems) > 0 {
-		c.progress("removed what killed runs left behind: %s %v", strings.Join(swept, " "), errors.Join(problems...))
+	swept, problems := SweepAbandoned(opts.RepoRoot)
+	if len(swept) > 0 {
+		c.progress("removed the runs of processes killed before their teardown: %s", strings.Join(swept, " "))
+	}
+	if len(problems) > 0 {
+		c.progress("%v", errors.Join(problems...))
 	}
 	if c.run, err = newRun(opts.Kind, opts.RepoRoot, opts.Logs); err != nil {
 		return nil, err

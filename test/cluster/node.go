@@ -42,21 +42,22 @@ func (n *Node) ConfDir() string { return filepath.Join(n.Dir, "cni", "net.d") }
 // Socket is the Node's containerd socket.
 func (n *Node) Socket() string { return filepath.Join(n.Dir, "containerd", "containerd.sock") }
 
-// Command builds a command run on the Node: in its network and mount namespaces, as a
+// command builds a command run on the Node: in its network and mount namespaces, as a
 // process of the Node's host would (nft, ip, ls /opt/cni/bin, ...).
-func (n *Node) Command(ctx context.Context, argv ...string) *exec.Cmd {
+func (n *Node) command(ctx context.Context, argv ...string) *exec.Cmd {
 	args := append([]string{fmt.Sprintf("--target=%d", n.holder.pid), "--mount", "--net", "--"}, argv...)
 	cmd := exec.CommandContext(ctx, "nsenter", args...)
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
 }
 
-// Output runs argv on the Node and returns its combined output.
+// Output runs argv on the Node (nft, ip, ...: in its network and mount namespaces, as a
+// process of the Node's host would) and returns its combined output.
 func (n *Node) Output(ctx context.Context, argv ...string) (string, error) {
 	if err := n.holder.inNamespaces(n.netInode(), n.mntNS); err != nil {
 		return "", err
 	}
-	out, err := n.Command(ctx, argv...).CombinedOutput()
+	out, err := n.command(ctx, argv...).CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("%s on %s: %w: %s", strings.Join(argv, " "), n.Name, err, out)
 	}
