@@ -27,12 +27,15 @@ type sandbox struct {
 	failed bool
 }
 
-// binary is $env (make sets it), or pkg built here.
-func binary(env, pkg string) (string, error) {
+// binary is $env (make sets it), or pkg built here into a directory added to built.
+func binary(env, pkg string, built *[]string) (string, error) {
 	if p := os.Getenv(env); p != "" {
 		return p, nil
 	}
-	p, _, out, err := framework.BuildStatic(pkg)
+	p, dir, out, err := framework.BuildStatic(pkg)
+	if dir != "" {
+		*built = append(*built, dir)
+	}
 	if err != nil {
 		return "", fmt.Errorf("building %s: %w\n%s", pkg, err, out)
 	}
@@ -41,12 +44,12 @@ func binary(env, pkg string) (string, error) {
 
 // start starts the cluster, installs juneau and applies the examples. A non-nil sandbox
 // must be torn down, whatever the error.
-func start(ctx context.Context, root, kind string) (*sandbox, error) {
-	juneau, err := binary("JUNEAU_BINARY", "./cmd/juneau")
+func start(ctx context.Context, root, kind string, built *[]string) (*sandbox, error) {
+	juneau, err := binary("JUNEAU_BINARY", "./cmd/juneau", built)
 	if err != nil {
 		return nil, err
 	}
-	box, err := binary("JUNEAU_BOX_BINARY", "./test/images/box")
+	box, err := binary("JUNEAU_BOX_BINARY", "./test/images/box", built)
 	if err != nil {
 		return nil, err
 	}

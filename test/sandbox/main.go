@@ -72,7 +72,13 @@ func run(root string, keep bool) (err error) {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	started := time.Now()
-	s, err := start(ctx, root, kind)
+	var built []string // binaries built here, not by make
+	defer func() {
+		for _, d := range built {
+			_ = os.RemoveAll(d)
+		}
+	}()
+	s, err := start(ctx, root, kind, &built)
 	if s != nil {
 		defer func() {
 			step("Tearing down")
