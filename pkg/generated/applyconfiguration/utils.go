@@ -52,6 +52,22 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &juneauv1alpha1.AttachmentReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("AttachmentTarget"):
 		return &juneauv1alpha1.AttachmentTargetApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("BGPAdvertisement"):
+		return &juneauv1alpha1.BGPAdvertisementApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("BGPAdvertisementSpec"):
+		return &juneauv1alpha1.BGPAdvertisementSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("BGPAdvertisementStatus"):
+		return &juneauv1alpha1.BGPAdvertisementStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("BGPNodeState"):
+		return &juneauv1alpha1.BGPNodeStateApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("BGPNodeStatus"):
+		return &juneauv1alpha1.BGPNodeStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("BGPPeer"):
+		return &juneauv1alpha1.BGPPeerApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("BGPPeerSpec"):
+		return &juneauv1alpha1.BGPPeerSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("BGPSessionStatus"):
+		return &juneauv1alpha1.BGPSessionStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ConsumerReference"):
 		return &juneauv1alpha1.ConsumerReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ElasticIP"):
@@ -86,6 +102,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &juneauv1alpha1.RouteApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RoutingRule"):
 		return &juneauv1alpha1.RoutingRuleApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SecretKeyReference"):
+		return &juneauv1alpha1.SecretKeyReferenceApplyConfiguration{}
 
 	}
 	return nil

@@ -45,6 +45,17 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.AllocationClaimSpec":       schema_pkg_apis_juneau_v1alpha1_AllocationClaimSpec(ref),
 		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.AttachmentReference":       schema_pkg_apis_juneau_v1alpha1_AttachmentReference(ref),
 		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.AttachmentTarget":          schema_pkg_apis_juneau_v1alpha1_AttachmentTarget(ref),
+		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPAdvertisement":          schema_pkg_apis_juneau_v1alpha1_BGPAdvertisement(ref),
+		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPAdvertisementList":      schema_pkg_apis_juneau_v1alpha1_BGPAdvertisementList(ref),
+		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPAdvertisementSpec":      schema_pkg_apis_juneau_v1alpha1_BGPAdvertisementSpec(ref),
+		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPAdvertisementStatus":    schema_pkg_apis_juneau_v1alpha1_BGPAdvertisementStatus(ref),
+		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPNodeState":              schema_pkg_apis_juneau_v1alpha1_BGPNodeState(ref),
+		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPNodeStatus":             schema_pkg_apis_juneau_v1alpha1_BGPNodeStatus(ref),
+		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPNodeStatusList":         schema_pkg_apis_juneau_v1alpha1_BGPNodeStatusList(ref),
+		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPPeer":                   schema_pkg_apis_juneau_v1alpha1_BGPPeer(ref),
+		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPPeerList":               schema_pkg_apis_juneau_v1alpha1_BGPPeerList(ref),
+		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPPeerSpec":               schema_pkg_apis_juneau_v1alpha1_BGPPeerSpec(ref),
+		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPSessionStatus":          schema_pkg_apis_juneau_v1alpha1_BGPSessionStatus(ref),
 		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.ConsumerReference":         schema_pkg_apis_juneau_v1alpha1_ConsumerReference(ref),
 		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.ElasticIP":                 schema_pkg_apis_juneau_v1alpha1_ElasticIP(ref),
 		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.ElasticIPAttachment":       schema_pkg_apis_juneau_v1alpha1_ElasticIPAttachment(ref),
@@ -66,6 +77,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.PodReference":              schema_pkg_apis_juneau_v1alpha1_PodReference(ref),
 		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.Route":                     schema_pkg_apis_juneau_v1alpha1_Route(ref),
 		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.RoutingRule":               schema_pkg_apis_juneau_v1alpha1_RoutingRule(ref),
+		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.SecretKeyReference":        schema_pkg_apis_juneau_v1alpha1_SecretKeyReference(ref),
 		resource.Quantity{}.OpenAPIModelName():                                         schema_apimachinery_pkg_api_resource_Quantity(ref),
 		v1.APIGroup{}.OpenAPIModelName():                                               schema_pkg_apis_meta_v1_APIGroup(ref),
 		v1.APIGroupList{}.OpenAPIModelName():                                           schema_pkg_apis_meta_v1_APIGroupList(ref),
@@ -672,6 +684,543 @@ func schema_pkg_apis_juneau_v1alpha1_AttachmentTarget(ref common.ReferenceCallba
 				Required: []string{"networkInterfaceName"},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_juneau_v1alpha1_BGPAdvertisement(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "BGPAdvertisement says which single Node announces an address of a bgp network, as \"<address>/32\" with itself as next hop, to every BGPPeer selecting that Node. It is created by the controller, not by users.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref("github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPAdvertisementSpec"),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref("github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPAdvertisementStatus"),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPAdvertisementSpec", "github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPAdvertisementStatus", v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_juneau_v1alpha1_BGPAdvertisementList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "BGPAdvertisementList is a list of BGPAdvertisements.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPAdvertisement"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPAdvertisement", v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_juneau_v1alpha1_BGPAdvertisementSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "BGPAdvertisementSpec is the wanted state of a BGPAdvertisement. Only nodeName may change.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"externalNetwork": {
+						SchemaProps: spec.SchemaProps{
+							Description: "externalNetwork names the ExternalNetwork (type bgp) of the address. Immutable.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"address": {
+						SchemaProps: spec.SchemaProps{
+							Description: "address is the IPv4 address to announce. Immutable.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"nodeName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "nodeName is the single Node that announces the address.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"externalNetwork", "address", "nodeName"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_juneau_v1alpha1_BGPAdvertisementStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "BGPAdvertisementStatus is the observed state of a BGPAdvertisement.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "type",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "conditions: Announced, written by the agent of the announcing Node (to how many Established peers the address is announced).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.Condition{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_juneau_v1alpha1_BGPNodeState(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "BGPNodeState is the state of a Node's BGP sessions.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"peersConfigured": {
+						SchemaProps: spec.SchemaProps{
+							Description: "peersConfigured is the number of BGPPeers that select the Node.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"peersEstablished": {
+						SchemaProps: spec.SchemaProps{
+							Description: "peersEstablished is the number of those sessions that are Established.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"peers": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "peers has one entry per BGPPeer that selects the Node, sorted by name.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPSessionStatus"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"peersConfigured", "peersEstablished"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPSessionStatus"},
+	}
+}
+
+func schema_pkg_apis_juneau_v1alpha1_BGPNodeStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "BGPNodeStatus shows the BGP sessions of one Node. It is named after the Node and written by that Node's agent; there is nothing to set in it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref("github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPNodeState"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPNodeState", v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_juneau_v1alpha1_BGPNodeStatusList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "BGPNodeStatusList is a list of BGPNodeStatuses.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPNodeStatus"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPNodeStatus", v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_juneau_v1alpha1_BGPPeer(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "BGPPeer is a BGP router that the Nodes it selects announce the ElasticIPs of type bgp networks to. Every selected Node's agent keeps one session with it; the sessions of a Node are shown in the BGPNodeStatus named after that Node.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref("github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPPeerSpec"),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPPeerSpec", v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_juneau_v1alpha1_BGPPeerList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "BGPPeerList is a list of BGPPeers.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPPeer"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPPeer", v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_juneau_v1alpha1_BGPPeerSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "BGPPeerSpec is the wanted state of a BGPPeer.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"peerAddress": {
+						SchemaProps: spec.SchemaProps{
+							Description: "peerAddress is the router's IPv4 address; the Node's agent connects to its TCP port 179 (the Node itself listens on no port).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"peerASN": {
+						SchemaProps: spec.SchemaProps{
+							Description: "peerASN is the router's autonomous system number.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"myASN": {
+						SchemaProps: spec.SchemaProps{
+							Description: "myASN is the autonomous system number the Nodes use in this session. Equal to peerASN, the session is internal BGP (iBGP).",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"nodeSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "nodeSelector selects the Nodes that peer with this router; empty or absent: every Node.",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"holdTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "holdTime is the BGP hold time the Nodes propose, in whole seconds from 3s to 65535s; the session uses the smaller of both sides' values. Default 90s.",
+							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"keepaliveTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "keepaliveTime is the interval between keepalive messages, in whole seconds, shorter than holdTime. Default: a third of the negotiated hold time.",
+							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"passwordSecretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "passwordSecretRef names the key of a Secret holding the TCP-MD5 password (RFC 2385) of the session. The node agent must be allowed to read that Secret (docs/bgp.md).",
+							Ref:         ref("github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.SecretKeyReference"),
+						},
+					},
+					"ebgpMultihop": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ebgpMultihop is the IP TTL of an eBGP session to a router that is not on a directly connected network (2–255). Absent: directly connected (TTL 1).",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"peerAddress", "peerASN", "myASN"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.SecretKeyReference", v1.Duration{}.OpenAPIModelName(), v1.LabelSelector{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_juneau_v1alpha1_BGPSessionStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "BGPSessionStatus is the state of the session with one BGPPeer.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name of the BGPPeer.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"peerAddress": {
+						SchemaProps: spec.SchemaProps{
+							Description: "peerAddress of the BGPPeer.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"state": {
+						SchemaProps: spec.SchemaProps{
+							Description: "state: Established, or Connecting, or the last error (Refused, WrongASN, AuthenticationFailed, Unreachable, Failed).\n\nPossible enum values:\n - `\"AuthenticationFailed\"` : connections signed with the TCP-MD5 password get no answer (the router drops segments whose signature does not match), or the router reported an authentication failure.\n - `\"Connecting\"` : the session is being set up and no error was seen yet.\n - `\"Established\"` : the session is up; announcements flow.\n - `\"Failed\"` : any other error; the message says which.\n - `\"Refused\"` : the router refused the connection (TCP reset, or a BGP notification that it rejects or shut down the session).\n - `\"Unreachable\"` : the router cannot be reached, or stopped answering (hold timer expired).\n - `\"WrongASN\"` : one side's AS number is not what the other expects.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"AuthenticationFailed", "Connecting", "Established", "Failed", "Refused", "Unreachable", "WrongASN"},
+						},
+					},
+					"stateMessage": {
+						SchemaProps: spec.SchemaProps{
+							Description: "stateMessage says what went wrong, in words; empty while Established. (Named so that kubectl describe, which sorts the keys of each entry, shows it after the state.)",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"since": {
+						SchemaProps: spec.SchemaProps{
+							Description: "since is when the session entered this state.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"prefixesAnnounced": {
+						SchemaProps: spec.SchemaProps{
+							Description: "prefixesAnnounced is the number of prefixes announced in this session.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"name", "peerAddress", "state", "since", "prefixesAnnounced"},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -1645,6 +2194,44 @@ func schema_pkg_apis_juneau_v1alpha1_RoutingRule(ref common.ReferenceCallback) c
 					},
 				},
 				Required: []string{"from", "table", "priority"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_juneau_v1alpha1_SecretKeyReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SecretKeyReference names one key of a Secret.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "namespace of the Secret.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name of the Secret.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"key": {
+						SchemaProps: spec.SchemaProps{
+							Description: "key in the Secret's data.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"namespace", "name", "key"},
 			},
 		},
 	}

@@ -131,8 +131,12 @@ func TestNodeAgentAccessTable(t *testing.T) {
 	cp := framework.Shared(t)
 	kube, _ := nodeClients(t, cp)
 	var allowed []access
-	for _, r := range []string{"elasticips", "externalnetworks", "elasticipattachments", "networkinterfaces", "arpadvertisements"} {
+	for _, r := range []string{"elasticips", "externalnetworks", "elasticipattachments", "networkinterfaces", "arpadvertisements", "bgpadvertisements", "bgppeers"} {
 		allowed = append(allowed, every(juneau, r, "list", "watch")...)
+	}
+	allowed = append(allowed, every(juneau, "bgpnodestatuses", "get", "create", "patch")...)
+	for _, verb := range []string{"get", "list", "watch"} {
+		allowed = append(allowed, access{verb: verb, resource: "secrets", namespace: framework.SystemNamespace, name: v1alpha1.BGPPasswordSecret})
 	}
 	allowed = append(allowed, every(core, "nodes", "get", "list", "watch")...)
 	allowed = append(allowed, every(core, "pods", "list", "watch")...)
@@ -140,6 +144,7 @@ func TestNodeAgentAccessTable(t *testing.T) {
 		access{verb: "list", group: "networking.k8s.io", resource: "servicecidrs"},
 		access{verb: "watch", group: "networking.k8s.io", resource: "servicecidrs"},
 		juneau("patch", "arpadvertisements/status"),
+		juneau("patch", "bgpadvertisements/status"),
 		core("patch", "pods/status"),
 		// At SIGTERM: is its DaemonSet being deleted (an uninstall)?
 		access{verb: "get", group: "apps", resource: "daemonsets", namespace: framework.SystemNamespace, name: "juneau-node"},
@@ -147,9 +152,18 @@ func TestNodeAgentAccessTable(t *testing.T) {
 	checkAccess(t, kube, true, allowed)
 
 	var denied []access
-	for _, r := range []string{"elasticips", "allocationclaims", "elasticipattachments", "networkinterfaces", "arpadvertisements", "addresspools", "externalnetworks"} {
+	for _, r := range []string{"elasticips", "allocationclaims", "elasticipattachments", "networkinterfaces", "arpadvertisements", "addresspools", "externalnetworks", "bgpadvertisements", "bgppeers"} {
 		denied = append(denied, every(juneau, r, "create", "update", "patch", "delete")...)
 	}
+	denied = append(denied, every(juneau, "bgpnodestatuses", "update", "delete", "list", "watch")...)
+	for _, verb := range []string{"get", "list", "watch", "update"} {
+		// Another Secret of the installation's namespace (the webhook's serving key).
+		denied = append(denied, access{verb: verb, resource: "secrets", namespace: framework.SystemNamespace, name: "juneau-webhook-tls"})
+	}
+	denied = append(denied,
+		access{verb: "update", resource: "secrets", namespace: framework.SystemNamespace, name: v1alpha1.BGPPasswordSecret},
+		access{verb: "list", resource: "secrets", namespace: framework.SystemNamespace},
+		juneau("update", "bgpadvertisements/status"))
 	for _, r := range []string{"elasticips/status", "allocationclaims/status", "elasticipattachments/status", "networkinterfaces/status", "addresspools/status", "externalnetworks/status"} {
 		denied = append(denied, every(juneau, r, "update", "patch")...)
 	}

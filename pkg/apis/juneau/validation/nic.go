@@ -52,17 +52,12 @@ func ValidateNetworkInterfaceUpdate(newNIC, oldNIC *v1alpha1.NetworkInterface) f
 
 // ValidateARPAdvertisement checks an ARPAdvertisement on its own.
 func ValidateARPAdvertisement(a *v1alpha1.ARPAdvertisement) field.ErrorList {
-	spec := field.NewPath("spec")
-	errs := ValidateObjectName(spec.Child("externalNetwork"), a.Spec.ExternalNetwork, "ExternalNetwork")
-	errs = append(errs, validateIPv4(spec.Child("address"), a.Spec.Address)...)
-	return append(errs, ValidateObjectName(spec.Child("nodeName"), a.Spec.NodeName, "Node")...)
+	return validateAdvertisement(a.Spec.ExternalNetwork, a.Spec.Address, a.Spec.NodeName)
 }
 
 // ValidateARPAdvertisementUpdate checks an updated ARPAdvertisement: only nodeName may
 // change (the controller rewrites it in place when the Pod moves).
 func ValidateARPAdvertisementUpdate(newAd, oldAd *v1alpha1.ARPAdvertisement) field.ErrorList {
-	spec := field.NewPath("spec")
-	errs := ValidateARPAdvertisement(newAd)
-	errs = append(errs, validateImmutable(spec.Child("externalNetwork"), newAd.Spec.ExternalNetwork, oldAd.Spec.ExternalNetwork)...)
-	return append(errs, validateImmutable(spec.Child("address"), newAd.Spec.Address, oldAd.Spec.Address)...)
+	n, o := newAd.Spec, oldAd.Spec
+	return validateAdvertisementUpdate(n.ExternalNetwork, n.Address, n.NodeName, o.ExternalNetwork, o.Address)
 }

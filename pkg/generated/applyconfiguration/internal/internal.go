@@ -64,6 +64,8 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+- name: Duration.v1.meta.apis.pkg.apimachinery.k8s.io
+  scalar: string
 - name: FieldsV1.v1.meta.apis.pkg.apimachinery.k8s.io
   map:
     elementType:
@@ -76,6 +78,38 @@ var schemaYAML = typed.YAMLObject(`types:
         elementType:
           namedType: __untyped_deduced_
         elementRelationship: separable
+- name: LabelSelector.v1.meta.apis.pkg.apimachinery.k8s.io
+  map:
+    fields:
+    - name: matchExpressions
+      type:
+        list:
+          elementType:
+            namedType: LabelSelectorRequirement.v1.meta.apis.pkg.apimachinery.k8s.io
+          elementRelationship: atomic
+    - name: matchLabels
+      type:
+        map:
+          elementType:
+            scalar: string
+    elementRelationship: atomic
+- name: LabelSelectorRequirement.v1.meta.apis.pkg.apimachinery.k8s.io
+  map:
+    fields:
+    - name: key
+      type:
+        scalar: string
+      default: ""
+    - name: operator
+      type:
+        scalar: string
+      default: ""
+    - name: values
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
 - name: ManagedFieldsEntry.v1.meta.apis.pkg.apimachinery.k8s.io
   map:
     fields:
@@ -342,6 +376,161 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+- name: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.BGPAdvertisement
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: ObjectMeta.v1.meta.apis.pkg.apimachinery.k8s.io
+      default: {}
+    - name: spec
+      type:
+        namedType: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.BGPAdvertisementSpec
+      default: {}
+    - name: status
+      type:
+        namedType: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.BGPAdvertisementStatus
+      default: {}
+- name: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.BGPAdvertisementSpec
+  map:
+    fields:
+    - name: address
+      type:
+        scalar: string
+      default: ""
+    - name: externalNetwork
+      type:
+        scalar: string
+      default: ""
+    - name: nodeName
+      type:
+        scalar: string
+      default: ""
+- name: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.BGPAdvertisementStatus
+  map:
+    fields:
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: Condition.v1.meta.apis.pkg.apimachinery.k8s.io
+          elementRelationship: associative
+          keys:
+          - type
+- name: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.BGPNodeState
+  map:
+    fields:
+    - name: peers
+      type:
+        list:
+          elementType:
+            namedType: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.BGPSessionStatus
+          elementRelationship: associative
+          keys:
+          - name
+    - name: peersConfigured
+      type:
+        scalar: numeric
+      default: 0
+    - name: peersEstablished
+      type:
+        scalar: numeric
+      default: 0
+- name: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.BGPNodeStatus
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: ObjectMeta.v1.meta.apis.pkg.apimachinery.k8s.io
+      default: {}
+    - name: status
+      type:
+        namedType: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.BGPNodeState
+      default: {}
+- name: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.BGPPeer
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: ObjectMeta.v1.meta.apis.pkg.apimachinery.k8s.io
+      default: {}
+    - name: spec
+      type:
+        namedType: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.BGPPeerSpec
+      default: {}
+- name: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.BGPPeerSpec
+  map:
+    fields:
+    - name: ebgpMultihop
+      type:
+        scalar: numeric
+    - name: holdTime
+      type:
+        namedType: Duration.v1.meta.apis.pkg.apimachinery.k8s.io
+    - name: keepaliveTime
+      type:
+        namedType: Duration.v1.meta.apis.pkg.apimachinery.k8s.io
+    - name: myASN
+      type:
+        scalar: numeric
+      default: 0
+    - name: nodeSelector
+      type:
+        namedType: LabelSelector.v1.meta.apis.pkg.apimachinery.k8s.io
+    - name: passwordSecretRef
+      type:
+        namedType: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.SecretKeyReference
+    - name: peerASN
+      type:
+        scalar: numeric
+      default: 0
+    - name: peerAddress
+      type:
+        scalar: string
+      default: ""
+- name: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.BGPSessionStatus
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: peerAddress
+      type:
+        scalar: string
+      default: ""
+    - name: prefixesAnnounced
+      type:
+        scalar: numeric
+      default: 0
+    - name: since
+      type:
+        namedType: Time.v1.meta.apis.pkg.apimachinery.k8s.io
+    - name: state
+      type:
+        scalar: string
+      default: ""
+    - name: stateMessage
+      type:
+        scalar: string
 - name: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.ConsumerReference
   map:
     fields:
@@ -633,6 +822,21 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: numeric
       default: 0
+- name: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.SecretKeyReference
+  map:
+    fields:
+    - name: key
+      type:
+        scalar: string
+      default: ""
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: namespace
+      type:
+        scalar: string
+      default: ""
 - name: __untyped_atomic_
   scalar: untyped
   list:

@@ -59,6 +59,12 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Juneau().V1alpha1().AddressPools().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("allocationclaims"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Juneau().V1alpha1().AllocationClaims().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("bgpadvertisements"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Juneau().V1alpha1().BGPAdvertisements().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("bgpnodestatuses"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Juneau().V1alpha1().BGPNodeStatuses().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("bgppeers"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Juneau().V1alpha1().BGPPeers().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("elasticips"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Juneau().V1alpha1().ElasticIPs().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("elasticipattachments"):

@@ -30,6 +30,18 @@ type AddressPoolListerExpansion interface{}
 // AllocationClaimLister.
 type AllocationClaimListerExpansion interface{}
 
+// BGPAdvertisementListerExpansion allows custom methods to be added to
+// BGPAdvertisementLister.
+type BGPAdvertisementListerExpansion interface{}
+
+// BGPNodeStatusListerExpansion allows custom methods to be added to
+// BGPNodeStatusLister.
+type BGPNodeStatusListerExpansion interface{}
+
+// BGPPeerListerExpansion allows custom methods to be added to
+// BGPPeerLister.
+type BGPPeerListerExpansion interface{}
+
 // ElasticIPListerExpansion allows custom methods to be added to
 // ElasticIPLister.
 type ElasticIPListerExpansion interface{}

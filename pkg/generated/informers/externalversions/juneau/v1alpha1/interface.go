@@ -30,6 +30,12 @@ type Interface interface {
 	AddressPools() TypedAddressPoolInformer
 	// AllocationClaims returns a AllocationClaimInformer.
 	AllocationClaims() TypedAllocationClaimInformer
+	// BGPAdvertisements returns a BGPAdvertisementInformer.
+	BGPAdvertisements() TypedBGPAdvertisementInformer
+	// BGPNodeStatuses returns a BGPNodeStatusInformer.
+	BGPNodeStatuses() TypedBGPNodeStatusInformer
+	// BGPPeers returns a BGPPeerInformer.
+	BGPPeers() TypedBGPPeerInformer
 	// ElasticIPs returns a ElasticIPInformer.
 	ElasticIPs() TypedElasticIPInformer
 	// ElasticIPAttachments returns a ElasticIPAttachmentInformer.
@@ -64,6 +70,21 @@ func (v *version) AddressPools() TypedAddressPoolInformer {
 // AllocationClaims returns a TypedAllocationClaimInformer.
 func (v *version) AllocationClaims() TypedAllocationClaimInformer {
 	return &allocationClaimInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
+}
+
+// BGPAdvertisements returns a TypedBGPAdvertisementInformer.
+func (v *version) BGPAdvertisements() TypedBGPAdvertisementInformer {
+	return &bGPAdvertisementInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
+}
+
+// BGPNodeStatuses returns a TypedBGPNodeStatusInformer.
+func (v *version) BGPNodeStatuses() TypedBGPNodeStatusInformer {
+	return &bGPNodeStatusInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
+}
+
+// BGPPeers returns a TypedBGPPeerInformer.
+func (v *version) BGPPeers() TypedBGPPeerInformer {
+	return &bGPPeerInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // ElasticIPs returns a TypedElasticIPInformer.

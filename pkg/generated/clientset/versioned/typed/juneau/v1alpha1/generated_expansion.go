@@ -24,6 +24,12 @@ type AddressPoolExpansion interface{}
 
 type AllocationClaimExpansion interface{}
 
+type BGPAdvertisementExpansion interface{}
+
+type BGPNodeStatusExpansion interface{}
+
+type BGPPeerExpansion interface{}
+
 type ElasticIPExpansion interface{}
 
 type ElasticIPAttachmentExpansion interface{}

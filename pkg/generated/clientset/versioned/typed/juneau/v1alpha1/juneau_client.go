@@ -31,6 +31,9 @@ type JuneauV1alpha1Interface interface {
 	ARPAdvertisementsGetter
 	AddressPoolsGetter
 	AllocationClaimsGetter
+	BGPAdvertisementsGetter
+	BGPNodeStatusesGetter
+	BGPPeersGetter
 	ElasticIPsGetter
 	ElasticIPAttachmentsGetter
 	ExternalNetworksGetter
@@ -52,6 +55,18 @@ func (c *JuneauV1alpha1Client) AddressPools() AddressPoolInterface {
 
 func (c *JuneauV1alpha1Client) AllocationClaims() AllocationClaimInterface {
 	return newAllocationClaims(c)
+}
+
+func (c *JuneauV1alpha1Client) BGPAdvertisements() BGPAdvertisementInterface {
+	return newBGPAdvertisements(c)
+}
+
+func (c *JuneauV1alpha1Client) BGPNodeStatuses() BGPNodeStatusInterface {
+	return newBGPNodeStatuses(c)
+}
+
+func (c *JuneauV1alpha1Client) BGPPeers() BGPPeerInterface {
+	return newBGPPeers(c)
 }
 
 func (c *JuneauV1alpha1Client) ElasticIPs(namespace string) ElasticIPInterface {

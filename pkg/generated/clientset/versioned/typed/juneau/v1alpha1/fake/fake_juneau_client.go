@@ -40,6 +40,18 @@ func (c *FakeJuneauV1alpha1) AllocationClaims() v1alpha1.AllocationClaimInterfac
 	return newFakeAllocationClaims(c)
 }
 
+func (c *FakeJuneauV1alpha1) BGPAdvertisements() v1alpha1.BGPAdvertisementInterface {
+	return newFakeBGPAdvertisements(c)
+}
+
+func (c *FakeJuneauV1alpha1) BGPNodeStatuses() v1alpha1.BGPNodeStatusInterface {
+	return newFakeBGPNodeStatuses(c)
+}
+
+func (c *FakeJuneauV1alpha1) BGPPeers() v1alpha1.BGPPeerInterface {
+	return newFakeBGPPeers(c)
+}
+
 func (c *FakeJuneauV1alpha1) ElasticIPs(namespace string) v1alpha1.ElasticIPInterface {
 	return newFakeElasticIPs(c, namespace)
 }

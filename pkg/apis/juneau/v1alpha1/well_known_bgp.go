@@ -1,0 +1,28 @@
+package v1alpha1
+
+// BGP conditions and reasons (type bgp networks).
+const (
+	// ConditionAnnounced says the agent of a BGPAdvertisement's Node announces the
+	// address to at least one Established peer; the message says to how many.
+	ConditionAnnounced = "Announced"
+
+	// ReasonAnnounced: the /32 is announced to at least one Established peer.
+	ReasonAnnounced = "Announced"
+	// ReasonNoEstablishedPeer: BGPPeers select the Node but none of their sessions is
+	// Established.
+	ReasonNoEstablishedPeer = "NoEstablishedPeer"
+	// ReasonNoPeer: no BGPPeer selects the Node, so nobody hears the announcement.
+	ReasonNoPeer = "NoPeer"
+)
+
+// BGP defaults.
+const (
+	// DefaultBGPHoldTimeSeconds is a BGPPeer's hold time when spec.holdTime is absent.
+	DefaultBGPHoldTimeSeconds = 90
+	// MaxASN is the largest AS number a BGPPeer may use (4294967295 is reserved, RFC 7300).
+	MaxASN = 4294967294
+	// BGPPasswordSecret is the Secret in the installation's namespace that the node
+	// agent may read for TCP-MD5 passwords as installed (docs/bgp.md); other Secrets
+	// need a grant of their own.
+	BGPPasswordSecret = "juneau-bgp-passwords"
+)

@@ -1,0 +1,235 @@
+package bgp
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+)
+
+// globalASN is the AS of GoBGP's global configuration. It is never sent: every peer
+// carries its own local AS (Peer.MyASN), which GoBGP uses in the OPEN message, in
+// AS_PATH and to tell eBGP from iBGP. GoBGP needs a non-zero one to start.
+const globalASN = 64512
+
+// withDefaults fills the zero fields of a Config and checks it.
+func (c Config) withDefaults() (Config, error) {
+	if c.ConnectRetry == 0 {
+		c.ConnectRetry = DefaultConnectRetry
+	}
+	if c.RestartTime == 0 {
+		c.RestartTime = DefaultRestartTime
+	}
+	if c.DeferralTime == 0 {
+		c.DeferralTime = DefaultDeferralTime
+	}
+	var errs []error
+	if !c.RouterID.Is4() || c.RouterID.IsUnspecified() {
+		errs = append(errs, fmt.Errorf("router ID %v is not an IPv4 address of this Node", c.RouterID))
+	}
+	if c.ConnectRetry < 2*time.Second {
+		errs = append(errs, fmt.Errorf("connect retry %s is shorter than 2s", c.ConnectRetry))
+	}
+	if c.RestartTime < time.Second || c.RestartTime > MaxRestartTime {
+		errs = append(errs, fmt.Errorf("restart time %s is not between 1s and %s", c.RestartTime, MaxRestartTime))
+	}
+	if c.DeferralTime < time.Second {
+		errs = append(errs, fmt.Errorf("deferral time %s is shorter than 1s", c.DeferralTime))
+	}
+	return c, errors.Join(errs...)
+}
+
+// dialTimeout is how long GoBGP waits for one connection attempt: a second less than
+// the retry interval, at least 2s.
+func (c Config) dialTimeout() time.Duration { return max(c.ConnectRetry-time.Second, 2*time.Second) }
+
+// validate checks a Peer before it reaches GoBGP.
+func (p Peer) validate() error {
+	var errs []error
+	if !p.Address.Is4() || p.Address.IsUnspecified() {
+		errs = append(errs, fmt.Errorf("address %v is not an IPv4 unicast address", p.Address))
+	}
+	if p.PeerASN == 0 || p.MyASN == 0 {
+		errs = append(errs, errors.New("AS numbers must not be 0"))
+	}
+	hold := p.holdTime()
+	if hold < 3*time.Second || hold > 65535*time.Second || hold%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("hold time %s is not a whole number of seconds from 3s to 65535s", hold))
+	}
+	if k := p.KeepaliveTime; k != 0 && (k < time.Second || k%time.Second != 0 || k >= hold) {
+		errs = append(errs, fmt.Errorf("keepalive time %s is not a whole number of seconds shorter than the hold time %s", k, hold))
+	}
+	if p.EBGPMultihopTTL != 0 && p.PeerASN == p.MyASN {
+		errs = append(errs, errors.New("eBGP multihop on an iBGP session"))
+	}
+	return errors.Join(errs...)
+}
+
+func (p Peer) holdTime() time.Duration {
+	if p.HoldTime == 0 {
+		return DefaultHoldTime
+	}
+	return p.HoldTime
+}
+
+// keepaliveTime is the configured interval, a third of the hold time when unset (the
+// speaker shortens it further when the router proposes a smaller hold time).
+func (p Peer) keepaliveTime() time.Duration {
+	if p.KeepaliveTime == 0 {
+		return (p.holdTime() / 3).Truncate(time.Second)
+	}
+	return p.KeepaliveTime
+}
+
+// ipv4Unicast is the only address family juneau speaks.
+func ipv4Unicast() *api.Family {
+	return &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}
+}
+
+// peerRequest is the GoBGP neighbor configuration of p. restarting declares this
+// speaker restarting to the peer (graceful restart, see the package documentation).
+func peerRequest(p Peer, c Config, restarting bool) *api.Peer {
+	req := &api.Peer{
+		Conf: &api.PeerConf{
+			NeighborAddress: p.Address.String(),
+			PeerAsn:         p.PeerASN,
+			LocalAsn:        p.MyASN,
+			AuthPassword:    p.Password,
+			Description:     p.Name,
+		},
+		Timers: &api.Timers{Config: &api.TimersConfig{
+			ConnectRetry:      uint64(c.ConnectRetry / time.Second),
+			HoldTime:          uint64(p.holdTime() / time.Second),
+			KeepaliveInterval: uint64(p.keepaliveTime() / time.Second),
+		}},
+		GracefulRestart: &api.GracefulRestart{
+			Enabled:         true,
+			RestartTime:     uint32(c.RestartTime / time.Second),
+			DeferralTime:    uint32(c.DeferralTime / time.Second),
+			LocalRestarting: restarting,
+		},
+		AfiSafis: []*api.AfiSafi{{
+			Config:            &api.AfiSafiConfig{Family: ipv4Unicast(), Enabled: true},
+			MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}},
+		}},
+		Transport: &api.Transport{RemotePort: uint32(c.Port)},
+	}
+	if p.EBGPMultihopTTL != 0 {
+		req.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(p.EBGPMultihopTTL)}
+	}
+	return req
+}
+
+// importPolicyName names the policy that keeps received routes out of the table.
+const importPolicyName = "juneau-local-only"
+
+// importPolicy accepts only the paths this speaker originates: routes received from
+// peers are rejected on import (juneau announces; it never uses what it learns). The
+// global import policy applies to locally added paths too, so a plain "reject by
+// default" would reject the announcements as well.
+func importPolicy() (*api.Policy, *api.PolicyAssignment) {
+	policy := &api.Policy{Name: importPolicyName, Statements: []*api.Statement{{
+		Name:       importPolicyName + "-accept",
+		Conditions: &api.Conditions{RouteType: api.Conditions_ROUTE_TYPE_LOCAL},
+		Actions:    &api.Actions{RouteAction: api.RouteAction_ROUTE_ACTION_ACCEPT},
+	}}}
+	return policy, &api.PolicyAssignment{
+		Direction:     api.PolicyDirection_POLICY_DIRECTION_IMPORT,
+		Policies:      []*api.Policy{{Name: importPolicyName}},
+		DefaultAction: api.RouteAction_ROUTE_ACTION_REJECT,
+	}
+}
+
+// pathFor is the announcement of one prefix: ORIGIN IGP and an unspecified next hop,
+// which GoBGP replaces with the session's local address (next hop self).
+func pathFor(prefix netip.Prefix) (*apiutil.Path, error) {
+	if !prefix.Addr().Is4() || prefix.Bits() != 32 {
+		return nil, fmt.Errorf("%s is not an IPv4 /32", prefix)
+	}
+	nlri, err := bgp.NewIPAddrPrefix(prefix)
+	if err != nil {
+		return nil, err
+	}
+	nexthop, err := bgp.NewPathAttributeNextHop(netip.IPv4Unspecified())
+	if err != nil {
+		return nil, err
+	}
+	return &apiutil.Path{
+		Family: bgp.RF_IPv4_UC,
+		Nlri:   nlri,
+		Attrs:  []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(bgp.BGP_ORIGIN_ATTR_TYPE_IGP), nexthop},
+	}, nil
+}
+
+// peerChanges compares the desired peers with the applied ones: peers to remove
+// (gone, or changed in any way: GoBGP takes a new configuration by a new session) and
+// peers to add, each sorted by address.
+func peerChanges(desired, applied map[netip.Addr]Peer) (remove, add []Peer) {
+	for addr, a := range applied {
+		if d, ok := desired[addr]; !ok || d != a {
+			remove = append(remove, a)
+		}
+	}
+	for addr, d := range desired {
+		if a, ok := applied[addr]; !ok || d != a {
+			add = append(add, d)
+		}
+	}
+	byAddress := func(a, b Peer) int { return a.Address.Compare(b.Address) }
+	slices.SortFunc(remove, byAddress)
+	slices.SortFunc(add, byAddress)
+	return remove, add
+}
+
+// prefixChanges compares desired and applied prefixes, each result sorted.
+func prefixChanges(desired, applied map[netip.Prefix]bool) (withdraw, announce []netip.Prefix) {
+	for p := range applied {
+		if !desired[p] {
+			withdraw = append(withdraw, p)
+		}
+	}
+	for p := range desired {
+		if !applied[p] {
+			announce = append(announce, p)
+		}
+	}
+	slices.SortFunc(withdraw, comparePrefix)
+	slices.SortFunc(announce, comparePrefix)
+	return withdraw, announce
+}
+
+// rejection is a peer the speaker does not configure, and why.
+type rejection struct {
+	peer   Peer
+	reason string
+}
+
+// desiredPeers keys peers by address. Invalid peers are rejected, and when several
+// share an address (which the webhook refuses, but which may slip through) the first
+// by name wins and the others are rejected.
+func desiredPeers(peers []Peer) (map[netip.Addr]Peer, []rejection) {
+	sorted := slices.Clone(peers)
+	slices.SortFunc(sorted, func(a, b Peer) int { return strings.Compare(a.Name, b.Name) })
+	out := map[netip.Addr]Peer{}
+	var rejected []rejection
+	for _, p := range sorted {
+		if err := p.validate(); err != nil {
+			rejected = append(rejected, rejection{p, "invalid peer: " + err.Error()})
+			continue
+		}
+		if other, ok := out[p.Address]; ok {
+			rejected = append(rejected, rejection{p, fmt.Sprintf(
+				"BGPPeer %q has the same peer address %s and selects this Node too; a Node keeps one session per router address",
+				other.Name, p.Address)})
+			continue
+		}
+		out[p.Address] = p
+	}
+	return out, rejected
+}

@@ -1,0 +1,169 @@
+package bgp
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+	"google.golang.org/protobuf/testing/protocmp"
+)
+
+var (
+	routerA = netip.MustParseAddr("10.225.51.1")
+	routerB = netip.MustParseAddr("10.225.51.2")
+)
+
+// equateAddr lets cmp compare netip values.
+var equateAddr = cmpopts.EquateComparable(netip.Addr{}, netip.Prefix{})
+
+func testPeer(name string, addr netip.Addr) Peer {
+	return Peer{Name: name, Address: addr, PeerASN: 64512, MyASN: 64513}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	c, err := Config{RouterID: netip.MustParseAddr("10.225.51.11")}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ConnectRetry != DefaultConnectRetry || c.RestartTime != DefaultRestartTime || c.DeferralTime != DefaultDeferralTime {
+		t.Errorf("defaults = %+v", c)
+	}
+	if c.dialTimeout() != 4*time.Second {
+		t.Errorf("dial timeout = %s, want 4s", c.dialTimeout())
+	}
+	if d := (Config{ConnectRetry: 2 * time.Second}).dialTimeout(); d != 2*time.Second {
+		t.Errorf("dial timeout with a 2s retry = %s, want GoBGP's minimum 2s", d)
+	}
+	_, err = Config{RouterID: netip.MustParseAddr("fd00::1"), ConnectRetry: time.Second, RestartTime: 2 * time.Hour}.withDefaults()
+	for _, want := range []string{"router ID fd00::1", "connect retry 1s", "restart time 2h0m0s"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+}
+
+func TestPeerRequest(t *testing.T) {
+	cfg := Config{RouterID: netip.MustParseAddr("10.225.51.11"), ConnectRetry: 5 * time.Second,
+		RestartTime: 120 * time.Second, DeferralTime: 5 * time.Second}
+	p := Peer{Name: "tor-a", Address: routerA, PeerASN: 64512, MyASN: 4200000001, Password: "s3cret", EBGPMultihopTTL: 3}
+	want := &api.Peer{
+		Conf:            &api.PeerConf{NeighborAddress: "10.225.51.1", PeerAsn: 64512, LocalAsn: 4200000001, AuthPassword: "s3cret", Description: "tor-a"},
+		Timers:          &api.Timers{Config: &api.TimersConfig{ConnectRetry: 5, HoldTime: 90, KeepaliveInterval: 30}},
+		GracefulRestart: &api.GracefulRestart{Enabled: true, RestartTime: 120, DeferralTime: 5, LocalRestarting: true},
+		AfiSafis: []*api.AfiSafi{{
+			Config:            &api.AfiSafiConfig{Family: &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}, Enabled: true},
+			MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}},
+		}},
+		Transport:    &api.Transport{},
+		EbgpMultihop: &api.EbgpMultihop{Enabled: true, MultihopTtl: 3},
+	}
+	if diff := cmp.Diff(want, peerRequest(p, cfg, true), protocmp.Transform()); diff != "" {
+		t.Errorf("peerRequest (-want +got):\n%s", diff)
+	}
+
+	p = Peer{Name: "tor-b", Address: routerB, PeerASN: 64512, MyASN: 64512, HoldTime: 9 * time.Second, KeepaliveTime: 2 * time.Second}
+	got := peerRequest(p, Config{Port: 1790, ConnectRetry: 2 * time.Second, RestartTime: 30 * time.Second, DeferralTime: time.Second}, false)
+	if got.EbgpMultihop != nil || got.Conf.AuthPassword != "" || got.GracefulRestart.LocalRestarting ||
+		got.Timers.Config.HoldTime != 9 || got.Timers.Config.KeepaliveInterval != 2 || got.Transport.RemotePort != 1790 {
+		t.Errorf("iBGP peer with timers: %v", got)
+	}
+	// A third of an odd hold time rounds down to whole seconds.
+	if k := (Peer{HoldTime: 10 * time.Second}).keepaliveTime(); k != 3*time.Second {
+		t.Errorf("keepalive for a 10s hold time = %s, want 3s", k)
+	}
+}
+
+func TestPathFor(t *testing.T) {
+	path, err := pathFor(netip.MustParsePrefix("10.225.53.7/32"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path.Family != bgp.RF_IPv4_UC || path.Nlri.String() != "10.225.53.7/32" {
+		t.Errorf("path %v for %s", path.Nlri, path.Family)
+	}
+	var origin, nexthop bool
+	for _, a := range path.Attrs {
+		switch a := a.(type) {
+		case *bgp.PathAttributeOrigin:
+			origin = a.Value == bgp.BGP_ORIGIN_ATTR_TYPE_IGP
+		case *bgp.PathAttributeNextHop:
+			nexthop = a.Value == netip.IPv4Unspecified() // replaced by the session's address: next hop self
+		}
+	}
+	if !origin || !nexthop || len(path.Attrs) != 2 {
+		t.Errorf("attributes %v, want ORIGIN IGP and NEXT_HOP 0.0.0.0", path.Attrs)
+	}
+	for _, bad := range []string{"10.225.53.0/24", "fd00::7/128"} {
+		if _, err := pathFor(netip.MustParsePrefix(bad)); err == nil {
+			t.Errorf("pathFor(%s) succeeded", bad)
+		}
+	}
+}
+
+func TestPeerChanges(t *testing.T) {
+	a, b, c := testPeer("a", routerA), testPeer("b", routerB), testPeer("c", netip.MustParseAddr("10.225.51.3"))
+	bNewASN := b
+	bNewASN.PeerASN = 65000
+	remove, add := peerChanges(
+		map[netip.Addr]Peer{a.Address: a, b.Address: bNewASN, c.Address: c},
+		map[netip.Addr]Peer{a.Address: a, b.Address: b, netip.MustParseAddr("10.225.51.9"): testPeer("gone", netip.MustParseAddr("10.225.51.9"))},
+	)
+	names := func(ps []Peer) (out []string) {
+		for _, p := range ps {
+			out = append(out, p.Name+"/"+p.Address.String())
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"b/10.225.51.2", "gone/10.225.51.9"}, names(remove)); diff != "" {
+		t.Errorf("remove (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"b/10.225.51.2", "c/10.225.51.3"}, names(add)); diff != "" {
+		t.Errorf("add (-want +got):\n%s", diff)
+	}
+	if add[0].PeerASN != 65000 {
+		t.Errorf("the changed peer is added with its new configuration: %+v", add[0])
+	}
+}
+
+func TestPrefixChanges(t *testing.T) {
+	p := func(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+	withdraw, announce := prefixChanges(
+		map[netip.Prefix]bool{p("10.225.53.7/32"): true, p("10.225.53.10/32"): true, p("10.225.53.9/32"): true},
+		map[netip.Prefix]bool{p("10.225.53.7/32"): true, p("10.225.53.8/32"): true},
+	)
+	if diff := cmp.Diff([]netip.Prefix{p("10.225.53.8/32")}, withdraw, equateAddr); diff != "" {
+		t.Errorf("withdraw (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]netip.Prefix{p("10.225.53.9/32"), p("10.225.53.10/32")}, announce, equateAddr); diff != "" {
+		t.Errorf("announce (-want +got):\n%s", diff)
+	}
+}
+
+func TestDesiredPeers(t *testing.T) {
+	dup := testPeer("b-same-router", routerA)
+	bad := testPeer("c-bad", routerB)
+	bad.KeepaliveTime = 90 * time.Second
+	ibgpMultihop := Peer{Name: "d-ibgp", Address: netip.MustParseAddr("10.225.51.4"), PeerASN: 1, MyASN: 1, EBGPMultihopTTL: 2}
+	peers, rejected := desiredPeers([]Peer{dup, bad, testPeer("a-first", routerA), ibgpMultihop})
+	if len(peers) != 1 || peers[routerA].Name != "a-first" {
+		t.Errorf("peers = %v, want only a-first (first by name for %s)", peers, routerA)
+	}
+	got := map[string]string{}
+	for _, r := range rejected {
+		got[r.peer.Name] = r.reason
+	}
+	for name, want := range map[string]string{
+		"b-same-router": `BGPPeer "a-first" has the same peer address 10.225.51.1`,
+		"c-bad":         "keepalive time 1m30s",
+		"d-ibgp":        "eBGP multihop on an iBGP session",
+	} {
+		if !strings.Contains(got[name], want) {
+			t.Errorf("rejection of %s = %q, want it to mention %q", name, got[name], want)
+		}
+	}
+}

@@ -1,0 +1,499 @@
+package bgp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+	"github.com/osrg/gobgp/v4/pkg/server"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+)
+
+// Timing of the apply loop.
+const (
+	// refreshInterval: how often the prefix counts and the graceful restart state of
+	// the sessions are read back from GoBGP (it sends no event when a restarted
+	// speaker's routes go out).
+	refreshInterval = time.Second
+	retryMin        = 500 * time.Millisecond
+	retryMax        = 30 * time.Second
+)
+
+// Speaker announces /32s to BGP peers. Create it with New, run it with Run.
+type Speaker struct {
+	cfg   Config
+	clock clock.WithTicker
+
+	mu           sync.Mutex
+	peers        map[netip.Addr]Peer // desired, valid, one per address
+	desiredSince map[netip.Addr]time.Time
+	rejected     []rejection
+	rejectedAt   map[string]time.Time
+	prefixes     map[netip.Prefix]bool // desired
+	peersSet     bool
+	prefixesSet  bool
+	runCfg       Config                  // cfg with defaults, set by Run
+	sessions     map[netip.Addr]*session // configured in GoBGP
+	announced    []netip.Prefix          // in GoBGP's table, sorted
+
+	trigger chan struct{}
+	refresh chan struct{}
+	changed chan struct{}
+}
+
+// New returns a speaker; it starts nothing (see Run).
+func New(cfg Config) *Speaker {
+	return &Speaker{
+		cfg:          cfg,
+		clock:        clock.RealClock{},
+		peers:        map[netip.Addr]Peer{},
+		desiredSince: map[netip.Addr]time.Time{},
+		rejectedAt:   map[string]time.Time{},
+		prefixes:     map[netip.Prefix]bool{},
+		sessions:     map[netip.Addr]*session{},
+		trigger:      make(chan struct{}, 1),
+		refresh:      make(chan struct{}, 1),
+		changed:      make(chan struct{}, 1),
+	}
+}
+
+// SetPeers replaces the set of peers. A peer that changes in any way gets a new
+// session. The first call after a start should carry the complete set: only the peers
+// of the first set are told that this speaker restarted (graceful restart).
+func (s *Speaker) SetPeers(peers []Peer) {
+	desired, rejected := desiredPeers(peers)
+	now := s.clock.Now()
+	s.mu.Lock()
+	for addr, p := range desired {
+		if old, ok := s.peers[addr]; !ok || old != p {
+			s.desiredSince[addr] = now
+		}
+	}
+	for addr := range s.desiredSince {
+		if _, ok := desired[addr]; !ok {
+			delete(s.desiredSince, addr)
+		}
+	}
+	at := map[string]time.Time{}
+	for _, r := range rejected {
+		at[r.peer.Name] = now
+		if t, ok := s.rejectedAt[r.peer.Name]; ok {
+			at[r.peer.Name] = t
+		}
+	}
+	s.peers, s.rejected, s.rejectedAt, s.peersSet = desired, rejected, at, true
+	s.mu.Unlock()
+	poke(s.trigger)
+	poke(s.changed)
+}
+
+// SetAnnouncements replaces the set of announced prefixes, each an IPv4 /32. Other
+// prefixes are left out and reported in the error.
+func (s *Speaker) SetAnnouncements(prefixes []netip.Prefix) error {
+	desired := make(map[netip.Prefix]bool, len(prefixes))
+	var bad []string
+	for _, p := range prefixes {
+		if !p.Addr().Is4() || p.Bits() != 32 {
+			bad = append(bad, p.String())
+			continue
+		}
+		desired[p] = true
+	}
+	s.mu.Lock()
+	s.prefixes, s.prefixesSet = desired, true
+	s.mu.Unlock()
+	poke(s.trigger)
+	if len(bad) > 0 {
+		return fmt.Errorf("not announced, not an IPv4 /32: %s", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// Changed receives a value after the Status changed (coalesced: one value may stand
+// for several changes).
+func (s *Speaker) Changed() <-chan struct{} { return s.changed }
+
+// Status returns the state of every peer of the last SetPeers, sorted by name, and the
+// prefixes announced.
+func (s *Speaker) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := Status{Announced: slices.Clone(s.announced)}
+	for addr, p := range s.peers {
+		if sess, ok := s.sessions[addr]; ok && sess.peer == p {
+			out.Peers = append(out.Peers, sess.status())
+			continue
+		}
+		out.Peers = append(out.Peers, PeerStatus{Name: p.Name, Address: addr, State: v1alpha1.BGPSessionConnecting,
+			Since: s.desiredSince[addr]})
+	}
+	for _, r := range s.rejected {
+		out.Peers = append(out.Peers, PeerStatus{Name: r.peer.Name, Address: r.peer.Address, State: v1alpha1.BGPSessionFailed,
+			Message: r.reason, Since: s.rejectedAt[r.peer.Name]})
+	}
+	slices.SortFunc(out.Peers, func(a, b PeerStatus) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Run runs the speaker until ctx ends, then closes its sessions (see the package
+// documentation for what routers do then). It fails only when the speaker cannot
+// start.
+func (s *Speaker) Run(ctx context.Context) error {
+	cfg, err := s.cfg.withDefaults()
+	if err != nil {
+		return fmt.Errorf("BGP speaker: %w", err)
+	}
+	logger := klog.FromContext(ctx).WithName("bgp")
+	ctx = klog.NewContext(ctx, logger)
+	s.mu.Lock()
+	s.runCfg = cfg
+	s.mu.Unlock()
+
+	var stopping atomic.Bool
+	level := &slog.LevelVar{}
+	level.Set(slog.LevelDebug)
+	srv := server.NewBgpServer(server.LoggerOption(slog.New(newLogHandler(logger, s, &stopping)), level))
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		srv.Serve()
+	}()
+	stop := func(withdraw bool) {
+		stopping.Store(true)
+		if err := srv.StopBgp(context.Background(), &api.StopBgpRequest{AllowGracefulRestart: !withdraw}); err != nil {
+			logger.Error(err, "Stopping the BGP speaker")
+		}
+		srv.Stop() // the rest of GoBGP (its BFD loop); BGP itself is stopped already
+		<-served
+	}
+
+	if err := s.start(ctx, srv, cfg); err != nil {
+		stop(true)
+		return err
+	}
+	logger.Info("BGP speaker started", "routerID", cfg.RouterID, "restartTime", cfg.RestartTime, "withdrawOnStop", cfg.WithdrawOnStop)
+
+	st := &applied{restarting: true, peers: map[netip.Addr]Peer{}, paths: map[netip.Prefix]bool{}}
+	refresh := s.clock.NewTicker(refreshInterval)
+	defer refresh.Stop()
+	var retry clock.Timer
+	retryC := func() <-chan time.Time {
+		if retry == nil {
+			return nil
+		}
+		return retry.C()
+	}
+	backoff := retryMin
+	for {
+		select {
+		case <-ctx.Done():
+			if retry != nil {
+				retry.Stop()
+			}
+			stop(cfg.WithdrawOnStop)
+			logger.Info("BGP speaker stopped", "withdrew", cfg.WithdrawOnStop)
+			return nil
+		case <-refresh.C():
+			s.refreshStatus(ctx, srv)
+			continue
+		case <-s.refresh:
+			s.refreshStatus(ctx, srv)
+			continue
+		case <-s.trigger:
+		case <-retryC():
+			retry = nil
+		}
+		err := s.apply(ctx, srv, cfg, st)
+		s.refreshStatus(ctx, srv)
+		if err == nil {
+			backoff = retryMin
+			continue
+		}
+		logger.Error(err, "Applying the BGP configuration failed; retrying", "after", backoff)
+		if retry == nil {
+			retry = s.clock.NewTimer(backoff)
+		}
+		backoff = min(2*backoff, retryMax)
+	}
+}
+
+// start configures GoBGP: no listening socket, routes received from peers rejected,
+// and a watch on session state changes.
+func (s *Speaker) start(ctx context.Context, srv *server.BgpServer, cfg Config) error {
+	if err := srv.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
+		Asn: globalASN, RouterId: cfg.RouterID.String(), ListenPort: -1,
+	}}); err != nil {
+		return fmt.Errorf("starting the BGP speaker: %w", err)
+	}
+	policy, assignment := importPolicy()
+	if err := srv.AddPolicy(ctx, &api.AddPolicyRequest{Policy: policy}); err != nil {
+		return fmt.Errorf("defining the import policy: %w", err)
+	}
+	if err := srv.SetPolicyAssignment(ctx, &api.SetPolicyAssignmentRequest{Assignment: assignment}); err != nil {
+		return fmt.Errorf("rejecting received routes: %w", err)
+	}
+	if err := srv.WatchEvent(ctx, server.WatchEventMessageCallbacks{OnPeerUpdate: s.peerUpdate}, server.WatchPeer()); err != nil {
+		return fmt.Errorf("watching BGP sessions: %w", err)
+	}
+	return nil
+}
+
+// applied is what the apply loop has configured in GoBGP.
+type applied struct {
+	// restarting holds until the first set of peers is configured.
+	restarting bool
+	peers      map[netip.Addr]Peer
+	paths      map[netip.Prefix]bool
+}
+
+// apply moves GoBGP to the desired state: paths first (so that a restarted speaker has
+// them all before its first session), then peers. It waits for both sets.
+func (s *Speaker) apply(ctx context.Context, srv *server.BgpServer, cfg Config, st *applied) error {
+	s.mu.Lock()
+	ready := s.peersSet && s.prefixesSet
+	desiredPeers := maps.Clone(s.peers)
+	desiredPrefixes := maps.Clone(s.prefixes)
+	s.mu.Unlock()
+	if !ready {
+		return nil
+	}
+	logger := klog.FromContext(ctx)
+	var errs []error
+
+	withdraw, announce := prefixChanges(desiredPrefixes, st.paths)
+	for _, p := range withdraw {
+		path, err := pathFor(p)
+		if err == nil {
+			err = srv.DeletePath(apiutil.DeletePathRequest{Paths: []*apiutil.Path{path}})
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("withdrawing %s: %w", p, err))
+			continue
+		}
+		delete(st.paths, p)
+		logger.V(2).Info("Withdrew", "prefix", p)
+	}
+	if len(announce) > 0 {
+		errs = append(errs, s.announce(srv, announce, st, logger))
+	}
+	s.setAnnounced(st.paths)
+
+	remove, add := peerChanges(desiredPeers, st.peers)
+	for _, p := range remove {
+		if err := srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: p.Address.String()}); err != nil {
+			errs = append(errs, fmt.Errorf("removing peer %s (%s): %w", p.Name, p.Address, err))
+			continue
+		}
+		delete(st.peers, p.Address)
+		s.forget(p.Address)
+		logger.Info("Removed BGP peer", "peer", p.Name, "address", p.Address)
+	}
+	for _, p := range add {
+		if _, still := st.peers[p.Address]; still {
+			continue // its old configuration could not be removed
+		}
+		s.track(p)
+		if err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerRequest(p, cfg, st.restarting)}); err != nil {
+			s.addFailed(p, err)
+			errs = append(errs, fmt.Errorf("adding peer %s (%s): %w", p.Name, p.Address, err))
+			continue
+		}
+		st.peers[p.Address] = p
+		logger.Info("Added BGP peer", "peer", p.Name, "address", p.Address, "peerASN", p.PeerASN, "myASN", p.MyASN,
+			"restarting", st.restarting)
+	}
+	st.restarting = false
+	return errors.Join(errs...)
+}
+
+// announce adds the paths of prefixes in one call. GoBGP reports a failure of any
+// path as a failure of the call, so then none counts as added: adding a path again
+// replaces it.
+func (s *Speaker) announce(srv *server.BgpServer, prefixes []netip.Prefix, st *applied, logger klog.Logger) error {
+	var errs []error
+	paths := make([]*apiutil.Path, 0, len(prefixes))
+	added := make([]netip.Prefix, 0, len(prefixes))
+	for _, p := range prefixes {
+		path, err := pathFor(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		paths = append(paths, path)
+		added = append(added, p)
+	}
+	if len(paths) == 0 {
+		return errors.Join(errs...)
+	}
+	if _, err := srv.AddPath(apiutil.AddPathRequest{Paths: paths}); err != nil {
+		return errors.Join(append(errs, fmt.Errorf("announcing %d prefixes: %w", len(paths), err))...)
+	}
+	for _, p := range added {
+		st.paths[p] = true
+	}
+	logger.V(2).Info("Announced", "prefixes", added)
+	return errors.Join(errs...)
+}
+
+func (s *Speaker) setAnnounced(paths map[netip.Prefix]bool) {
+	list := slices.SortedFunc(maps.Keys(paths), comparePrefix)
+	s.mu.Lock()
+	changed := !slices.Equal(list, s.announced)
+	s.announced = list
+	s.mu.Unlock()
+	if changed {
+		poke(s.changed)
+	}
+}
+
+// track starts the status of a peer about to be configured, or keeps the status of
+// the same peer whose configuration failed before (see addFailed).
+func (s *Speaker) track(p Peer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.sessions[p.Address]; ok && old.peer == p {
+		return
+	}
+	since, ok := s.desiredSince[p.Address]
+	if !ok {
+		since = s.clock.Now()
+	}
+	s.sessions[p.Address] = newSession(p, since)
+}
+
+// addFailed reports a peer GoBGP refused to configure; the next apply tries again.
+func (s *Speaker) addFailed(p Peer, err error) {
+	s.mu.Lock()
+	changed := false
+	if sess, ok := s.sessions[p.Address]; ok {
+		changed = sess.set(v1alpha1.BGPSessionFailed, "configuring the session failed: "+err.Error(), s.clock.Now())
+	}
+	s.mu.Unlock()
+	if changed {
+		poke(s.changed)
+	}
+}
+
+func (s *Speaker) forget(addr netip.Addr) {
+	s.mu.Lock()
+	delete(s.sessions, addr)
+	s.mu.Unlock()
+}
+
+// peerUpdate receives GoBGP's session events.
+func (s *Speaker) peerUpdate(ev *apiutil.WatchEventMessage_PeerEvent, at time.Time) {
+	if ev.Type != apiutil.PEER_EVENT_STATE {
+		return
+	}
+	st := ev.Peer.State
+	s.mu.Lock()
+	sess, ok := s.sessions[ev.Peer.Conf.NeighborAddress]
+	changed := ok && sess.peerEvent(st.SessionState, st.DisconnectReason, st.DisconnectMessage, at)
+	s.mu.Unlock()
+	if changed {
+		poke(s.changed)
+	}
+	poke(s.refresh)
+}
+
+var _ peerLog = (*Speaker)(nil)
+
+// dialFailed receives failed connection attempts from the log handler.
+func (s *Speaker) dialFailed(addr netip.Addr, errText string) {
+	s.mu.Lock()
+	sess, ok := s.sessions[addr]
+	changed := ok && sess.dialFailed(errText, s.runCfg, s.clock.Now())
+	s.mu.Unlock()
+	if changed {
+		poke(s.changed)
+	}
+}
+
+// notificationSent receives the NOTIFICATIONs sent during session setup from the log
+// handler.
+func (s *Speaker) notificationSent(addr netip.Addr, code, subcode uint8) {
+	s.mu.Lock()
+	sess, ok := s.sessions[addr]
+	changed := ok && sess.notificationSent(code, subcode, s.clock.Now())
+	s.mu.Unlock()
+	if changed {
+		poke(s.changed)
+	}
+}
+
+// setupFailed receives the sessions the router closed during setup from the log
+// handler.
+func (s *Speaker) setupFailed(addr netip.Addr, reason string) {
+	s.mu.Lock()
+	sess, ok := s.sessions[addr]
+	changed := ok && sess.setupFailed(reason, s.clock.Now())
+	s.mu.Unlock()
+	if changed {
+		poke(s.changed)
+	}
+}
+
+// refreshStatus reads the sessions back from GoBGP: prefixes sent, whether a restarted
+// speaker still holds its routes back, and Established as a safety net for a missed
+// event.
+func (s *Speaker) refreshStatus(ctx context.Context, srv *server.BgpServer) {
+	var peers []*api.Peer
+	if err := srv.ListPeer(ctx, &api.ListPeerRequest{EnableAdvertised: true}, func(p *api.Peer) { peers = append(peers, p) }); err != nil {
+		klog.FromContext(ctx).V(2).Info("Reading the BGP sessions failed", "err", err)
+		return
+	}
+	now := s.clock.Now()
+	changed := false
+	s.mu.Lock()
+	for _, p := range peers {
+		addr, err := netip.ParseAddr(p.GetConf().GetNeighborAddress())
+		sess, ok := s.sessions[addr]
+		if err != nil || !ok {
+			continue
+		}
+		established := p.GetState().GetSessionState() == api.PeerState_SESSION_STATE_ESTABLISHED
+		switch {
+		case established && sess.fsm != bgp.BGP_FSM_ESTABLISHED:
+			changed = sess.peerEvent(bgp.BGP_FSM_ESTABLISHED, api.PeerState_DISCONNECT_REASON_UNSPECIFIED, "", now) || changed
+		case !established && sess.fsm == bgp.BGP_FSM_ESTABLISHED:
+			changed = sess.peerEvent(bgp.BGP_FSM_IDLE, api.PeerState_DISCONNECT_REASON_UNSPECIFIED, "", now) || changed
+		}
+		announced, syncing := 0, p.GetGracefulRestart().GetLocalRestarting()
+		for _, af := range p.GetAfiSafis() {
+			announced += int(af.GetState().GetAdvertised())
+		}
+		if !established {
+			announced = 0
+		}
+		if announced != sess.announced || syncing != sess.syncing {
+			sess.announced, sess.syncing = announced, syncing
+			changed = true
+		}
+	}
+	s.mu.Unlock()
+	if changed {
+		poke(s.changed)
+	}
+}
+
+// poke sends on a channel of capacity 1 without blocking.
+func poke(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,143 @@
+package bgp
+
+import (
+	"net/netip"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+)
+
+// Defaults of Config.
+const (
+	// DefaultConnectRetry is how often the speaker dials a peer that is not connected.
+	// GoBGP's own default (120s) suits routers that also dial; here only the Node dials.
+	DefaultConnectRetry = 5 * time.Second
+	// DefaultRestartTime is the graceful restart time the speaker advertises: how long
+	// routers keep its routes while it is away.
+	DefaultRestartTime = 120 * time.Second
+	// DefaultDeferralTime bounds how long a restarted speaker waits for its peers'
+	// End-of-RIB before it sends its routes (juneau uses no received route, so waiting
+	// only matters for a peer that is down).
+	DefaultDeferralTime = 5 * time.Second
+	// MaxRestartTime is the largest restart time the capability can carry (12 bits).
+	MaxRestartTime = 4095 * time.Second
+	// DefaultHoldTime is used for a peer without HoldTime.
+	DefaultHoldTime = v1alpha1.DefaultBGPHoldTimeSeconds * time.Second
+)
+
+// Config configures a Speaker.
+type Config struct {
+	// RouterID is the BGP identifier of this Node, an IPv4 address of the Node (its
+	// InternalIP). Required.
+	RouterID netip.Addr
+	// ConnectRetry is the interval between connection attempts; each attempt gives up
+	// after ConnectRetry - 1s (at least 2s). Default DefaultConnectRetry; at least 2s.
+	ConnectRetry time.Duration
+	// RestartTime is the graceful restart time advertised to peers. Default
+	// DefaultRestartTime; at most MaxRestartTime.
+	RestartTime time.Duration
+	// DeferralTime: see DefaultDeferralTime.
+	DeferralTime time.Duration
+	// WithdrawOnStop makes a stop send a Cease NOTIFICATION, so routers withdraw the
+	// Node's routes at once instead of keeping them for RestartTime (see the package
+	// documentation).
+	WithdrawOnStop bool
+	// Port is the peers' TCP port; 0 means 179. Tests use other ports.
+	Port uint16
+}
+
+// Peer is one router this Node peers with.
+type Peer struct {
+	// Name of the BGPPeer, for status.
+	Name string
+	// Address of the router (IPv4). A Node keeps one session per address.
+	Address netip.Addr
+	// PeerASN is the router's AS number, MyASN the Node's in this session.
+	PeerASN, MyASN uint32
+	// HoldTime proposed to the router; 0 means DefaultHoldTime.
+	HoldTime time.Duration
+	// KeepaliveTime; 0 means a third of the negotiated hold time.
+	KeepaliveTime time.Duration
+	// Password is the TCP-MD5 password; empty: none.
+	Password string
+	// EBGPMultihopTTL is the IP TTL of an eBGP session to a router that is not directly
+	// connected; 0 means directly connected.
+	EBGPMultihopTTL uint8
+}
+
+// PeerStatus is the state of the session with one peer.
+type PeerStatus struct {
+	Name    string
+	Address netip.Addr
+	// State is Established, Connecting or the last error.
+	State v1alpha1.BGPSessionState
+	// Message says what went wrong; empty while Established.
+	Message string
+	// Since is when the session entered State.
+	Since time.Time
+	// PrefixesAnnounced is the number of prefixes sent in this session; 0 unless
+	// Established and done with the graceful restart exchange.
+	PrefixesAnnounced int
+}
+
+// Status is a snapshot of the speaker.
+type Status struct {
+	// Peers, sorted by name.
+	Peers []PeerStatus
+	// Announced lists the prefixes in the speaker's table (sent to every Established
+	// peer), sorted.
+	Announced []netip.Prefix
+}
+
+// Established is the number of Established sessions.
+func (s Status) Established() int {
+	n := 0
+	for _, p := range s.Peers {
+		if p.State == v1alpha1.BGPSessionEstablished {
+			n++
+		}
+	}
+	return n
+}
+
+// AnnouncedTo is the number of Established peers prefix is announced to. Every prefix
+// goes to every peer, so that is the number of Established sessions that carry the
+// speaker's routes, or 0 when prefix is not in the table.
+func (s Status) AnnouncedTo(prefix netip.Prefix) int {
+	if _, found := slices.BinarySearchFunc(s.Announced, prefix, comparePrefix); !found {
+		return 0
+	}
+	n := 0
+	for _, p := range s.Peers {
+		if p.State == v1alpha1.BGPSessionEstablished && p.PrefixesAnnounced > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// Sessions renders the peers as the entries of a BGPNodeStatus.
+func (s Status) Sessions() []v1alpha1.BGPSessionStatus {
+	out := make([]v1alpha1.BGPSessionStatus, 0, len(s.Peers))
+	for _, p := range s.Peers {
+		out = append(out, v1alpha1.BGPSessionStatus{
+			Name:              p.Name,
+			PeerAddress:       p.Address.String(),
+			State:             p.State,
+			StateMessage:      p.Message,
+			Since:             metav1.NewTime(p.Since.Truncate(time.Second)),
+			PrefixesAnnounced: int32(min(p.PrefixesAnnounced, 1<<31-1)),
+		})
+	}
+	return out
+}
+
+func comparePrefix(a, b netip.Prefix) int {
+	if c := a.Addr().Compare(b.Addr()); c != 0 {
+		return c
+	}
+	return a.Bits() - b.Bits()
+}

@@ -1,0 +1,243 @@
+// Package bgprouter runs real BGP routers for tests: BIRD 2 (Debian bird2) and FRR's
+// bgpd (Debian frr), each inside a network namespace the test made, with its own
+// configuration, control socket and pid file in the test's temporary directory. The
+// daemons are killed when the test ends, before their namespace goes away.
+//
+// Routers are configured passive: they accept the sessions juneau's nodes open and
+// never dial, which is how docs/bgp.md tells operators to configure them.
+package bgprouter
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"text/template"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/loutres/juneau/test/netns"
+	"github.com/loutres/juneau/test/require"
+)
+
+// Neighbor is one node the router accepts a session from.
+type Neighbor struct {
+	// Name of the session (a BIRD protocol name: letters, digits, underscores).
+	Name string
+	// Local is the router's address the node connects to.
+	Local netip.Addr
+	// Address of the node, and the AS the router expects from it.
+	Address netip.Addr
+	AS      uint32
+	// Password is the TCP-MD5 password; empty: none.
+	Password string
+	// Multihop allows a node that is not directly connected (eBGP multihop).
+	Multihop bool
+}
+
+// Config is a router.
+type Config struct {
+	RouterID netip.Addr
+	AS       uint32
+	// Neighbors the router accepts.
+	Neighbors []Neighbor
+	// Accept, when valid, limits what the router takes from its neighbors to the /32s
+	// inside this prefix, as docs/bgp.md recommends; otherwise it takes everything.
+	Accept netip.Prefix
+}
+
+// BIRD is a running BIRD 2 daemon.
+type BIRD struct {
+	t      testing.TB
+	socket string
+	proc   *netns.Process
+	birdc  string
+}
+
+var birdConf = template.Must(template.New("bird.conf").Parse(`# written by the test
+router id {{.RouterID}};
+log stderr all;
+timeformat route iso long ms;
+timeformat protocol iso long ms;
+protocol device { scan time 1; }
+{{range .Neighbors}}
+protocol bgp {{.Name}} {
+	local {{.Local}} as {{$.AS}};
+	neighbor {{.Address}} as {{.AS}};
+	passive on;
+	graceful restart on;
+	error wait time 1, 10;
+{{- if eq .AS $.AS}}
+	direct;
+{{- end}}
+{{- if .Password}}
+	password "{{.Password}}";
+{{- end}}
+{{- if .Multihop}}
+	multihop;
+{{- end}}
+	ipv4 {
+{{- if $.Accept.IsValid}}
+		import where net ~ [ {{$.Accept}}{32,32} ];
+{{- else}}
+		import all;
+{{- end}}
+		export none;
+	};
+}
+{{end}}`))
+
+// StartBIRD writes the configuration and starts bird in ns; it returns once BIRD
+// answers on its control socket.
+func StartBIRD(t testing.TB, ns *netns.NS, cfg Config) *BIRD {
+	t.Helper()
+	require.Binary(t, "bird")
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "bird.conf")
+	f, err := os.Create(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := birdConf.Execute(f, cfg); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	b := &BIRD{t: t, socket: filepath.Join(dir, "bird.ctl"), birdc: require.Binary(t, "birdc")}
+	// -f: foreground, so the test owns the process; -s and -P keep the control socket
+	// and pid file out of /run.
+	b.proc = ns.Start("bird", "-f", "-c", conf, "-s", b.socket, "-P", filepath.Join(dir, "bird.pid"))
+	err = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		if b.proc.Exited() {
+			return false, fmt.Errorf("bird exited:\n%s", b.proc.Output())
+		}
+		_, err := b.Command("show", "status")
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("BIRD did not start: %v\n%s", err, b.proc.Output())
+	}
+	return b
+}
+
+// Command runs birdc against this BIRD and returns its output. birdc talks to the
+// control socket, which belongs to no network namespace.
+func (b *BIRD) Command(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, b.birdc, append([]string{"-s", b.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("birdc %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// Log is what BIRD printed so far.
+func (b *BIRD) Log() string { return b.proc.Output() }
+
+// Route is one route of BIRD's table.
+type Route struct {
+	Prefix   string
+	Via      string
+	Protocol string
+	// Since is the time BIRD shows for the route (when it last changed).
+	Since string
+}
+
+// routeLine matches the first line of a route in `show route` output, e.g.
+// "10.225.53.7/32       unicast [node_a 2030-01-02 03:04:05.123] * (100) [AS64513i]".
+var (
+	routeLine = regexp.MustCompile(`^(\d+\.\d+\.\d+\.\d+/\d+)\s+\S+\s+\[(\S+) ([^\]]+)\]`)
+	viaLine   = regexp.MustCompile(`^\s+via (\S+)`)
+)
+
+// Routes returns BIRD's table (`show route`).
+func (b *BIRD) Routes() (map[string]Route, error) {
+	out, err := b.Command("show", "route")
+	if err != nil {
+		return nil, err
+	}
+	return parseRoutes(out), nil
+}
+
+func parseRoutes(out string) map[string]Route {
+	routes := map[string]Route{}
+	var last string
+	for _, line := range strings.Split(out, "\n") {
+		if m := routeLine.FindStringSubmatch(line); m != nil {
+			last = m[1]
+			routes[last] = Route{Prefix: m[1], Protocol: m[2], Since: m[3]}
+			continue
+		}
+		if m := viaLine.FindStringSubmatch(line); m != nil && last != "" {
+			r := routes[last]
+			r.Via = m[1]
+			routes[last] = r
+		}
+	}
+	return routes
+}
+
+// WaitRoutes polls until BIRD's table holds exactly want, prefix → next hop, and
+// returns the table.
+func (b *BIRD) WaitRoutes(timeout time.Duration, want map[string]string) map[string]Route {
+	b.t.Helper()
+	var routes map[string]Route
+	got, err := pollTable(timeout, want, func() (map[string]string, error) {
+		var err error
+		routes, err = b.Routes()
+		vias := map[string]string{}
+		for prefix, r := range routes {
+			vias[prefix] = r.Via
+		}
+		return vias, err
+	})
+	if err != nil {
+		b.t.Fatalf("BIRD routes %v, want %v: %v", got, want, err)
+	}
+	return routes
+}
+
+// pollTable reads a router's table (prefix → next hop) until it equals want.
+func pollTable(timeout time.Duration, want map[string]string, read func() (map[string]string, error)) (map[string]string, error) {
+	var got map[string]string
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		var err error
+		if got, err = read(); err != nil {
+			return false, err
+		}
+		return maps.Equal(got, want), nil
+	})
+	return got, err
+}
+
+// Protocol returns `show protocols all <name>`.
+func (b *BIRD) Protocol(name string) (string, error) {
+	return b.Command("show", "protocols", "all", name)
+}
+
+// Established reports whether the session name is Established.
+func (b *BIRD) Established(name string) (bool, error) {
+	out, err := b.Protocol(name)
+	return strings.Contains(out, "BGP state:          Established"), err
+}
+
+// WaitEstablished polls until the session name is Established.
+func (b *BIRD) WaitEstablished(name string, timeout time.Duration) {
+	b.t.Helper()
+	var out string
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		var err error
+		out, err = b.Protocol(name)
+		return strings.Contains(out, "BGP state:          Established"), err
+	})
+	if err != nil {
+		b.t.Fatalf("BIRD session %s not Established: %v\n%s", name, err, out)
+	}
+}
