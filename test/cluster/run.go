@@ -20,6 +20,10 @@ import (
 // another process (make sandbox-down), or after the process that started it died.
 const runPrefix = "juneau-cluster-"
 
+// maxRunDir leaves room for the Node's sockets below a run directory (node names up to
+// 10 bytes).
+const maxRunDir = 107 - len("/nodes/") - 10 - len("/containerd/containerd.sock.ttrpc")
+
 // forbiddenRoots are directories each Node's mount namespace replaces (tmpfs on /run,
 // overlays on the others): a run directory below one of them would be invisible, or
 // would overlap the overlay's own upper directory, inside the Nodes.
@@ -109,6 +113,12 @@ func newRun(kind, repo, logs string) (*run, error) {
 	dir, err := os.MkdirTemp(root, runPrefix+kind+"-")
 	if err != nil {
 		return nil, err
+	}
+	// containerd's sockets live in the run directory, and a unix socket path has at most
+	// 107 bytes: <dir>/nodes/<node>/containerd/containerd.sock.ttrpc.
+	if len(dir) > maxRunDir {
+		os.Remove(dir)
+		return nil, fmt.Errorf("run directory %s is too long for the unix sockets in it (at most %d bytes); set JUNEAU_CLUSTER_ROOT to a shorter directory", dir, maxRunDir)
 	}
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return nil, err
