@@ -26,7 +26,8 @@ func TestMain(m *testing.M) {
 // TestSandboxUserPod follows make sandbox as a user: `sandbox up` in the background,
 // `sandbox wait` prints the usage; a second sandbox is refused; the Pod of the usage,
 // applied with kubectl, becomes Ready and answers at its ElasticIP from the client
-// namespace (with the command the usage prints); `sandbox down` leaves nothing.
+// namespace (with the command the usage prints); a demo runs meanwhile without
+// disturbing the sandbox; `sandbox down` leaves nothing.
 func TestSandboxUserPod(t *testing.T) {
 	require.Root(t)
 	if err := cluster.Check(); err != nil {
@@ -99,11 +100,22 @@ func TestSandboxUserPod(t *testing.T) {
 	kubectl(examplePod, "apply", "-f", "-")
 	kubectl("", "wait", "--for=condition=Ready", "pod/my-pod", "--timeout=3m")
 	addr := kubectl("", "get", "pod", "my-pod", "-o", `jsonpath={.metadata.annotations.juneau\.loutres\.me/allocated-eip-address}`)
-	wget := exec.CommandContext(ctx, "nsenter", "--net="+client, "busybox", "wget", "-qO-", "http://"+addr+"/")
-	out, err := wget.CombinedOutput()
-	if want := "hello from my-pod: you are " + cluster.ClientIP; err != nil || strings.TrimSpace(string(out)) != want {
-		t.Fatalf("from the client namespace, as the usage says: %q (%v), want %q", out, err, want)
+	reach := func(when string) {
+		t.Helper()
+		wget := exec.CommandContext(ctx, "nsenter", "--net="+client, "busybox", "wget", "-qO-", "http://"+addr+"/")
+		out, err := wget.CombinedOutput()
+		if want := "hello from my-pod: you are " + cluster.ClientIP; err != nil || strings.TrimSpace(string(out)) != want {
+			t.Fatalf("%s, from the client namespace as the usage says: %q (%v), want %q", when, out, err, want)
+		}
 	}
+	reach("once Ready")
+
+	// A demo runs beside the sandbox, in a run of its own, and leaves it alone.
+	if out, err := run(ctx, "demo"); err != nil {
+		t.Fatalf("a demo while the sandbox is up: %v\n%s", err, out)
+	}
+	kubectl("", "get", "pod", "my-pod")
+	reach("after a demo ran beside the sandbox")
 
 	out2, err := run(ctx, "down")
 	if err != nil || !strings.Contains(out2, "stopped; nothing of it is left") {
