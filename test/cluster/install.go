@@ -28,8 +28,9 @@ func (c *Cluster) KubectlRun(ctx context.Context, stdin string, args ...string) 
 
 // overlay writes a kustomization in the run directory that takes base (a directory of
 // the clone) and overrides images the way kustomize does, as a user would to install
-// their own image.
-func (c *Cluster) overlay(name, base string, imageOverrides map[string]string) (string, error) {
+// their own image. inOrder keeps the resources in the order the base lists them, as the
+// base itself asks (sortOptions fifo); otherwise kustomize sorts them by kind.
+func (c *Cluster) overlay(name, base string, inOrder bool, imageOverrides map[string]string) (string, error) {
 	dir := c.run.path("kustomize", name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -39,8 +40,11 @@ func (c *Cluster) overlay(name, base string, imageOverrides map[string]string) (
 		return "", err
 	}
 	var b strings.Builder
-	// fifo: the base's order, as kubectl apply -k of the base itself applies it.
-	fmt.Fprintf(&b, "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nsortOptions:\n  order: fifo\nresources:\n  - %s\nimages:\n", rel)
+	b.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n")
+	if inOrder {
+		b.WriteString("sortOptions:\n  order: fifo\n")
+	}
+	fmt.Fprintf(&b, "resources:\n  - %s\nimages:\n", rel)
 	for from, to := range imageOverrides {
 		newName, newTag, _ := strings.Cut(to, ":")
 		fmt.Fprintf(&b, "  - name: %s\n    newName: %s\n    newTag: %q\n", from, newName, newTag)
@@ -51,7 +55,7 @@ func (c *Cluster) overlay(name, base string, imageOverrides map[string]string) (
 // InstallDir is the kustomization Install applies: manifests/ with the juneau image
 // replaced by the one loaded into the Nodes.
 func (c *Cluster) InstallDir() (string, error) {
-	return c.overlay("install", "manifests", map[string]string{images.JuneauRepository: c.JuneauImage})
+	return c.overlay("install", "manifests", false, map[string]string{images.JuneauRepository: c.JuneauImage})
 }
 
 // Install installs juneau as the README says, `kubectl apply -k`, and waits until the
@@ -117,7 +121,7 @@ func (c *Cluster) Uninstall(ctx context.Context) (string, error) {
 // ApplyExamples applies manifests/examples with the Pods' image replaced by the box
 // image, which answers HTTP on port 80 like the nginx the examples name.
 func (c *Cluster) ApplyExamples(ctx context.Context) (string, error) {
-	dir, err := c.overlay("examples", filepath.Join("manifests", "examples"), map[string]string{"nginx": images.Box})
+	dir, err := c.overlay("examples", filepath.Join("manifests", "examples"), true, map[string]string{"nginx": images.Box})
 	if err != nil {
 		return "", err
 	}
