@@ -35,6 +35,8 @@ type Inputs struct {
 	HostInterface func(addr netip.Addr) (string, bool)
 	// ElasticIPs by "<namespace>/<name>", for their bandwidth limits.
 	ElasticIPs map[string]*v1alpha1.ElasticIP
+	// Networks by name, for their spec.gratuitousARP.
+	Networks map[string]*v1alpha1.ExternalNetwork
 }
 
 // Desired is the whole datapath state of this Node.
@@ -44,12 +46,16 @@ type Desired struct {
 	ARP []netip.Addr
 	// Answering are the advertisements (by name) this Node answers for, sorted.
 	Answering []string
+	// Gratuitous are the addresses of ARP on networks with spec.gratuitousARP: the
+	// responder announces each when it starts answering for it. Sorted.
+	Gratuitous []netip.Addr
 }
 
 // Compute is the node agent's one decision, a pure function of its inputs:
 //   - NAT for every ElasticIPAttachment that is Attached and Ready on this Node (the
 //     ElasticIP controller alone decided it uses the address);
-//   - ARP answers for every ARPAdvertisement naming this Node whose address it serves;
+//   - ARP answers for every ARPAdvertisement naming this Node whose address it serves,
+//     announced with gratuitous ARP when its network asks for it;
 //   - never translated: Pod CIDRs (flags and Node spec.podCIDRs), ServiceCIDRs and
 //     every Node address.
 func Compute(in Inputs) Desired {
@@ -84,9 +90,14 @@ func Compute(in Inputs) Desired {
 		}
 		d.ARP = append(d.ARP, addr)
 		d.Answering = append(d.Answering, ad.Name)
+		if n := in.Networks[ad.Spec.ExternalNetwork]; n != nil && n.Spec.GratuitousARP {
+			d.Gratuitous = append(d.Gratuitous, addr)
+		}
 	}
 	slices.SortFunc(d.ARP, netip.Addr.Compare)
 	d.ARP = slices.Compact(d.ARP)
+	slices.SortFunc(d.Gratuitous, netip.Addr.Compare)
+	d.Gratuitous = slices.Compact(d.Gratuitous)
 	slices.Sort(d.Answering)
 	return d
 }
