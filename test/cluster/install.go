@@ -28,9 +28,8 @@ func (c *Cluster) KubectlRun(ctx context.Context, stdin string, args ...string) 
 
 // overlay writes a kustomization in the run directory that takes base (a directory of
 // the clone) and overrides images the way kustomize does, as a user would to install
-// their own image. inOrder keeps the resources in the order the base lists them, as the
-// base itself asks (sortOptions fifo); otherwise kustomize sorts them by kind.
-func (c *Cluster) overlay(name, base string, inOrder bool, imageOverrides map[string]string) (string, error) {
+// their own image.
+func (c *Cluster) overlay(name, base string, imageOverrides map[string]string) (string, error) {
 	dir := c.run.path("kustomize", name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -41,9 +40,6 @@ func (c *Cluster) overlay(name, base string, inOrder bool, imageOverrides map[st
 	}
 	var b strings.Builder
 	b.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n")
-	if inOrder {
-		b.WriteString("sortOptions:\n  order: fifo\n")
-	}
 	fmt.Fprintf(&b, "resources:\n  - %s\nimages:\n", rel)
 	for from, to := range imageOverrides {
 		newName, newTag, _ := strings.Cut(to, ":")
@@ -55,7 +51,7 @@ func (c *Cluster) overlay(name, base string, inOrder bool, imageOverrides map[st
 // InstallDir is the kustomization Install applies: manifests/ with the juneau image
 // replaced by the one loaded into the Nodes.
 func (c *Cluster) InstallDir() (string, error) {
-	return c.overlay("install", "manifests", false, map[string]string{images.JuneauRepository: c.JuneauImage})
+	return c.overlay("install", "manifests", map[string]string{images.JuneauRepository: c.JuneauImage})
 }
 
 // Install installs juneau as the README says, `kubectl apply -k`, and waits until the
@@ -118,12 +114,8 @@ func (c *Cluster) Uninstall(ctx context.Context) (string, error) {
 	return c.KubectlRun(ctx, "", "delete", "-k", dir, "--wait=true", "--timeout=5m")
 }
 
-// ApplyExamples applies manifests/examples with the Pods' image replaced by the box
-// image, which answers HTTP on port 80 like the nginx the examples name.
+// ApplyExamples applies manifests/examples as they are: the nginx:1.27 they name is
+// served by the cluster (images.DocNginx, which answers HTTP on port 80).
 func (c *Cluster) ApplyExamples(ctx context.Context) (string, error) {
-	dir, err := c.overlay("examples", filepath.Join("manifests", "examples"), true, map[string]string{"nginx": images.Box})
-	if err != nil {
-		return "", err
-	}
-	return c.KubectlRun(ctx, "", "apply", "-k", dir)
+	return c.KubectlRun(ctx, "", "apply", "-k", filepath.Join(c.opts.RepoRoot, "manifests", "examples"))
 }

@@ -73,7 +73,7 @@ func start(ctx context.Context, root, kind string, built *[]string) (*sandbox, e
 	fmt.Println("    the controller, the webhook and the node DaemonSet are rolled out; the webhook answers through its Service")
 	s.kubectl(ctx, "-n", cluster.SystemNamespace, "get", "pods", "-o", "wide")
 
-	step("kubectl apply -k manifests/examples/ (an overlay replaces the Pods' image, images: nginx -> %s, which answers HTTP on port 80)", images.Box)
+	step("kubectl apply -k manifests/examples/ (the cluster serves %s as a small HTTP server on port 80)", images.DocNginx)
 	out, err = c.ApplyExamples(ctx)
 	fmt.Print(indent(out))
 	if err != nil {
