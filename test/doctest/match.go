@@ -1,6 +1,7 @@
 package doctest
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -31,9 +32,10 @@ func (b Bindings) Substitute(s string) string {
 	return s
 }
 
-// tokenChar is a character that continues an address or a name.
+// tokenChar is a character that continues an address or a name; an underscore joins
+// an address to a prefix (the nftables chain bw_in_10.225.51.5) and does not.
 func tokenChar(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '.' || c == '-' || c == '_'
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '.' || c == '-'
 }
 
 // replaceToken replaces old by new where it stands alone: not preceded or followed by
@@ -80,10 +82,6 @@ func replaceToken(s, old, new string) string {
 //
 // On a match the new bindings are returned, for the caller to keep.
 func Match(want []string, got string, vary []string, bound Bindings) (Bindings, error) {
-	want = slices.Clone(want)
-	for i := range want {
-		want[i] = bound.Substitute(want[i])
-	}
 	if len(want) == 0 {
 		return nil, nil
 	}
@@ -192,39 +190,57 @@ func matchTables(want []string, got string, vary []string, bound Bindings) (Bind
 			return nil, fmt.Errorf("columns %v, the page shows %v", gt.names(), wt.names())
 		}
 		for _, wr := range wt.rows {
-			gr := findRow(gt, wr[0])
-			if gr == nil {
-				return nil, fmt.Errorf("no row %q printed", wr[0])
-			}
-			for j, c := range wt.header {
-				w, g := wr[j], gr[j]
-				switch {
-				case notCompared[c.name]:
-				case slices.Contains(vary, c.name) && boundValue(bound, w) && w != g:
-					return nil, fmt.Errorf("row %q, column %s: %q printed, the page showed it as %q before", wr[0], c.name, g, w)
-				case slices.Contains(vary, c.name):
-					if err := sameShape(w, g); err != nil {
-						return nil, fmt.Errorf("row %q, column %s: %v", wr[0], c.name, err)
+			// The first printed row that matches the page's row; if none does, the error
+			// of the one with the same first column says why.
+			var why error
+			matched := false
+			for _, gr := range gt.rows {
+				b, err := matchRow(wt.header, wr, gr, vary, mergeBindings(fresh, bound))
+				if err == nil {
+					for k, v := range b {
+						fresh[k] = v
 					}
-					if err := bind(fresh, bound, w, g); err != nil {
-						return nil, fmt.Errorf("row %q, column %s: %v", wr[0], c.name, err)
-					}
-				case w != g:
-					return nil, fmt.Errorf("row %q, column %s: %q printed, the page shows %q", wr[0], c.name, g, w)
+					matched = true
+					break
 				}
+				if why == nil || gr[0] == bound.Substitute(wr[0]) {
+					why = err
+				}
+			}
+			if !matched {
+				if why == nil {
+					why = errors.New("nothing printed")
+				}
+				return nil, fmt.Errorf("no printed row is the page's %q: %v", strings.Join(wr, "  "), why)
 			}
 		}
 	}
 	return fresh, nil
 }
 
-func findRow(t table, name string) []string {
-	for _, r := range t.rows {
-		if r[0] == name {
-			return r
+// matchRow compares one printed row with one of the page's, as Match says, and returns
+// what its vary columns bind.
+func matchRow(header []column, wr, gr []string, vary []string, bound Bindings) (Bindings, error) {
+	fresh := Bindings{}
+	for j, c := range header {
+		// raw is the page's value; w the value of this run it stands for, when a
+		// binding says so.
+		raw, g := wr[j], gr[j]
+		w := mergeBindings(fresh, bound).Substitute(raw)
+		switch {
+		case notCompared[c.name]:
+		case slices.Contains(vary, c.name) && w == raw:
+			if err := sameShape(raw, g); err != nil {
+				return nil, fmt.Errorf("column %s: %v", c.name, err)
+			}
+			if err := bind(fresh, bound, raw, g); err != nil {
+				return nil, fmt.Errorf("column %s: %v", c.name, err)
+			}
+		case w != g:
+			return nil, fmt.Errorf("column %s: %q printed, the page shows %q", c.name, g, w)
 		}
 	}
-	return nil
+	return fresh, nil
 }
 
 // bind records page value w as g, and for an address with a prefix length
@@ -289,6 +305,11 @@ func matchLines(want []string, got string, vary []string, bound Bindings) (Bindi
 		if len(words) == 0 || strings.TrimSpace(w) == "..." {
 			continue
 		}
+		for i, raw := range words {
+			if sub := mergeBindings(fresh, bound).Substitute(raw); sub != raw {
+				words[i] = literal + sub // stands for a value bound before
+			}
+		}
 		found := false
 		for ; at < len(lines); at++ {
 			if b, ok := subsequence(words, strings.Fields(lines[at]), vary, fresh, bound); ok {
@@ -317,10 +338,16 @@ func subsequence(want, have []string, vary []string, fresh, bound Bindings) (Bin
 			break
 		}
 		w := want[i]
+		if lit, ok := strings.CutPrefix(w, literal); ok {
+			if h == lit {
+				i++
+			}
+			continue
+		}
 		switch {
 		case h == w:
 			i++
-		case slices.Contains(vary, kind(w)) && kind(h) == kind(w) && !boundValue(bound, w):
+		case slices.Contains(vary, kind(w)) && kind(h) == kind(w):
 			if bind(b, mergeBindings(fresh, bound), w, h) == nil {
 				i++
 			}
@@ -329,15 +356,8 @@ func subsequence(want, have []string, vary []string, fresh, bound Bindings) (Bin
 	return b, i == len(want)
 }
 
-// boundValue: w is the value of a binding made before, so it stands for itself.
-func boundValue(b Bindings, w string) bool {
-	for _, v := range b {
-		if v == w {
-			return true
-		}
-	}
-	return false
-}
+// literal marks a word of the page already replaced by its bound value.
+const literal = "\x00"
 
 func mergeBindings(a, b Bindings) Bindings {
 	out := Bindings{}

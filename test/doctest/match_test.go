@@ -189,3 +189,34 @@ func TestMatchLinesVary(t *testing.T) {
 		t.Errorf("number: %v", err)
 	}
 }
+
+// TestMatchSwappedNodes: the page shows web on node-b and gw on node-a; the scheduler
+// did the opposite. Each page value binds to its own printed value.
+func TestMatchSwappedNodes(t *testing.T) {
+	bound := Bindings{}
+	fresh, err := Match([]string{"NAME       NODE", "web.eth0   node-b"}, "NAME       NODE\nweb.eth0   node-a\n", []string{"NODE"}, bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range fresh {
+		bound[k] = v
+	}
+	if _, err := Match([]string{"NAME      NODE", "gw.ext0   node-a"}, "NAME      NODE\ngw.ext0   node-b\n", []string{"NODE"}, bound); err != nil {
+		t.Errorf("swapped: %v", err)
+	}
+	if _, err := Match([]string{"NAME       NODE", "web.eth0   node-b"}, "NAME       NODE\nweb.eth0   node-b\n", []string{"NODE"}, bound); err == nil {
+		t.Error("web matched on another Node than the one bound before")
+	}
+}
+
+func TestSlug(t *testing.T) {
+	for in, want := range map[string]string{
+		"Gratuitous ARP (`spec.gratuitousARP`)":                  "gratuitous-arp-specgratuitousarp",
+		"AddressPool or ExternalNetwork not `Ready`":             "addresspool-or-externalnetwork-not-ready",
+		"1. Describe the external network (administrator, once)": "1-describe-the-external-network-administrator-once",
+	} {
+		if got := Slug(in); got != want {
+			t.Errorf("Slug(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package doctest
 import (
 	"path/filepath"
 	"sort"
+	"strings"
+	"unicode"
 )
 
 // Pages are the Markdown files whose blocks are tested, relative to the clone: the
@@ -22,4 +24,19 @@ func Pages(root string) ([]string, error) {
 	}
 	sort.Strings(out[2:])
 	return out, nil
+}
+
+// Slug is the anchor GitHub gives a heading: lower case, spaces as hyphens, every
+// character but letters, digits, hyphens and underscores dropped.
+func Slug(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_':
+			b.WriteRune(r)
+		case r == ' ':
+			b.WriteRune('-')
+		}
+	}
+	return b.String()
 }

@@ -53,7 +53,7 @@ func (r *Runner) RunStage(t *testing.T, stage string, pages []string) {
 			if b.Stage() != stage || b.Directive == Skip {
 				continue
 			}
-			t.Run(fmt.Sprintf("%s:%d", page, b.Line), func(t *testing.T) {
+			ok := t.Run(fmt.Sprintf("%s:%d", page, b.Line), func(t *testing.T) {
 				if r.Before != nil {
 					r.Before(b)
 				}
@@ -61,6 +61,11 @@ func (r *Runner) RunStage(t *testing.T, stage string, pages []string) {
 					t.Fatalf("%s, %s block:\n%s\n%v", b.Where(), b.Directive, indent(b.Body), err)
 				}
 			})
+			if !ok {
+				// The page's next steps build on this one.
+				t.Errorf("%s: the page's steps after line %d were not run", page, b.Line)
+				break
+			}
 		}
 	}
 }
@@ -145,6 +150,9 @@ func (r *Runner) expect(ctx context.Context, t *testing.T, b Block, bound Bindin
 		var lastErr error
 		err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 			out, err := r.Exec(ctx, in, dir, cmd)
+			if ctx.Err() != nil {
+				return false, nil // cut off by the timeout: keep what the last full run said
+			}
 			last = out
 			if fails != (err != nil) {
 				lastErr = fmt.Errorf("exit: %v", err)
