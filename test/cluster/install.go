@@ -48,9 +48,9 @@ func (c *Cluster) overlay(name, base string, imageOverrides map[string]string) (
 	return dir, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(b.String()), 0o644)
 }
 
-// InstallDir is the kustomization Install applies: manifests/ with the juneau image
+// installDir is the kustomization Install applies: manifests/ with the juneau image
 // replaced by the one loaded into the Nodes.
-func (c *Cluster) InstallDir() (string, error) {
+func (c *Cluster) installDir() (string, error) {
 	return c.overlay("install", "manifests", map[string]string{images.JuneauRepository: c.JuneauImage})
 }
 
@@ -58,7 +58,7 @@ func (c *Cluster) InstallDir() (string, error) {
 // controller, the webhook and the node DaemonSet are rolled out and the webhook answers
 // through its Service. It returns what kubectl printed.
 func (c *Cluster) Install(ctx context.Context) (string, error) {
-	dir, err := c.InstallDir()
+	dir, err := c.installDir()
 	if err != nil {
 		return "", err
 	}
@@ -102,16 +102,6 @@ func (c *Cluster) describeSystem(ctx context.Context) string {
 		lines = lines[len(lines)-25:]
 	}
 	return out + strings.Join(lines, "\n")
-}
-
-// Uninstall removes juneau as the manifests' README says: `kubectl delete -k` of what
-// Install applied; it waits until everything is gone.
-func (c *Cluster) Uninstall(ctx context.Context) (string, error) {
-	dir, err := c.InstallDir()
-	if err != nil {
-		return "", err
-	}
-	return c.KubectlRun(ctx, "", "delete", "-k", dir, "--wait=true", "--timeout=5m")
 }
 
 // ApplyExamples applies manifests/examples as they are: the nginx:1.27 they name is

@@ -188,7 +188,10 @@ func (s *sandbox) usage(took time.Duration) string {
 	fmt.Fprintf(&b, "A Node's network (juneau's and kube-proxy's nftables tables, routes):\n")
 	fmt.Fprintf(&b, "  nsenter --net=%s nft list ruleset\n", c.Nodes[0].NS)
 	fmt.Fprintf(&b, "  its CNI configuration: %s\n\n", c.Nodes[0].ConfDir())
-	fmt.Fprintf(&b, "Logs of every component: %s (kept in %s after the teardown); Pods: kubectl logs.\n", filepath.Join(c.Dir, "logs"), logDir(s.root, "sandbox"))
+	fmt.Fprintf(&b, "Logs of every cluster component (etcd, kube-apiserver, kubelets, containerd, ...): %s\n", filepath.Join(c.Dir, "logs"))
+	fmt.Fprintf(&b, "(kept in %s after the teardown). juneau's, and your Pods': kubectl logs, e.g.\n", logDir(s.root, "sandbox"))
+	fmt.Fprintf(&b, "  kubectl -n %s logs daemonset/juneau-node -c agent\n", cluster.SystemNamespace)
+	fmt.Fprintf(&b, "  (docs/operations.md#logs-and-events: the controller that holds the Lease, the agent of a Node)\n")
 	fmt.Fprintf(&b, "Stop it with: make sandbox-down\n")
 	return b.String()
 }
