@@ -31,7 +31,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if apierrors.IsNotFound(err) {
 		// Gone without its finalizer (forced): its advertisement must not outlive it.
 		// Its claim, if any, is an orphan the claim loop removes after the grace period.
-		return c.deleteAdvertisement(ctx, v1alpha1.ARPAdvertisementName(namespace, name), key)
+		return c.deleteGoneAdvertisements(ctx, key)
 	}
 	if err != nil {
 		return err
@@ -269,17 +269,22 @@ func (c *Controller) decide(eip *v1alpha1.ElasticIP, deleting bool) HolderDecisi
 	in := HolderInput{Name: eip.Name, EIPDeleting: deleting, PreviousHolder: eip.Status.Attachment}
 	attachments, _ := indexes.ByIndex[*v1alpha1.ElasticIPAttachment](c.inf.Attachments.Informer(), indexes.AttachmentByElasticIP, key)
 	for _, a := range attachments {
-		in.Attachments = append(in.Attachments, AttachmentInfo{Name: a.Name, Deleting: a.DeletionTimestamp != nil, NodeName: a.Status.NodeName})
+		in.Attachments = append(in.Attachments, AttachmentInfo{Name: a.Name, UID: a.UID, Deleting: a.DeletionTimestamp != nil, NodeName: a.Status.NodeName})
 	}
 	for _, nic := range c.nicsOf(eip) {
-		in.NICs = append(in.NICs, NICInfo{Name: nic.Name, Created: nic.CreationTimestamp.Time, Deleting: nic.DeletionTimestamp != nil, NodeName: nic.Spec.NodeName})
+		in.NICs = append(in.NICs, NICInfo{Name: nic.Name, UID: nic.UID, Created: nic.CreationTimestamp.Time,
+			Deleting: nic.DeletionTimestamp != nil, NodeName: nic.Spec.NodeName})
 	}
 	return DecideHolder(in)
 }
 
+// nicsOf returns the NetworkInterfaces that name the ElasticIP and may carry it. A NIC
+// made after its Pod's network was set up (spec.createdAfterPodNetwork) was never
+// plumbed: it is no user, and a deleting ElasticIP does not wait for it
+// (docs/reference.md#networkinterface).
 func (c *Controller) nicsOf(eip *v1alpha1.ElasticIP) []*v1alpha1.NetworkInterface {
 	nics, _ := indexes.ByIndex[*v1alpha1.NetworkInterface](c.inf.NetworkInterfaces.Informer(), indexes.NICByElasticIP, indexes.Key(eip.Namespace, eip.Name))
-	return nics
+	return slices.DeleteFunc(nics, func(n *v1alpha1.NetworkInterface) bool { return n.Spec.CreatedAfterPodNetwork })
 }
 
 func (c *Controller) addFinalizer(ctx context.Context, eip *v1alpha1.ElasticIP) error {

@@ -53,6 +53,8 @@ func newFixture(t *testing.T, cached []runtime.Object, apiOnly ...runtime.Object
 			err = j.NetworkInterfaces().Informer().GetIndexer().Add(o)
 		case *v1alpha1.ElasticIPAttachment:
 			err = j.ElasticIPAttachments().Informer().GetIndexer().Add(o)
+		case *v1alpha1.ARPAdvertisement:
+			err = j.ARPAdvertisements().Informer().GetIndexer().Add(o)
 		}
 		if err != nil {
 			t.Fatal(err)

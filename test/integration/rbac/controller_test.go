@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/test/framework"
 )
@@ -141,7 +142,7 @@ func userElasticIP(t *testing.T, cp *framework.ControlPlane, ctrl *framework.Com
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	adName := v1alpha1.ARPAdvertisementName(ns, eip.Name)
+	adName := advertisement.PreferredName(ns, eip.Name)
 	framework.Eventually(t, "the attachment is Ready and node-a answers ARP", func(ctx context.Context) (bool, string) {
 		att, err := j.ElasticIPAttachments(ns).Get(ctx, "nginx-eip-attach", metav1.GetOptions{})
 		if err != nil {
