@@ -39,7 +39,7 @@ func (c *Controller) syncDeleting(ctx context.Context, eip *v1alpha1.ElasticIP) 
 		if len(claims) > 0 {
 			alloc.claim = claims[0]
 		}
-		if deps := c.resolve(eip); deps.err == nil {
+		if deps := c.resolve(eip); deps.err == nil && outsidePools(eip, deps.pools, alloc.claim) == nil {
 			if err := c.syncAdvertisement(ctx, eip, deps.network, alloc.claim, decision); err != nil {
 				return err
 			}

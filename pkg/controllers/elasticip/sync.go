@@ -55,6 +55,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if err != nil {
 			return err
 		}
+		deps.err = outsidePools(eip, deps.pools, alloc.claim)
 	} else if len(claims) > 0 {
 		alloc = allocation{claim: claims[0]}
 	}
@@ -67,6 +68,29 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	st := desiredStatus(statusInput{eip: eip, deps: deps.err, alloc: alloc, decision: decision, now: metav1.NewTime(c.clock.Now())})
 	return c.writeStatus(ctx, eip, st)
+}
+
+// outsidePools reports a reserved address that no pool of the network contains any more
+// (a pool deleted and made again without it): docs/reference.md#allocation. The claim
+// stays while the ElasticIP exists, so the address is handed to nobody else, and once
+// released it is never handed out again, since automatic allocation and requestedIP
+// only take addresses inside the pools. Like any inconsistent dependency it is an
+// Error that keeps the address and its user as they were recorded.
+func outsidePools(eip *v1alpha1.ElasticIP, pools []ipam.Pool, claim *v1alpha1.AllocationClaim) *conditionError {
+	if claim == nil {
+		return nil
+	}
+	addr, err := netip.ParseAddr(claim.Name)
+	if err != nil {
+		return nil
+	}
+	if _, ok := ipam.PoolFor(pools, addr); ok {
+		return nil
+	}
+	return &conditionError{v1alpha1.ReasonAddressOutsidePools, fmt.Sprintf(
+		"address %q was reserved from AddressPool %q, which no longer contains it, and no AddressPool of ExternalNetwork %q does (%s): "+
+			"it stays reserved for this ElasticIP and whoever uses it now, and is never handed out again once released; delete the ElasticIP to get an address from the pools",
+		claim.Name, claim.Spec.AddressPool, eip.Spec.ExternalNetwork, poolNames(pools))}
 }
 
 // dependencies is the ExternalNetwork of an ElasticIP and its pools, in order.

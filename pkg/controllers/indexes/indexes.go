@@ -22,8 +22,6 @@ const (
 	AttachmentByNIC = "juneau.attachment.nic"
 	// ClaimByConsumerUID: AllocationClaims by spec.consumer.uid.
 	ClaimByConsumerUID = "juneau.claim.consumer-uid"
-	// ClaimByPool: AllocationClaims by spec.addressPool.
-	ClaimByPool = "juneau.claim.pool"
 	// ElasticIPByUID: ElasticIPs by metadata.uid.
 	ElasticIPByUID = "juneau.elasticip.uid"
 	// AdvertisementByOwnerUID: ARPAdvertisements by their ElasticIP's UID (label).
@@ -70,13 +68,6 @@ var funcs = map[string]cache.IndexFunc{
 			return nil, nil
 		}
 		return []string{c.Spec.Consumer.UID}, nil
-	},
-	ClaimByPool: func(obj any) ([]string, error) {
-		c, ok := obj.(*v1alpha1.AllocationClaim)
-		if !ok {
-			return nil, nil
-		}
-		return []string{c.Spec.AddressPool}, nil
 	},
 	AdvertisementByOwnerUID: func(obj any) ([]string, error) {
 		ad, ok := obj.(*v1alpha1.ARPAdvertisement)
