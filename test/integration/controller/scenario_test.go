@@ -14,22 +14,33 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
+	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/test/framework"
 )
 
 // createPod creates a Pod bound to node (there is no scheduler or kubelet) and, when
-// podIP is set, writes it to the Pod's status as a kubelet would.
-func createPod(t *testing.T, cp *framework.ControlPlane, ns, name, node, podIP string, annotations map[string]string) *corev1.Pod {
+// podIP is set, writes it to the Pod's status as a kubelet would. A Pod whose
+// annotations ask for direct NICs gets its IP only once they exist, as with the CNI
+// plugin, which sets up no Pod network before its direct NICs are there.
+func createPod(t *testing.T, cp *framework.ControlPlane, ns, name, node, podIP string, ann map[string]string) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
 	pod, err := cp.Kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: ann},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "nginx:1.27"}},
 			TerminationGracePeriodSeconds: ptr.To[int64](30)},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	direct, _ := annotations.ParseDirect(ann)
+	for _, d := range direct {
+		nicName := v1alpha1.NetworkInterfaceName(name, d.Interface)
+		framework.Eventually(t, "NetworkInterface "+nicName+" before the Pod's network", func(context.Context) (bool, string) {
+			nic := getNIC(cp, ns, nicName)
+			return nic != nil && nic.Spec.PodRef.UID == string(pod.UID), nicString(nic)
+		})
 	}
 	if podIP != "" {
 		pod.Status.Phase = corev1.PodRunning
