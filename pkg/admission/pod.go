@@ -63,16 +63,16 @@ func directAnnotationsChanged(pod, old *corev1.Pod) field.ErrorList {
 		var what string
 		switch {
 		case had && has && was != is:
-			what = "changed"
+			what = "changed on"
 		case had && !has:
-			what = "removed"
+			what = "removed from"
 		case !had && has:
-			what = "added"
+			what = "added to"
 		default:
 			continue
 		}
 		errs = append(errs, field.Forbidden(field.NewPath("metadata", "annotations").Key(k), fmt.Sprintf(
-			"cannot be %s on an existing Pod: the annotations naming ElasticIPs are read when the Pod's network is set up; delete the Pod and create it again with the annotations it should have",
+			"cannot be %s an existing Pod: the annotations naming ElasticIPs are read when the Pod's network is set up; delete the Pod and create it again with the annotations it should have",
 			what)))
 	}
 	return errs

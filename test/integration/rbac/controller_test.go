@@ -201,8 +201,10 @@ func automaticElasticIP(t *testing.T, cp *framework.ControlPlane, ctrl *framewor
 	j := cp.Juneau.JuneauV1alpha1()
 	ctx := testContext(t, 2*time.Minute)
 	createNetwork(t, cp, ns, "10.225.51.204-10.225.51.207")
+	// Created directly, the Pod would keep its ElasticIP for 10m: Follow releases it with the Pod.
 	createRunningPod(t, cp, ns, "game", "10.244.1.11", map[string]string{
 		v1alpha1.AnnotationPodWithEIP: "true", v1alpha1.AnnotationEIPExternalNetwork: ns,
+		v1alpha1.AnnotationReleaseStrategy: v1alpha1.ReleaseFollow,
 	})
 	framework.Eventually(t, "the Pod's ElasticIP is attached and its address written back", func(ctx context.Context) (bool, string) {
 		pod, err := cp.Kube.CoreV1().Pods(ns).Get(ctx, "game", metav1.GetOptions{})
