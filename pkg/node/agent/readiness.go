@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/node/nft"
 )
 
 // ReadinessInputs adds to Inputs what the readiness gate needs.
@@ -77,8 +78,10 @@ func podReadiness(in Inputs, d Desired, r ReadinessInputs, p *corev1.Pod) Readin
 			continue
 		}
 		u := use{eip: a.Spec.ElasticIPRef.Name, addr: a.Status.ElasticIP}
+		// The programmed mapping carries the ElasticIP's bandwidth limit too: compare the
+		// address pair only.
 		m, ok := mapping(in.NodeName, a)
-		if !ok || !slices.Contains(d.NAT.Mappings, m) {
+		if !ok || !slices.ContainsFunc(d.NAT.Mappings, func(x nft.Mapping) bool { return x.ElasticIP == m.ElasticIP && x.PodIP == m.PodIP }) {
 			missing = append(missing, fmt.Sprintf("NAT of ElasticIPAttachment %q", a.Name))
 		}
 		used = append(used, u)

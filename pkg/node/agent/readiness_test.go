@@ -54,6 +54,12 @@ func TestComputeReadiness(t *testing.T) {
 	aliyun.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: v1alpha1.PodConditionManagedCloudEIP}}
 	in := Inputs{NodeName: "node-a", Attachments: []*v1alpha1.ElasticIPAttachment{natAttach}}
 	programmed := Compute(in)
+	// With a bandwidth limit the programmed mapping carries it.
+	limit := int32(5)
+	limited := in
+	limited.ElasticIPs = map[string]*v1alpha1.ElasticIP{"default/nginx-eip": {Spec: v1alpha1.ElasticIPSpec{BandwidthMbps: &limit}}}
+	programmedLimited := Compute(limited)
+	programmedLimited.ARP = []netip.Addr{netip.MustParseAddr("10.225.51.5")}
 	programmed.ARP = []netip.Addr{netip.MustParseAddr("10.225.51.5"), netip.MustParseAddr("10.225.51.6")}
 	routed := func(a netip.Addr) bool { return a == netip.MustParseAddr("10.225.51.6") }
 
@@ -68,6 +74,8 @@ func TestComputeReadiness(t *testing.T) {
 		types   []string
 	}{
 		{"NAT programmed and answered", gatedPod("nginx"), programmed,
+			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, true, `nginx-eip (10.225.51.5)`, nil},
+		{"NAT programmed with a bandwidth limit", gatedPod("nginx"), programmedLimited,
 			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, true, `nginx-eip (10.225.51.5)`, nil},
 		{"NAT programmed, ARP not yet", gatedPod("nginx"), Desired{NAT: programmed.NAT},
 			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, false, `ARP answer for "10.225.51.5"`, nil},
