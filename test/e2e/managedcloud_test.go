@@ -131,7 +131,7 @@ func TestManagedCloudManifests(t *testing.T) {
 	annotateDefault(t, c)
 	// kubectl create, not apply: apply would record the whole manifest in the
 	// last-applied-configuration annotation, where the init container's grep pattern
-	// would find itself at once (docs/automatic.md#waiting-for-the-address).
+	// would find itself at once (docs/automatic.md#learning-the-address-inside-the-pod).
 	create := func(manifest string) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -141,6 +141,8 @@ func TestManagedCloudManifests(t *testing.T) {
 		}
 	}
 
+	// The harness's helpers fail the test that made the cluster, so the three parts run
+	// in turn rather than as subtests.
 	start := time.Now()
 	seedDeploymentPod(t, c, ns, create)
 	t.Logf("the Deployment's manifest worked (%s)", time.Since(start).Round(time.Second))
@@ -150,65 +152,58 @@ func TestManagedCloudManifests(t *testing.T) {
 	t.Logf("the init container's manifest worked (%s)", time.Since(start).Round(time.Second))
 }
 
-// The harness's helpers fail the test that made the cluster, so the three parts are
-// run in turn rather than as subtests.
-
 // seedDeploymentPod: the Deployment's Pod gets an automatic ElasticIP of 5 Mbit/s, the
 // managed-cloud annotations, and the k8s.aliyun.com/eip gate once it is reachable; its
 // ElasticIP follows it.
 func seedDeploymentPod(t *testing.T, c *harness.Cluster, ns string, create func(string)) {
 	ctx := testContext(t)
-	{
-		create(seedDeployment)
-		p := startFromDeployment(t, c, ns, "example", "node-a")
-		c.ServeTCP(p.NS, "deployment", 80)
-		ann := waitManagedCloudAnnotations(t, c, ns, p.Spec.Name)
-		if ann[v1alpha1.AliasAllocatedEIPID] != p.Spec.Name {
-			t.Errorf("allocated-eip-id %q, want the ElasticIP named after the Pod %q", ann[v1alpha1.AliasAllocatedEIPID], p.Spec.Name)
-		}
-		addr := ann[v1alpha1.AliasAllocatedEIPAddress]
-		gateTrueOnlyWhenReachable(t, c, ns, p.Spec.Name, v1alpha1.PodConditionManagedCloudEIP, addr, "deployment")
-		eip, err := c.CP.Juneau.JuneauV1alpha1().ElasticIPs(ns).Get(ctx, p.Spec.Name, metav1.GetOptions{})
-		if err != nil || eip.Spec.BandwidthMbps == nil || *eip.Spec.BandwidthMbps != 5 {
-			t.Errorf("ElasticIP %q: %+v %v, want 5 Mbit/s", p.Spec.Name, eip, err)
-		}
-		// A Deployment's Pod does not come back under its name: its ElasticIP follows it.
-		p.Gone()
-		c.WaitGone("the Deployment Pod's ElasticIP released", func(ctx context.Context) bool {
-			_, err := c.CP.Juneau.JuneauV1alpha1().AllocationClaims().Get(ctx, addr, metav1.GetOptions{})
-			return err != nil
-		})
+	create(seedDeployment)
+	p := startFromDeployment(t, c, ns, "example", "node-a")
+	c.ServeTCP(p.NS, "deployment", 80)
+	ann := waitManagedCloudAnnotations(t, c, ns, p.Spec.Name)
+	if ann[v1alpha1.AliasAllocatedEIPID] != p.Spec.Name {
+		t.Errorf("allocated-eip-id %q, want the ElasticIP named after the Pod %q", ann[v1alpha1.AliasAllocatedEIPID], p.Spec.Name)
 	}
+	addr := ann[v1alpha1.AliasAllocatedEIPAddress]
+	gateTrueOnlyWhenReachable(t, c, ns, p.Spec.Name, v1alpha1.PodConditionManagedCloudEIP, addr, "deployment")
+	eip, err := c.CP.Juneau.JuneauV1alpha1().ElasticIPs(ns).Get(ctx, p.Spec.Name, metav1.GetOptions{})
+	if err != nil || eip.Spec.BandwidthMbps == nil || *eip.Spec.BandwidthMbps != 5 {
+		t.Errorf("ElasticIP %q: %+v %v, want 5 Mbit/s", p.Spec.Name, eip, err)
+	}
+	// A Deployment's Pod does not come back under its name: its ElasticIP follows it.
+	p.Gone()
+	c.WaitGone("the Deployment Pod's ElasticIP released", func(ctx context.Context) bool {
+		_, err := c.CP.Juneau.JuneauV1alpha1().AllocationClaims().Get(ctx, addr, metav1.GetOptions{})
+		return err != nil
+	})
 }
 
 // seedStatefulSetPod: the StatefulSet's Pod gets the ElasticIP its manifest names by
 // instance ID, again when the StatefulSet makes it again, and the ElasticIP is never
 // released with it.
 func seedStatefulSetPod(t *testing.T, c *harness.Cluster, ns string, create func(string)) {
-	{
-		// The instance ID in the manifest names an ElasticIP the user made.
-		const instance = "eip-xxxxx66wjkj16lf9xxxxx"
-		createElasticIP(t, c, ns, instance)
-		want := c.WaitElasticIPAvailable(ns, instance)
-		create(seedStatefulSet)
-		for round := range 2 { // the Pod, then the same Pod re-created by its StatefulSet
-			p := startFromStatefulSet(t, c, ns, "example", 0, "node-b")
-			c.ServeTCP(p.NS, fmt.Sprintf("sts-%d", round), 80)
-			ann := waitManagedCloudAnnotations(t, c, ns, p.Spec.Name)
-			if ann[v1alpha1.AliasAllocatedEIPID] != instance || ann[v1alpha1.AliasAllocatedEIPAddress] != want {
-				t.Errorf("round %d: allocated-eip-id %q, allocated-eipAddress %q; want %q, %q", round,
-					ann[v1alpha1.AliasAllocatedEIPID], ann[v1alpha1.AliasAllocatedEIPAddress], instance, want)
-			}
-			c.EventuallyDial(c.Client, want, 80, fmt.Sprintf("sts-%d", round))
-			p.Gone()
-			// The named ElasticIP is the user's: never released with the Pod.
-			c.WaitGone("the attachment gone with the Pod", func(ctx context.Context) bool {
-				_, err := c.CP.Juneau.JuneauV1alpha1().ElasticIPAttachments(ns).Get(ctx, p.Spec.Name, metav1.GetOptions{})
-				return err != nil
-			})
-			if got := c.WaitElasticIPAvailable(ns, instance); got != want {
-				t.Errorf("round %d: the named ElasticIP has %q, want %q", round, got, want)
-			}
+	// The instance ID in the manifest names an ElasticIP the user made.
+	const instance = "eip-xxxxx66wjkj16lf9xxxxx"
+	createElasticIP(t, c, ns, instance)
+	want := c.WaitElasticIPAvailable(ns, instance)
+	create(seedStatefulSet)
+	for round := range 2 { // the Pod, then the same Pod re-created by its StatefulSet
+		p := startFromStatefulSet(t, c, ns, "example", 0, "node-b")
+		c.ServeTCP(p.NS, fmt.Sprintf("sts-%d", round), 80)
+		ann := waitManagedCloudAnnotations(t, c, ns, p.Spec.Name)
+		if ann[v1alpha1.AliasAllocatedEIPID] != instance || ann[v1alpha1.AliasAllocatedEIPAddress] != want {
+			t.Errorf("round %d: allocated-eip-id %q, allocated-eipAddress %q; want %q, %q", round,
+				ann[v1alpha1.AliasAllocatedEIPID], ann[v1alpha1.AliasAllocatedEIPAddress], instance, want)
+		}
+		c.EventuallyDial(c.Client, want, 80, fmt.Sprintf("sts-%d", round))
+		p.Gone()
+		// The named ElasticIP is the user's: never released with the Pod.
+		c.WaitGone("the attachment gone with the Pod", func(ctx context.Context) bool {
+			_, err := c.CP.Juneau.JuneauV1alpha1().ElasticIPAttachments(ns).Get(ctx, p.Spec.Name, metav1.GetOptions{})
+			return err != nil
+		})
+		if got := c.WaitElasticIPAvailable(ns, instance); got != want {
+			t.Errorf("round %d: the named ElasticIP has %q, want %q", round, got, want)
 		}
 	}
 }
@@ -217,29 +212,27 @@ func seedStatefulSetPod(t *testing.T, c *harness.Cluster, ns string, create func
 // file; the Pod, created directly, gets the same address when created again under its
 // name.
 func seedInitContainerPod(t *testing.T, c *harness.Cluster, ns string, create func(string)) {
-	{
-		var first string
-		for round := range 2 { // created, then deleted and created again under its name
-			create(seedInitPod)
-			p, err := c.BindAndStart(ns, "example", "node-a")
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := runInitContainer(t, c, p)
-			if !strings.Contains(out, v1alpha1.AliasAllocatedEIPID+"=") {
-				t.Fatalf("round %d: the init container ended without finding allocated-eip-id:\n%s", round, out)
-			}
-			ann := waitManagedCloudAnnotations(t, c, ns, "example")
-			addr := ann[v1alpha1.AliasAllocatedEIPAddress]
-			c.ServeTCP(p.NS, fmt.Sprintf("init-%d", round), 80)
-			c.EventuallyDial(c.Client, addr, 80, fmt.Sprintf("init-%d", round))
-			if round == 0 {
-				first = addr
-			} else if addr != first {
-				t.Errorf("the Pod re-created under its name got %s, want its address %s back", addr, first)
-			}
-			p.Gone()
+	var first string
+	for round := range 2 { // created, then deleted and created again under its name
+		create(seedInitPod)
+		p, err := c.BindAndStart(ns, "example", "node-a")
+		if err != nil {
+			t.Fatal(err)
 		}
+		out := runInitContainer(t, c, p)
+		if !strings.Contains(out, v1alpha1.AliasAllocatedEIPID+"=") {
+			t.Fatalf("round %d: the init container ended without finding allocated-eip-id:\n%s", round, out)
+		}
+		ann := waitManagedCloudAnnotations(t, c, ns, "example")
+		addr := ann[v1alpha1.AliasAllocatedEIPAddress]
+		c.ServeTCP(p.NS, fmt.Sprintf("init-%d", round), 80)
+		c.EventuallyDial(c.Client, addr, 80, fmt.Sprintf("init-%d", round))
+		if round == 0 {
+			first = addr
+		} else if addr != first {
+			t.Errorf("the Pod re-created under its name got %s, want its address %s back", addr, first)
+		}
+		p.Gone()
 	}
 }
 
@@ -337,7 +330,7 @@ func waitManagedCloudAnnotations(t *testing.T, c *harness.Cluster, ns, name stri
 
 // gateTrueOnlyWhenReachable waits for the Pod's gate condition of that type to turn
 // True and checks that the external client reaches the Pod at that moment (the first
-// attempt must succeed), and that it was False before.
+// attempt must succeed), and that the agent set no gate the Pod does not list.
 func gateTrueOnlyWhenReachable(t *testing.T, c *harness.Cluster, ns, name, gateType, addr, answer string) {
 	t.Helper()
 	sawFalse := false
