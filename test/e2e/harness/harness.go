@@ -71,8 +71,6 @@ type Cluster struct {
 
 	Controller *framework.Component
 	Webhook    *framework.Webhook
-
-	nodeKubeconfig string // the node agents' ServiceAccount
 }
 
 // Node is a simulated Node: a network namespace with its agent.
@@ -111,10 +109,11 @@ func New(t testing.TB, cp *framework.ControlPlane, opts Options) *Cluster {
 	c.Client.Addr("eth0", ClientIP+"/24")
 
 	// Every component runs with the credentials of its own ServiceAccount and the RBAC
-	// of manifests/, never as admin, so least privilege is exercised for real.
+	// of manifests/, never as admin, so least privilege is exercised for real; each node
+	// agent's token is bound to its Node, so the node-scope policy of manifests/ judges
+	// every write it makes.
 	cp.ApplyRBAC(t)
 	controllerKubeconfig := cp.ServiceAccountKubeconfig(t, framework.SystemNamespace, framework.ControllerServiceAccount)
-	c.nodeKubeconfig = cp.ServiceAccountKubeconfig(t, framework.SystemNamespace, framework.NodeServiceAccount)
 	c.Controller = framework.StartComponent(t, "controller", append([]string{"controller",
 		"--kubeconfig=" + controllerKubeconfig, "--leader-elect=false", "--metrics-bind-address=127.0.0.1:0",
 		"--kube-api-qps=200", "--kube-api-burst=400", "-v=2"}, opts.ControllerArgs...)...)
@@ -135,8 +134,9 @@ func New(t testing.TB, cp *framework.ControlPlane, opts Options) *Cluster {
 	return c
 }
 
-// checkNothingForbidden fails the test when a component was refused by RBAC: the
-// ServiceAccounts' permissions must cover everything the components do.
+// checkNothingForbidden fails the test when a component was refused by RBAC or by the
+// node-scope policy: the ServiceAccounts' permissions must cover everything the
+// components do, and no agent may write another Node's objects.
 func (c *Cluster) checkNothingForbidden() {
 	components := []*framework.Component{c.Controller}
 	if c.Webhook != nil {
@@ -148,7 +148,7 @@ func (c *Cluster) checkNothingForbidden() {
 	for _, comp := range components {
 		for _, line := range strings.Split(comp.Log(), "\n") {
 			if strings.Contains(line, "is forbidden") {
-				c.t.Errorf("%s was refused by RBAC: %s", comp.Name, line)
+				c.t.Errorf("%s was refused by the API server (RBAC or the node-scope policy): %s", comp.Name, line)
 				break
 			}
 		}
@@ -248,10 +248,11 @@ func (c *Cluster) registerNode(n *Node) {
 	c.t.Cleanup(func() { _ = nodes.Delete(context.Background(), n.Name, metav1.DeleteOptions{}) })
 }
 
-// kubeconfigFor writes a kubeconfig for the Node's agent (its ServiceAccount) reaching
-// the API server through the forwarder on the Node's loopback.
+// kubeconfigFor writes a kubeconfig for the Node's agent (its ServiceAccount, with a
+// token bound to the Node as a DaemonSet Pod's is) reaching the API server through the
+// forwarder on the Node's loopback.
 func (c *Cluster) kubeconfigFor(n *Node, server string) string {
-	cfg, err := clientcmd.LoadFromFile(c.nodeKubeconfig)
+	cfg, err := clientcmd.LoadFromFile(c.CP.NodeBoundKubeconfig(c.t, framework.SystemNamespace, framework.NodeServiceAccount, n.Name))
 	if err != nil {
 		c.t.Fatal(err)
 	}
