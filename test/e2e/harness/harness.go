@@ -129,6 +129,7 @@ func New(t testing.TB, cp *framework.ControlPlane, opts Options) *Cluster {
 			c.Nodes[name].NS.Route(FarPrefix, RouterIP, extIface)
 		}
 	}
+	c.waitForNodeScope(opts.Nodes[0])
 	t.Cleanup(c.deleteClusterObjects)
 	t.Cleanup(c.checkNothingForbidden)
 	return c
