@@ -50,7 +50,10 @@ func Decide(frame []byte, ours net.HardwareAddr, owns func(netip.Addr) bool) (*R
 	if err := f.UnmarshalBinary(frame); err != nil {
 		return nil, DropMalformed
 	}
-	if f.EtherType != ethernet.EtherTypeARP {
+	// A VLAN tag still in the frame (the kernel moves tags out of frames before a
+	// packet socket sees them) marks another L2 network: an untagged reply would not
+	// reach the requester there.
+	if f.EtherType != ethernet.EtherTypeARP || f.VLAN != nil || f.ServiceVLAN != nil {
 		return nil, DropNotEthernetV4
 	}
 	var p arp.Packet
