@@ -24,11 +24,11 @@ func pluginVersions() version.PluginInfo {
 // from the address; interfaces and routes have the same shape.
 func parsePrevResult(conf *cnitypes.PluginConf) (*current.Result, error) {
 	if err := version.ParsePrevResult(conf); err != nil {
-		return nil, fmt.Errorf("parse prevResult (cniVersion %q): %w", conf.CNIVersion, err)
+		return nil, fmt.Errorf("parse prevResult (cniVersion %s): %w", quote(conf.CNIVersion), err)
 	}
 	prev, err := current.NewResultFromResult(conf.PrevResult)
 	if err != nil {
-		return nil, fmt.Errorf("convert prevResult from cniVersion %q: %w", conf.CNIVersion, err)
+		return nil, fmt.Errorf("convert prevResult from cniVersion %s: %w", quote(conf.CNIVersion), err)
 	}
 	return prev, nil
 }
