@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -167,14 +168,23 @@ func (a *Agent) sync(ctx context.Context) error {
 	d := Compute(in)
 	err = a.nat.Sync(ctx, d.NAT)
 	a.metrics.observeSync(time.Since(start), len(d.NAT.Mappings), err)
-	if err != nil {
+	// Mappings left out as invalid or conflicting must not hold up the rest: ARP, the
+	// Answering conditions and the readiness gates follow what was programmed (Compute
+	// leaves the left-out ones out of them too), and the error is still returned.
+	if err != nil && !errors.Is(err, nft.ErrInvalidMapping) {
 		return fmt.Errorf("programming NAT: %w", err)
 	}
 	a.arp.SetAddresses(d.ARP)
 	if err := a.markAnswering(ctx, in, d.Answering); err != nil {
 		return err
 	}
-	return a.writeReadiness(ctx, in, d)
+	if err := a.writeReadiness(ctx, in, d); err != nil {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("programming NAT: %w", err)
+	}
+	return nil
 }
 
 func (a *Agent) inputs() (Inputs, error) {

@@ -5,6 +5,7 @@
 package agent
 
 import (
+	"cmp"
 	"net/netip"
 	"slices"
 
@@ -40,6 +41,11 @@ type Inputs struct {
 // Desired is the whole datapath state of this Node.
 type Desired struct {
 	NAT nft.DesiredState
+	// Programmed is what the NAT programmer keeps of NAT (nft.Check): every side of a
+	// conflict (one ElasticIP attached to two Pods on this Node, say) is left out, and
+	// NATRejected says what and why (nil when nothing was).
+	Programmed  nft.Programmed
+	NATRejected error
 	// ARP are the addresses the responder answers for, sorted.
 	ARP []netip.Addr
 	// Answering are the advertisements (by name) this Node answers for, sorted.
@@ -49,7 +55,8 @@ type Desired struct {
 // Compute is the node agent's one decision, a pure function of its inputs:
 //   - NAT for every ElasticIPAttachment that is Attached and Ready on this Node (the
 //     ElasticIP controller alone decided it uses the address);
-//   - ARP answers for every ARPAdvertisement naming this Node whose address it serves;
+//   - ARP answers for every ARPAdvertisement naming this Node whose address it serves
+//     (translates or routes to a direct NIC, as the NAT programmer keeps them);
 //   - never translated: Pod CIDRs (flags and Node spec.podCIDRs), ServiceCIDRs and
 //     every Node address.
 func Compute(in Inputs) Desired {
@@ -63,23 +70,27 @@ func Compute(in Inputs) Desired {
 			d.NAT.Mappings = append(d.NAT.Mappings, m)
 		}
 	}
-	slices.SortFunc(d.NAT.Mappings, func(a, b nft.Mapping) int { return a.ElasticIP.Compare(b.ElasticIP) })
+	// Sorted on every field, so that the lists' order (which the caches do not keep)
+	// never shows.
+	slices.SortFunc(d.NAT.Mappings, func(a, b nft.Mapping) int {
+		return cmp.Or(a.ElasticIP.Compare(b.ElasticIP), a.PodIP.Compare(b.PodIP), cmp.Compare(a.BandwidthMbps, b.BandwidthMbps))
+	})
 	d.NAT.Direct = directNICs(in)
 	// Answer ARP only for addresses this Node can deliver now (a NAT mapping or a direct
-	// NIC's host route): answering earlier would draw traffic into a black hole.
-	served := map[netip.Addr]bool{}
-	for _, m := range d.NAT.Mappings {
-		served[m.ElasticIP] = true
-	}
-	for _, n := range d.NAT.Direct {
-		served[n.Address] = true
+	// NIC's host route the programmer keeps): answering earlier, or for an address whose
+	// mapping is left out as a conflict, would draw traffic into a black hole.
+	d.Programmed, d.NATRejected = nft.Check(d.NAT)
+	served := func(a netip.Addr) bool {
+		_, nat := d.Programmed.Mappings[a]
+		_, direct := d.Programmed.Direct[a]
+		return nat || direct
 	}
 	for _, ad := range in.Advertisements {
 		if ad.Spec.NodeName != in.NodeName || ad.DeletionTimestamp != nil {
 			continue
 		}
 		addr, err := netip.ParseAddr(ad.Spec.Address)
-		if err != nil || !addr.Is4() || !served[addr] {
+		if err != nil || !addr.Is4() || !served(addr) {
 			continue
 		}
 		d.ARP = append(d.ARP, addr)
@@ -165,7 +176,9 @@ func directNICs(in Inputs) []nft.DirectNIC {
 			out = append(out, nft.DirectNIC{HostInterface: dev, Address: p.Addr(), BandwidthMbps: in.bandwidth(nic.Namespace, nic.Spec.ElasticIP)})
 		}
 	}
-	slices.SortFunc(out, func(a, b nft.DirectNIC) int { return a.Address.Compare(b.Address) })
+	slices.SortFunc(out, func(a, b nft.DirectNIC) int {
+		return cmp.Or(a.Address.Compare(b.Address), cmp.Compare(a.HostInterface, b.HostInterface), cmp.Compare(a.BandwidthMbps, b.BandwidthMbps))
+	})
 	return out
 }
 

@@ -33,7 +33,7 @@ func TestComputeReadiness(t *testing.T) {
 	eip := func(name, network string) *v1alpha1.ElasticIP {
 		return &v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: v1alpha1.ElasticIPSpec{ExternalNetwork: network}}
 	}
-	in := Inputs{NodeName: "node-a", Attachments: []*v1alpha1.ElasticIPAttachment{natAttach}}
+	in := Inputs{NodeName: "node-a", ExternalInterface: "ext0", Attachments: []*v1alpha1.ElasticIPAttachment{natAttach}}
 	programmed := Compute(in)
 	programmed.ARP = []netip.Addr{netip.MustParseAddr("10.225.51.5"), netip.MustParseAddr("10.225.51.6")}
 	routed := func(a netip.Addr) bool { return a == netip.MustParseAddr("10.225.51.6") }
@@ -49,9 +49,9 @@ func TestComputeReadiness(t *testing.T) {
 	}{
 		{"NAT programmed and answered", gatedPod("nginx"), programmed,
 			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net")}, nil, true, `nginx-eip (10.225.51.5)`},
-		{"NAT programmed, ARP not yet", gatedPod("nginx"), Desired{NAT: programmed.NAT},
+		{"NAT programmed, ARP not yet", gatedPod("nginx"), Desired{NAT: programmed.NAT, Programmed: programmed.Programmed},
 			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net")}, nil, false, `ARP answer for "10.225.51.5"`},
-		{"NAT on a bgp network needs no ARP", gatedPod("nginx"), Desired{NAT: programmed.NAT},
+		{"NAT on a bgp network needs no ARP", gatedPod("nginx"), Desired{NAT: programmed.NAT, Programmed: programmed.Programmed},
 			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "bgp-net")}, nil, true, `nginx-eip`},
 		{"NAT rules not applied", gatedPod("nginx"), Desired{ARP: programmed.ARP},
 			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net")}, nil, false, `NAT of ElasticIPAttachment "nginx-attach"`},
