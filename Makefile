@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 TEST_TIMEOUT ?= 40m
 
-.PHONY: all build test unit-test control-plane cni-plugins test-deps generate verify fmt-check vet demo sandbox sandbox-down sandbox-deps bench clean
+.PHONY: all build test unit-test fuzz control-plane cni-plugins test-deps generate verify fmt-check vet demo sandbox sandbox-down sandbox-deps bench clean
 
 all: build
 
@@ -30,6 +30,14 @@ test-deps:
 # (network namespaces, needs root) and end to end.
 test: control-plane cni-plugins test-deps build
 	JUNEAU_BINARY=$(BIN_DIR)/juneau $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(MAKE) --no-print-directory fuzz
+
+# Native Go fuzzing: every fuzzer of untrusted input (hack/fuzz.sh lists them) in turn,
+# each for FUZZTIME; about 2.5 minutes in all with the default. Failing inputs land in
+# the package's testdata/fuzz/ as regression seeds.
+FUZZTIME ?= 20s
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
 # Unit tests only: no root, no control plane.
 unit-test:
