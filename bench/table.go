@@ -108,14 +108,20 @@ type Row struct {
 	Target       Target
 	// Note explains the figure: how it was measured, what bounds it.
 	Note string
+	// PairedRatio, when set, is the ratio instead of figure / baseline: the
+	// median of ratios of runs measured back to back (the note says so).
+	PairedRatio float64
 	// Err is set when the benchmark behind the row failed.
 	Err string
 }
 
-// Ratio is figure / baseline, NaN without a baseline.
+// Ratio is figure / baseline (or the paired ratio), NaN without a baseline.
 func (r Row) Ratio() float64 {
 	if r.Baseline.Value == 0 || r.Err != "" {
 		return math.NaN()
+	}
+	if r.PairedRatio != 0 {
+		return r.PairedRatio
 	}
 	return r.Figure.Value / r.Baseline.Value
 }

@@ -108,3 +108,17 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+func TestPairedRatio(t *testing.T) {
+	// Load that changes from round to round moves both configurations alike:
+	// per-round ratios 1.0, 1.05, 0.91, while the medians' ratio is 1.05.
+	juneau := []float64{100, 200, 300}
+	floor := []float64{100, 190, 330}
+	if got := pairedRatio(juneau, floor); got != 1 {
+		t.Errorf("pairedRatio = %v, want the median of the per-round ratios, 1", got)
+	}
+	r := Row{Figure: pps(200), Baseline: pps(190), PairedRatio: 0.5, Target: ratioAtLeast(0.97)}
+	if r.Ratio() != 0.5 || r.Verdict() != "NO" {
+		t.Errorf("row with a paired ratio: ratio %v, verdict %s", r.Ratio(), r.Verdict())
+	}
+}

@@ -18,6 +18,10 @@ const EtherTypeARP = etherTypeARP
 // namespace of the calling thread (open it inside netns.NS.Do) and stays there.
 type Socket struct {
 	fd int
+	// BlastCPU is the CPU time the sending thread used in the last Blast,
+	// including the kernel's work in its context (a veth delivers the frame
+	// in the sender's softirq), but not the time it waited for a CPU.
+	BlastCPU time.Duration
 }
 
 // Open opens a packet socket on dev receiving frames of protocol proto (an EtherType;
@@ -72,6 +76,8 @@ func (s *Socket) Blast(next func(i int) []byte, d time.Duration, limit int) (sen
 	defer runtime.UnlockOSThread()
 	iov := make([]unix.Iovec, batch)
 	msgs := make([]mmsghdr, batch)
+	cpu0 := threadCPU()
+	defer func() { s.BlastCPU = threadCPU() - cpu0 }()
 	start := time.Now()
 	deadline := start.Add(d)
 	for sent < limit {
@@ -153,3 +159,12 @@ func arrival(oob []byte) time.Time {
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// threadCPU is the CPU time the calling thread has used.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}

@@ -90,6 +90,9 @@ func (n *NS) Start(name string, args ...string) *Process {
 	return p
 }
 
+// PID is the process's id.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
 // Output returns what the process wrote so far (stdout and stderr).
 func (p *Process) Output() string { return p.out.String() }
 

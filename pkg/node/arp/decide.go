@@ -2,11 +2,9 @@ package arp
 
 import (
 	"bytes"
+	"encoding/binary"
 	"net"
 	"net/netip"
-
-	"github.com/mdlayher/arp"
-	"github.com/mdlayher/ethernet"
 )
 
 // DropReason says why a frame got no reply. The empty reason means "answer".
@@ -26,17 +24,51 @@ const (
 	DropNotOwned      DropReason = "target IP not owned"
 )
 
+// Layout of an Ethernet frame carrying an Ethernet/IPv4 ARP packet (RFC 826).
 const (
-	ethernetHWType     = 1
-	ethernetAddrLength = 6
-	ipv4AddrLength     = 4
+	offEthDst   = 0
+	offEthSrc   = 6
+	offEthType  = 12
+	offHWType   = 14
+	offProto    = 16
+	offHWLen    = 18
+	offProtoLen = 19
+	offOp       = 20
+	offSHA      = 22
+	offSPA      = 28
+	offTHA      = 32
+	offTPA      = 38
+	arpEnd      = 42
+
+	etherTypeARP  = 0x0806
+	etherTypeIPv4 = 0x0800
+	hwTypeEther   = 1
+	opRequest     = 1
+	opReply       = 2
+	macLen        = 6
+	ipv4Len       = 4
+
+	// ReplyLen is the length of a reply frame: the ARP packet padded to the
+	// minimum Ethernet frame (without FCS).
+	ReplyLen = 60
 )
 
-// Reply is an answer to send: an ARP reply and the hardware address of the
-// requester, to which it is unicast.
-type Reply struct {
-	Packet *arp.Packet
-	To     net.HardwareAddr
+var broadcast = [macLen]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+
+// NewReplyBuffer returns a reply frame with every field that does not depend
+// on the request already written: our MAC as Ethernet source and ARP sender,
+// the ARP header of an Ethernet/IPv4 reply, the padding. Decide fills in the
+// rest for each request it answers.
+func NewReplyBuffer(ours net.HardwareAddr) []byte {
+	b := make([]byte, ReplyLen)
+	copy(b[offEthSrc:], ours)
+	binary.BigEndian.PutUint16(b[offEthType:], etherTypeARP)
+	binary.BigEndian.PutUint16(b[offHWType:], hwTypeEther)
+	binary.BigEndian.PutUint16(b[offProto:], etherTypeIPv4)
+	b[offHWLen], b[offProtoLen] = macLen, ipv4Len
+	binary.BigEndian.PutUint16(b[offOp:], opReply)
+	copy(b[offSHA:], ours)
+	return b
 }
 
 // Decide looks at one received Ethernet frame and decides whether to answer.
@@ -44,71 +76,61 @@ type Reply struct {
 // broadcast or to us, from a unicast sender other than ourselves, asking for
 // an address owns reports as ours. It never answers announcements or probes
 // (others' gratuitous ARP and duplicate address detection): juneau only
-// answers questions. Decide is pure.
-func Decide(frame []byte, ours net.HardwareAddr, owns func(netip.Addr) bool) (*Reply, DropReason) {
-	var f ethernet.Frame
-	if err := f.UnmarshalBinary(frame); err != nil {
-		return nil, DropMalformed
+// answers questions.
+//
+// To answer, it writes the request's addresses into reply, a buffer made by
+// NewReplyBuffer for the same MAC: a unicast reply to the requester, telling
+// that the asked address is at our MAC. It reads the frame in place and
+// allocates nothing; apart from writing reply it is pure.
+func Decide(frame []byte, ours net.HardwareAddr, owns func(netip.Addr) bool, reply []byte) DropReason {
+	if len(frame) < offEthType+2 {
+		return DropMalformed
 	}
-	// A VLAN tag still in the frame (the kernel moves tags out of frames before a
-	// packet socket sees them) marks another L2 network: an untagged reply would not
-	// reach the requester there.
-	if f.EtherType != ethernet.EtherTypeARP || f.VLAN != nil || f.ServiceVLAN != nil {
-		return nil, DropNotEthernetV4
+	if binary.BigEndian.Uint16(frame[offEthType:]) != etherTypeARP {
+		return DropNotEthernetV4
 	}
-	var p arp.Packet
-	if err := p.UnmarshalBinary(f.Payload); err != nil {
-		return nil, DropMalformed
+	if len(frame) < offOp+2 {
+		return DropMalformed
 	}
-	if p.HardwareType != ethernetHWType || p.ProtocolType != uint16(ethernet.EtherTypeIPv4) ||
-		p.HardwareAddrLength != ethernetAddrLength || p.IPLength != ipv4AddrLength {
-		return nil, DropNotEthernetV4
+	if binary.BigEndian.Uint16(frame[offHWType:]) != hwTypeEther || binary.BigEndian.Uint16(frame[offProto:]) != etherTypeIPv4 ||
+		frame[offHWLen] != macLen || frame[offProtoLen] != ipv4Len {
+		return DropNotEthernetV4
 	}
-	if p.Operation != arp.OperationRequest {
-		return nil, DropNotRequest
+	if len(frame) < arpEnd {
+		return DropMalformed
 	}
-	if bytes.Equal(f.Source, ours) || bytes.Equal(p.SenderHardwareAddr, ours) {
-		return nil, DropOwnFrame
+	if binary.BigEndian.Uint16(frame[offOp:]) != opRequest {
+		return DropNotRequest
 	}
-	if !bytes.Equal(f.Destination, ethernet.Broadcast) && !bytes.Equal(f.Destination, ours) {
-		return nil, DropNotForUs
+	src, dst, sha := frame[offEthSrc:offEthSrc+macLen], frame[offEthDst:offEthDst+macLen], frame[offSHA:offSHA+macLen]
+	if bytes.Equal(src, ours) || bytes.Equal(sha, ours) {
+		return DropOwnFrame
 	}
-	if !unicast(p.SenderHardwareAddr) {
-		return nil, DropBadSender
+	if !bytes.Equal(dst, broadcast[:]) && !bytes.Equal(dst, ours) {
+		return DropNotForUs
 	}
-	if p.SenderIP.IsUnspecified() {
-		return nil, DropProbe
+	if !unicast(sha) {
+		return DropBadSender
 	}
-	if p.SenderIP == p.TargetIP {
-		return nil, DropAnnouncement
+	spa, tpa := [ipv4Len]byte(frame[offSPA:offSPA+ipv4Len]), [ipv4Len]byte(frame[offTPA:offTPA+ipv4Len])
+	if spa == [ipv4Len]byte{} {
+		return DropProbe
 	}
-	if !owns(p.TargetIP) {
-		return nil, DropNotOwned
+	if spa == tpa {
+		return DropAnnouncement
 	}
-	reply, err := arp.NewPacket(arp.OperationReply, ours, p.TargetIP, p.SenderHardwareAddr, p.SenderIP)
-	if err != nil {
-		return nil, DropMalformed
+	if !owns(netip.AddrFrom4(tpa)) {
+		return DropNotOwned
 	}
-	return &Reply{Packet: reply, To: p.SenderHardwareAddr}, Answer
+	copy(reply[offEthDst:], sha)
+	copy(reply[offSPA:], tpa[:])
+	copy(reply[offTHA:], sha)
+	copy(reply[offTPA:], spa[:])
+	return Answer
 }
 
 // unicast reports a usable unicast hardware address: not all zeros and the
 // group bit clear.
-func unicast(hw net.HardwareAddr) bool {
-	return len(hw) == ethernetAddrLength && hw[0]&1 == 0 && !bytes.Equal(hw, make([]byte, ethernetAddrLength))
-}
-
-// marshalReply builds the Ethernet frame carrying a reply.
-func marshalReply(r *Reply) ([]byte, error) {
-	payload, err := r.Packet.MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
-	f := ethernet.Frame{
-		Destination: r.To,
-		Source:      r.Packet.SenderHardwareAddr,
-		EtherType:   ethernet.EtherTypeARP,
-		Payload:     payload,
-	}
-	return f.MarshalBinary()
+func unicast(hw []byte) bool {
+	return len(hw) == macLen && hw[0]&1 == 0 && !bytes.Equal(hw, make([]byte, macLen))
 }

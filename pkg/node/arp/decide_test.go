@@ -68,27 +68,26 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reply, reason := Decide(tt.frame, ourMAC, owns)
+			reply := NewReplyBuffer(ourMAC)
+			empty := bytes.Clone(reply)
+			reason := Decide(tt.frame, ourMAC, owns, reply)
 			if reason != tt.want {
 				t.Fatalf("reason = %q, want %q", reason, tt.want)
 			}
-			if (reply != nil) != (tt.want == Answer) {
-				t.Fatalf("reply = %+v with reason %q", reply, reason)
+			if written := !bytes.Equal(reply, empty); written != (tt.want == Answer) {
+				t.Fatalf("reply written: %v, with reason %q", written, reason)
 			}
 		})
 	}
 }
 
 func TestDecideReplyContents(t *testing.T) {
-	reply, _ := Decide(frame(t, ethernet.Broadcast, peerMAC, arp.OperationRequest, peerMAC, client, net.HardwareAddr{0, 0, 0, 0, 0, 0}, eip), ourMAC, owns)
-	p := reply.Packet
-	if p.Operation != arp.OperationReply || !bytes.Equal(p.SenderHardwareAddr, ourMAC) || p.SenderIP != eip ||
-		!bytes.Equal(p.TargetHardwareAddr, peerMAC) || p.TargetIP != client || !bytes.Equal(reply.To, peerMAC) {
-		t.Errorf("reply = %+v to %v", p, reply.To)
+	b := NewReplyBuffer(ourMAC)
+	if reason := Decide(frame(t, ethernet.Broadcast, peerMAC, arp.OperationRequest, peerMAC, client, net.HardwareAddr{0, 0, 0, 0, 0, 0}, eip), ourMAC, owns, b); reason != Answer {
+		t.Fatalf("reason %q", reason)
 	}
-	b, err := marshalReply(reply)
-	if err != nil {
-		t.Fatal(err)
+	if len(b) != 60 {
+		t.Errorf("reply of %d bytes, want a minimum Ethernet frame of 60", len(b))
 	}
 	var f ethernet.Frame
 	if err := f.UnmarshalBinary(b); err != nil {
@@ -96,5 +95,38 @@ func TestDecideReplyContents(t *testing.T) {
 	}
 	if !bytes.Equal(f.Destination, peerMAC) || !bytes.Equal(f.Source, ourMAC) || f.EtherType != ethernet.EtherTypeARP {
 		t.Errorf("reply frame %v → %v type %v; want unicast from us to the requester", f.Source, f.Destination, f.EtherType)
+	}
+	var p arp.Packet
+	if err := p.UnmarshalBinary(f.Payload); err != nil {
+		t.Fatal(err)
+	}
+	if p.Operation != arp.OperationReply || !bytes.Equal(p.SenderHardwareAddr, ourMAC) || p.SenderIP != eip ||
+		!bytes.Equal(p.TargetHardwareAddr, peerMAC) || p.TargetIP != client {
+		t.Errorf("reply = %+v", p)
+	}
+	// Answering another request reuses the buffer: nothing of the first stays.
+	other := netip.MustParseAddr("10.225.51.101")
+	if Decide(frame(t, ourMAC, otherMAC, arp.OperationRequest, otherMAC, other, ourMAC, eip), ourMAC, owns, b) != Answer {
+		t.Fatal("second request not answered")
+	}
+	if err := f.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.UnmarshalBinary(f.Payload); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(f.Destination, otherMAC) || p.TargetIP != other || !bytes.Equal(p.TargetHardwareAddr, otherMAC) || p.SenderIP != eip {
+		t.Errorf("second reply %+v to %v", p, f.Destination)
+	}
+}
+
+// TestDecideAllocatesNothing: the per-frame path allocates no memory.
+func TestDecideAllocatesNothing(t *testing.T) {
+	req := frame(t, ethernet.Broadcast, peerMAC, arp.OperationRequest, peerMAC, client, net.HardwareAddr{0, 0, 0, 0, 0, 0}, eip)
+	r := NewResponder("ext0")
+	r.SetAddresses([]netip.Addr{eip})
+	b, o := NewReplyBuffer(ourMAC), r.Owns
+	if n := testing.AllocsPerRun(100, func() { Decide(req, ourMAC, o, b) }); n != 0 {
+		t.Errorf("%v allocations per frame", n)
 	}
 }

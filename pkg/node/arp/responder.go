@@ -14,16 +14,14 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"sync"
+	"runtime"
 	"sync/atomic"
 	"time"
 
-	"github.com/mdlayher/packet"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 )
-
-// etherTypeARP is the EtherType the packet socket is bound to.
-const etherTypeARP = 0x0806
 
 // Backoff between attempts to (re)open the socket, e.g. while the interface
 // does not exist yet.
@@ -34,9 +32,17 @@ const (
 
 // Responder answers ARP requests on one interface for a set of addresses that
 // can change at any time.
+//
+// The path from a request's arrival to the reply is kept short: a socket
+// filter in the kernel passes only ARP requests that this host did not send,
+// one goroutine locked to its OS thread blocks in read(2) on the socket (no
+// trip through the runtime's network poller and scheduler), the owned
+// addresses are an immutable set behind an atomic pointer (no lock), and the
+// reply is written into a frame built once, with nothing allocated per
+// frame.
 type Responder struct {
 	iface string
-	owned atomic.Pointer[map[netip.Addr]struct{}]
+	owned atomic.Pointer[map[[4]byte]struct{}]
 
 	requests atomic.Uint64
 	replies  atomic.Uint64
@@ -46,17 +52,17 @@ type Responder struct {
 // address. It opens nothing until Run.
 func NewResponder(iface string) *Responder {
 	r := &Responder{iface: iface}
-	r.owned.Store(&map[netip.Addr]struct{}{})
+	r.owned.Store(&map[[4]byte]struct{}{})
 	return r
 }
 
 // SetAddresses replaces the set of owned addresses; only IPv4 addresses
 // count. Safe to call at any time, also while Run is running.
 func (r *Responder) SetAddresses(addrs []netip.Addr) {
-	m := make(map[netip.Addr]struct{}, len(addrs))
+	m := make(map[[4]byte]struct{}, len(addrs))
 	for _, a := range addrs {
 		if a = a.Unmap(); a.Is4() {
-			m[a] = struct{}{}
+			m[a.As4()] = struct{}{}
 		}
 	}
 	r.owned.Store(&m)
@@ -64,7 +70,10 @@ func (r *Responder) SetAddresses(addrs []netip.Addr) {
 
 // Owns reports whether the responder answers for a.
 func (r *Responder) Owns(a netip.Addr) bool {
-	_, ok := (*r.owned.Load())[a.Unmap()]
+	if a = a.Unmap(); !a.Is4() {
+		return false
+	}
+	_, ok := (*r.owned.Load())[a.As4()]
 	return ok
 }
 
@@ -96,69 +105,163 @@ func (r *Responder) Run(ctx context.Context) error {
 }
 
 // serveOnce opens the socket and answers until ctx ends or the socket fails.
+// The receive loop runs on a goroutine locked to its OS thread.
 func (r *Responder) serveOnce(ctx context.Context) error {
 	ifi, err := net.InterfaceByName(r.iface)
 	if err != nil {
 		return fmt.Errorf("interface %s: %w", r.iface, err)
 	}
-	// A packet socket bound to the ARP EtherType; unlike arp.Dial it does not
-	// need an IPv4 address on the interface.
-	conn, err := packet.Listen(ifi, packet.Raw, etherTypeARP, nil)
+	if len(ifi.HardwareAddr) != macLen {
+		return fmt.Errorf("interface %s has no Ethernet address", r.iface)
+	}
+	conn, err := listen(ifi.Index)
 	if err != nil {
 		return fmt.Errorf("packet socket on %s: %w", r.iface, err)
 	}
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	wg.Add(1)
-	go func() { // unblocks the read below when ctx ends
-		defer wg.Done()
-		select {
-		case <-ctx.Done():
-		case <-stop:
-		}
-		conn.Close()
+	defer conn.close()
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		done <- r.serve(ctx, conn, ifi.HardwareAddr)
 	}()
-	defer func() {
-		close(stop)
-		wg.Wait()
-	}()
-	return r.serve(ctx, conn, ifi.HardwareAddr)
+	select {
+	case <-ctx.Done():
+		conn.stop.Store(true) // the loop sees it within pollInterval
+		<-done
+		return nil
+	case err := <-done:
+		return err
+	}
 }
 
 // frameConn is the part of a packet socket the responder uses.
 type frameConn interface {
-	ReadFrom(b []byte) (int, net.Addr, error)
-	WriteTo(b []byte, addr net.Addr) (int, error)
+	Read(b []byte) (int, error)
+	Write(b []byte) (int, error)
 }
 
 func (r *Responder) serve(ctx context.Context, conn frameConn, ours net.HardwareAddr) error {
 	logger := klog.FromContext(ctx).WithValues("interface", r.iface)
 	buf := make([]byte, 1514)
+	reply := NewReplyBuffer(ours)
+	owns := r.Owns
 	for {
-		n, _, err := conn.ReadFrom(buf)
+		n, err := conn.Read(buf)
 		if err != nil {
 			return fmt.Errorf("read: %w", err)
 		}
-		reply, reason := Decide(buf[:n], ours, r.Owns)
+		reason := Decide(buf[:n], ours, owns, reply)
 		if reason != DropMalformed && reason != DropNotEthernetV4 && reason != DropNotRequest && reason != DropOwnFrame {
 			r.requests.Add(1)
 		}
-		if reply == nil {
+		if reason != Answer {
 			continue
 		}
-		frame, err := marshalReply(reply)
-		if err != nil {
-			logger.Error(err, "Cannot build ARP reply")
-			continue
-		}
-		if _, err := conn.WriteTo(frame, &packet.Addr{HardwareAddr: reply.To}); err != nil {
+		if _, err := conn.Write(reply); err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return err
 			}
-			logger.Error(err, "Cannot send ARP reply", "to", reply.Packet.TargetIP)
+			logger.Error(err, "Cannot send ARP reply", "to", net.HardwareAddr(reply[offEthDst:offEthDst+macLen]).String())
 			continue
 		}
 		r.replies.Add(1)
-		logger.V(4).Info("Answered ARP request", "address", reply.Packet.SenderIP, "requester", reply.Packet.TargetIP)
+		if v := logger.V(4); v.Enabled() {
+			v.Info("Answered ARP request", "address", netip.AddrFrom4([4]byte(reply[offSPA:offSPA+ipv4Len])),
+				"requester", netip.AddrFrom4([4]byte(reply[offTPA:offTPA+ipv4Len])))
+		}
 	}
 }
+
+// pollInterval bounds how long a blocked read waits before looking whether
+// the responder should stop.
+const pollInterval = 100 * time.Millisecond
+
+// packetConn is a blocking AF_PACKET socket bound to one interface, receiving
+// only what requestFilter passes.
+type packetConn struct {
+	fd   int
+	stop atomic.Bool
+}
+
+// requestFilter passes ARP requests that this host did not send, truncated
+// to the part Decide reads, and drops everything else in the kernel, before
+// it wakes the responder.
+var requestFilter = []bpf.Instruction{
+	bpf.LoadExtension{Num: bpf.ExtType},
+	bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.PACKET_OUTGOING, SkipTrue: 5},
+	bpf.LoadAbsolute{Off: offEthType, Size: 2},
+	bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: etherTypeARP, SkipTrue: 3},
+	bpf.LoadAbsolute{Off: offOp, Size: 2},
+	bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: opRequest, SkipTrue: 1},
+	bpf.RetConstant{Val: ReplyLen},
+	bpf.RetConstant{Val: 0},
+}
+
+// listen opens the socket: created receiving nothing, given its filter, then
+// bound to the ARP EtherType on the interface, so that no frame gets past
+// without the filter. Reads block (for at most pollInterval).
+func listen(ifindex int) (*packetConn, error) {
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	c := &packetConn{fd: fd}
+	raw, err := bpf.Assemble(requestFilter)
+	if err != nil {
+		c.close()
+		return nil, err
+	}
+	prog := make([]unix.SockFilter, len(raw))
+	for i, ins := range raw {
+		prog[i] = unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
+	}
+	tv := unix.NsecToTimeval(pollInterval.Nanoseconds())
+	for _, step := range []func() error{
+		func() error {
+			return unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]})
+		},
+		func() error { return unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv) },
+		// Replies go straight to the driver: no queueing discipline to pass.
+		func() error { return unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS, 1) },
+		func() error {
+			return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(etherTypeARP), Ifindex: ifindex})
+		},
+	} {
+		if err := step(); err != nil {
+			c.close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// Read blocks until a frame arrives, returning net.ErrClosed once stop is set.
+func (c *packetConn) Read(b []byte) (int, error) {
+	for {
+		if c.stop.Load() {
+			return 0, net.ErrClosed
+		}
+		n, err := unix.Read(c.fd, b)
+		switch {
+		case err == nil:
+			return n, nil
+		case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR):
+			continue
+		default:
+			return 0, err
+		}
+	}
+}
+
+// Write sends a frame on the bound interface.
+func (c *packetConn) Write(b []byte) (int, error) {
+	if c.stop.Load() {
+		return 0, net.ErrClosed
+	}
+	return unix.Write(c.fd, b)
+}
+
+func (c *packetConn) close() { _ = unix.Close(c.fd) }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/mdlayher/arp"
 	"github.com/mdlayher/ethernet"
-	"github.com/mdlayher/packet"
 )
 
 // fakeConn feeds frames to the responder; before each read it may run a hook
@@ -24,9 +23,9 @@ type fakeConn struct {
 
 var errDone = errors.New("no more frames")
 
-func (c *fakeConn) ReadFrom(b []byte) (int, net.Addr, error) {
+func (c *fakeConn) Read(b []byte) (int, error) {
 	if len(c.in) == 0 {
-		return 0, nil, errDone
+		return 0, errDone
 	}
 	if len(c.before) > 0 && c.before[0] != nil {
 		c.before[0]()
@@ -36,12 +35,12 @@ func (c *fakeConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	}
 	n := copy(b, c.in[0])
 	c.in = c.in[1:]
-	return n, &packet.Addr{HardwareAddr: peerMAC}, nil
+	return n, nil
 }
 
-func (c *fakeConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+func (c *fakeConn) Write(b []byte) (int, error) {
 	c.sent = append(c.sent, bytes.Clone(b))
-	c.to = append(c.to, addr.(*packet.Addr).HardwareAddr)
+	c.to = append(c.to, net.HardwareAddr(bytes.Clone(b[:6])))
 	return len(b), nil
 }
 

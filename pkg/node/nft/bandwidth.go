@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -59,36 +58,6 @@ func (b bandwidths) clashErrors(what string) []error {
 	return errs
 }
 
-// setLimits fills the limits of a state whose mappings and direct NICs are
-// already validated. A NAT mapping's outbound traffic is keyed by its Pod IP,
-// a direct NIC's by its own address. A direct NIC address that a NAT mapping
-// also uses (as ElasticIP or Pod IP) is a conflict the datapath cannot
-// resolve; the NAT mapping's limit wins and the direct limit is reported.
-func (s *state) setLimits(nat, direct map[netip.Addr]int32, errs []error) []error {
-	s.limits = map[netip.Addr]int32{}
-	s.limitSrc = map[netip.Addr]netip.Addr{}
-	for eip, pod := range s.eip2vpc {
-		if mbps := nat[eip]; mbps > 0 {
-			s.limits[eip] = mbps
-			s.limitSrc[pod] = eip
-		}
-	}
-	for _, a := range sortedKeys(direct) {
-		if direct[a] == 0 {
-			continue
-		}
-		_, isEIP := s.eip2vpc[a]
-		_, isPod := s.vpc2eip[a]
-		if isEIP || isPod {
-			errs = append(errs, fmt.Errorf("direct NIC address %v is also used by a NAT mapping: its bandwidth limit is ignored", a))
-			continue
-		}
-		s.limits[a] = direct[a]
-		s.limitSrc[a] = a
-	}
-	return errs
-}
-
 // Limit chains: one per limited ElasticIP and direction, named after the
 // ElasticIP, each holding one rule. The verdict maps jump to them.
 const (
@@ -134,25 +103,6 @@ func limitRules(sets setsOf, eip netip.Addr, mbps int32) (in, out *nftables.Rule
 func limitOver(mbps int32) *expr.Limit {
 	return &expr.Limit{
 		Type: expr.LimitTypePktBytes, Rate: uint64(mbps) * bytesPerMbit, Unit: expr.LimitTimeSecond, Over: true,
-	}
-}
-
-// limitBaseRules are the prerouting rules that send a limited address's
-// packets through its limit chains: inbound by destination, outbound by
-// source. A miss in a verdict map ends the rule and the next one runs.
-// Outbound traffic comes from a Pod, never through the external interface:
-// excluding it keeps packets forged there with a Pod's or ElasticIP's
-// source from using up that ElasticIP's outbound budget.
-func limitBaseRules(s setsOf, iface string) [][]expr.Any {
-	return [][]expr.Any{
-		// ip daddr vmap @bw_in
-		{loadNH(offIPDst, reg0), lookupVerdict(s.limitIn, reg0)},
-		// iifname != "ext" ip saddr vmap @bw_out
-		{
-			&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: regName},
-			&expr.Cmp{Op: expr.CmpOpNeq, Register: regName, Data: ifname(iface)},
-			loadNH(offIPSrc, reg0), lookupVerdict(s.limitOut, reg0),
-		},
 	}
 }
 
@@ -213,39 +163,6 @@ type limitChange struct {
 	removedSrc, addedSrc []limitSource
 }
 
-func diffLimits(old, new *state) limitChange {
-	var c limitChange
-	for eip, mbps := range old.limits {
-		if n, ok := new.limits[eip]; !ok {
-			c.removed = append(c.removed, eip)
-		} else if n != mbps {
-			c.changed = append(c.changed, eip)
-		}
-	}
-	for eip := range new.limits {
-		if _, ok := old.limits[eip]; !ok {
-			c.added = append(c.added, eip)
-		}
-	}
-	for src, eip := range old.limitSrc {
-		if n, ok := new.limitSrc[src]; !ok || n != eip {
-			c.removedSrc = append(c.removedSrc, limitSource{addr: src, eip: eip})
-		}
-	}
-	for src, eip := range new.limitSrc {
-		if o, ok := old.limitSrc[src]; !ok || o != eip {
-			c.addedSrc = append(c.addedSrc, limitSource{addr: src, eip: eip})
-		}
-	}
-	for _, l := range [][]netip.Addr{c.removed, c.added, c.changed} {
-		slices.SortFunc(l, netip.Addr.Compare)
-	}
-	bySrc := func(a, b limitSource) int { return a.addr.Compare(b.addr) }
-	slices.SortFunc(c.removedSrc, bySrc)
-	slices.SortFunc(c.addedSrc, bySrc)
-	return c
-}
-
 // writeLimitChains queues the chain and rule changes of c: stale chains are
 // deleted (the kernel deletes their rule with them; their map elements must
 // be deleted earlier in the same batch), new chains are created with their
@@ -282,7 +199,7 @@ func (p *Programmer) KernelLimits(ctx context.Context) (map[netip.Addr]int32, er
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c, err := p.dial(receiveBufferBytes)
+	c, _, err := p.dial(receiveBufferBytes, false)
 	if err != nil {
 		return nil, fmt.Errorf("netlink: %w", err)
 	}

@@ -168,7 +168,7 @@ func TestRulesetLimitChains(t *testing.T) {
 	}
 	rs := buildRuleset(s)
 	var names []string
-	for _, c := range rs.chains[6:] {
+	for _, c := range rs.chains[7:] {
 		names = append(names, c.Name)
 		if c.Hooknum != nil {
 			t.Errorf("limit chain %s has a hook", c.Name)
@@ -216,18 +216,14 @@ func TestLimitElements(t *testing.T) {
 }
 
 func TestDiffLimits(t *testing.T) {
-	st := func(ms ...Mapping) *state {
-		s, err := normalize(DesiredState{Config: Config{ExternalInterface: "ext0"}, Mappings: ms})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+	st := func(ms ...Mapping) DesiredState {
+		return DesiredState{Config: Config{ExternalInterface: "ext0"}, Mappings: ms}
 	}
 	a := netip.MustParseAddr
 	old := st(mbw("10.225.51.1", "10.244.1.1", 5), mbw("10.225.51.2", "10.244.1.2", 5), mbw("10.225.51.3", "10.244.1.3", 5), mbw("10.225.51.4", "10.244.1.4", 5))
 	new := st(mbw("10.225.51.1", "10.244.1.1", 5), mbw("10.225.51.2", "10.244.1.2", 10), m("10.225.51.3", "10.244.1.3"),
 		mbw("10.225.51.4", "10.244.1.44", 5), mbw("10.225.51.5", "10.244.1.5", 1))
-	got := diffLimits(old, new)
+	got := deltaOf(t, old, new).limits
 	want := limitChange{
 		removed: []netip.Addr{a("10.225.51.3")},
 		added:   []netip.Addr{a("10.225.51.5")},
@@ -242,7 +238,7 @@ func TestDiffLimits(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("diff = %+v\nwant %+v", got, want)
 	}
-	if d := diffLimits(new, new); !reflect.DeepEqual(d, limitChange{}) {
+	if d := deltaOf(t, new, new); !d.empty() {
 		t.Errorf("diff of a state with itself = %+v", d)
 	}
 }
@@ -291,7 +287,7 @@ func TestFirstSyncWithLimits(t *testing.T) {
 		t.Fatalf("%d batches, want 1", len(r.batches))
 	}
 	k := kinds(r.batches[0])
-	if k["newchain"] != 6+20000 || k["newrule"] != 18+20000 || k["newset"] != 10 {
+	if k["newchain"] != 7+20000 || k["newrule"] != 22+20000 || k["newset"] != 10 {
 		t.Errorf("batch = %v", k)
 	}
 	limitElems := 0
@@ -362,9 +358,12 @@ func TestOneLimitChangeTouchesOnlyItsChains(t *testing.T) {
 		{
 			name:   "limit added",
 			change: func() { ms[7].BandwidthMbps = 1 },
-			log: []string{"newchain bw_in_" + e7, "newchain bw_out_" + e7, "newrule bw_in_" + e7, "newrule bw_out_" + e7,
-				"newsetelem " + MapLimitIn, "newsetelem " + MapLimitOut},
+			log: []string{"delsetelem eip2vpc", "newchain bw_in_" + e7, "newchain bw_out_" + e7, "newrule bw_in_" + e7, "newrule bw_out_" + e7,
+				"newsetelem eip2vpc", "newsetelem " + MapLimitIn, "newsetelem " + MapLimitOut},
+			// The ElasticIP's eip2vpc element now says it is limited.
 			elems: []setElems{
+				{del: true, set: MapEIP2VPC, keys: []string{string(addrBytes(ms[7].ElasticIP))}},
+				{set: MapEIP2VPC, keys: []string{string(addrBytes(ms[7].ElasticIP))}},
 				{set: MapLimitIn, keys: []string{string(addrBytes(ms[7].ElasticIP))}, chains: []string{"bw_in_" + e7}},
 				{set: MapLimitOut, keys: []string{string(addrBytes(ms[7].PodIP))}, chains: []string{"bw_out_" + e7}},
 			},
@@ -373,11 +372,13 @@ func TestOneLimitChangeTouchesOnlyItsChains(t *testing.T) {
 		{
 			name:   "limit removed",
 			change: func() { ms[7].BandwidthMbps = 0 },
-			log: []string{"delsetelem " + MapLimitIn, "delsetelem " + MapLimitOut,
-				"delchain bw_in_" + e7, "delchain bw_out_" + e7},
+			log: []string{"delsetelem eip2vpc", "delsetelem " + MapLimitIn, "delsetelem " + MapLimitOut,
+				"delchain bw_in_" + e7, "delchain bw_out_" + e7, "newsetelem eip2vpc"},
 			elems: []setElems{
+				{del: true, set: MapEIP2VPC, keys: []string{string(addrBytes(ms[7].ElasticIP))}},
 				{del: true, set: MapLimitIn, keys: []string{string(addrBytes(ms[7].ElasticIP))}},
 				{del: true, set: MapLimitOut, keys: []string{string(addrBytes(ms[7].PodIP))}},
+				{set: MapEIP2VPC, keys: []string{string(addrBytes(ms[7].ElasticIP))}},
 			},
 			stats: SyncStats{LimitsRemoved: 1},
 		},

@@ -127,3 +127,16 @@ func syncFromEmpty(b *testing.B, state DesiredState) {
 		}
 	}
 }
+
+// BenchmarkIndexFull10k validates 10,000 mappings into an empty index, the
+// Go side of a full sync (no kernel, no root).
+func BenchmarkIndexFull10k(b *testing.B) {
+	st := benchState(10000)
+	for b.Loop() {
+		ix, err := newIndex(st.Config)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ix.apply(nil, st.Mappings, nil, st.Direct)
+	}
+}

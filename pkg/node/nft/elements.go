@@ -19,11 +19,16 @@ type entry struct {
 	key, val []byte
 }
 
-// entriesOf returns the elements one mapping puts in the four NAT maps.
+// entriesOf returns the elements one mapping puts in the four NAT maps. The
+// eip2vpc value carries the limited flag after the Pod IP.
 func entriesOf(s setsOf, m Mapping) []entry {
 	eip, pod := addrBytes(m.ElasticIP), addrBytes(m.PodIP)
+	flag := flagUnlimited
+	if limited(m) {
+		flag = flagLimited
+	}
 	return []entry{
-		{set: s.eip2vpc, key: eip, val: pod},
+		{set: s.eip2vpc, key: eip, val: concat(pod, flag[:])},
 		{set: s.vpc2eip, key: pod, val: eip},
 		{set: s.eip2vpcQuoted, key: concat(eip, eip), val: pod},
 		{set: s.vpc2eipQuoted, key: concat(pod, pod), val: eip},
@@ -85,25 +90,6 @@ func encodedSize(e nftables.SetElement) int {
 
 func align4(n int) int { return (n + 3) &^ 3 }
 
-// diffMappings returns the mappings to remove and to add to go from old to
-// new. A mapping whose Pod IP changed is removed and added again.
-func diffMappings(old, new map[netip.Addr]netip.Addr) (removed, added []Mapping) {
-	for eip, pod := range old {
-		if np, ok := new[eip]; !ok || np != pod {
-			removed = append(removed, Mapping{ElasticIP: eip, PodIP: pod})
-		}
-	}
-	for eip, pod := range new {
-		if op, ok := old[eip]; !ok || op != pod {
-			added = append(added, Mapping{ElasticIP: eip, PodIP: pod})
-		}
-	}
-	byEIP := func(a, b Mapping) int { return a.ElasticIP.Compare(b.ElasticIP) }
-	slices.SortFunc(removed, byEIP)
-	slices.SortFunc(added, byEIP)
-	return removed, added
-}
-
 // intervalElements encodes address ranges for an interval set: each range is a
 // start element and an end element one past its last address (flagged as
 // interval end), except a range reaching 255.255.255.255, which stays open.
@@ -139,43 +125,6 @@ func directPairs(ifaceOf map[netip.Addr]string) []DirectNIC {
 
 func compareDirect(a, b DirectNIC) int {
 	return cmp.Or(cmp.Compare(a.HostInterface, b.HostInterface), a.Address.Compare(b.Address))
-}
-
-// directChange is what an incremental sync writes to the anti-spoofing sets.
-type directChange struct {
-	removedIfaces, addedIfaces []string
-	removedPairs, addedPairs   []DirectNIC
-}
-
-// diffDirect compares the anti-spoofing elements of two states. An address
-// that moved to another interface is a removed and an added pair.
-func diffDirect(old, new *state) directChange {
-	var c directChange
-	for i := range old.directIfaces {
-		if _, ok := new.directIfaces[i]; !ok {
-			c.removedIfaces = append(c.removedIfaces, i)
-		}
-	}
-	for i := range new.directIfaces {
-		if _, ok := old.directIfaces[i]; !ok {
-			c.addedIfaces = append(c.addedIfaces, i)
-		}
-	}
-	for a, i := range old.directOf {
-		if ni, ok := new.directOf[a]; !ok || ni != i {
-			c.removedPairs = append(c.removedPairs, DirectNIC{HostInterface: i, Address: a})
-		}
-	}
-	for a, i := range new.directOf {
-		if oi, ok := old.directOf[a]; !ok || oi != i {
-			c.addedPairs = append(c.addedPairs, DirectNIC{HostInterface: i, Address: a})
-		}
-	}
-	slices.Sort(c.removedIfaces)
-	slices.Sort(c.addedIfaces)
-	slices.SortFunc(c.removedPairs, compareDirect)
-	slices.SortFunc(c.addedPairs, compareDirect)
-	return c
 }
 
 // addDirect adds the elements of the anti-spoofing sets to out: interface

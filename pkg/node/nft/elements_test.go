@@ -15,7 +15,7 @@ func TestEntriesOf(t *testing.T) {
 	es := entriesOf(s, m("10.225.51.5", "10.244.1.5"))
 	eip, pod := []byte{10, 225, 51, 5}, []byte{10, 244, 1, 5}
 	want := []entry{
-		{set: s.eip2vpc, key: eip, val: pod},
+		{set: s.eip2vpc, key: eip, val: append(append([]byte{}, pod...), 0, 0, 0, 0)}, // unlimited
 		{set: s.vpc2eip, key: pod, val: eip},
 		{set: s.eip2vpcQuoted, key: append(append([]byte{}, eip...), eip...), val: pod},
 		{set: s.vpc2eipQuoted, key: append(append([]byte{}, pod...), pod...), val: eip},
@@ -80,29 +80,88 @@ func p0(parts [][]nftables.SetElement) []nftables.SetElement {
 	return parts[0]
 }
 
+// deltaOf validates old as a whole, then applies the change to new the way
+// an incremental Sync does, and returns what it would write.
+func deltaOf(t *testing.T, old, new DesiredState) delta {
+	t.Helper()
+	ix, err := newIndex(old.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.apply(nil, old.Mappings, nil, old.Direct)
+	remM, addM := changed(old.Mappings, new.Mappings)
+	remD, addD := changed(old.Direct, new.Direct)
+	return ix.apply(remM, addM, remD, addD)
+}
+
 func TestDiffMappings(t *testing.T) {
-	a := netip.MustParseAddr
-	old := map[netip.Addr]netip.Addr{a("10.225.51.5"): a("10.244.1.5"), a("10.225.51.6"): a("10.244.1.6"), a("10.225.51.7"): a("10.244.1.7")}
-	new := map[netip.Addr]netip.Addr{a("10.225.51.5"): a("10.244.1.5"), a("10.225.51.6"): a("10.244.1.9"), a("10.225.51.8"): a("10.244.1.8")}
-	removed, added := diffMappings(old, new)
+	cfg := Config{ExternalInterface: "eth0"}
+	old := DesiredState{Config: cfg, Mappings: []Mapping{m("10.225.51.5", "10.244.1.5"), m("10.225.51.6", "10.244.1.6"), m("10.225.51.7", "10.244.1.7")}}
+	new := DesiredState{Config: cfg, Mappings: []Mapping{m("10.225.51.5", "10.244.1.5"), m("10.225.51.6", "10.244.1.9"), m("10.225.51.8", "10.244.1.8")}}
+	d := deltaOf(t, old, new)
 	wantRemoved := []Mapping{m("10.225.51.6", "10.244.1.6"), m("10.225.51.7", "10.244.1.7")}
 	wantAdded := []Mapping{m("10.225.51.6", "10.244.1.9"), m("10.225.51.8", "10.244.1.8")}
-	if !reflect.DeepEqual(removed, wantRemoved) || !reflect.DeepEqual(added, wantAdded) {
-		t.Errorf("diff = -%v +%v, want -%v +%v", removed, added, wantRemoved, wantAdded)
+	if !reflect.DeepEqual(d.removed, wantRemoved) || !reflect.DeepEqual(d.added, wantAdded) {
+		t.Errorf("diff = -%v +%v, want -%v +%v", d.removed, d.added, wantRemoved, wantAdded)
 	}
-	if r, a := diffMappings(old, old); len(r)+len(a) != 0 {
-		t.Errorf("diff of equal maps = -%v +%v", r, a)
+	if d := deltaOf(t, old, old); !d.empty() {
+		t.Errorf("diff of equal states = %+v", d)
+	}
+	// The same entries in another order, or one listed twice, change nothing.
+	shuffled := DesiredState{Config: cfg, Mappings: []Mapping{old.Mappings[2], old.Mappings[0], old.Mappings[1], old.Mappings[0]}}
+	if d := deltaOf(t, old, shuffled); !d.empty() {
+		t.Errorf("diff of a reordered state = %+v", d)
+	}
+}
+
+// TestIncrementalMatchesWhole applies a series of changes one by one and
+// checks after each that the applied state is the one a validation of the
+// whole desired state gives: conflicts appearing and resolving, Pod IPs
+// moving between ElasticIPs, limits coming and going, direct NICs sharing
+// addresses with mappings.
+func TestIncrementalMatchesWhole(t *testing.T) {
+	cfg := Config{ExternalInterface: "eth0"}
+	steps := []DesiredState{
+		{Mappings: []Mapping{m("10.225.51.1", "10.244.1.1"), mbw("10.225.51.2", "10.244.1.2", 5)}},
+		{Mappings: []Mapping{m("10.225.51.1", "10.244.1.1"), mbw("10.225.51.2", "10.244.1.2", 5), m("10.225.51.3", "10.244.1.1")}}, // Pod IP on two ElasticIPs
+		{Mappings: []Mapping{mbw("10.225.51.2", "10.244.1.2", 5), m("10.225.51.3", "10.244.1.1")}},                                 // resolved
+		{Mappings: []Mapping{mbw("10.225.51.2", "10.244.1.3", 7), m("10.225.51.3", "10.244.1.2")}},                                 // Pod IPs swap hands
+		{Mappings: []Mapping{mbw("10.225.51.2", "10.244.1.3", 7), mbw("10.225.51.2", "10.244.1.3", 8)}},                            // two bandwidths
+		{Mappings: []Mapping{m("10.225.51.2", "10.244.1.3"), m("10.244.1.3", "10.244.1.4")}, Direct: []DirectNIC{dnbw("jn1", "10.225.51.9", 3), dnbw("jn1", "10.244.1.3", 4)}},
+		{Mappings: []Mapping{m("10.225.51.2", "10.244.1.3")}, Direct: []DirectNIC{dnbw("jn1", "10.225.51.9", 3), dnbw("jn2", "10.225.51.9", 3), dnbw("jn1", "10.244.1.3", 4)}},
+		{Direct: []DirectNIC{dnbw("jn2", "10.225.51.9", 3), dnbw("jn1", "10.244.1.3", 4), {HostInterface: "jn3"}}},
+		{},
+	}
+	ix, err := newIndex(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prev DesiredState
+	for i, st := range steps {
+		st.Config = cfg
+		remM, addM := changed(prev.Mappings, st.Mappings)
+		remD, addD := changed(prev.Direct, st.Direct)
+		ix.apply(remM, addM, remD, addD)
+		prev = st
+		whole, wholeErr := normalize(st)
+		if !reflect.DeepEqual(ix.s, whole) {
+			t.Errorf("step %d: incremental state\n%+v\nwhole\n%+v", i, ix.s, whole)
+		}
+		if got := ix.err(); (got == nil) != (wholeErr == nil) || (got != nil && got.Error() != wholeErr.Error()) {
+			t.Errorf("step %d: error %v, whole %v", i, got, wholeErr)
+		}
 	}
 }
 
 func TestDiffDirect(t *testing.T) {
-	old, _ := normalize(DesiredState{Config: Config{ExternalInterface: "eth0"}, Direct: []DirectNIC{
+	cfg := Config{ExternalInterface: "eth0"}
+	old := DesiredState{Config: cfg, Direct: []DirectNIC{
 		dn("veth1", "10.225.51.6"), dn("veth2", "10.225.51.7"), dn("veth3", "10.225.51.8"), dn("veth3", "10.244.1.8"),
-	}})
-	new, _ := normalize(DesiredState{Config: Config{ExternalInterface: "eth0"}, Direct: []DirectNIC{
+	}}
+	new := DesiredState{Config: cfg, Direct: []DirectNIC{
 		dn("veth1", "10.225.51.6"), dn("veth2", "10.225.51.9"), dn("veth4", "10.225.51.8"), dn("veth4", "10.244.1.8"),
-	}})
-	got := diffDirect(old, new)
+	}}
+	got := deltaOf(t, old, new).direct
 	want := directChange{
 		removedIfaces: []string{"veth3"},
 		addedIfaces:   []string{"veth4"},
@@ -112,8 +171,8 @@ func TestDiffDirect(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("diff = %+v\nwant %+v", got, want)
 	}
-	if c := diffDirect(old, old); len(c.removedIfaces)+len(c.addedIfaces)+len(c.removedPairs)+len(c.addedPairs) != 0 {
-		t.Errorf("diff of equal states = %+v", c)
+	if d := deltaOf(t, old, old); !d.empty() {
+		t.Errorf("diff of equal states = %+v", d)
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/nftables"
 	mnl "github.com/mdlayher/netlink"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -71,38 +73,123 @@ type SyncStats struct {
 // Programmer (e.g. after an agent restart) takes over an existing table with
 // the same atomic replacement, so packets never meet a missing rule.
 //
+// A Sync after the first costs time in proportion to what changed, not to
+// the size of the state: the Programmer keeps the last desired state it was
+// given and the applied state (an index, see index.go), finds the entries
+// that differ by skipping the common beginning and end of the lists (the
+// agent gives them sorted), and validates and writes only those. It keeps
+// one netlink connection open across syncs (closing an nftables socket
+// waits for an RCU grace period in the kernel) and opens a new one after an
+// error.
+//
 // Methods are safe for concurrent use.
 type Programmer struct {
 	opts Options
 	// dial opens a netlink connection whose receive buffer holds
-	// receiveBuffer bytes of acks; tests replace it to record messages.
-	dial func(receiveBuffer int) (*nftables.Conn, error)
+	// receiveBuffer bytes of acks, lasting (used for many batches) or not;
+	// resize, when not nil, raises the receive buffer of the connection.
+	// Tests replace it to record messages.
+	dial func(receiveBuffer int, lasting bool) (c *nftables.Conn, resize func(int) error, err error)
+	// ifindex returns the index of an interface in the namespace programmed
+	// (0 when it cannot tell).
+	ifindex func(name string) uint32
 
-	mu      sync.Mutex
-	applied *state // nil: the next Sync rebuilds everything
-	last    SyncStats
+	mu     sync.Mutex
+	conn   *nftables.Conn // the lasting connection, nil before the first Sync and after an error
+	resize func(int) error
+	rcvbuf int    // the receive buffer conn was given
+	ix     *index // the applied state; nil: the next Sync rebuilds everything
+	// the desired state ix was built from, as given
+	cfg   Config
+	prevM []Mapping
+	prevD []DirectNIC
+	last  SyncStats
 }
 
 // NewProgrammer returns a Programmer. It opens nothing until Sync.
 func NewProgrammer(opts Options) *Programmer {
 	p := &Programmer{opts: opts}
-	p.dial = func(receiveBuffer int) (*nftables.Conn, error) {
-		return nftables.New(nftables.WithNetNSFd(p.opts.NetNS), nftables.WithSockOptions(func(c *mnl.Conn) error {
+	p.dial = func(receiveBuffer int, lasting bool) (*nftables.Conn, func(int) error, error) {
+		var sock *mnl.Conn
+		o := []nftables.ConnOption{nftables.WithNetNSFd(p.opts.NetNS), nftables.WithSockOptions(func(c *mnl.Conn) error {
+			sock = c
 			return setBuffers(c, sendBufferBytes, receiveBuffer)
-		}))
+		})}
+		if lasting {
+			o = append(o, nftables.AsLasting())
+		}
+		c, err := nftables.New(o...)
+		if err != nil || !lasting {
+			return c, nil, err
+		}
+		return c, func(n int) error { return setBuffers(sock, sendBufferBytes, n) }, nil
+	}
+	p.ifindex = func(name string) uint32 {
+		var h *netlink.Handle
+		var err error
+		if p.opts.NetNS == 0 {
+			h, err = netlink.NewHandle()
+		} else {
+			h, err = netlink.NewHandleAt(netns.NsHandle(p.opts.NetNS))
+		}
+		if err != nil {
+			return 0
+		}
+		defer h.Close()
+		l, err := h.LinkByName(name)
+		if err != nil {
+			return 0
+		}
+		return uint32(l.Attrs().Index)
 	}
 	return p
+}
+
+// connFor returns the lasting connection with a receive buffer of at least
+// receiveBuffer bytes, opening it if needed.
+func (p *Programmer) connFor(receiveBuffer int) (*nftables.Conn, error) {
+	receiveBuffer = max(receiveBuffer, receiveBufferBytes)
+	if p.conn != nil && receiveBuffer > p.rcvbuf {
+		if p.resize == nil || p.resize(receiveBuffer) != nil {
+			p.closeConn()
+		} else {
+			p.rcvbuf = receiveBuffer
+		}
+	}
+	if p.conn == nil {
+		c, resize, err := p.dial(receiveBuffer, true)
+		if err != nil {
+			return nil, fmt.Errorf("netlink: %w", err)
+		}
+		p.conn, p.resize, p.rcvbuf = c, resize, receiveBuffer
+	}
+	return p.conn, nil
+}
+
+func (p *Programmer) closeConn() {
+	if p.conn != nil {
+		_ = p.conn.CloseLasting()
+	}
+	p.conn, p.resize = nil, nil
+}
+
+// reset forgets the applied state and the connection: the next Sync
+// rebuilds the whole table over a new connection.
+func (p *Programmer) reset() {
+	p.ix = nil
+	p.prevM, p.prevD = nil, nil
+	p.closeConn()
 }
 
 // Sync makes the kernel match desired. An invalid Config changes nothing and
 // returns an error wrapping ErrInvalidConfig; invalid or conflicting mappings
 // or direct NICs are left out, the rest is applied, and the error wraps
 // ErrInvalidMapping. Syncing the state that is already applied writes nothing.
+// The caller may change desired once Sync has returned (it keeps a copy).
 func (p *Programmer) Sync(ctx context.Context, desired DesiredState) error {
 	start := time.Now()
-	want, invalid := normalize(desired)
-	if want == nil {
-		return invalid
+	if err := validConfig(desired.Config); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -114,25 +201,42 @@ func (p *Programmer) Sync(ctx context.Context, desired DesiredState) error {
 		stats SyncStats
 		err   error
 	)
-	switch {
-	case p.applied != nil && p.applied.sameConfig(want) && p.applied.sameMappings(want) && p.applied.sameDirect(want) && p.applied.sameLimits(want):
-		stats.Skipped = true
-	case p.applied != nil && p.applied.sameConfig(want):
-		stats, err = p.syncElements(want)
-	default:
-		stats, err = p.syncFull(want)
+	if p.ix == nil || !p.sameConfig(desired.Config) {
+		stats, err = p.syncFull(desired)
+	} else {
+		remM, addM := changed(p.prevM, desired.Mappings)
+		remD, addD := changed(p.prevD, desired.Direct)
+		dl := p.ix.apply(remM, addM, remD, addD)
+		if dl.empty() {
+			stats.Skipped = true
+		} else {
+			stats, err = p.syncElements(dl)
+		}
 	}
-	stats.Mappings = len(want.eip2vpc)
-	stats.Direct = len(want.directOf)
-	stats.Limited = len(want.limits)
-	stats.Duration = time.Since(start)
-	p.last = stats
 	if err != nil {
-		p.applied = nil
+		stats.Duration = time.Since(start)
+		p.last = stats
+		p.reset()
 		return err
 	}
-	p.applied = want
-	return invalid
+	p.cfg = Config{ExternalInterface: desired.ExternalInterface, ClusterCIDRs: slices.Clone(desired.ClusterCIDRs)}
+	p.prevM = append(p.prevM[:0], desired.Mappings...)
+	p.prevD = append(p.prevD[:0], desired.Direct...)
+	s := p.ix.s
+	stats.Mappings = len(s.eip2vpc)
+	stats.Direct = len(s.directOf)
+	stats.Limited = len(s.limits)
+	stats.Duration = time.Since(start)
+	p.last = stats
+	return p.ix.err()
+}
+
+// sameConfig reports whether c needs the rules of the applied state.
+func (p *Programmer) sameConfig(c Config) bool {
+	if c.ExternalInterface != p.cfg.ExternalInterface {
+		return false
+	}
+	return slices.Equal(c.ClusterCIDRs, p.cfg.ClusterCIDRs) || slices.Equal(mergePrefixes(c.ClusterCIDRs), p.ix.s.cidrs)
 }
 
 // Invalidate makes the next Sync rebuild the whole table, e.g. for a periodic
@@ -140,7 +244,7 @@ func (p *Programmer) Sync(ctx context.Context, desired DesiredState) error {
 func (p *Programmer) Invalidate() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.applied = nil
+	p.ix = nil
 }
 
 // LastSync describes the most recent Sync.
@@ -150,12 +254,20 @@ func (p *Programmer) LastSync() SyncStats {
 	return p.last
 }
 
-// syncFull deletes and recreates the table with all its elements in a single
-// transaction: packets see either the old table or the new one, never none.
-func (p *Programmer) syncFull(want *state) (SyncStats, error) {
-	c, err := p.dial(receiveBufferFor(4 * len(want.limits)))
+// syncFull validates the whole desired state, then deletes and recreates the
+// table with all its elements in a single transaction: packets see either
+// the old table or the new one, never none.
+func (p *Programmer) syncFull(desired DesiredState) (SyncStats, error) {
+	ix, err := newIndex(desired.Config)
 	if err != nil {
-		return SyncStats{}, fmt.Errorf("netlink: %w", err)
+		return SyncStats{}, err
+	}
+	ix.apply(nil, desired.Mappings, nil, desired.Direct)
+	want := ix.s
+	want.extIndex = p.ifindex(want.iface)
+	c, err := p.connFor(receiveBufferFor(4 * len(want.limits)))
+	if err != nil {
+		return SyncStats{}, err
 	}
 	rs := buildRuleset(want)
 	// Adding first makes the delete valid whether or not the table exists.
@@ -195,6 +307,7 @@ func (p *Programmer) syncFull(want *state) (SyncStats, error) {
 	if err := c.Flush(); err != nil {
 		return SyncStats{}, fmt.Errorf("replace table %s: %w", TableName, err)
 	}
+	p.ix = ix
 	return SyncStats{Full: true, Added: len(mappings), DirectAdded: len(pairs), LimitsAdded: len(want.limits)}, nil
 }
 
@@ -203,17 +316,20 @@ func (p *Programmer) syncFull(want *state) (SyncStats, error) {
 // limit changed: stale elements first, then the chains, then new elements
 // (an element may only name a chain that exists, a chain may only be
 // deleted once nothing jumps to it).
-func (p *Programmer) syncElements(want *state) (SyncStats, error) {
-	removed, added := diffMappings(p.applied.eip2vpc, want.eip2vpc)
-	direct := diffDirect(p.applied, want)
-	limits := diffLimits(p.applied, want)
-	c, err := p.dial(receiveBufferFor(4 * (len(limits.removed) + len(limits.added) + len(limits.changed))))
+func (p *Programmer) syncElements(dl delta) (SyncStats, error) {
+	limits, direct := dl.limits, dl.direct
+	c, err := p.connFor(receiveBufferFor(4 * (len(limits.removed) + len(limits.added) + len(limits.changed))))
 	if err != nil {
-		return SyncStats{}, fmt.Errorf("netlink: %w", err)
+		return SyncStats{}, err
 	}
 	sets := newSets(newTable())
-	del := groupBySet(sets, removed, true)
-	add := groupBySet(sets, added, false)
+	del := groupBySet(sets, dl.removed, true)
+	add := groupBySet(sets, dl.added, false)
+	for _, m := range dl.reflagged {
+		e := entriesOf(sets, m)[0] // the eip2vpc element
+		del[e.set] = append(del[e.set], nftables.SetElement{Key: e.key})
+		add[e.set] = append(add[e.set], nftables.SetElement{Key: e.key, Val: e.val})
+	}
 	addDirect(del, sets, direct.removedIfaces, direct.removedPairs)
 	addDirect(add, sets, direct.addedIfaces, direct.addedPairs)
 	limitElements(del, sets, limits.removed, limits.removedSrc, true)
@@ -225,7 +341,7 @@ func (p *Programmer) syncElements(want *state) (SyncStats, error) {
 			}
 		}
 	}
-	writeLimitChains(c, sets, want, limits)
+	writeLimitChains(c, sets, p.ix.s, limits)
 	for _, s := range sets.dynamic() {
 		if err := addChunked(c, s, add[s]); err != nil {
 			return SyncStats{}, err
@@ -235,7 +351,7 @@ func (p *Programmer) syncElements(want *state) (SyncStats, error) {
 		return SyncStats{}, fmt.Errorf("update maps of table %s: %w", TableName, err)
 	}
 	return SyncStats{
-		Removed: len(removed), Added: len(added),
+		Removed: len(dl.removed), Added: len(dl.added),
 		DirectRemoved: len(direct.removedPairs), DirectAdded: len(direct.addedPairs),
 		LimitsRemoved: len(limits.removed), LimitsAdded: len(limits.added), LimitsChanged: len(limits.changed),
 	}, nil
@@ -258,8 +374,8 @@ func (p *Programmer) Remove(ctx context.Context) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.applied = nil
-	c, err := p.dial(receiveBufferBytes)
+	p.reset()
+	c, _, err := p.dial(receiveBufferBytes, false)
 	if err != nil {
 		return fmt.Errorf("netlink: %w", err)
 	}
@@ -282,7 +398,7 @@ func (p *Programmer) KernelMappings(ctx context.Context) ([]Mapping, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c, err := p.dial(receiveBufferBytes)
+	c, _, err := p.dial(receiveBufferBytes, false)
 	if err != nil {
 		return nil, fmt.Errorf("netlink: %w", err)
 	}
@@ -298,8 +414,11 @@ func (p *Programmer) KernelMappings(ctx context.Context) ([]Mapping, error) {
 	}
 	out := make([]Mapping, 0, len(elems))
 	for _, e := range elems {
+		if len(e.Val) < 4 {
+			continue
+		}
 		eip, ok1 := netip.AddrFromSlice(e.Key)
-		pod, ok2 := netip.AddrFromSlice(e.Val)
+		pod, ok2 := netip.AddrFromSlice(e.Val[:4]) // the limited flag follows
 		if ok1 && ok2 {
 			out = append(out, Mapping{ElasticIP: eip, PodIP: pod})
 		}

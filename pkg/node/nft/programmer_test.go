@@ -19,10 +19,16 @@ import (
 type recorder struct {
 	batches  [][]netlink.Message
 	failNext bool
+	// dials counts the connections opened, lasting ones in lasting.
+	dials, lasting int
 }
 
-func (r *recorder) dial(int) (*nftables.Conn, error) {
-	return nftables.New(nftables.WithTestDial(func(req []netlink.Message) ([]netlink.Message, error) {
+func (r *recorder) dial(_ int, lasting bool) (*nftables.Conn, func(int) error, error) {
+	r.dials++
+	if lasting {
+		r.lasting++
+	}
+	c, err := nftables.New(nftables.WithTestDial(func(req []netlink.Message) ([]netlink.Message, error) {
 		if len(req) == 0 {
 			return nil, nil // a further receive after all acks were delivered
 		}
@@ -42,6 +48,7 @@ func (r *recorder) dial(int) (*nftables.Conn, error) {
 		}
 		return acks, nil
 	}))
+	return c, nil, err
 }
 
 func newRecorded() (*Programmer, *recorder) {
@@ -127,7 +134,7 @@ func TestFirstSyncIsOneTransaction(t *testing.T) {
 		t.Fatalf("%d batches, want 1", len(r.batches))
 	}
 	k := kinds(r.batches[0])
-	if k["begin"] != 1 || k["end"] != 1 || k["newtable"] != 2 || k["deltable"] != 1 || k["newset"] != 10 || k["newchain"] != 6 {
+	if k["begin"] != 1 || k["end"] != 1 || k["newtable"] != 2 || k["deltable"] != 1 || k["newset"] != 10 || k["newchain"] != 7 {
 		t.Errorf("batch = %v", k)
 	}
 	elems := 0
@@ -218,10 +225,39 @@ func TestFailureMakesNextSyncFull(t *testing.T) {
 	if !p.LastSync().Full || kinds(r.batches[2])["deltable"] != 1 {
 		t.Error("sync after a failure was not a full rebuild")
 	}
+	// The failed connection was dropped and a new one opened.
+	if r.dials != 2 || r.lasting != 2 {
+		t.Errorf("%d connections opened (%d lasting), want 2 lasting", r.dials, r.lasting)
+	}
 	p.Invalidate()
 	_ = p.Sync(context.Background(), testState(ms))
 	if !p.LastSync().Full {
 		t.Error("sync after Invalidate was not a full rebuild")
+	}
+}
+
+// TestOneConnectionAcrossSyncs: syncs share one lasting netlink connection
+// (closing one makes the kernel wait for an RCU grace period), and a
+// caller changing its desired state in place after a Sync is seen as a
+// change by the next one.
+func TestOneConnectionAcrossSyncs(t *testing.T) {
+	p, r := newRecorded()
+	st := testState(manyMappings(100))
+	for i := range 5 {
+		st.Mappings[i].PodIP = netip.AddrFrom4([4]byte{10, 244, 200, byte(i)})
+		if err := p.Sync(context.Background(), st); err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && p.LastSync().Removed != 1 {
+			t.Errorf("sync %d: stats %+v, want one mapping replaced", i, p.LastSync())
+		}
+	}
+	p.Invalidate()
+	if err := p.Sync(context.Background(), st); err != nil || !p.LastSync().Full {
+		t.Fatalf("resync: %v, %+v", err, p.LastSync())
+	}
+	if r.dials != 1 || r.lasting != 1 || len(r.batches) != 6 {
+		t.Errorf("%d connections (%d lasting) for %d batches, want 1 lasting connection", r.dials, r.lasting, len(r.batches))
 	}
 }
 

@@ -154,3 +154,34 @@ func TestRemovedMappingDisappears(t *testing.T) {
 		t.Errorf("Remove without a table: %v", err)
 	}
 }
+
+// TestDriftRepairedByResync: someone deletes the table behind the
+// Programmer's back. A sync that changes something fails (its elements have
+// no table) and makes the next one full; a periodic resync (Invalidate, as
+// the agent does) rebuilds the table even when nothing changed.
+func TestDriftRepairedByResync(t *testing.T) {
+	require.Binary(t, "nft")
+	tp := newTopology(t, topologyOptions{})
+	ctx := context.Background()
+	tp.sync(t)
+	tp.node.MustRun("nft", "delete", "table", "ip", TableName)
+	if _, err := tp.prog.KernelMappings(ctx); err != ErrNoTable {
+		t.Fatalf("table still there: %v", err)
+	}
+	tp.state.Mappings = append(tp.state.Mappings, Mapping{ElasticIP: addr("10.225.51.8"), PodIP: addr("10.244.1.8")})
+	if err := tp.prog.Sync(ctx, tp.state); err == nil {
+		t.Fatal("an incremental sync into a missing table succeeded")
+	}
+	tp.sync(t)
+	if st := tp.prog.LastSync(); !st.Full {
+		t.Errorf("sync after the failure: %+v, want full", st)
+	}
+	tp.node.MustRun("nft", "delete", "table", "ip", TableName)
+	tp.prog.Invalidate()
+	tp.sync(t)
+	got, err := tp.prog.KernelMappings(ctx)
+	if err != nil || len(got) != 2 {
+		t.Errorf("after the resync the kernel holds %v, %v; want 2 mappings", got, err)
+	}
+	ping(t, tp.client, elasticIP, 3)
+}

@@ -13,13 +13,16 @@ const (
 	TableName = "juneau"
 
 	ChainPrerouting    = "prerouting"
+	ChainFromOutside   = "from_outside"
 	ChainPostrouting   = "postrouting"
 	ChainDNAT          = "dnat"
 	ChainDNATICMPError = "dnat_icmp_error"
 	ChainSNAT          = "snat"
 	ChainSNATICMPError = "snat_icmp_error"
 
-	// MapEIP2VPC maps an ElasticIP to its Pod IP, MapVPC2EIP the reverse.
+	// MapEIP2VPC maps an ElasticIP to its Pod IP and a flag saying whether
+	// it has a bandwidth limit (see eip2vpcValue); MapVPC2EIP maps the Pod
+	// IP back to the ElasticIP.
 	MapEIP2VPC = "eip2vpc"
 	MapVPC2EIP = "vpc2eip"
 	// MapEIP2VPCQuoted maps "ElasticIP . ElasticIP" to the Pod IP: the key
@@ -148,8 +151,12 @@ func newSets(t *nftables.Table) setsOf {
 			Concatenation: key.Bytes > 4,
 		}
 	}
+	// The Pod IP and the limited flag: one lookup tells the common path
+	// everything it needs (see fromOutsideRules).
+	eip2vpc := m(1, MapEIP2VPC, nftables.TypeIPAddr)
+	eip2vpc.DataType = nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeMark)
 	return setsOf{
-		eip2vpc:       m(1, MapEIP2VPC, nftables.TypeIPAddr),
+		eip2vpc:       eip2vpc,
 		vpc2eip:       m(2, MapVPC2EIP, nftables.TypeIPAddr),
 		eip2vpcQuoted: m(3, MapEIP2VPCQuoted, addrPair),
 		vpc2eipQuoted: m(4, MapVPC2EIPQuoted, addrPair),
@@ -189,6 +196,7 @@ func buildRuleset(s *state) *ruleset {
 		Name: ChainPostrouting, Table: t, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookPostrouting, Priority: nftables.ChainPriorityRef(PriorityPostrouting), Policy: &accept,
 	}
+	outside := &nftables.Chain{Name: ChainFromOutside, Table: t}
 	dnat := &nftables.Chain{Name: ChainDNAT, Table: t}
 	dnatErr := &nftables.Chain{Name: ChainDNATICMPError, Table: t}
 	snat := &nftables.Chain{Name: ChainSNAT, Table: t}
@@ -197,7 +205,7 @@ func buildRuleset(s *state) *ruleset {
 	rs := &ruleset{
 		table:        t,
 		sets:         sets,
-		chains:       []*nftables.Chain{pre, post, dnat, dnatErr, snat, snatErr},
+		chains:       []*nftables.Chain{pre, post, outside, dnat, dnatErr, snat, snatErr},
 		clusterElems: intervalElements(ranges(s.cidrs)),
 		icmpElems:    icmpErrorElements(),
 	}
@@ -206,7 +214,8 @@ func buildRuleset(s *state) *ruleset {
 			rs.rules = append(rs.rules, &nftables.Rule{Table: t, Chain: c, Exprs: e})
 		}
 	}
-	add(pre, preroutingRules(sets, s.iface)...)
+	add(pre, preroutingRules(sets, s.iface, s.extIndex)...)
+	add(outside, fromOutsideRules(sets)...)
 	add(dnat, dnatRules(sets)...)
 	add(dnatErr, quoteRules(sets.eip2vpcQuoted, offIPDst, offQuoteSrc)...)
 	add(post, postroutingRules(sets, s.iface)...)
@@ -216,28 +225,92 @@ func buildRuleset(s *state) *ruleset {
 	return rs
 }
 
-// preroutingRules: a direct NIC's traffic with a source not its own is
-// dropped first, before conntrack and before any translation; then limited
-// ElasticIPs' traffic with the outside goes through their limit chains
-// (still addressed to and from the ElasticIP, or the Pod IP for NAT
-// outbound); traffic to an ElasticIP is translated (chain dnat); a
+// preroutingRules dispatch on the input interface first. Packets from the
+// external interface go to from_outside, where a packet to an ElasticIP
+// without a limit meets one map lookup before its rewrite, and nothing else
+// (neither anti-spoofing, which concerns direct NICs, nor the outbound
+// limits, which concern traffic from Pods). Everything else comes from
+// inside the node: a direct NIC's traffic with a source not its own is
+// dropped first, before conntrack and before any translation; limited
+// addresses' traffic with the outside goes through their limit chains
+// (still from the Pod IP or the direct NIC's ElasticIP, still to the
+// ElasticIP); traffic to an ElasticIP is translated (chain dnat); a
 // translated Pod's traffic to outside the cluster is kept out of conntrack,
 // so the primary CNI's masquerade and kube-proxy never see it.
-func preroutingRules(s setsOf, iface string) [][]expr.Any {
-	antiSpoofing := []expr.Any{
-		// iifname @direct_ifaces iifname . ip saddr != @direct_allowed counter drop
-		&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: regName}, in(s.directIfaces, regName),
-		loadNH(offIPSrc, reg4), notIn(s.directAllowed, regName),
-		&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop},
+//
+// When the external interface's index is known, a first rule matches it by
+// index (a 4-byte compare, where a name costs a 16-byte copy) and translates
+// the common packet right there; the name-based rules after it handle
+// everything else, also when the interface was recreated with another index
+// since the last full sync.
+func preroutingRules(s setsOf, iface string, extIndex uint32) [][]expr.Any {
+	var fast [][]expr.Any
+	if extIndex != 0 {
+		// meta iif <ext> ip daddr map @eip2vpc is "P . unlimited", not ICMP: ip daddr set P notrack accept
+		fast = append(fast, append([]expr.Any{
+			&expr.Meta{Key: expr.MetaKeyIIF, Register: reg0}, eq(reg0, binaryutil.NativeEndian.PutUint32(extIndex)),
+		}, translateUnlimited(s)...))
 	}
-	rules := append([][]expr.Any{antiSpoofing}, limitBaseRules(s, iface)...)
-	return append(rules, [][]expr.Any{
+	return append(fast, [][]expr.Any{
+		// iifname "ext" goto from_outside
+		{
+			&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: regName},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: regName, Data: ifname(iface)},
+			gotoChain(ChainFromOutside),
+		},
+		// iifname @direct_ifaces iifname . ip saddr != @direct_allowed counter drop
+		{
+			&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: regName}, in(s.directIfaces, regName),
+			loadNH(offIPSrc, reg4), notIn(s.directAllowed, regName),
+			&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop},
+		},
+		// ip saddr vmap @bw_out (a miss continues)
+		{loadNH(offIPSrc, reg0), lookupVerdict(s.limitOut, reg0)},
+		// ip daddr vmap @bw_in
+		{loadNH(offIPDst, reg0), lookupVerdict(s.limitIn, reg0)},
 		// ip daddr @eip2vpc goto dnat
 		{loadNH(offIPDst, reg0), in(s.eip2vpc, reg0), gotoChain(ChainDNAT)},
 		// ip saddr @vpc2eip ip daddr != @cluster_cidrs notrack
 		{loadNH(offIPSrc, reg0), in(s.vpc2eip, reg0), loadNH(offIPDst, reg1), notIn(s.cluster, reg1), &expr.Notrack{}},
 	}...)
 }
+
+// fromOutsideRules handle what enters through the external interface. A
+// packet to an ElasticIP without a limit that is not ICMP (an ICMP error's
+// quote must be rewritten too) is translated by the first rule, with the one
+// lookup that also tells whether the ElasticIP is limited, and accepted.
+// The others go through the inbound limit of their destination, if any (a
+// NAT or a direct NIC's ElasticIP), then the full translation (chain dnat).
+// The rest (the node's own traffic, anything routed elsewhere) leaves the
+// chain untouched.
+func fromOutsideRules(s setsOf) [][]expr.Any {
+	return [][]expr.Any{
+		// ip daddr map @eip2vpc is "P . unlimited", meta l4proto != icmp:
+		// ip daddr set P notrack accept
+		translateUnlimited(s),
+		// ip daddr vmap @bw_in
+		{loadNH(offIPDst, reg0), lookupVerdict(s.limitIn, reg0)},
+		// ip daddr @eip2vpc goto dnat
+		{loadNH(offIPDst, reg0), in(s.eip2vpc, reg0), gotoChain(ChainDNAT)},
+	}
+}
+
+// translateUnlimited translates a packet to an ElasticIP without a limit
+// that is not ICMP, with one lookup, and accepts it.
+func translateUnlimited(s setsOf) []expr.Any {
+	return []expr.Any{
+		loadNH(offIPDst, reg0), lookupMap(s.eip2vpc, reg0, reg0), eq(reg1, flagUnlimited[:]),
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg2},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: reg2, Data: []byte{unix.IPPROTO_ICMP}},
+		writeNH(offIPDst, reg0), &expr.Notrack{}, &expr.Verdict{Kind: expr.VerdictAccept},
+	}
+}
+
+// Values of the flag that follows the Pod IP in MapEIP2VPC.
+var (
+	flagUnlimited = [4]byte{0, 0, 0, 0}
+	flagLimited   = [4]byte{0, 0, 0, 1}
+)
 
 // dnatRules rewrite the destination ElasticIP to the Pod IP, fixing the IP
 // header checksum and the TCP/UDP pseudo-header checksum, after an ICMP error

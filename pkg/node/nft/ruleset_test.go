@@ -69,7 +69,13 @@ func TestBaseChains(t *testing.T) {
 func TestPreroutingRules(t *testing.T) {
 	rs := testRuleset(t)
 	s := rs.sets
+	ext0 := append([]byte("ext0"), make([]byte, 12)...)
 	want := [][]expr.Any{
+		// The external interface first: what comes from outside needs
+		// neither anti-spoofing nor outbound limits.
+		{&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: unix.NFT_REG_1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: unix.NFT_REG_1, Data: ext0},
+			&expr.Verdict{Kind: expr.VerdictGoto, Chain: ChainFromOutside}},
 		// NFT_REG_1 and NFT_REG32_04: the name fills four 32-bit registers,
 		// the source address follows it, together the 20-byte key.
 		{&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: unix.NFT_REG_1},
@@ -78,10 +84,8 @@ func TestPreroutingRules(t *testing.T) {
 			&expr.Lookup{SourceRegister: unix.NFT_REG_1, SetName: SetDirectAllowed, SetID: s.directAllowed.ID, Invert: true},
 			&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}},
 		// Limits see the addresses before any translation; a miss continues.
+		{loadNH(12, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: unix.NFT_REG_VERDICT, IsDestRegSet: true, SetName: MapLimitOut, SetID: s.limitOut.ID}},
 		{loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: unix.NFT_REG_VERDICT, IsDestRegSet: true, SetName: MapLimitIn, SetID: s.limitIn.ID}},
-		{&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: unix.NFT_REG_1},
-			&expr.Cmp{Op: expr.CmpOpNeq, Register: unix.NFT_REG_1, Data: append([]byte("ext0"), make([]byte, 12)...)},
-			loadNH(12, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: unix.NFT_REG_VERDICT, IsDestRegSet: true, SetName: MapLimitOut, SetID: s.limitOut.ID}},
 		{loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapEIP2VPC, SetID: s.eip2vpc.ID},
 			&expr.Verdict{Kind: expr.VerdictGoto, Chain: ChainDNAT}},
 		{loadNH(12, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapVPC2EIP, SetID: s.vpc2eip.ID},
@@ -90,6 +94,51 @@ func TestPreroutingRules(t *testing.T) {
 	}
 	if got := rulesOf(rs, ChainPrerouting); !reflect.DeepEqual(got, want) {
 		t.Errorf("prerouting rules:\n got %#v\nwant %#v", got, want)
+	}
+}
+
+// TestFastPathByIndex: with the external interface's index known, the
+// first rule translates the common packet from that interface by index; the
+// name-based rules follow unchanged.
+func TestFastPathByIndex(t *testing.T) {
+	s, err := normalize(DesiredState{Config: Config{ExternalInterface: "ext0"}, Mappings: []Mapping{m("10.225.51.5", "10.244.1.5")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.extIndex = 7
+	rs := buildRuleset(s)
+	rules := rulesOf(rs, ChainPrerouting)
+	want := append([]expr.Any{
+		&expr.Meta{Key: expr.MetaKeyIIF, Register: reg0},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: reg0, Data: binaryutil.NativeEndian.PutUint32(7)},
+	}, rulesOf(rs, ChainFromOutside)[0]...)
+	if len(rules) != 7 || !reflect.DeepEqual(rules[0], want) {
+		t.Errorf("first prerouting rule %#v, want %#v", rules[0], want)
+	}
+	if !reflect.DeepEqual(rules[1:], rulesOf(testRuleset(t), ChainPrerouting)) {
+		t.Error("the rules after the fast path differ from those without it")
+	}
+}
+
+// TestFromOutsideRules: a packet from outside to an unlimited ElasticIP,
+// not ICMP, meets one lookup (its result: the Pod IP in NFT_REG32_00, the
+// limited flag in NFT_REG32_01), the rewrite, notrack and accept; the
+// others go through the inbound limits and the full translation.
+func TestFromOutsideRules(t *testing.T) {
+	rs := testRuleset(t)
+	s := rs.sets
+	want := [][]expr.Any{
+		{loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: reg0, IsDestRegSet: true, SetName: MapEIP2VPC, SetID: s.eip2vpc.ID},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: unix.NFT_REG32_01, Data: []byte{0, 0, 0, 0}},
+			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg2},
+			&expr.Cmp{Op: expr.CmpOpNeq, Register: reg2, Data: []byte{unix.IPPROTO_ICMP}},
+			writeNH(16, reg0), &expr.Notrack{}, &expr.Verdict{Kind: expr.VerdictAccept}},
+		{loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: unix.NFT_REG_VERDICT, IsDestRegSet: true, SetName: MapLimitIn, SetID: s.limitIn.ID}},
+		{loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapEIP2VPC, SetID: s.eip2vpc.ID},
+			&expr.Verdict{Kind: expr.VerdictGoto, Chain: ChainDNAT}},
+	}
+	if got := rulesOf(rs, ChainFromOutside); !reflect.DeepEqual(got, want) {
+		t.Errorf("from_outside rules:\n got %#v\nwant %#v", got, want)
 	}
 }
 
@@ -194,10 +243,13 @@ func TestSets(t *testing.T) {
 		}
 		ids[s.ID] = true
 	}
-	for _, s := range rs.sets.maps() {
+	for _, s := range rs.sets.maps()[1:] {
 		if !s.IsMap || s.DataType != nftables.TypeIPAddr {
 			t.Errorf("%s is not an address map", s.Name)
 		}
+	}
+	if d := rs.sets.eip2vpc.DataType; !rs.sets.eip2vpc.IsMap || d.Bytes != 8 || d.Name != "ipv4_addr . mark" {
+		t.Errorf("eip2vpc maps to %+v, want a Pod IP and the limited flag", d)
 	}
 	if rs.sets.eip2vpcQuoted.KeyType.Bytes != 8 || !rs.sets.eip2vpcQuoted.Concatenation {
 		t.Error("quoted maps must be keyed by two addresses")

@@ -72,13 +72,19 @@ var ErrInvalidMapping = errors.New("invalid NAT mapping")
 // maxIfNameLen is IFNAMSIZ minus the terminating NUL.
 const maxIfNameLen = 15
 
-// state is a DesiredState after validation: the form that is compared and
-// applied.
+// state is a DesiredState after validation: what is applied to the kernel,
+// kept up to date change by change (see index.go).
 type state struct {
-	iface   string
-	cidrs   []netip.Prefix // IPv4, masked, without overlaps, sorted
+	iface string
+	// extIndex is the external interface's index when the table was built
+	// (0: unknown), for the inbound fast path; see preroutingRules.
+	extIndex uint32
+	cidrs    []netip.Prefix // IPv4, masked, without overlaps, sorted
+	// eip2vpc and vpc2eip are the kept mappings, natBW the bandwidth of
+	// each kept ElasticIP (0: unlimited).
 	eip2vpc map[netip.Addr]netip.Addr
 	vpc2eip map[netip.Addr]netip.Addr
+	natBW   map[netip.Addr]int32
 	// directIfaces are the filtered host interfaces, directOf the allowed
 	// source addresses with the one interface each may enter through.
 	directIfaces map[string]struct{}
@@ -86,136 +92,42 @@ type state struct {
 	// limits holds the limit in Mbit/s of every limited ElasticIP;
 	// limitSrc maps the source address its outbound traffic carries when it
 	// enters the node (the Pod IP for NAT, the ElasticIP itself for a direct
-	// NIC) to that ElasticIP.
-	limits   map[netip.Addr]int32
-	limitSrc map[netip.Addr]netip.Addr
+	// NIC) to that ElasticIP, and limitFrom is its inverse.
+	limits    map[netip.Addr]int32
+	limitSrc  map[netip.Addr]netip.Addr
+	limitFrom map[netip.Addr]netip.Addr
 }
 
-// normalize validates a DesiredState. A bad Config is fatal (nil state). A
-// bad or conflicting mapping is left out and reported in the error (wrapping
-// ErrInvalidMapping) while the rest is kept: one broken attachment must not
-// stop the others. Every side of a conflict is dropped, because sending an
-// address's traffic to the wrong Pod is worse than sending it nowhere.
+func newState(c Config) *state {
+	return &state{
+		iface: c.ExternalInterface, cidrs: mergePrefixes(c.ClusterCIDRs),
+		eip2vpc: map[netip.Addr]netip.Addr{}, vpc2eip: map[netip.Addr]netip.Addr{}, natBW: map[netip.Addr]int32{},
+		directIfaces: map[string]struct{}{}, directOf: map[netip.Addr]string{},
+		limits: map[netip.Addr]int32{}, limitSrc: map[netip.Addr]netip.Addr{}, limitFrom: map[netip.Addr]netip.Addr{},
+	}
+}
+
+// validConfig checks the node-wide part of a desired state.
+func validConfig(c Config) error {
+	if c.ExternalInterface == "" || len(c.ExternalInterface) > maxIfNameLen {
+		return fmt.Errorf("%w: external interface name %q", ErrInvalidConfig, c.ExternalInterface)
+	}
+	return nil
+}
+
+// normalize validates a whole DesiredState at once, as the first Sync does.
+// A bad Config is fatal (nil state). A bad or conflicting mapping is left out
+// and reported in the error (wrapping ErrInvalidMapping) while the rest is
+// kept: one broken attachment must not stop the others. Every side of a
+// conflict is dropped, because sending an address's traffic to the wrong Pod
+// is worse than sending it nowhere.
 func normalize(d DesiredState) (*state, error) {
-	if d.ExternalInterface == "" || len(d.ExternalInterface) > maxIfNameLen {
-		return nil, fmt.Errorf("%w: external interface name %q", ErrInvalidConfig, d.ExternalInterface)
+	ix, err := newIndex(d.Config)
+	if err != nil {
+		return nil, err
 	}
-	var errs []error
-	// First pod seen per ElasticIP and first ElasticIP seen per Pod IP, plus
-	// every other address that conflicted with them (for the error message).
-	podOf := make(map[netip.Addr]netip.Addr, len(d.Mappings))
-	eipOf := make(map[netip.Addr]netip.Addr, len(d.Mappings))
-	morePods := map[netip.Addr][]netip.Addr{}
-	moreEIPs := map[netip.Addr][]netip.Addr{}
-	bw := newBandwidths(len(d.Mappings))
-	for _, m := range d.Mappings {
-		eip, pod := m.ElasticIP.Unmap(), m.PodIP.Unmap()
-		if !usable(eip) || !usable(pod) || eip == pod {
-			errs = append(errs, fmt.Errorf("%v: addresses must be distinct IPv4 unicast addresses", m))
-			continue
-		}
-		if !validBandwidth(m.BandwidthMbps) {
-			errs = append(errs, fmt.Errorf("%v: %w", m, errBandwidth))
-			continue
-		}
-		bw.add(eip, m.BandwidthMbps)
-		if p, ok := podOf[eip]; !ok {
-			podOf[eip] = pod
-		} else if p != pod && !slices.Contains(morePods[eip], pod) {
-			morePods[eip] = append(morePods[eip], pod)
-		}
-		if e, ok := eipOf[pod]; !ok {
-			eipOf[pod] = eip
-		} else if e != eip && !slices.Contains(moreEIPs[pod], eip) {
-			moreEIPs[pod] = append(moreEIPs[pod], eip)
-		}
-	}
-	s := &state{
-		iface:   d.ExternalInterface,
-		cidrs:   mergePrefixes(d.ClusterCIDRs),
-		eip2vpc: make(map[netip.Addr]netip.Addr, len(podOf)),
-		vpc2eip: make(map[netip.Addr]netip.Addr, len(podOf)),
-	}
-	for eip, pod := range podOf {
-		_, eipIsPod := eipOf[eip]
-		if len(morePods[eip]) == 0 && len(moreEIPs[pod]) == 0 && !eipIsPod && !bw.clash[eip] {
-			s.eip2vpc[eip] = pod
-			s.vpc2eip[pod] = eip
-		}
-	}
-	for _, eip := range sortedKeys(morePods) {
-		errs = append(errs, fmt.Errorf("ElasticIP %v mapped to several Pod IPs %v", eip, sortedAddrs(append(morePods[eip], podOf[eip]))))
-	}
-	for _, pod := range sortedKeys(moreEIPs) {
-		errs = append(errs, fmt.Errorf("Pod IP %v mapped to several ElasticIPs %v", pod, sortedAddrs(append(moreEIPs[pod], eipOf[pod]))))
-	}
-	var both []netip.Addr
-	for eip := range podOf {
-		if _, ok := eipOf[eip]; ok {
-			both = append(both, eip)
-		}
-	}
-	for _, a := range sortedAddrs(both) {
-		errs = append(errs, fmt.Errorf("%v used both as ElasticIP and as Pod IP", a))
-	}
-	errs = append(errs, bw.clashErrors("ElasticIP")...)
-	var directBW map[netip.Addr]int32
-	s.directIfaces, s.directOf, directBW, errs = normalizeDirect(d.Direct, errs)
-	errs = s.setLimits(bw.of, directBW, errs)
-	if len(errs) > 0 {
-		return s, fmt.Errorf("%w: %w", ErrInvalidMapping, errors.Join(errs...))
-	}
-	return s, nil
-}
-
-// normalizeDirect validates the direct NICs and appends what it leaves out
-// to errs. An address listed for two interfaces is allowed on neither. It
-// fails closed: an interface stays filtered even when all its entries are
-// left out, so a bad entry can never turn anti-spoofing off for a NIC.
-// It also returns the bandwidth limit of every address it keeps.
-func normalizeDirect(in []DirectNIC, errs []error) (map[string]struct{}, map[netip.Addr]string, map[netip.Addr]int32, []error) {
-	ifaces := map[string]struct{}{}
-	ifaceOf := make(map[netip.Addr]string, len(in))
-	more := map[netip.Addr][]string{}
-	bw := newBandwidths(0)
-	for _, d := range in {
-		if d.HostInterface == "" || len(d.HostInterface) > maxIfNameLen {
-			errs = append(errs, fmt.Errorf("direct NIC %v: host interface name %q", d, d.HostInterface))
-			continue
-		}
-		ifaces[d.HostInterface] = struct{}{}
-		a := d.Address.Unmap()
-		if !usable(a) {
-			errs = append(errs, fmt.Errorf("direct NIC %v: address must be an IPv4 unicast address", d))
-			continue
-		}
-		if !validBandwidth(d.BandwidthMbps) {
-			errs = append(errs, fmt.Errorf("direct NIC %v: %w", d, errBandwidth))
-			continue
-		}
-		bw.add(a, d.BandwidthMbps)
-		if i, ok := ifaceOf[a]; !ok {
-			ifaceOf[a] = d.HostInterface
-		} else if i != d.HostInterface && !slices.Contains(more[a], d.HostInterface) {
-			more[a] = append(more[a], d.HostInterface)
-		}
-	}
-	for _, a := range sortedKeys(more) {
-		names := append(more[a], ifaceOf[a])
-		slices.Sort(names)
-		errs = append(errs, fmt.Errorf("address %v listed for several direct NICs %q", a, names))
-		delete(ifaceOf, a)
-	}
-	errs = append(errs, bw.clashErrors("direct NIC address")...)
-	for a := range bw.clash {
-		delete(ifaceOf, a)
-	}
-	for a := range bw.of {
-		if _, ok := ifaceOf[a]; !ok {
-			delete(bw.of, a)
-		}
-	}
-	return ifaces, ifaceOf, bw.of, errs
+	ix.apply(nil, d.Mappings, nil, d.Direct)
+	return ix.s, ix.err()
 }
 
 func sortedAddrs(a []netip.Addr) []netip.Addr {
@@ -237,21 +149,6 @@ func (s *state) sameConfig(o *state) bool {
 	return s.iface == o.iface && slices.Equal(s.cidrs, o.cidrs)
 }
 
-// sameMappings reports whether two states hold the same map elements.
-func (s *state) sameMappings(o *state) bool {
-	return maps.Equal(s.eip2vpc, o.eip2vpc)
-}
-
-// sameLimits reports whether two states limit the same ElasticIPs alike.
-func (s *state) sameLimits(o *state) bool {
-	return maps.Equal(s.limits, o.limits) && maps.Equal(s.limitSrc, o.limitSrc)
-}
-
-// sameDirect reports whether two states hold the same anti-spoofing elements.
-func (s *state) sameDirect(o *state) bool {
-	return maps.Equal(s.directIfaces, o.directIfaces) && maps.Equal(s.directOf, o.directOf)
-}
-
 // direct returns the filtered interfaces and the allowed pairs, sorted.
 func (s *state) direct() ([]string, []DirectNIC) {
 	return slices.Sorted(maps.Keys(s.directIfaces)), directPairs(s.directOf)
@@ -261,7 +158,7 @@ func (s *state) direct() ([]string, []DirectNIC) {
 func (s *state) mappings() []Mapping {
 	out := make([]Mapping, 0, len(s.eip2vpc))
 	for eip, pod := range s.eip2vpc {
-		out = append(out, Mapping{ElasticIP: eip, PodIP: pod})
+		out = append(out, Mapping{ElasticIP: eip, PodIP: pod, BandwidthMbps: s.natBW[eip]})
 	}
 	slices.SortFunc(out, func(a, b Mapping) int { return a.ElasticIP.Compare(b.ElasticIP) })
 	return out

@@ -2,6 +2,7 @@ package nft
 
 import (
 	"errors"
+	"maps"
 	"net/netip"
 	"reflect"
 	"strings"
@@ -149,7 +150,7 @@ func TestSameConfigAndMappings(t *testing.T) {
 	reordered.Mappings = []Mapping{base.Mappings[1], base.Mappings[0]}
 	reordered.ClusterCIDRs = prefixes("10.244.0.0/16", "10.244.9.0/24")
 	b, _ := normalize(reordered)
-	if !a.sameConfig(b) || !a.sameMappings(b) {
+	if !a.sameConfig(b) || !maps.Equal(a.eip2vpc, b.eip2vpc) {
 		t.Error("order or covered prefixes made states differ")
 	}
 	other := base
@@ -249,13 +250,13 @@ func TestSameDirect(t *testing.T) {
 	reordered := base
 	reordered.Direct = []DirectNIC{base.Direct[1], base.Direct[0]}
 	b, _ := normalize(reordered)
-	if !a.sameDirect(b) {
+	if !maps.Equal(a.directOf, b.directOf) || !maps.Equal(a.directIfaces, b.directIfaces) {
 		t.Error("order made states differ")
 	}
 	moved := base
 	moved.Direct = []DirectNIC{dn("veth1", "10.225.51.7"), dn("veth2", "10.225.51.6")}
 	c, _ := normalize(moved)
-	if a.sameDirect(c) || !a.sameConfig(c) || !a.sameMappings(c) {
+	if maps.Equal(a.directOf, c.directOf) || !a.sameConfig(c) || !maps.Equal(a.eip2vpc, c.eip2vpc) {
 		t.Error("swapped addresses not seen as a direct-only change")
 	}
 }
