@@ -30,6 +30,18 @@ func parsePrevResult(conf *cnitypes.PluginConf) (*current.Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("convert prevResult from cniVersion %s: %w", quote(conf.CNIVersion), err)
 	}
+	// Decoding lets an address or a destination be absent; the result juneau writes
+	// back would then say "<nil>", which no runtime reads.
+	for i, ip := range prev.IPs {
+		if ip.Address.IP == nil || ip.Address.Mask == nil {
+			return nil, fmt.Errorf("prevResult: ips[%d] has no address", i)
+		}
+	}
+	for i, r := range prev.Routes {
+		if r.Dst.IP == nil || r.Dst.Mask == nil {
+			return nil, fmt.Errorf("prevResult: routes[%d] has no dst", i)
+		}
+	}
 	return prev, nil
 }
 
