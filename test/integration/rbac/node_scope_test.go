@@ -227,6 +227,25 @@ func TestNodeScope(t *testing.T) {
 		}
 	}
 
+	// The status of NetworkInterfaces and ElasticIPAttachments names Nodes too, but only
+	// the controller writes it: RBAC refuses it to every agent before the policy is asked.
+	for _, write := range []func() error{
+		func() error {
+			_, err := agents["node-a"].jn.JuneauV1alpha1().NetworkInterfaces(ns).Patch(ctx, "web.eth0", types.MergePatchType,
+				[]byte(`{"status":{"phase":"Ready"}}`), metav1.PatchOptions{}, "status")
+			return err
+		},
+		func() error {
+			_, err := agents["node-a"].jn.JuneauV1alpha1().ElasticIPAttachments(ns).Patch(ctx, "web", types.MergePatchType,
+				[]byte(`{"status":{"nodeName":"node-a"}}`), metav1.PatchOptions{}, "status")
+			return err
+		},
+	} {
+		if err := write(); !apierrors.IsForbidden(err) || strings.Contains(err.Error(), nodeScopePolicy) {
+			t.Errorf("the agent of node-a writing a NetworkInterface's or attachment's status: err = %v, want RBAC's refusal", err)
+		}
+	}
+
 	// A Pod not yet scheduled is on no Node: no agent may write it.
 	if _, err := cp.Kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pending"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/pause:1"}}}}, metav1.CreateOptions{}); err != nil {
