@@ -3,6 +3,7 @@ package realcluster
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -45,9 +46,8 @@ func testNodeScope(t *testing.T, c *cluster.Cluster) {
 			t.Errorf("the agent of %s setting a condition of a Pod on its own Node: %v", node, err)
 		}
 		target := agentOn[other]
-		want := "ValidatingAdmissionPolicy 'juneau-node-scope' with binding 'juneau-node-scope' denied request: Pod " +
-			cluster.SystemNamespace + "/" + target.Name + " is on Node " + other + ": the node agent of Node " + node +
-			" writes only the objects of its own Node"
+		want := fmt.Sprintf("ValidatingAdmissionPolicy 'juneau-node-scope' with binding 'juneau-node-scope' denied request: "+
+			"Pod %q is on Node %q: the node agent of Node %q writes only the objects of its own Node", cluster.SystemNamespace+"/"+target.Name, other, node)
 		if err := dryRunGate(ctx, kube, target); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
 			t.Errorf("the agent of %s setting a condition of a Pod on %s: err = %v, want %q", node, other, err, want)
 		}

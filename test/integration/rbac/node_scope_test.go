@@ -139,17 +139,27 @@ func writesFor(ns, node string, f scopeFixtures) []write {
 	return []write{
 		{"the Answering condition of ARPAdvertisement " + f.arp,
 			func(ctx context.Context, a agentOf) error { return a.answering(ctx, f.arp) },
-			"ARPAdvertisement " + f.arp + " is on Node " + node},
+			onNode("ARPAdvertisement", f.arp, node)},
 		{"the Announced condition of BGPAdvertisement " + f.bgp,
 			func(ctx context.Context, a agentOf) error { return a.announced(ctx, f.bgp) },
-			"BGPAdvertisement " + f.bgp + " is on Node " + node},
+			onNode("BGPAdvertisement", f.bgp, node)},
 		{"BGPNodeStatus " + node,
 			func(ctx context.Context, a agentOf) error { return a.sessions(ctx, node) },
-			"BGPNodeStatus " + node + " is on Node " + node},
+			onNode("BGPNodeStatus", node, node)},
 		{"the readiness gate of Pod " + ns + "/" + f.pod,
 			func(ctx context.Context, a agentOf) error { return a.gate(ctx, ns, f.pod) },
-			"Pod " + ns + "/" + f.pod + " is on Node " + node},
+			onNode("Pod", ns+"/"+f.pod, node)},
 	}
+}
+
+// onNode is how the policy's refusal names an object and its Node.
+func onNode(kind, name, node string) string {
+	return fmt.Sprintf("%s %q is on Node %q", kind, name, node)
+}
+
+// byAgentOf ends the policy's refusal, naming the writer's Node.
+func byAgentOf(node string) string {
+	return fmt.Sprintf(": the node agent of Node %q writes only the objects of its own Node", node)
 }
 
 // refusedByPolicy reports whether err is the node-scope policy's refusal saying want.
@@ -199,7 +209,7 @@ func TestNodeScope(t *testing.T) {
 				switch {
 				case writer == owner && err != nil:
 					t.Errorf("the agent of %s cannot write %s: %v", writer, w.what, err)
-				case writer != owner && !refusedByPolicy(err, w.refusal+": the node agent of Node "+writer+" writes only the objects of its own Node"):
+				case writer != owner && !refusedByPolicy(err, w.refusal+byAgentOf(writer)):
 					t.Errorf("the agent of %s writing %s (of %s): err = %v, want the policy's refusal naming both Nodes", writer, w.what, owner, err)
 				}
 			}
@@ -251,7 +261,7 @@ func TestNodeScope(t *testing.T) {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/pause:1"}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := agents["node-a"].gate(ctx, ns, "pending"); !refusedByPolicy(err, "Pod "+ns+"/pending is on no Node: the node agent of Node node-a") {
+	if err := agents["node-a"].gate(ctx, ns, "pending"); !refusedByPolicy(err, `Pod "`+ns+`/pending" is on no Node`+byAgentOf("node-a")) {
 		t.Errorf("the agent of node-a writing the gate of an unscheduled Pod: err = %v, want the policy's refusal", err)
 	}
 }
@@ -308,7 +318,7 @@ func TestNodeScopeNeedsABoundToken(t *testing.T) {
 	}
 	other := newScopeFixtures(t, cp, ns, "node-b", 84)
 	for _, w := range writesFor(ns, "node-b", other) {
-		if err := w.do(ctx, podAgent); !refusedByPolicy(err, w.refusal+": the node agent of Node node-a") {
+		if err := w.do(ctx, podAgent); !refusedByPolicy(err, w.refusal+byAgentOf("node-a")) {
 			t.Errorf("the agent with its Pod's token writing %s of node-b: err = %v, want the policy's refusal", w.what, err)
 		}
 	}
@@ -419,7 +429,7 @@ func TestNodeScopeDelete(t *testing.T) {
 	}
 	// The grant is loaded asynchronously: wait until the refusal is the policy's, not RBAC's.
 	waitForPolicy(t, agents["node-a"], write{what: "deleting BGPNodeStatus node-b", do: del,
-		refusal: "BGPNodeStatus node-b is on Node node-b: the node agent of Node node-a writes only the objects of its own Node"})
+		refusal: onNode("BGPNodeStatus", "node-b", "node-b") + byAgentOf("node-a")})
 	if err := del(ctx, agents["node-b"]); err != nil {
 		t.Errorf("the agent of node-b deleting its own BGPNodeStatus: %v", err)
 	}
