@@ -16,7 +16,7 @@ fuzzers=(
   "./pkg/admission FuzzPodAnnotations"          # the webhook's Pod rules over annotation values
   "./pkg/admission FuzzReviewBody"              # AdmissionReview decoding in the webhook
   "./pkg/apis/juneau/annotations FuzzParse"     # the Pod annotation grammar
-  "./pkg/apis/juneau/validation FuzzParsePoolEntry" # AddressPool ranges
+  "./pkg/apis/juneau/iprange FuzzParse"         # AddressPool entries
   "./pkg/node/agent FuzzCompute"                # the agent's desired-state builder
   "./pkg/node/arp FuzzDecide"                   # ARP frame decoding
   "./pkg/node/cni FuzzPluginInput"              # the CNI plugin's stdin and arguments
