@@ -137,6 +137,6 @@ func BenchmarkIndexFull10k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ix.apply(nil, st.Mappings, nil, st.Direct)
+		ix.apply(nil, st.Mappings, nil, st.Direct, nil, st.InCluster)
 	}
 }
