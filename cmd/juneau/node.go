@@ -98,13 +98,15 @@ func (o *nodeOptions) run(ctx context.Context) error {
 		return err
 	}
 
-	// Each kind is watched only where it names this Node.
+	// Each kind but the attachments is watched only where it names this Node.
 	onNode := func(field string) juneauinformers.SharedInformerOption {
 		return juneauinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.FieldSelector = fields.OneTermEqualSelector(field, o.nodeName).String()
 		})
 	}
-	attachInf := juneauinformers.NewSharedInformerFactoryWithOptions(juneau, o.resync, onNode("status.nodeName"))
+	// Every Node's attachments: in-cluster clients here reach ElasticIPs attached
+	// anywhere (docs/datapath.md). Cached trimmed to what the agent reads.
+	attachInf := juneauinformers.NewSharedInformerFactoryWithOptions(juneau, o.resync, juneauinformers.WithTransform(agent.TrimAttachment))
 	advertInf := juneauinformers.NewSharedInformerFactoryWithOptions(juneau, o.resync, onNode("spec.nodeName"))
 	kubeInf := kubeinformers.NewSharedInformerFactory(kube, o.resync)
 	allInf := juneauinformers.NewSharedInformerFactory(juneau, o.resync)
