@@ -101,13 +101,14 @@ func TestInClusterRules(t *testing.T) {
 		return &expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg}
 	}
 	lookupCluster := &expr.Lookup{SourceRegister: reg0, DestRegister: reg0, IsDestRegSet: true, SetName: MapClusterEIP2VPC, SetID: s.clusterEIP2VPC.ID}
+	fromCluster := [][]expr.Any{{
+		loadNH(16, reg0), lookupCluster,
+		loadNH(12, reg1), &expr.Lookup{SourceRegister: reg1, SetName: SetClusterCIDRs, SetID: s.cluster.ID},
+		dnat(reg0),
+	}}
 	want := map[string][][]expr.Any{
-		ChainInClusterDNAT: {{
-			loadNH(16, reg0), lookupCluster,
-			loadNH(12, reg1), &expr.Lookup{SourceRegister: reg1, SetName: SetClusterCIDRs, SetID: s.cluster.ID},
-			dnat(reg0),
-		}},
-		ChainInClusterOutput: {{loadNH(16, reg0), lookupCluster, dnat(reg0)}},
+		ChainInClusterDNAT:   fromCluster,
+		ChainInClusterOutput: fromCluster,
 		ChainInClusterHairpin: {{
 			&expr.Ct{Key: expr.CtKeySTATUS, Register: reg0},
 			&expr.Bitwise{SourceRegister: reg0, DestRegister: reg0, Len: 4,

@@ -200,6 +200,9 @@ func (p *Programmer) reset() {
 // returns an error wrapping ErrInvalidConfig; invalid or conflicting mappings
 // or direct NICs are left out, the rest is applied, and the error wraps
 // ErrInvalidMapping. Syncing the state that is already applied writes nothing.
+// After the rules, the connection-tracking entries of in-cluster clients
+// translated for an ElasticIP that went or moved are deleted (flows.go); if
+// that fails, the error says so and the next Sync tries again.
 // The caller may change desired once Sync has returned (it keeps a copy).
 func (p *Programmer) Sync(ctx context.Context, desired DesiredState) error {
 	start := time.Now()

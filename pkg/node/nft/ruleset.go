@@ -392,7 +392,10 @@ func snatRules(s setsOf) [][]expr.Any {
 // inClusterDNATRules: a new connection from a cluster address to an
 // ElasticIP of the cluster gets the ElasticIP's Pod IP as destination;
 // conntrack gives the replies the ElasticIP back as source. Only the first
-// packet of a tracked connection comes here.
+// packet of a tracked connection comes here. The source must be a cluster
+// address: the target's replies to any other address are kept out of
+// conntrack (and translated statelessly) on the target's node, so such a
+// client is left to the external path.
 func inClusterDNATRules(s setsOf) [][]expr.Any {
 	// ip saddr @cluster_cidrs dnat ip to ip daddr map @cluster_eip2vpc
 	return [][]expr.Any{{
@@ -402,14 +405,9 @@ func inClusterDNATRules(s setsOf) [][]expr.Any {
 	}}
 }
 
-// inClusterOutputRules: the same for connections the node itself opens.
-func inClusterOutputRules(s setsOf) [][]expr.Any {
-	// dnat ip to ip daddr map @cluster_eip2vpc
-	return [][]expr.Any{{
-		loadNH(offIPDst, reg0), lookupMap(s.clusterEIP2VPC, reg0, reg0),
-		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg0},
-	}}
-}
+// inClusterOutputRules: the same for connections the node itself opens
+// (its source address is chosen before the output hook).
+func inClusterOutputRules(s setsOf) [][]expr.Any { return inClusterDNATRules(s) }
 
 // inClusterHairpinRules: a Pod that reached its own ElasticIP gets, after the
 // DNAT, a packet from itself to itself, which its kernel would drop as a
