@@ -122,6 +122,7 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	networks := allInf.Juneau().V1alpha1().ExternalNetworks()
 	nodes := kubeInf.Core().V1().Nodes()
 	serviceCIDRs := kubeInf.Networking().V1().ServiceCIDRs()
+	nat := nft.NewProgrammer(nft.Options{})
 	a := agent.New(agent.Config{
 		NodeName: o.nodeName, ExternalInterface: iface, ExternalMAC: link.HardwareAddr.String(),
 		ClusterCIDRs: cidrs, Resync: o.resync,
@@ -129,7 +130,7 @@ func (o *nodeOptions) run(ctx context.Context) error {
 		Attachments: attachments.Lister(), Advertisements: adverts.Lister(),
 		Nodes: nodes.Lister(), ServiceCIDRs: serviceCIDRs.Lister(),
 		Pods: pods.Lister(), NICs: nics.Lister(), ElasticIPs: eips.Lister(), Networks: networks.Lister(),
-	}, nft.NewProgrammer(nft.Options{}), responder, hostInterface, metrics)
+	}, nat, responder, hostInterface, metrics)
 	if err := a.Watch(attachments.Informer(), adverts.Informer(), nodes.Informer(), serviceCIDRs.Informer(),
 		pods.Informer(), nics.Informer(), eips.Informer(), networks.Informer()); err != nil {
 		return err
@@ -149,6 +150,8 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	var g errgroup.Group
 	g.Go(func() error { return responder.Run(ctx) })
 	g.Go(func() error { return a.Run(ctx) })
+	// In-cluster clients follow an ElasticIP that moves (pkg/node/nft/flows.go).
+	g.Go(func() error { return nat.RunFlowCleanup(ctx) })
 	if o.cniSocket != "" {
 		g.Go(func() error { return cniserver.New(source).Run(ctx, o.cniSocket) })
 	}

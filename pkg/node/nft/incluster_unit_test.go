@@ -133,97 +133,113 @@ func TestFlowCleanup(t *testing.T) {
 	a := netip.MustParseAddr
 	e5, e6, e7 := a("10.225.51.5"), a("10.225.51.6"), a("10.225.51.7")
 	p5, p6, old := a("10.244.1.5"), a("10.244.1.6"), a("10.244.9.9")
-	var f flowCleanup
-	var asked []flowMatcher
-	del := func(m flowMatcher) (int, error) { asked = append(asked, m); return 1, nil }
+	f := newFlowCleanup()
+	woken := func() bool {
+		select {
+		case <-f.wake:
+			return true
+		default:
+			return false
+		}
+	}
+	check := func(step string, m flowMatcher, cases map[[2]netip.Addr]bool) {
+		t.Helper()
+		for c, want := range cases {
+			if got := m(c[0], c[1]); got != want {
+				t.Errorf("%s: %v -> %v selected %v, want %v", step, c[0], c[1], got, want)
+			}
+		}
+	}
 
 	// The first sync of a Programmer checks every translated flow to an
 	// ElasticIP of the map, since it cannot know what changed before.
-	now := map[netip.Addr]netip.Addr{e5: p5, e6: p6}
-	f.replaced(now)
-	if n, err := f.clean(now, del); n != 1 || err != nil || len(asked) != 1 {
-		t.Fatalf("first clean-up: %d, %v, %d calls", n, err, len(asked))
+	f.replaced(map[netip.Addr]netip.Addr{e5: p5, e6: p6})
+	w, ok := f.work()
+	if !ok || !woken() {
+		t.Fatal("the first sync left nothing to clean up")
 	}
-	first := asked[0]
-	for _, c := range []struct {
-		dst, src netip.Addr
-		want     bool
-	}{
-		{e5, p5, false},  // translated to the current Pod IP
-		{e5, old, true},  // translated to another
-		{e5, e5, false},  // not translated (a source outside the cluster)
-		{e7, old, false}, // not an ElasticIP of the map
-	} {
-		if got := first(c.dst, c.src); got != c.want {
-			t.Errorf("first clean-up of %v -> %v: %v, want %v", c.dst, c.src, got, c.want)
-		}
-	}
-	if _, _ = f.clean(now, del); len(asked) != 1 {
-		t.Error("a clean-up with nothing changed dumped the table")
+	check("first sync", w.matcher(), map[[2]netip.Addr]bool{
+		{e5, p5}:  false, // translated to the current Pod IP
+		{e5, old}: true,  // translated to another
+		{e5, e5}:  false, // not translated (a source outside the cluster)
+		{e7, old}: false, // not an ElasticIP of the map
+	})
+	f.done(w)
+	if _, ok := f.work(); ok || woken() {
+		t.Error("work left after a clean-up with nothing changed since")
 	}
 
-	// An incremental sync re-points e5 and removes e6: only their flows.
+	// An incremental sync re-points e5 and removes e6: only their flows. A
+	// clean-up that fails leaves them for the next one.
 	f.applied([]Mapping{{ElasticIP: e5, PodIP: p5}, {ElasticIP: e6, PodIP: p6}}, []Mapping{{ElasticIP: e5, PodIP: old}})
-	now = map[netip.Addr]netip.Addr{e5: old}
-	failing := func(m flowMatcher) (int, error) { asked = append(asked, m); return 0, errors.New("dump interrupted") }
-	if _, err := f.clean(now, failing); err == nil {
-		t.Fatal("a failed clean-up reported no error")
+	w, ok = f.work()
+	if !ok || !woken() {
+		t.Fatal("a re-pointed and a removed ElasticIP left nothing to clean up")
 	}
-	if _, err := f.clean(now, del); err != nil || len(asked) != 3 {
-		t.Fatalf("the clean-up was not retried after a failure: %v, %d calls", err, len(asked))
+	check("incremental", w.matcher(), map[[2]netip.Addr]bool{
+		{e5, p5}:  true,  // the old Pod IP
+		{e5, old}: false, // the new one
+		{e6, p6}:  true,  // e6 is gone
+		{e6, e6}:  false,
+	})
+	// e5 moves again while that clean-up runs: it stays to be cleaned.
+	f.applied([]Mapping{{ElasticIP: e5, PodIP: old}}, []Mapping{{ElasticIP: e5, PodIP: p6}})
+	f.done(w)
+	w, ok = f.work()
+	if !ok || len(w.stale) != 1 || w.pods[e5] != p6 {
+		t.Fatalf("after the second move: %+v, %v; want e5 alone, now at %v", w, ok, p6)
 	}
-	retry := asked[2]
-	for _, c := range []struct {
-		dst, src netip.Addr
-		want     bool
-	}{
-		{e5, p5, true},   // the old Pod IP
-		{e5, old, false}, // the new one
-		{e6, p6, true},   // e6 is gone
-		{e6, e6, false},
-	} {
-		if got := retry(c.dst, c.src); got != c.want {
-			t.Errorf("clean-up of %v -> %v: %v, want %v", c.dst, c.src, got, c.want)
-		}
-	}
+	f.done(w)
 
 	// A full sync (after Invalidate) compares with what the kernel held.
-	f.replaced(map[netip.Addr]netip.Addr{e5: old, e7: p5})
-	if _, _ = f.clean(map[netip.Addr]netip.Addr{e5: old, e7: p5}, del); len(asked) != 3 {
-		t.Error("a full sync that changed nothing cleaned up")
+	f.replaced(map[netip.Addr]netip.Addr{e5: p6, e7: p5})
+	if _, ok := f.work(); ok {
+		t.Error("a full sync that changed nothing left work")
 	}
+	woken()
 	f.replaced(map[netip.Addr]netip.Addr{e7: p6})
-	if _, _ = f.clean(map[netip.Addr]netip.Addr{e7: p6}, del); len(asked) != 4 || !asked[3](e5, old) || !asked[3](e7, p5) || asked[3](e7, p6) {
-		t.Error("a full sync did not clean up the flows of the ElasticIPs it changed")
+	w, ok = f.work()
+	if !ok || !woken() {
+		t.Fatal("a full sync that changed ElasticIPs left nothing to clean up")
 	}
+	check("full sync", w.matcher(), map[[2]netip.Addr]bool{{e5, p6}: true, {e7, p5}: true, {e7, p6}: false})
 }
 
-// TestProgrammerCleansUpMovedFlows: the Programmer asks for a clean-up on its
-// first sync with in-cluster mappings and after a sync that re-points one,
-// not after syncs that leave them alone.
+// TestProgrammerCleansUpMovedFlows: Sync never walks the connection-tracking
+// table; CleanupFlows does, after the first sync with in-cluster mappings
+// and after a sync that re-points one, and only then.
 func TestProgrammerCleansUpMovedFlows(t *testing.T) {
 	p, r := newRecorded()
 	st := testState(manyMappings(3))
 	st.InCluster = []Mapping{m("10.225.60.1", "10.244.60.1")}
+	cleaned := 0
 	sync := func() {
 		t.Helper()
 		if err := p.Sync(context.Background(), st); err != nil {
 			t.Fatal(err)
 		}
+		if len(r.cleanups) != cleaned {
+			t.Fatalf("Sync walked the connection-tracking table")
+		}
+	}
+	cleanup := func(want int) {
+		t.Helper()
+		if _, err := p.CleanupFlows(); err != nil || len(r.cleanups) != want {
+			t.Fatalf("%d clean-ups (%v), want %d", len(r.cleanups), err, want)
+		}
+		cleaned = want
 	}
 	sync()
-	if len(r.cleanups) != 1 {
-		t.Fatalf("%d clean-ups after the first sync, want 1", len(r.cleanups))
-	}
+	cleanup(1)
+	cleanup(1) // nothing changed since
 	st.Direct = manyDirect(2)
 	sync()
-	if len(r.cleanups) != 1 {
-		t.Errorf("%d clean-ups after a change of direct NICs only, want still 1", len(r.cleanups))
-	}
+	cleanup(1)
 	st.InCluster = []Mapping{m("10.225.60.1", "10.244.61.1")}
 	sync()
-	if len(r.cleanups) != 2 || !r.cleanups[1](addr("10.225.60.1"), addr("10.244.60.1")) {
-		t.Errorf("a re-pointed in-cluster mapping did not clean up its old flows (%d clean-ups)", len(r.cleanups))
+	cleanup(2)
+	if !r.cleanups[1](addr("10.225.60.1"), addr("10.244.60.1")) || r.cleanups[1](addr("10.225.60.1"), addr("10.244.61.1")) {
+		t.Error("the clean-up does not select the re-pointed ElasticIP's flows to its old Pod IP only")
 	}
 	if st := p.LastSync(); st.InClusterRemoved != 1 || st.InClusterAdded != 1 || st.InCluster != 4 {
 		t.Errorf("stats = %+v", st)

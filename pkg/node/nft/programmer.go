@@ -66,10 +66,7 @@ type SyncStats struct {
 	// InClusterRemoved and InClusterAdded count those written element by
 	// element (a new Pod IP counts in both).
 	InCluster, InClusterRemoved, InClusterAdded int
-	// StaleFlows counts the connection-tracking entries deleted because
-	// the ElasticIP they were translated for went or moved to another Pod IP.
-	StaleFlows int
-	Duration   time.Duration
+	Duration                                    time.Duration
 }
 
 // Programmer applies DesiredStates to the kernel. The first Sync, and the one
@@ -101,7 +98,7 @@ type Programmer struct {
 	// (0 when it cannot tell).
 	ifindex func(name string) uint32
 	// deleteFlows deletes the connection-tracking entries match selects in
-	// the namespace programmed (flows.go); tests replace it.
+	// the namespace programmed (flows.go, CleanupFlows); tests replace it.
 	deleteFlows func(match flowMatcher) (int, error)
 
 	mu     sync.Mutex
@@ -116,13 +113,14 @@ type Programmer struct {
 	prevC []Mapping
 	last  SyncStats
 	// flows tracks the in-cluster mappings the kernel holds, across full
-	// syncs, and the ElasticIPs whose connections must be cleaned up.
+	// syncs, and the ElasticIPs whose connections must be cleaned up
+	// (CleanupFlows, RunFlowCleanup).
 	flows flowCleanup
 }
 
 // NewProgrammer returns a Programmer. It opens nothing until Sync.
 func NewProgrammer(opts Options) *Programmer {
-	p := &Programmer{opts: opts}
+	p := &Programmer{opts: opts, flows: newFlowCleanup()}
 	p.dial = func(receiveBuffer int, lasting bool) (*nftables.Conn, func(int) error, error) {
 		var sock *mnl.Conn
 		o := []nftables.ConnOption{nftables.WithNetNSFd(p.opts.NetNS), nftables.WithSockOptions(func(c *mnl.Conn) error {
@@ -200,9 +198,8 @@ func (p *Programmer) reset() {
 // returns an error wrapping ErrInvalidConfig; invalid or conflicting mappings
 // or direct NICs are left out, the rest is applied, and the error wraps
 // ErrInvalidMapping. Syncing the state that is already applied writes nothing.
-// After the rules, the connection-tracking entries of in-cluster clients
-// translated for an ElasticIP that went or moved are deleted (flows.go); if
-// that fails, the error says so and the next Sync tries again.
+// The connection-tracking entries of in-cluster clients translated for an
+// ElasticIP that went or moved are left to CleanupFlows (RunFlowCleanup).
 // The caller may change desired once Sync has returned (it keeps a copy).
 func (p *Programmer) Sync(ctx context.Context, desired DesiredState) error {
 	start := time.Now()
@@ -250,10 +247,9 @@ func (p *Programmer) Sync(ctx context.Context, desired DesiredState) error {
 	stats.Direct = len(s.directOf)
 	stats.Limited = len(s.limits)
 	stats.InCluster = len(s.cluster)
-	stats.StaleFlows, err = p.flows.clean(s.cluster, p.deleteFlows)
 	stats.Duration = time.Since(start)
 	p.last = stats
-	return errors.Join(err, p.ix.err())
+	return p.ix.err()
 }
 
 // sameConfig reports whether c needs the rules of the applied state.
