@@ -26,6 +26,7 @@ import (
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	juneauscheme "github.com/loutres/juneau/pkg/generated/clientset/versioned/scheme"
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
+	"github.com/loutres/juneau/pkg/workloop"
 )
 
 type controllerOptions struct {
@@ -151,16 +152,20 @@ func (o *controllerOptions) runControllers(ctx context.Context, kube kubernetes.
 	if err != nil {
 		return err
 	}
+	queues, err := workloop.NewQueueMetrics(reg)
+	if err != nil {
+		return err
+	}
 	eipCtrl, err := elasticip.NewController(juneau, elasticip.Informers{
 		ElasticIPs: j.ElasticIPs(), Claims: j.AllocationClaims(), Pools: j.AddressPools(),
 		Networks: j.ExternalNetworks(), Attachments: j.ElasticIPAttachments(),
 		NetworkInterfaces: j.NetworkInterfaces(), Advertisements: j.ARPAdvertisements(),
-	}, recorder, elasticip.Options{OrphanGrace: o.orphanGrace, Metrics: eipMetrics})
+	}, recorder, elasticip.Options{OrphanGrace: o.orphanGrace, Metrics: eipMetrics, QueueMetrics: queues})
 	if err != nil {
 		return fmt.Errorf("elasticip controller: %w", err)
 	}
 	runners := []func(context.Context, int){eipCtrl.Run}
-	more, err := o.otherControllers(kube, juneau, kubeInf, juneauInf, recorder, reg)
+	more, err := o.otherControllers(kube, juneau, kubeInf, juneauInf, recorder, reg, queues)
 	if err != nil {
 		return err
 	}

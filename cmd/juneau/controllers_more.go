@@ -7,6 +7,7 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/loutres/juneau/pkg/controllers/attachment"
 	"github.com/loutres/juneau/pkg/controllers/network"
@@ -21,31 +22,31 @@ import (
 // attachment status, pool and network status, automatic per-Pod ElasticIPs.
 func (o *controllerOptions) otherControllers(kube kubernetes.Interface, juneau versioned.Interface,
 	kubeInf kubeinformers.SharedInformerFactory, juneauInf juneauinformers.SharedInformerFactory,
-	recorder record.EventRecorder, reg registerer) ([]func(context.Context, int), error) {
+	recorder record.EventRecorder, reg registerer, queues workqueue.MetricsProvider) ([]func(context.Context, int), error) {
 	j := juneauInf.Juneau().V1alpha1()
 	nic, err := networkinterface.NewController(juneau, networkinterface.Informers{
 		Pods: kubeInf.Core().V1().Pods(), NetworkInterfaces: j.NetworkInterfaces(), ElasticIPs: j.ElasticIPs(),
-	}, recorder, networkinterface.Options{})
+	}, recorder, networkinterface.Options{QueueMetrics: queues})
 	if err != nil {
 		return nil, fmt.Errorf("networkinterface controller: %w", err)
 	}
 	att, err := attachment.NewController(juneau, attachment.Informers{
 		Attachments: j.ElasticIPAttachments(), ElasticIPs: j.ElasticIPs(), NetworkInterfaces: j.NetworkInterfaces(),
-	}, recorder, attachment.Options{})
+	}, recorder, attachment.Options{QueueMetrics: queues})
 	if err != nil {
 		return nil, fmt.Errorf("attachment controller: %w", err)
 	}
 	pools, err := pool.NewController(juneau, pool.Informers{
 		Pools: j.AddressPools(), Claims: j.AllocationClaims(), Nodes: kubeInf.Core().V1().Nodes(),
-	}, recorder, pool.Options{Registerer: reg})
+	}, recorder, pool.Options{Registerer: reg, QueueMetrics: queues})
 	if err != nil {
 		return nil, fmt.Errorf("addresspool controller: %w", err)
 	}
-	nets, err := network.NewController(juneau, network.Informers{Networks: j.ExternalNetworks(), Pools: j.AddressPools()}, recorder, network.Options{})
+	nets, err := network.NewController(juneau, network.Informers{Networks: j.ExternalNetworks(), Pools: j.AddressPools()}, recorder, network.Options{QueueMetrics: queues})
 	if err != nil {
 		return nil, fmt.Errorf("externalnetwork controller: %w", err)
 	}
-	podEIP, err := o.podEIPController(kube, juneau, kubeInf, juneauInf, recorder)
+	podEIP, err := o.podEIPController(kube, juneau, kubeInf, juneauInf, recorder, queues)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +56,7 @@ func (o *controllerOptions) otherControllers(kube kubernetes.Interface, juneau v
 // podEIPController builds the automatic per-Pod ElasticIP controller; it writes Pod
 // annotations with kube.
 func (o *controllerOptions) podEIPController(kube kubernetes.Interface, juneau versioned.Interface, kubeInf kubeinformers.SharedInformerFactory,
-	juneauInf juneauinformers.SharedInformerFactory, recorder record.EventRecorder) (*podeip.Controller, error) {
+	juneauInf juneauinformers.SharedInformerFactory, recorder record.EventRecorder, queues workqueue.MetricsProvider) (*podeip.Controller, error) {
 	kinds, err := podeip.ParseWorkloadKinds(o.statefulKinds)
 	if err != nil {
 		return nil, fmt.Errorf("--stateful-workload-kinds: %w", err)
@@ -64,7 +65,7 @@ func (o *controllerOptions) podEIPController(kube kubernetes.Interface, juneau v
 	c, err := podeip.NewController(kube, juneau, podeip.Informers{
 		Pods: kubeInf.Core().V1().Pods(), ElasticIPs: j.ElasticIPs(), Attachments: j.ElasticIPAttachments(),
 		NetworkInterfaces: j.NetworkInterfaces(), Networks: j.ExternalNetworks(),
-	}, recorder, podeip.Options{StatefulKinds: kinds})
+	}, recorder, podeip.Options{StatefulKinds: kinds, QueueMetrics: queues})
 	if err != nil {
 		return nil, fmt.Errorf("podeip controller: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 )
@@ -63,7 +65,7 @@ func (v *Validators) advertisementNetwork(ctx context.Context, a *v1alpha1.ARPAd
 		return field.ErrorList{field.Invalid(spec.Child("externalNetwork"), name, fmt.Sprintf(
 			"ExternalNetwork %q has type %q: only networks of type %q are advertised by ARP", name, net.Spec.Type, v1alpha1.AdvertiseARP))}, nil
 	}
-	addr, err := validation.ParseIPv4(a.Spec.Address)
+	addr, err := iprange.ParseAddr(a.Spec.Address)
 	if err != nil {
 		return field.ErrorList{field.Invalid(spec.Child("address"), a.Spec.Address, err.Error())}, nil
 	}
@@ -103,7 +105,7 @@ func (v *Validators) advertisementNode(ctx context.Context, a *v1alpha1.ARPAdver
 	}
 	if len(owners) > 0 {
 		errs = append(errs, field.Invalid(spec.Child("address"), a.Spec.Address, fmt.Sprintf(
-			"is an address of %s %s: a Node's own address is never advertised for an ElasticIP", plural(len(owners), "Node"), quoteSorted(owners))))
+			"is an address of %s %s: a Node's own address is never advertised for an ElasticIP", quote.Plural(len(owners), "Node"), quote.List(owners))))
 	}
 	return errs, nil
 }
@@ -121,5 +123,5 @@ func duplicateAdvertisements(a *v1alpha1.ARPAdvertisement, ads []*v1alpha1.ARPAd
 	}
 	return field.ErrorList{field.Invalid(field.NewPath("spec", "address"), a.Spec.Address, fmt.Sprintf(
 		"is already advertised by %s %s: one address has at most one ARPAdvertisement",
-		plural(len(others), "ARPAdvertisement"), quoteSorted(others)))}
+		quote.Plural(len(others), "ARPAdvertisement"), quote.List(others)))}
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 )
@@ -66,7 +67,7 @@ func (v *Validators) attachmentElasticIP(ctx context.Context, a *v1alpha1.Elasti
 		if others := otherActive(atts, a.Name); len(others) > 0 {
 			errs = append(errs, field.Invalid(path, name, fmt.Sprintf(
 				"ElasticIP %q is already attached by %s %s: an ElasticIP has at most one ElasticIPAttachment",
-				name, plural(len(others), "ElasticIPAttachment"), quoteSorted(others))))
+				name, quote.Plural(len(others), "ElasticIPAttachment"), quote.List(others))))
 		}
 		users, err := v.directUsers(ctx, a.Namespace, name, live)
 		if err != nil {
@@ -111,13 +112,13 @@ func (v *Validators) directUsers(ctx context.Context, namespace, eip string, liv
 	}
 	var users []string
 	if len(nicNames) > 0 {
-		users = append(users, plural(len(nicNames), "NetworkInterface")+" "+quoteSorted(nicNames))
+		users = append(users, quote.Plural(len(nicNames), "NetworkInterface")+" "+quote.List(nicNames))
 	}
 	if len(deleting) > 0 {
-		users = append(users, fmt.Sprintf("%s %s (being deleted)", plural(len(deleting), "NetworkInterface"), quoteSorted(deleting)))
+		users = append(users, fmt.Sprintf("%s %s (being deleted)", quote.Plural(len(deleting), "NetworkInterface"), quote.List(deleting)))
 	}
 	if len(podNames) > 0 {
-		users = append(users, fmt.Sprintf("%s %s (in its direct-use annotations)", plural(len(podNames), "Pod"), quoteSorted(podNames)))
+		users = append(users, fmt.Sprintf("%s %s (in its direct-use annotations)", quote.Plural(len(podNames), "Pod"), quote.List(podNames)))
 	}
 	return users, nil
 }
@@ -160,7 +161,7 @@ func (v *Validators) attachmentTarget(ctx context.Context, a *v1alpha1.ElasticIP
 		if others := otherActive(atts, a.Name); len(others) > 0 {
 			return field.ErrorList{field.Invalid(path, name, fmt.Sprintf(
 				"NetworkInterface %q is already the target of %s %s: a NetworkInterface has at most one ElasticIPAttachment",
-				name, plural(len(others), "ElasticIPAttachment"), quoteSorted(others)))}, nil
+				name, quote.Plural(len(others), "ElasticIPAttachment"), quote.List(others)))}, nil
 		}
 		return nil, nil
 	})

@@ -1,4 +1,4 @@
-// Package admission is the ValidatingAdmissionWebhook of juneau (SPEC §5): a TLS
+// Package admission is the ValidatingAdmissionWebhook of juneau (docs/reference.md#admission): a TLS
 // server whose certificate files are re-read when they change, an AdmissionReview v1
 // handler, and one set of rules per kind.
 //

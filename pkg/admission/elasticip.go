@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 )
@@ -49,7 +51,7 @@ func (v *Validators) elasticIPReferences(ctx context.Context, e *v1alpha1.Elasti
 	}
 	path := spec.Child("requestedIP")
 	ip := e.Spec.RequestedIP
-	addr, err := validation.ParseIPv4(ip)
+	addr, err := iprange.ParseAddr(ip)
 	if err != nil {
 		return field.ErrorList{field.Invalid(path, ip, err.Error())}, nil
 	}
@@ -81,7 +83,7 @@ func (v *Validators) elasticIPReferrers(ctx context.Context, e *v1alpha1.Elastic
 		return "", err
 	}
 	return fmt.Sprintf("%s %s still %s it in spec.elasticIPRef.name; delete %s first",
-		plural(len(refs), "ElasticIPAttachment"), quoteSorted(refs), verb(len(refs), "references", "reference"), pronoun(len(refs))), nil
+		quote.Plural(len(refs), "ElasticIPAttachment"), quote.List(refs), quote.Verb(len(refs), "references", "reference"), quote.Verb(len(refs), "it", "them")), nil
 }
 
 // activeNames are the names of the attachments not being deleted.
@@ -95,29 +97,43 @@ func activeNames(atts []*v1alpha1.ElasticIPAttachment) []string {
 	return out
 }
 
-// outsideNetwork says why addr is not inside the pools of the network, or "" when it is.
+// outsideNetwork says why addr is not inside the pools the network may use
+// (validation.PoolsOfNetwork), or "" when it is.
 func (v *Validators) outsideNetwork(ctx context.Context, net *v1alpha1.ExternalNetwork, addr netip.Addr) (string, error) {
-	var missing, searched []string
-	for _, poolName := range net.Spec.AddressPools {
-		pool, err := v.r.pool(ctx, poolName)
+	pools := map[string]*v1alpha1.AddressPool{}
+	for _, name := range net.Spec.AddressPools {
+		pool, err := v.r.pool(ctx, name)
 		if err != nil {
 			return "", err
 		}
-		if pool == nil {
-			missing = append(missing, poolName)
-			continue
+		if pool != nil {
+			pools[name] = pool
 		}
-		searched = append(searched, poolName)
-		if ranges, err := validation.ParsePool(pool.Spec); err == nil && validation.RangesContain(ranges, addr) {
+	}
+	networks, err := v.r.allNetworks(ctx, false)
+	if err != nil {
+		return "", err
+	}
+	verdict := validation.PoolsOfNetwork(net, func(name string) *v1alpha1.AddressPool { return pools[name] }, networks)
+	var searched []string
+	for _, pool := range verdict.Usable {
+		searched = append(searched, pool.Name)
+		if ranges, err := iprange.ParsePool(pool.Spec.Addresses); err == nil && iprange.Contain(ranges, addr) {
 			return "", nil
 		}
 	}
 	detail := fmt.Sprintf("is not inside the AddressPools of ExternalNetwork %q", net.Name)
 	if len(searched) > 0 {
-		detail += " (" + quoteSorted(searched) + ")"
+		detail += " (" + quote.List(searched) + ")"
 	}
-	if len(missing) > 0 {
-		detail += fmt.Sprintf("; %s %s %s not exist", plural(len(missing), "AddressPool"), quoteSorted(missing), verb(len(missing), "does", "do"))
+	if missing := verdict.Missing; len(missing) > 0 {
+		detail += fmt.Sprintf("; %s %s %s not exist", quote.Plural(len(missing), "AddressPool"), quote.List(missing), quote.Verb(len(missing), "does", "do"))
+	}
+	for _, p := range verdict.WrongMode {
+		detail += fmt.Sprintf("; AddressPool %q advertises by %s, not %s", p.Name, p.Spec.AdvertiseMode, net.Spec.Type)
+	}
+	for _, t := range verdict.Taken {
+		detail += fmt.Sprintf("; AddressPool %q belongs to ExternalNetwork %q", t.Pool, t.Owner)
 	}
 	return detail, nil
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestElasticIPRules(t *testing.T) {
@@ -28,6 +29,27 @@ func TestElasticIPRules(t *testing.T) {
 		{name: "requestedIP outside, a pool missing", obj: eip("e", "net", "10.225.52.21"),
 			setup: func(f *fixture) { f.cached(pool("a", arp, "10.225.51.0/24"), network("net", arp, "a", "gone")) },
 			want:  invalid(`spec.requestedIP`, `AddressPool "gone" does not exist`)},
+		{name: "requestedIP in a pool an older network owns", obj: eip("e", "net", "10.225.51.7"),
+			setup: func(f *fixture) {
+				older := network("older", arp, "a")
+				older.CreationTimestamp = metav1.Unix(1, 0)
+				younger := network("net", arp, "a", "b")
+				younger.CreationTimestamp = metav1.Unix(2, 0)
+				f.cached(pool("a", arp, "10.225.51.0/24"), pool("b", arp, "10.225.52.10-10.225.52.20"), older, younger)
+			},
+			want: invalid(`spec.requestedIP`, `ExternalNetwork "net" ("b")`, `AddressPool "a" belongs to ExternalNetwork "older"`)},
+		{name: "requestedIP in the pool of the older network", obj: eip("e", "older", "10.225.51.7"),
+			setup: func(f *fixture) {
+				older := network("older", arp, "a")
+				older.CreationTimestamp = metav1.Unix(1, 0)
+				younger := network("net", arp, "a")
+				younger.CreationTimestamp = metav1.Unix(2, 0)
+				f.cached(pool("a", arp, "10.225.51.0/24"), older, younger)
+			},
+			want: allowed()},
+		{name: "requestedIP in a pool of the wrong mode", obj: eip("e", "net", "10.225.51.7"),
+			setup: func(f *fixture) { f.cached(pool("a", bgp, "10.225.51.0/24"), network("net", arp, "a")) },
+			want:  invalid(`spec.requestedIP`, `AddressPool "a" advertises by bgp, not arp`)},
 		{name: "requestedIP reserved by another consumer", setup: func(f *fixture) {
 			net(f)
 			f.live(claim("10.225.51.7", "a", "other-ns", "holder", "uid-holder"))

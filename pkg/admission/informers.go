@@ -10,14 +10,39 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
-	"github.com/loutres/juneau/pkg/controllers/indexes"
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
 )
 
-// podByDirectElasticIP indexes Pods by "<namespace>/<ElasticIP>" for every ElasticIP
-// their direct-use annotations name.
-const podByDirectElasticIP = "juneau.admission.pod.direct-elasticip"
+// The webhook's own indexes on its own informers, each keyed "<namespace>/<name>".
+const (
+	// podByDirectElasticIP: Pods by every ElasticIP their direct-use annotations name.
+	podByDirectElasticIP = "juneau.admission.pod.direct-elasticip"
+	// nicByElasticIP: NetworkInterfaces by spec.elasticIP.
+	nicByElasticIP = "juneau.admission.nic.elasticip"
+	// attachmentByElasticIP: ElasticIPAttachments by spec.elasticIPRef.name.
+	attachmentByElasticIP = "juneau.admission.attachment.elasticip"
+	// attachmentByNIC: ElasticIPAttachments by spec.targetRef.networkInterfaceName.
+	attachmentByNIC = "juneau.admission.attachment.nic"
+)
+
+// key is the "<namespace>/<name>" value of the namespaced indexes.
+func key(namespace, name string) string { return namespace + "/" + name }
+
+// indexBy makes an index function of a function of one typed object ("" indexes nothing).
+func indexBy[T any](value func(T) string) cache.IndexFunc {
+	return func(obj any) ([]string, error) {
+		t, ok := obj.(T)
+		if !ok {
+			return nil, nil
+		}
+		if v := value(t); v != "" {
+			return []string{v}, nil
+		}
+		return nil, nil
+	}
+}
 
 // Validators holds the checks of every kind and what they read.
 type Validators struct {
@@ -32,12 +57,24 @@ func New(kube kubernetes.Interface, juneau versioned.Interface,
 	kubeInf kubeinformers.SharedInformerFactory, juneauInf juneauinformers.SharedInformerFactory) (*Validators, error) {
 	j := juneauInf.Juneau().V1alpha1()
 	attachments := j.ElasticIPAttachments().Informer()
-	if err := indexes.Add(attachments, indexes.AttachmentByElasticIP, indexes.AttachmentByNIC); err != nil {
-		return nil, err
+	if err := attachments.AddIndexers(cache.Indexers{
+		attachmentByElasticIP: indexBy(func(a *v1alpha1.ElasticIPAttachment) string {
+			return key(a.Namespace, a.Spec.ElasticIPRef.Name)
+		}),
+		attachmentByNIC: indexBy(func(a *v1alpha1.ElasticIPAttachment) string {
+			return key(a.Namespace, a.Spec.TargetRef.NetworkInterfaceName)
+		}),
+	}); err != nil {
+		return nil, fmt.Errorf("indexing ElasticIPAttachments: %w", err)
 	}
 	nics := j.NetworkInterfaces().Informer()
-	if err := indexes.Add(nics, indexes.NICByElasticIP); err != nil {
-		return nil, err
+	if err := nics.AddIndexers(cache.Indexers{nicByElasticIP: indexBy(func(n *v1alpha1.NetworkInterface) string {
+		if n.Spec.ElasticIP == "" {
+			return ""
+		}
+		return key(n.Namespace, n.Spec.ElasticIP)
+	})}); err != nil {
+		return nil, fmt.Errorf("indexing NetworkInterfaces: %w", err)
 	}
 	pods := kubeInf.Core().V1().Pods().Informer()
 	if err := pods.SetTransform(trimPod); err != nil {
@@ -137,7 +174,7 @@ func podDirectElasticIPs(obj any) ([]string, error) {
 	var keys []string
 	for _, n := range nics {
 		if n.ElasticIP != "" {
-			keys = append(keys, indexes.Key(pod.Namespace, n.ElasticIP))
+			keys = append(keys, key(pod.Namespace, n.ElasticIP))
 		}
 	}
 	return keys, nil

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 )
@@ -81,7 +82,7 @@ func poolOwners(n *v1alpha1.ExternalNetwork, from int, nets []*v1alpha1.External
 		if len(owners) > 0 {
 			errs = append(errs, field.Invalid(path.Index(i), name, fmt.Sprintf(
 				"AddressPool %q already belongs to %s %s: a pool belongs to one network only",
-				name, plural(len(owners), "ExternalNetwork"), quoteSorted(owners))))
+				name, quote.Plural(len(owners), "ExternalNetwork"), quote.List(owners))))
 		}
 	}
 	return errs
@@ -108,14 +109,5 @@ func (v *Validators) networkReferrers(ctx context.Context, n *v1alpha1.ExternalN
 		return "", err
 	}
 	return fmt.Sprintf("%s %s still %s it in spec.externalNetwork; delete %s first",
-		plural(len(refs), "ElasticIP"), quoteSorted(refs), verb(len(refs), "names", "name"), pronoun(len(refs))), nil
+		quote.Plural(len(refs), "ElasticIP"), quote.List(refs), quote.Verb(len(refs), "names", "name"), quote.Verb(len(refs), "it", "them")), nil
 }
-
-func verb(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
-func pronoun(n int) string { return verb(n, "it", "them") }

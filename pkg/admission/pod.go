@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/controllers/networkinterface"
 )
 
 // podRules: the annotation grammar (annotations.ValidatePod), then for every NIC that
@@ -54,7 +54,7 @@ func (v *Validators) checkPod(ctx context.Context, pod, old *corev1.Pod) (field.
 			return nil, nil // only the automatic-ElasticIP annotations changed
 		}
 	}
-	identity := networkinterface.AllocationIdentity(pod)
+	identity := annotations.AllocationIdentity(pod.Labels, pod.Annotations)
 	var errs field.ErrorList
 	for _, n := range nics {
 		if n.ElasticIP == "" {
@@ -108,7 +108,7 @@ func (v *Validators) directConflict(ctx context.Context, pod *corev1.Pod, eipNam
 	}
 	if len(atts) > 0 {
 		return fmt.Sprintf("ElasticIP %q is attached by NAT through %s %s: an ElasticIP is used either by NAT or directly, not both",
-			eipName, plural(len(atts), "ElasticIPAttachment"), quoteSorted(atts)), nil
+			eipName, quote.Plural(len(atts), "ElasticIPAttachment"), quote.List(atts)), nil
 	}
 	eip, err := v.r.elasticIP(ctx, ns, eipName)
 	if err != nil {
@@ -158,7 +158,7 @@ func (v *Validators) holderInTheWay(ctx context.Context, pod *corev1.Pod, eip *v
 	}
 	holderID := nic.Spec.AllocationIdentity
 	if holderID == "" {
-		holderID = networkinterface.AllocationIdentity(holder)
+		holderID = annotations.AllocationIdentity(holder.Labels, holder.Annotations)
 	}
 	if identity != "" && holderID == identity {
 		return "", nil

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 )
@@ -68,7 +70,7 @@ func poolConflicts(p *v1alpha1.AddressPool, from int, pools []*v1alpha1.AddressP
 			e.Field = path.Index(i).String()
 			errs = append(errs, e)
 		}
-		r, err := validation.ParsePoolEntry(entry)
+		r, err := iprange.Parse(entry)
 		if err != nil {
 			continue
 		}
@@ -79,7 +81,7 @@ func poolConflicts(p *v1alpha1.AddressPool, from int, pools []*v1alpha1.AddressP
 			}
 		}
 		if len(hits) > 0 {
-			shown := hits[:min(len(hits), maxNamed)]
+			shown := hits[:min(len(hits), quote.MaxNamed)]
 			detail := "contains " + strings.Join(shown, ", ")
 			if len(hits) > len(shown) {
 				detail += fmt.Sprintf(" and %d more Node addresses", len(hits)-len(shown))

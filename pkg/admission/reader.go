@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/controllers/indexes"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
 )
@@ -189,7 +188,7 @@ func (r *reader) allNodes(ctx context.Context, live bool) ([]*corev1.Node, error
 // nicsNaming returns the NetworkInterfaces of a namespace whose spec.elasticIP is eip.
 func (r *reader) nicsNaming(ctx context.Context, namespace, eip string, live bool) ([]*v1alpha1.NetworkInterface, error) {
 	if !live {
-		return byIndex[*v1alpha1.NetworkInterface](r.nics, indexes.NICByElasticIP, indexes.Key(namespace, eip))
+		return byIndex[*v1alpha1.NetworkInterface](r.nics, nicByElasticIP, key(namespace, eip))
 	}
 	list, err := r.juneau.JuneauV1alpha1().NetworkInterfaces(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -208,11 +207,11 @@ func (r *reader) nicsNaming(ctx context.Context, namespace, eip string, live boo
 // ElasticIP eip (byNIC false) or target the NetworkInterface named name (byNIC true).
 func (r *reader) attachmentsOf(ctx context.Context, namespace, name string, byNIC, live bool) ([]*v1alpha1.ElasticIPAttachment, error) {
 	if !live {
-		index := indexes.AttachmentByElasticIP
+		index := attachmentByElasticIP
 		if byNIC {
-			index = indexes.AttachmentByNIC
+			index = attachmentByNIC
 		}
-		return byIndex[*v1alpha1.ElasticIPAttachment](r.attachments, index, indexes.Key(namespace, name))
+		return byIndex[*v1alpha1.ElasticIPAttachment](r.attachments, index, key(namespace, name))
 	}
 	list, err := r.juneau.JuneauV1alpha1().ElasticIPAttachments(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -236,7 +235,7 @@ func (r *reader) attachmentsOf(ctx context.Context, namespace, name string, byNI
 // namespace on each request would cost more than the rare miss it could catch, and
 // the NetworkInterface of a running Pod is checked live anyway.
 func (r *reader) podsNaming(namespace, eip string) ([]*corev1.Pod, error) {
-	return byIndex[*corev1.Pod](r.pods, podByDirectElasticIP, indexes.Key(namespace, eip))
+	return byIndex[*corev1.Pod](r.pods, podByDirectElasticIP, key(namespace, eip))
 }
 
 func byIndex[T any](indexer cache.Indexer, index, value string) ([]T, error) {

@@ -20,7 +20,7 @@ import (
 
 func TestMain(m *testing.M) { framework.Main(m) }
 
-// setup starts a cluster and the SPEC's network: pool 10.225.51.0/24 minus the
+// setup starts a cluster and the README example's network: pool 10.225.51.0/24 minus the
 // segment's own hosts, arp, behind ext-net.
 func setup(t *testing.T) (*harness.Cluster, string) {
 	t.Helper()

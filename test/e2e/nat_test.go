@@ -7,7 +7,7 @@ import (
 	"github.com/loutres/juneau/test/e2e/harness"
 )
 
-// TestNAT: the SPEC scenario's nginx-eip attached to nginx.eth0. From the external
+// TestNAT: the README example's nginx-eip attached to nginx.eth0. From the external
 // client, TCP to the ElasticIP reaches the Pod, which sees the client's address; the
 // Pod's own outbound traffic arrives with the ElasticIP as source, though ptp
 // masquerades Pod egress.

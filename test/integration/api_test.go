@@ -203,7 +203,7 @@ spec: {externalNetwork: %s, requestedIP: %s}`
 var spaces = regexp.MustCompile(`\s{2,}`)
 
 // TestElasticIPColumns writes a status with the typed client and compares kubectl's
-// table with SPEC §2.4's columns.
+// table with the columns of docs/resources.md#elasticip.
 func TestElasticIPColumns(t *testing.T) {
 	cp := framework.Shared(t)
 	ctx := testContext(t)

@@ -24,6 +24,6 @@ func ExampleNew() {
 	client.MustDo(func() error { _, err := net.Dial("tcp4", "10.225.51.2:8080"); return err })
 	_ = ln
 	_ = capture.Frames()
-	out := client.MustRun("ping", "-c", "1", "10.225.51.2") // `ip netns exec` under the hood
+	out := client.MustRun("ping", "-c", "1", "10.225.51.2") // nsenter under the hood
 	_ = out
 }

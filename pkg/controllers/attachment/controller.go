@@ -1,5 +1,5 @@
 // Package attachment is the controller that writes ElasticIPAttachment status
-// (SPEC §2.5, §4.6): the ElasticIP's address, the target NIC's Pod IP and Node, and
+// (docs/reference.md#elasticipattachment): the ElasticIP's address, the target NIC's Pod IP and Node, and
 // whether the NAT is in force. Only the ElasticIP controller decides who uses an
 // address; this controller reports that decision from the attachment's side.
 package attachment
@@ -9,24 +9,24 @@ import (
 	"errors"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metaapply "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
-	"github.com/loutres/juneau/pkg/controllers/loop"
 	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
+	"github.com/loutres/juneau/pkg/workloop"
 )
 
 // ControllerName names the loop, its queue and its log lines.
@@ -45,7 +45,9 @@ type Informers struct {
 // Options tune the controller.
 type Options struct {
 	// Errors counts failed syncs; may be nil.
-	Errors loop.ErrorCounter
+	Errors workloop.ErrorCounter
+	// QueueMetrics receives the work queue's metrics (workloop.NewQueueMetrics); may be nil.
+	QueueMetrics workqueue.MetricsProvider
 	// Clock stamps condition transitions; nil means the real clock.
 	Clock clock.PassiveClock
 }
@@ -60,7 +62,7 @@ type Controller struct {
 	eips        listers.ElasticIPLister
 	nics        listers.NetworkInterfaceLister
 	attInf      cache.SharedIndexInformer
-	loop        *loop.Loop
+	loop        *workloop.Loop
 	synced      []cache.InformerSynced
 }
 
@@ -78,14 +80,14 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		nics:        inf.NetworkInterfaces.Lister(),
 		attInf:      inf.Attachments.Informer(),
 	}
-	c.loop = loop.New(ControllerName, c.sync, opts.Errors)
+	c.loop = workloop.New(ControllerName, c.sync, workloop.Config{Errors: opts.Errors, Metrics: opts.QueueMetrics})
 	if err := indexes.Add(c.attInf, Indexes...); err != nil {
 		return nil, err
 	}
-	synced, err := loop.Register([]loop.Watch{
+	synced, err := workloop.Register([]workloop.Watch{
 		{Informer: c.attInf, Handler: c.loop.Handler()},
-		{Informer: inf.ElasticIPs.Informer(), Handler: loop.Funcs(c.onElasticIP)},
-		{Informer: inf.NetworkInterfaces.Informer(), Handler: loop.Funcs(c.onNIC)},
+		{Informer: inf.ElasticIPs.Informer(), Handler: workloop.Funcs(c.onElasticIP)},
+		{Informer: inf.NetworkInterfaces.Informer(), Handler: workloop.Funcs(c.onNIC)},
 	})
 	if err != nil {
 		return nil, err
@@ -145,8 +147,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err2 != nil {
 		nic = nil
 	}
-	computed := attachmentStatus(att, eip, nic)
-	merged := mergeStatus(att.Status, computed, metav1.NewTime(c.clock.Now()))
+	merged := attachmentStatus(att, eip, nic)
+	merged.Conditions = status.Merge(att.Status.Conditions, merged.Conditions, metav1.NewTime(c.clock.Now()))
 	if equality.Semantic.DeepEqual(merged, att.Status) {
 		return nil
 	}
@@ -161,9 +163,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	klog.FromContext(ctx).V(2).Info("Wrote ElasticIPAttachment status", "elasticIPAttachment", klog.KObj(att),
 		"phase", merged.Phase, "reason", ready.Reason)
-	if ev, ok := readyEvent(meta.FindStatusCondition(att.Status.Conditions, v1alpha1.ConditionReady), ready); ok {
-		c.recorder.Event(att, ev.eventType, ev.reason, ev.message)
-	}
+	status.Announce(c.recorder, att, readyEvents, meta.FindStatusCondition(att.Status.Conditions, v1alpha1.ConditionReady), ready)
 	return nil
 }
 
@@ -188,40 +188,12 @@ func statusApply(att *v1alpha1.ElasticIPAttachment, st v1alpha1.ElasticIPAttachm
 		sa.WithNodeName(st.NodeName)
 	}
 	if ready != nil {
-		sa.WithConditions(metaapply.Condition().
-			WithType(ready.Type).
-			WithStatus(ready.Status).
-			WithReason(ready.Reason).
-			WithMessage(ready.Message).
-			WithObservedGeneration(ready.ObservedGeneration).
-			WithLastTransitionTime(ready.LastTransitionTime))
+		sa.WithConditions(status.Apply(*ready))
 	}
 	return applyv1alpha1.ElasticIPAttachment(att.Name, att.Namespace).WithUID(att.UID).WithStatus(sa)
 }
 
-// event is one Event to emit.
-type event struct {
-	eventType, reason, message string
-}
-
-// readyEvent says which Event a change of the Ready condition deserves: becoming Ready
-// is Normal; an Error phase, or losing Ready, is a Warning; a new reason for waiting is
-// Normal. Nothing when neither status nor reason changed, nor for a first waiting status.
-func readyEvent(old, cur *metav1.Condition) (event, bool) {
-	switch {
-	case cur == nil,
-		old != nil && old.Status == cur.Status && old.Reason == cur.Reason:
-		return event{}, false
-	}
-	ev := event{eventType: corev1.EventTypeNormal, reason: cur.Reason, message: cur.Message}
-	switch {
-	case cur.Reason == v1alpha1.ReasonMissingElasticIP, cur.Reason == v1alpha1.ReasonMissingNetworkInterface:
-		ev.eventType = corev1.EventTypeWarning
-	case cur.Status == metav1.ConditionTrue:
-	case old == nil:
-		return event{}, false
-	case old.Status == metav1.ConditionTrue:
-		ev.eventType = corev1.EventTypeWarning
-	}
-	return ev, true
-}
+// readyEvents: becoming Ready is Normal; a missing ElasticIP or NIC, or losing Ready,
+// is a Warning; a new reason for waiting is Normal; the first waiting status of a new
+// attachment is not announced.
+var readyEvents = status.Policy{Quiet: metav1.ConditionFalse, WarnOnLoss: true}

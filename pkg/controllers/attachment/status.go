@@ -5,16 +5,15 @@ import (
 	"net/netip"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/holder"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/controllers/conditions"
 )
 
 // attachmentStatus computes an ElasticIPAttachment's status from its ElasticIP and its
 // target NetworkInterface (nil when missing). It reads the ElasticIP controller's
-// decision in status.attachment and never re-derives it. podIP and nodeName are filled
+// decision through package holder and never re-derives it. podIP and nodeName are filled
 // whenever the NIC exists, even while waiting: the ElasticIP controller reads nodeName
 // to place the ARPAdvertisement. The Ready condition carries no lastTransitionTime.
 func attachmentStatus(att *v1alpha1.ElasticIPAttachment, eip *v1alpha1.ElasticIP, nic *v1alpha1.NetworkInterface) v1alpha1.ElasticIPAttachmentStatus {
@@ -39,7 +38,8 @@ func attachmentStatus(att *v1alpha1.ElasticIPAttachment, eip *v1alpha1.ElasticIP
 		return withReady(att, st, v1alpha1.AttachmentError, v1alpha1.ReasonMissingNetworkInterface,
 			fmt.Sprintf("NetworkInterface %q does not exist", nicName))
 	}
-	if msg := waitingForElasticIP(att, eip); msg != "" {
+	self := v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindElasticIPAttachment, Name: att.Name}
+	if msg := holder.WaitingFor(eip, self); msg != "" {
 		return withReady(att, st, v1alpha1.AttachmentPending, v1alpha1.ReasonWaitingForElasticIP, msg)
 	}
 	if msg := waitingForNIC(nic, st); msg != "" {
@@ -64,32 +64,6 @@ func vpcAddress(nic *v1alpha1.NetworkInterface) string {
 		return a.String()
 	}
 	return ""
-}
-
-// waitingForElasticIP says what the attachment waits for on the ElasticIP's side, ""
-// when the ElasticIP has an address and names this attachment.
-func waitingForElasticIP(att *v1alpha1.ElasticIPAttachment, eip *v1alpha1.ElasticIP) string {
-	self := v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindElasticIPAttachment, Name: att.Name}
-	held := eip.Status.Attachment != nil && *eip.Status.Attachment == self
-	switch {
-	case eip.Status.Address == "":
-		msg := fmt.Sprintf("ElasticIP %q has no address yet", eip.Name)
-		if c := meta.FindStatusCondition(eip.Status.Conditions, v1alpha1.ConditionAllocated); c != nil && c.Message != "" {
-			msg += ": " + c.Message
-		}
-		return msg
-	case held:
-		return ""
-	case eip.Status.Attachment != nil:
-		return fmt.Sprintf("ElasticIP %q is used by %s %q", eip.Name, eip.Status.Attachment.Kind, eip.Status.Attachment.Name)
-	}
-	if c := meta.FindStatusCondition(eip.Status.Conditions, v1alpha1.ConditionAttached); c != nil && c.Reason == v1alpha1.ReasonConflict {
-		return fmt.Sprintf("ElasticIP %q is in conflict: %s", eip.Name, c.Message)
-	}
-	if eip.DeletionTimestamp != nil {
-		return fmt.Sprintf("ElasticIP %q is being deleted", eip.Name)
-	}
-	return fmt.Sprintf("ElasticIP %q has not picked this ElasticIPAttachment yet", eip.Name)
 }
 
 // waitingForNIC says what the attachment waits for on the NIC's side, "" when the NIC
@@ -126,12 +100,4 @@ func withReady(att *v1alpha1.ElasticIPAttachment, st v1alpha1.ElasticIPAttachmen
 		ObservedGeneration: att.Generation,
 	}}
 	return st
-}
-
-// mergeStatus lays the computed status over the recorded one: conditions this controller
-// does not own are kept, and lastTransitionTime only moves when a condition flips.
-func mergeStatus(old, computed v1alpha1.ElasticIPAttachmentStatus, now metav1.Time) v1alpha1.ElasticIPAttachmentStatus {
-	out := computed
-	out.Conditions = conditions.Merge(old.Conditions, computed.Conditions, now)
-	return out
 }

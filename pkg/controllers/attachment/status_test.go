@@ -202,8 +202,8 @@ func TestReadyEvent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ev, ok := readyEvent(tt.old, tt.cur)
-			if got := map[bool]string{true: ev.eventType}[ok]; got != tt.want {
+			ev, ok := readyEvents.Event(tt.old, tt.cur)
+			if got := map[bool]string{true: ev.Type}[ok]; got != tt.want {
 				t.Errorf("event type %q, want %q", got, tt.want)
 			}
 		})

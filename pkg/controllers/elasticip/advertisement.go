@@ -9,9 +9,10 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
+	"github.com/loutres/juneau/pkg/status"
 )
 
-// desiredAdvertisement is SPEC §4.5: on an arp network, the Node of whoever uses the
+// desiredAdvertisement is docs/reference.md#arp-advertisement: on an arp network, the Node of whoever uses the
 // address answers ARP for it; nobody (unused, waiting, conflict) means no advertisement.
 func desiredAdvertisement(eip *v1alpha1.ElasticIP, network *v1alpha1.ExternalNetwork, claim *v1alpha1.AllocationClaim, d HolderDecision) *v1alpha1.ARPAdvertisement {
 	if network == nil || network.Spec.Type != v1alpha1.AdvertiseARP || claim == nil || d.Holder == nil || d.Conflict || d.NodeName == "" {
@@ -59,9 +60,8 @@ func (c *Controller) syncAdvertisement(ctx context.Context, eip *v1alpha1.Elasti
 			return fmt.Errorf("moving ARPAdvertisement %q to Node %q: %w", name, want.Spec.NodeName, err)
 		}
 		logger(ctx, eip).Info("Moved advertisement", "address", want.Spec.Address, "from", have.Spec.NodeName, "to", want.Spec.NodeName)
-		if c.recorder != nil {
-			c.recorder.Eventf(eip, "Normal", "AdvertisementMoved", "Node %q answers ARP for %q instead of Node %q", want.Spec.NodeName, want.Spec.Address, have.Spec.NodeName)
-		}
+		status.Eventf(c.recorder, eip, v1alpha1.EventAdvertisementMoved, "Node %q answers ARP for %q instead of Node %q",
+			want.Spec.NodeName, want.Spec.Address, have.Spec.NodeName)
 	}
 	return nil
 }

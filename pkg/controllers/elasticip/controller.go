@@ -10,16 +10,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
 	"github.com/loutres/juneau/pkg/controllers/ipam"
-	"github.com/loutres/juneau/pkg/controllers/loop"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/workloop"
 )
 
 // ControllerName names the loop, its queue and its log lines.
@@ -45,10 +46,12 @@ type Options struct {
 	OrphanGrace time.Duration
 	Clock       clock.Clock
 	Metrics     *Metrics // may be nil
+	// QueueMetrics receives the work queues' metrics (workloop.NewQueueMetrics); may be nil.
+	QueueMetrics workqueue.MetricsProvider
 }
 
 // Controller reserves addresses for ElasticIPs, decides who uses each one, keeps the
-// ARPAdvertisements and releases everything on deletion (SPEC §4.2–§4.5). It is the
+// ARPAdvertisements and releases everything on deletion (docs/reference.md#allocation to #arp-advertisement). It is the
 // only writer of ElasticIP status.
 type Controller struct {
 	client   versioned.Interface
@@ -73,8 +76,8 @@ type Controller struct {
 	mu      sync.Mutex
 	created map[types.UID]string
 
-	eipLoop   *loop.Loop
-	claimLoop *loop.Loop
+	eipLoop   *workloop.Loop
+	claimLoop *workloop.Loop
 	synced    []cache.InformerSynced
 }
 
@@ -93,8 +96,9 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		nics: inf.NetworkInterfaces.Lister(), adverts: inf.Advertisements.Lister(),
 		inf: inf, index: ipam.NewIndex(), created: map[types.UID]string{},
 	}
-	c.eipLoop = loop.New(ControllerName, c.sync, c.metrics.errorCounter())
-	c.claimLoop = loop.New(ControllerName+"-orphan-claims", c.syncClaim, c.metrics.errorCounter())
+	loopCfg := workloop.Config{Errors: c.metrics.errorCounter(), Metrics: opts.QueueMetrics}
+	c.eipLoop = workloop.New(ControllerName, c.sync, loopCfg)
+	c.claimLoop = workloop.New(ControllerName+"-orphan-claims", c.syncClaim, loopCfg)
 
 	for informer, names := range map[cache.SharedIndexInformer][]string{
 		inf.ElasticIPs.Informer():        {indexes.ElasticIPByUID},
@@ -106,14 +110,14 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 			return nil, err
 		}
 	}
-	synced, err := loop.Register([]loop.Watch{
+	synced, err := workloop.Register([]workloop.Watch{
 		{Informer: inf.ElasticIPs.Informer(), Handler: c.eipLoop.Handler()},
 		{Informer: inf.Claims.Informer(), Handler: c.claimHandler()},
-		{Informer: inf.Pools.Informer(), Handler: loop.SpecFuncs(func(any) { c.enqueueAll() })},
-		{Informer: inf.Networks.Informer(), Handler: loop.SpecFuncs(func(any) { c.enqueueAll() })},
-		{Informer: inf.Attachments.Informer(), Handler: loop.Funcs(c.onAttachment)},
-		{Informer: inf.NetworkInterfaces.Informer(), Handler: loop.Funcs(c.onNIC)},
-		{Informer: inf.Advertisements.Informer(), Handler: loop.Funcs(c.onAdvertisement)},
+		{Informer: inf.Pools.Informer(), Handler: workloop.SpecFuncs(func(any) { c.enqueueAll() })},
+		{Informer: inf.Networks.Informer(), Handler: workloop.SpecFuncs(func(any) { c.enqueueAll() })},
+		{Informer: inf.Attachments.Informer(), Handler: workloop.Funcs(c.onAttachment)},
+		{Informer: inf.NetworkInterfaces.Informer(), Handler: workloop.Funcs(c.onNIC)},
+		{Informer: inf.Advertisements.Informer(), Handler: workloop.Funcs(c.onAdvertisement)},
 	})
 	if err != nil {
 		return nil, err
@@ -152,7 +156,7 @@ func (c *Controller) claimHandler() cache.ResourceEventHandler {
 			}
 		},
 		DeleteFunc: func(obj any) {
-			claim, ok := loop.Unwrap(obj).(*v1alpha1.AllocationClaim)
+			claim, ok := workloop.Unwrap(obj).(*v1alpha1.AllocationClaim)
 			if !ok {
 				return
 			}

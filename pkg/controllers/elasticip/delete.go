@@ -11,9 +11,10 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
+	"github.com/loutres/juneau/pkg/status"
 )
 
-// syncDeleting is SPEC §4.4. While any NetworkInterface names the ElasticIP its Pod may
+// syncDeleting is docs/reference.md#deletion. While any NetworkInterface names the ElasticIP its Pod may
 // carry the address, so the claim and the advertisement stay (and no new NIC gets the
 // address); once none is left, everything is released and the finalizer goes.
 // NAT use is refused deletion by the webhook; should an attachment slip through, the
@@ -43,7 +44,7 @@ func (c *Controller) syncDeleting(ctx context.Context, eip *v1alpha1.ElasticIP) 
 				return err
 			}
 		}
-		return c.writeStatus(ctx, eip, desiredStatus(statusInput{eip: eip, alloc: alloc, decision: decision, waitingFor: names}))
+		return c.writeStatus(ctx, eip, desiredStatus(statusInput{eip: eip, alloc: alloc, decision: decision, waitingFor: names, now: metav1.NewTime(c.clock.Now())}))
 	}
 
 	if err := c.deleteAdvertisement(ctx, v1alpha1.ARPAdvertisementName(eip.Namespace, eip.Name), indexes.Key(eip.Namespace, eip.Name)); err != nil {
@@ -68,8 +69,8 @@ func (c *Controller) syncDeleting(ctx context.Context, eip *v1alpha1.ElasticIP) 
 	if err := c.removeFinalizer(ctx, eip); err != nil {
 		return err
 	}
-	if c.recorder != nil && eip.Status.Address != "" {
-		c.recorder.Eventf(eip, "Normal", v1alpha1.ReasonReleased, "released address %q", eip.Status.Address)
+	if eip.Status.Address != "" {
+		status.Eventf(c.recorder, eip, v1alpha1.ReasonReleased, "released address %q", eip.Status.Address)
 	}
 	logger(ctx, eip).Info("Released ElasticIP", "address", eip.Status.Address)
 	return nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -53,12 +54,13 @@ type HolderDecision struct {
 	Message string
 	// Conflict: NAT and direct use at once, or several attachments; the phase is Error.
 	Conflict bool
-	// Waiting has one entry for every NIC named in the input and every active
-	// attachment, except the holder: the message of its WaitingForElasticIP condition.
-	Waiting map[v1alpha1.AttachmentReference]string
 }
 
-// DecideHolder applies SPEC §4.3 in order:
+// What everyone but the holder waits for is not part of the decision: it follows from
+// the decision once published in the ElasticIP's status, and every reader words it
+// with holder.WaitingFor.
+
+// DecideHolder applies docs/reference.md#holder in order:
 //  1. more than one active attachment: Conflict;
 //  2. an active attachment and any NIC (even a deleting one): Conflict;
 //  3. one active attachment: it holds the address;
@@ -87,20 +89,20 @@ func DecideHolder(in HolderInput) HolderDecision {
 
 	switch {
 	case len(active) > 1:
-		return d.conflict(fmt.Sprintf("more than one ElasticIPAttachment uses this ElasticIP: %s", quoted(attachmentNames(active))) +
+		return d.conflict(fmt.Sprintf("more than one ElasticIPAttachment uses this ElasticIP: %s", quote.List(attachmentNames(active))) +
 			d.alsoNamedByNICs())
 	case len(active) == 1 && len(nics) > 0:
 		return d.conflict(fmt.Sprintf("both %s and %s use this ElasticIP; NAT and direct use exclude each other",
-			kindList("ElasticIPAttachment", attachmentNames(active)), kindList("NetworkInterface", nicNames(nics))))
+			quote.Kinds("ElasticIPAttachment", attachmentNames(active)), quote.Kinds("NetworkInterface", nicNames(nics))))
 	case len(active) == 1:
 		a := active[0]
 		ref := attachmentRef(a.Name)
 		if in.EIPDeleting && !d.wasHolder(ref) {
-			return d.nobody(v1alpha1.ReasonUnused, deletingMessage, fmt.Sprintf("ElasticIP %q is being deleted", in.Name))
+			return nobody(v1alpha1.ReasonUnused, deletingMessage)
 		}
 		return d.holder(ref, a.NodeName)
 	case len(nics) == 0:
-		return d.nobody(v1alpha1.ReasonUnused, "no ElasticIPAttachment or NetworkInterface uses this ElasticIP", "")
+		return nobody(v1alpha1.ReasonUnused, "no ElasticIPAttachment or NetworkInterface uses this ElasticIP")
 	}
 	return d.decideNICs()
 }
@@ -116,7 +118,7 @@ func (d decider) decideNICs() HolderDecision {
 		}
 	}
 	if d.in.EIPDeleting { // 5
-		return d.nobody(v1alpha1.ReasonUnused, deletingMessage, fmt.Sprintf("ElasticIP %q is being deleted", d.in.Name))
+		return nobody(v1alpha1.ReasonUnused, deletingMessage)
 	}
 	var deleting, live []NICInfo
 	for _, n := range d.nics {
@@ -128,13 +130,11 @@ func (d decider) decideNICs() HolderDecision {
 	}
 	prevWasAttachment := prev != nil && prev.Kind == v1alpha1.AttachmentKindElasticIPAttachment
 	if len(deleting) > 0 && !prevWasAttachment { // 4(b)
-		msg := fmt.Sprintf("waiting for the deleting %s to be gone before handing the address over",
-			kindList("NetworkInterface", nicNames(deleting)))
-		return d.nobody(v1alpha1.ReasonWaitingForHandover, msg, fmt.Sprintf("ElasticIP %q is %s", d.in.Name, msg))
+		return nobody(v1alpha1.ReasonWaitingForHandover, fmt.Sprintf("waiting for the deleting %s to be gone before handing the address over",
+			quote.Kinds("NetworkInterface", nicNames(deleting))))
 	}
 	if len(live) == 0 {
-		msg := fmt.Sprintf("every NetworkInterface naming this ElasticIP is being deleted: %s", quoted(nicNames(deleting)))
-		return d.nobody(v1alpha1.ReasonUnused, msg, fmt.Sprintf("ElasticIP %q is handed to no NetworkInterface being deleted", d.in.Name))
+		return nobody(v1alpha1.ReasonUnused, fmt.Sprintf("every NetworkInterface naming this ElasticIP is being deleted: %s", quote.List(nicNames(deleting))))
 	}
 	return d.holder(nicRef(live[0].Name), live[0].NodeName) // 4(c): oldest, then by name
 }
@@ -160,59 +160,31 @@ func (d decider) holder(ref v1alpha1.AttachmentReference, node string) HolderDec
 	// Whoever else is left here is a NIC: a held attachment excludes every NIC (rule 2)
 	// and every other active attachment (rule 1).
 	var losers []string
-	wait := fmt.Sprintf("ElasticIP %q is used by %s %q", d.in.Name, ref.Kind, ref.Name)
-	out.Waiting = d.waitAll(wait, func(r v1alpha1.AttachmentReference) bool {
-		if r == ref {
-			return false
+	for _, n := range d.nics {
+		if nicRef(n.Name) != ref {
+			losers = append(losers, n.Name)
 		}
-		losers = append(losers, r.Name)
-		return true
-	})
+	}
 	if len(losers) > 0 {
 		slices.Sort(losers)
-		out.Message += fmt.Sprintf(" (also named by %s)", kindList("NetworkInterface", losers))
+		out.Message += fmt.Sprintf(" (also named by %s)", quote.Kinds("NetworkInterface", losers))
 	}
 	return out
 }
 
-func (d decider) nobody(reason, msg, wait string) HolderDecision {
-	return HolderDecision{Reason: reason, Message: msg, Waiting: d.waitAll(wait, nil)}
+func nobody(reason, msg string) HolderDecision {
+	return HolderDecision{Reason: reason, Message: msg}
 }
 
 func (d decider) conflict(msg string) HolderDecision {
-	return HolderDecision{
-		Reason:   v1alpha1.ReasonConflict,
-		Message:  msg,
-		Conflict: true,
-		Waiting:  d.waitAll(fmt.Sprintf("ElasticIP %q is in conflict: %s", d.in.Name, msg), nil),
-	}
+	return HolderDecision{Reason: v1alpha1.ReasonConflict, Message: msg, Conflict: true}
 }
 
 func (d decider) alsoNamedByNICs() string {
 	if len(d.nics) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; it is also named by %s", kindList("NetworkInterface", nicNames(d.nics)))
-}
-
-// waitAll gives msg to every active attachment and NIC that include accepts (nil: all).
-func (d decider) waitAll(msg string, include func(v1alpha1.AttachmentReference) bool) map[v1alpha1.AttachmentReference]string {
-	out := map[v1alpha1.AttachmentReference]string{}
-	add := func(r v1alpha1.AttachmentReference) {
-		if include == nil || include(r) {
-			out[r] = msg
-		}
-	}
-	for _, a := range d.active {
-		add(attachmentRef(a.Name))
-	}
-	for _, n := range d.nics {
-		add(nicRef(n.Name))
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
+	return fmt.Sprintf("; it is also named by %s", quote.Kinds("NetworkInterface", nicNames(d.nics)))
 }
 
 func attachmentRef(name string) v1alpha1.AttachmentReference {
@@ -239,20 +211,4 @@ func nicNames(ns []NICInfo) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// kindList is `Kind "a"` or `Kinds "a", "b"` for sorted names.
-func kindList(kind string, names []string) string {
-	if len(names) == 1 {
-		return fmt.Sprintf("%s %q", kind, names[0])
-	}
-	return kind + "s " + quoted(names)
-}
-
-func quoted(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	return strings.Join(q, ", ")
 }

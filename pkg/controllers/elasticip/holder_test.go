@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/holder"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -30,9 +33,10 @@ func TestDecideHolder(t *testing.T) {
 		conflictANIC = `both ElasticIPAttachment "a" and NetworkInterface "web.eth0" use this ElasticIP; NAT and direct use exclude each other`
 	)
 	tests := []struct {
-		name string
-		in   HolderInput
-		want HolderDecision
+		name    string
+		in      HolderInput
+		want    HolderDecision
+		waiting waits // what every user but the holder reads from the published status
 	}{{
 		name: "no users: unused",
 		in:   HolderInput{Name: "eip"},
@@ -53,48 +57,51 @@ func TestDecideHolder(t *testing.T) {
 	}, {
 		name: "rule 1: two attachments conflict, even the recorded holder loses it",
 		in:   HolderInput{Name: "eip", PreviousHolder: ptr(att("a")), Attachments: []AttachmentInfo{{Name: "b"}, {Name: "a"}}},
-		want: HolderDecision{Reason: v1alpha1.ReasonConflict, Conflict: true, Message: conflictAB, Waiting: waits{
+		want: HolderDecision{Reason: v1alpha1.ReasonConflict, Conflict: true, Message: conflictAB},
+		waiting: waits{
 			att("a"): `ElasticIP "eip" is in conflict: ` + conflictAB,
 			att("b"): `ElasticIP "eip" is in conflict: ` + conflictAB,
-		}},
+		},
 	}, {
 		name: "rule 1 with a NIC too: the message names the NIC, which waits as well",
 		in: HolderInput{Name: "eip", Attachments: []AttachmentInfo{{Name: "a"}, {Name: "b"}, {Name: "c", Deleting: true}},
 			NICs: []NICInfo{{Name: "web.eth0", Created: t0}}},
 		want: HolderDecision{Reason: v1alpha1.ReasonConflict, Conflict: true,
-			Message: conflictAB + `; it is also named by NetworkInterface "web.eth0"`,
-			Waiting: waits{
-				att("a"):        `ElasticIP "eip" is in conflict: ` + conflictAB + `; it is also named by NetworkInterface "web.eth0"`,
-				att("b"):        `ElasticIP "eip" is in conflict: ` + conflictAB + `; it is also named by NetworkInterface "web.eth0"`,
-				nic("web.eth0"): `ElasticIP "eip" is in conflict: ` + conflictAB + `; it is also named by NetworkInterface "web.eth0"`,
-			}},
+			Message: conflictAB + `; it is also named by NetworkInterface "web.eth0"`},
+		waiting: waits{
+			att("a"):        `ElasticIP "eip" is in conflict: ` + conflictAB + `; it is also named by NetworkInterface "web.eth0"`,
+			att("b"):        `ElasticIP "eip" is in conflict: ` + conflictAB + `; it is also named by NetworkInterface "web.eth0"`,
+			nic("web.eth0"): `ElasticIP "eip" is in conflict: ` + conflictAB + `; it is also named by NetworkInterface "web.eth0"`,
+		},
 	}, {
 		name: "rule 2: attachment and NIC conflict; both wait, each message naming the other",
 		in: HolderInput{Name: "eip", Attachments: []AttachmentInfo{{Name: "a", NodeName: "n1"}},
 			NICs: []NICInfo{{Name: "web.eth0", Created: t0, NodeName: "n2"}}},
-		want: HolderDecision{Reason: v1alpha1.ReasonConflict, Conflict: true, Message: conflictANIC, Waiting: waits{
+		want: HolderDecision{Reason: v1alpha1.ReasonConflict, Conflict: true, Message: conflictANIC},
+		waiting: waits{
 			att("a"):        `ElasticIP "eip" is in conflict: ` + conflictANIC,
 			nic("web.eth0"): `ElasticIP "eip" is in conflict: ` + conflictANIC,
-		}},
+		},
 	}, {
 		name: "rule 2: a deleting NIC conflicts too, even as the recorded holder",
 		in: HolderInput{Name: "eip", PreviousHolder: ptr(nic("web.eth0")), Attachments: []AttachmentInfo{{Name: "a"}},
 			NICs: []NICInfo{{Name: "web.eth0", Created: t0, Deleting: true}}},
-		want: HolderDecision{Reason: v1alpha1.ReasonConflict, Conflict: true, Message: conflictANIC, Waiting: waits{
+		want: HolderDecision{Reason: v1alpha1.ReasonConflict, Conflict: true, Message: conflictANIC},
+		waiting: waits{
 			att("a"):        `ElasticIP "eip" is in conflict: ` + conflictANIC,
 			nic("web.eth0"): `ElasticIP "eip" is in conflict: ` + conflictANIC,
-		}},
+		},
 	}, {
 		name: "rule 2 with several NICs: sorted list",
 		in: HolderInput{Name: "eip", Attachments: []AttachmentInfo{{Name: "a"}},
 			NICs: []NICInfo{{Name: "z.eth0", Created: t0}, {Name: "b.eth0", Created: t0.Add(time.Hour)}}},
 		want: HolderDecision{Reason: v1alpha1.ReasonConflict, Conflict: true,
-			Message: `both ElasticIPAttachment "a" and NetworkInterfaces "b.eth0", "z.eth0" use this ElasticIP; NAT and direct use exclude each other`,
-			Waiting: waits{
-				att("a"):      `ElasticIP "eip" is in conflict: both ElasticIPAttachment "a" and NetworkInterfaces "b.eth0", "z.eth0" use this ElasticIP; NAT and direct use exclude each other`,
-				nic("b.eth0"): `ElasticIP "eip" is in conflict: both ElasticIPAttachment "a" and NetworkInterfaces "b.eth0", "z.eth0" use this ElasticIP; NAT and direct use exclude each other`,
-				nic("z.eth0"): `ElasticIP "eip" is in conflict: both ElasticIPAttachment "a" and NetworkInterfaces "b.eth0", "z.eth0" use this ElasticIP; NAT and direct use exclude each other`,
-			}},
+			Message: `both ElasticIPAttachment "a" and NetworkInterfaces "b.eth0", "z.eth0" use this ElasticIP; NAT and direct use exclude each other`},
+		waiting: waits{
+			att("a"):      `ElasticIP "eip" is in conflict: both ElasticIPAttachment "a" and NetworkInterfaces "b.eth0", "z.eth0" use this ElasticIP; NAT and direct use exclude each other`,
+			nic("b.eth0"): `ElasticIP "eip" is in conflict: both ElasticIPAttachment "a" and NetworkInterfaces "b.eth0", "z.eth0" use this ElasticIP; NAT and direct use exclude each other`,
+			nic("z.eth0"): `ElasticIP "eip" is in conflict: both ElasticIPAttachment "a" and NetworkInterfaces "b.eth0", "z.eth0" use this ElasticIP; NAT and direct use exclude each other`,
+		},
 	}, {
 		name: "the attachment of a conflict is being deleted: the NIC takes the address at once",
 		in: HolderInput{Name: "eip", Attachments: []AttachmentInfo{{Name: "a", Deleting: true}},
@@ -111,8 +118,8 @@ func TestDecideHolder(t *testing.T) {
 			{Name: "old.eth0", Created: t0, Deleting: true, NodeName: "n1"},
 		}},
 		want: HolderDecision{Holder: ptr(nic("old.eth0")), NodeName: "n1", Reason: v1alpha1.ReasonAttached,
-			Message: `used by NetworkInterface "old.eth0" (also named by NetworkInterface "new.eth0")`,
-			Waiting: waits{nic("new.eth0"): `ElasticIP "eip" is used by NetworkInterface "old.eth0"`}},
+			Message: `used by NetworkInterface "old.eth0" (also named by NetworkInterface "new.eth0")`},
+		waiting: waits{nic("new.eth0"): `ElasticIP "eip" is used by NetworkInterface "old.eth0"`},
 	}, {
 		name: "rule 4b: without a record, a deleting non-holder blocks everyone",
 		in: HolderInput{Name: "eip", NICs: []NICInfo{
@@ -120,11 +127,11 @@ func TestDecideHolder(t *testing.T) {
 			{Name: "old.eth0", Created: t0, Deleting: true},
 		}},
 		want: HolderDecision{Reason: v1alpha1.ReasonWaitingForHandover,
-			Message: `waiting for the deleting NetworkInterface "old.eth0" to be gone before handing the address over`,
-			Waiting: waits{
-				nic("new.eth0"): `ElasticIP "eip" is waiting for the deleting NetworkInterface "old.eth0" to be gone before handing the address over`,
-				nic("old.eth0"): `ElasticIP "eip" is waiting for the deleting NetworkInterface "old.eth0" to be gone before handing the address over`,
-			}},
+			Message: `waiting for the deleting NetworkInterface "old.eth0" to be gone before handing the address over`},
+		waiting: waits{
+			nic("new.eth0"): `ElasticIP "eip" waits for a handover: waiting for the deleting NetworkInterface "old.eth0" to be gone before handing the address over`,
+			nic("old.eth0"): `ElasticIP "eip" waits for a handover: waiting for the deleting NetworkInterface "old.eth0" to be gone before handing the address over`,
+		},
 	}, {
 		name: "rule 4b: the recorded NIC is gone and others are deleting: handover, sorted names",
 		in: HolderInput{Name: "eip", PreviousHolder: ptr(nic("gone.eth0")), NICs: []NICInfo{
@@ -133,12 +140,12 @@ func TestDecideHolder(t *testing.T) {
 			{Name: "x.eth0", Created: t0.Add(time.Minute), Deleting: true},
 		}},
 		want: HolderDecision{Reason: v1alpha1.ReasonWaitingForHandover,
-			Message: `waiting for the deleting NetworkInterfaces "x.eth0", "y.eth0" to be gone before handing the address over`,
-			Waiting: waits{
-				nic("new.eth0"): `ElasticIP "eip" is waiting for the deleting NetworkInterfaces "x.eth0", "y.eth0" to be gone before handing the address over`,
-				nic("x.eth0"):   `ElasticIP "eip" is waiting for the deleting NetworkInterfaces "x.eth0", "y.eth0" to be gone before handing the address over`,
-				nic("y.eth0"):   `ElasticIP "eip" is waiting for the deleting NetworkInterfaces "x.eth0", "y.eth0" to be gone before handing the address over`,
-			}},
+			Message: `waiting for the deleting NetworkInterfaces "x.eth0", "y.eth0" to be gone before handing the address over`},
+		waiting: waits{
+			nic("new.eth0"): `ElasticIP "eip" waits for a handover: waiting for the deleting NetworkInterfaces "x.eth0", "y.eth0" to be gone before handing the address over`,
+			nic("x.eth0"):   `ElasticIP "eip" waits for a handover: waiting for the deleting NetworkInterfaces "x.eth0", "y.eth0" to be gone before handing the address over`,
+			nic("y.eth0"):   `ElasticIP "eip" waits for a handover: waiting for the deleting NetworkInterfaces "x.eth0", "y.eth0" to be gone before handing the address over`,
+		},
 	}, {
 		name: "rule 4c: the oldest NIC wins; the others wait naming it",
 		in: HolderInput{Name: "eip", NICs: []NICInfo{
@@ -147,11 +154,11 @@ func TestDecideHolder(t *testing.T) {
 			{Name: "b.eth0", Created: t0, NodeName: "n3"},
 		}},
 		want: HolderDecision{Holder: ptr(nic("b.eth0")), NodeName: "n3", Reason: v1alpha1.ReasonAttached,
-			Message: `used by NetworkInterface "b.eth0" (also named by NetworkInterfaces "a.eth0", "c.eth0")`,
-			Waiting: waits{
-				nic("a.eth0"): `ElasticIP "eip" is used by NetworkInterface "b.eth0"`,
-				nic("c.eth0"): `ElasticIP "eip" is used by NetworkInterface "b.eth0"`,
-			}},
+			Message: `used by NetworkInterface "b.eth0" (also named by NetworkInterfaces "a.eth0", "c.eth0")`},
+		waiting: waits{
+			nic("a.eth0"): `ElasticIP "eip" is used by NetworkInterface "b.eth0"`,
+			nic("c.eth0"): `ElasticIP "eip" is used by NetworkInterface "b.eth0"`,
+		},
 	}, {
 		name: "rule 4c: same creation time, name order",
 		in: HolderInput{Name: "eip", NICs: []NICInfo{
@@ -159,8 +166,8 @@ func TestDecideHolder(t *testing.T) {
 			{Name: "web-a.eth0", Created: t0, NodeName: "n1"},
 		}},
 		want: HolderDecision{Holder: ptr(nic("web-a.eth0")), NodeName: "n1", Reason: v1alpha1.ReasonAttached,
-			Message: `used by NetworkInterface "web-a.eth0" (also named by NetworkInterface "web-b.eth0")`,
-			Waiting: waits{nic("web-b.eth0"): `ElasticIP "eip" is used by NetworkInterface "web-a.eth0"`}},
+			Message: `used by NetworkInterface "web-a.eth0" (also named by NetworkInterface "web-b.eth0")`},
+		waiting: waits{nic("web-b.eth0"): `ElasticIP "eip" is used by NetworkInterface "web-a.eth0"`},
 	}, {
 		name: "the recorded holder was an attachment now gone: NICs decided afresh, no handover wait",
 		in: HolderInput{Name: "eip", PreviousHolder: ptr(att("a")), NICs: []NICInfo{
@@ -168,8 +175,8 @@ func TestDecideHolder(t *testing.T) {
 			{Name: "new.eth0", Created: t0.Add(time.Hour), NodeName: "n2"},
 		}},
 		want: HolderDecision{Holder: ptr(nic("new.eth0")), NodeName: "n2", Reason: v1alpha1.ReasonAttached,
-			Message: `used by NetworkInterface "new.eth0" (also named by NetworkInterface "old.eth0")`,
-			Waiting: waits{nic("old.eth0"): `ElasticIP "eip" is used by NetworkInterface "new.eth0"`}},
+			Message: `used by NetworkInterface "new.eth0" (also named by NetworkInterface "old.eth0")`},
+		waiting: waits{nic("old.eth0"): `ElasticIP "eip" is used by NetworkInterface "new.eth0"`},
 	}, {
 		name: "the recorded holder was an attachment now gone, only deleting NICs: nobody",
 		in: HolderInput{Name: "eip", PreviousHolder: ptr(att("a")), NICs: []NICInfo{
@@ -177,11 +184,11 @@ func TestDecideHolder(t *testing.T) {
 			{Name: "x.eth0", Created: t0, Deleting: true},
 		}},
 		want: HolderDecision{Reason: v1alpha1.ReasonUnused,
-			Message: `every NetworkInterface naming this ElasticIP is being deleted: "x.eth0", "y.eth0"`,
-			Waiting: waits{
-				nic("x.eth0"): `ElasticIP "eip" is handed to no NetworkInterface being deleted`,
-				nic("y.eth0"): `ElasticIP "eip" is handed to no NetworkInterface being deleted`,
-			}},
+			Message: `every NetworkInterface naming this ElasticIP is being deleted: "x.eth0", "y.eth0"`},
+		waiting: waits{
+			nic("x.eth0"): `ElasticIP "eip" has not picked this NetworkInterface yet`,
+			nic("y.eth0"): `ElasticIP "eip" has not picked this NetworkInterface yet`,
+		},
 	}, {
 		name: "rule 5: a deleting ElasticIP keeps its recorded NIC holder",
 		in: HolderInput{Name: "eip", EIPDeleting: true, PreviousHolder: ptr(nic("web.eth0")), NICs: []NICInfo{
@@ -189,24 +196,24 @@ func TestDecideHolder(t *testing.T) {
 			{Name: "aaa.eth0", Created: t0},
 		}},
 		want: HolderDecision{Holder: ptr(nic("web.eth0")), NodeName: "n1", Reason: v1alpha1.ReasonAttached,
-			Message: `used by NetworkInterface "web.eth0" (also named by NetworkInterface "aaa.eth0")`,
-			Waiting: waits{nic("aaa.eth0"): `ElasticIP "eip" is used by NetworkInterface "web.eth0"`}},
+			Message: `used by NetworkInterface "web.eth0" (also named by NetworkInterface "aaa.eth0")`},
+		waiting: waits{nic("aaa.eth0"): `ElasticIP "eip" is used by NetworkInterface "web.eth0"`},
 	}, {
 		name: "rule 5: a deleting ElasticIP gives nothing to a new NIC",
 		in: HolderInput{Name: "eip", EIPDeleting: true, PreviousHolder: ptr(nic("gone.eth0")),
 			NICs: []NICInfo{{Name: "web.eth0", Created: t0}}},
-		want: HolderDecision{Reason: v1alpha1.ReasonUnused, Message: "this ElasticIP is being deleted and is handed to no new user",
-			Waiting: waits{nic("web.eth0"): `ElasticIP "eip" is being deleted`}},
+		want:    HolderDecision{Reason: v1alpha1.ReasonUnused, Message: "this ElasticIP is being deleted and is handed to no new user"},
+		waiting: waits{nic("web.eth0"): `ElasticIP "eip" is being deleted`},
 	}, {
 		name: "rule 5: a deleting ElasticIP keeps its recorded attachment holder",
 		in: HolderInput{Name: "eip", EIPDeleting: true, PreviousHolder: ptr(att("a")),
 			Attachments: []AttachmentInfo{{Name: "a", NodeName: "n1"}}},
 		want: HolderDecision{Holder: ptr(att("a")), NodeName: "n1", Reason: v1alpha1.ReasonAttached, Message: `used by ElasticIPAttachment "a"`},
 	}, {
-		name: "rule 5: a deleting ElasticIP gives nothing to a new attachment",
-		in:   HolderInput{Name: "eip", EIPDeleting: true, Attachments: []AttachmentInfo{{Name: "a", NodeName: "n1"}}},
-		want: HolderDecision{Reason: v1alpha1.ReasonUnused, Message: "this ElasticIP is being deleted and is handed to no new user",
-			Waiting: waits{att("a"): `ElasticIP "eip" is being deleted`}},
+		name:    "rule 5: a deleting ElasticIP gives nothing to a new attachment",
+		in:      HolderInput{Name: "eip", EIPDeleting: true, Attachments: []AttachmentInfo{{Name: "a", NodeName: "n1"}}},
+		want:    HolderDecision{Reason: v1alpha1.ReasonUnused, Message: "this ElasticIP is being deleted and is handed to no new user"},
+		waiting: waits{att("a"): `ElasticIP "eip" is being deleted`},
 	}, {
 		name: "rule 5: a deleting ElasticIP without users is just unused",
 		in:   HolderInput{Name: "eip", EIPDeleting: true, PreviousHolder: ptr(nic("gone.eth0"))},
@@ -216,6 +223,7 @@ func TestDecideHolder(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got := DecideHolder(tc.in)
 			assertDecision(t, got, tc.want)
+			assertWaiting(t, tc.in, got, tc.waiting)
 			// The order of the input lists never matters.
 			rng := rand.New(rand.NewPCG(uint64(len(tc.name)), 1))
 			for range 5 {
@@ -238,14 +246,53 @@ func assertDecision(t *testing.T, got, want HolderDecision) {
 	}
 }
 
+// assertWaiting publishes the decision in an ElasticIP's status, as the controller
+// does, and checks what every active attachment and every NIC reads there
+// (holder.WaitingFor): nothing for the holder, want for each of the others.
+func assertWaiting(t *testing.T, in HolderInput, d HolderDecision, want waits) {
+	t.Helper()
+	eip := &v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Name: in.Name}}
+	if in.EIPDeleting {
+		eip.DeletionTimestamp = &metav1.Time{Time: t0}
+	}
+	eip.Status = desiredStatus(statusInput{eip: eip, decision: d,
+		alloc: allocation{claim: &v1alpha1.AllocationClaim{ObjectMeta: metav1.ObjectMeta{Name: "10.225.51.5"}}}})
+	users := map[v1alpha1.AttachmentReference]bool{}
+	for _, a := range in.Attachments {
+		if !a.Deleting {
+			users[att(a.Name)] = true
+		}
+	}
+	for _, n := range in.NICs {
+		users[nic(n.Name)] = true
+	}
+	for u := range want {
+		if !users[u] {
+			t.Errorf("%s %q waits but does not name the ElasticIP", u.Kind, u.Name)
+		}
+	}
+	for u := range users {
+		w, ok := want[u]
+		if d.Holder != nil && *d.Holder == u {
+			w, ok = "", !ok
+		}
+		if !ok {
+			t.Errorf("%s %q: no expectation (a waiting message, or being the holder)", u.Kind, u.Name)
+		}
+		if got := holder.WaitingFor(eip, u); got != w {
+			t.Errorf("%s %q waits for %q, want %q", u.Kind, u.Name, got, w)
+		}
+	}
+}
+
 func describe(d HolderDecision) string {
 	h := "<nil>"
 	if d.Holder != nil {
 		h = string(d.Holder.Kind) + "/" + d.Holder.Name
 	}
 	// fmt prints map keys sorted, so the output is stable.
-	return fmt.Sprintf("holder=%s node=%q reason=%s conflict=%v\n  message=%s\n  waiting=%v",
-		h, d.NodeName, d.Reason, d.Conflict, d.Message, d.Waiting)
+	return fmt.Sprintf("holder=%s node=%q reason=%s conflict=%v\n  message=%s",
+		h, d.NodeName, d.Reason, d.Conflict, d.Message)
 }
 
 func shuffled[T any](rng *rand.Rand, in []T) []T {

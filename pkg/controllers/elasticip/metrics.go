@@ -3,7 +3,7 @@ package elasticip
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/loutres/juneau/pkg/controllers/loop"
+	"github.com/loutres/juneau/pkg/workloop"
 )
 
 // Metrics of the ElasticIP controller. A nil *Metrics records nothing.
@@ -37,7 +37,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-func (m *Metrics) errorCounter() loop.ErrorCounter {
+func (m *Metrics) errorCounter() workloop.ErrorCounter {
 	if m == nil {
 		return nil
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/loutres/juneau/pkg/controllers/indexes"
 )
 
-// syncClaim deletes a claim whose consumer no longer exists (SPEC §2.3), but only once
+// syncClaim deletes a claim whose consumer no longer exists (docs/reference.md#allocationclaim), but only once
 // the claim is older than the grace period and a fresh read from the API server confirms
 // the consumer is gone, so a lagging cache never frees a live address.
 func (c *Controller) syncClaim(ctx context.Context, key string) error {

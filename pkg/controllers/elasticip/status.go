@@ -8,14 +8,15 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/ipam"
+	"github.com/loutres/juneau/pkg/status"
 )
 
 // statusInput is everything the ElasticIP status is derived from.
@@ -26,20 +27,28 @@ type statusInput struct {
 	decision HolderDecision
 	// waitingFor lists the NICs a deleting ElasticIP waits for (sorted); nil otherwise.
 	waitingFor []string
+	// now stamps the conditions whose status flips.
+	now metav1.Time
 }
 
-// desiredStatus is SPEC §2.4 as a pure function. Conditions keep their transition time
-// unless their status flips (meta.SetStatusCondition).
+// desiredStatus is docs/reference.md#elasticip as a pure function. Conditions keep their transition time
+// unless their status flips (status.Merge).
 func desiredStatus(in statusInput) v1alpha1.ElasticIPStatus {
+	st := computeStatus(in)
+	st.Conditions = status.Merge(in.eip.Status.Conditions, st.Conditions, in.now)
+	return st
+}
+
+// computeStatus is the status without the recorded conditions merged in.
+func computeStatus(in statusInput) v1alpha1.ElasticIPStatus {
 	eip := in.eip
-	st := v1alpha1.ElasticIPStatus{Conditions: slices.Clone(eip.Status.Conditions)}
-	gen := eip.Generation
+	var st v1alpha1.ElasticIPStatus
 	setCond := func(t string, ok bool, reason, msg string) {
-		status := metav1.ConditionFalse
+		cs := metav1.ConditionFalse
 		if ok {
-			status = metav1.ConditionTrue
+			cs = metav1.ConditionTrue
 		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
+		st.Conditions = append(st.Conditions, metav1.Condition{Type: t, Status: cs, Reason: reason, Message: msg, ObservedGeneration: eip.Generation})
 	}
 	claim := in.alloc.claim
 	switch {
@@ -67,7 +76,7 @@ func desiredStatus(in statusInput) v1alpha1.ElasticIPStatus {
 	st.Address = claim.Name
 	if in.waitingFor != nil {
 		setCond(v1alpha1.ConditionAllocated, true, v1alpha1.ReasonWaitingForNetworkInterfaces,
-			fmt.Sprintf("being deleted; address %q stays reserved until these NetworkInterfaces are gone: %s", claim.Name, quoted(in.waitingFor)))
+			fmt.Sprintf("being deleted; address %q stays reserved until these NetworkInterfaces are gone: %s", claim.Name, quote.List(in.waitingFor)))
 	} else {
 		setCond(v1alpha1.ConditionAllocated, true, v1alpha1.ReasonAllocated,
 			fmt.Sprintf("address %q reserved from AddressPool %q", claim.Name, claim.Spec.AddressPool))
@@ -88,12 +97,19 @@ func desiredStatus(in statusInput) v1alpha1.ElasticIPStatus {
 }
 
 // writeStatus writes status when it differs and emits Events on transitions.
-func (c *Controller) writeStatus(ctx context.Context, eip *v1alpha1.ElasticIP, status v1alpha1.ElasticIPStatus) error {
-	if equality.Semantic.DeepEqual(eip.Status, status) {
+//
+// Unlike the other status writers, which apply their fields with server-side apply,
+// it replaces the status with UpdateStatus: status.attachment is the decision of who
+// uses the address, and the resourceVersion of the update makes that decision
+// conditional on the ElasticIP it was computed from. A second writer (a leader that has
+// not yet noticed its successor) then gets a Conflict and decides again from the newer
+// object, instead of overwriting a holder it never saw.
+func (c *Controller) writeStatus(ctx context.Context, eip *v1alpha1.ElasticIP, st v1alpha1.ElasticIPStatus) error {
+	if equality.Semantic.DeepEqual(eip.Status, st) {
 		return nil
 	}
 	updated := eip.DeepCopy()
-	updated.Status = status
+	updated.Status = st
 	_, err := c.client.JuneauV1alpha1().ElasticIPs(eip.Namespace).UpdateStatus(ctx, updated,
 		metav1.UpdateOptions{FieldManager: v1alpha1.FieldManagerController})
 	if apierrors.IsConflict(err) {
@@ -102,35 +118,19 @@ func (c *Controller) writeStatus(ctx context.Context, eip *v1alpha1.ElasticIP, s
 	if err != nil {
 		return fmt.Errorf("writing status of ElasticIP %s/%s: %w", eip.Namespace, eip.Name, err)
 	}
-	c.recordTransitions(eip, &eip.Status, &status)
-	logger(ctx, eip).V(2).Info("Updated status", "phase", status.Phase, "address", status.Address, "attachment", status.Attachment)
+	for _, t := range []string{v1alpha1.ConditionAllocated, v1alpha1.ConditionAttached} {
+		status.Announce(c.recorder, eip, conditionEvents,
+			meta.FindStatusCondition(eip.Status.Conditions, t), meta.FindStatusCondition(st.Conditions, t))
+	}
+	logger(ctx, eip).V(2).Info("Updated status", "phase", st.Phase, "address", st.Address, "attachment", st.Attachment)
 	return nil
 }
 
-// recordTransitions emits one Event per condition whose status or reason changed.
-func (c *Controller) recordTransitions(eip *v1alpha1.ElasticIP, old, cur *v1alpha1.ElasticIPStatus) {
-	if c.recorder == nil {
-		return
-	}
-	for _, t := range []string{v1alpha1.ConditionAllocated, v1alpha1.ConditionAttached} {
-		n := meta.FindStatusCondition(cur.Conditions, t)
-		if n == nil {
-			continue
-		}
-		if o := meta.FindStatusCondition(old.Conditions, t); o != nil && o.Status == n.Status && o.Reason == n.Reason {
-			continue
-		}
-		kind := corev1.EventTypeNormal
-		switch n.Reason {
-		case v1alpha1.ReasonConflict, v1alpha1.ReasonNoAddressAvailable, v1alpha1.ReasonAddressInUse,
-			v1alpha1.ReasonMissingDependency, v1alpha1.ReasonInvalidAddressPool:
-			kind = corev1.EventTypeWarning
-		}
-		c.recorder.Event(eip, kind, n.Reason, n.Message)
-	}
-}
+// conditionEvents announces every change of Allocated and Attached, the first ones
+// too, each with the severity of its reason.
+var conditionEvents = status.Policy{}
 
-// Small formatting helpers: names quoted, lists sorted (SPEC §2).
+// Small formatting helpers (docs/reference.md#messages).
 
 func joinSorted(items []string) string {
 	s := slices.Clone(items)
@@ -143,7 +143,7 @@ func poolNames(pools []ipam.Pool) string {
 	for i, p := range pools {
 		names[i] = p.Name
 	}
-	return quoted(names)
+	return quote.List(names)
 }
 
 func consumerString(c v1alpha1.ConsumerReference) string {

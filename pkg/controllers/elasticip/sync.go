@@ -12,7 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
 	"github.com/loutres/juneau/pkg/controllers/ipam"
 )
@@ -62,8 +65,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			return err
 		}
 	}
-	status := desiredStatus(statusInput{eip: eip, deps: deps.err, alloc: alloc, decision: decision})
-	return c.writeStatus(ctx, eip, status)
+	st := desiredStatus(statusInput{eip: eip, deps: deps.err, alloc: alloc, decision: decision, now: metav1.NewTime(c.clock.Now())})
+	return c.writeStatus(ctx, eip, st)
 }
 
 // dependencies is the ExternalNetwork of an ElasticIP and its pools, in order.
@@ -78,38 +81,46 @@ type conditionError struct {
 	reason, message string
 }
 
+// resolve reads the ElasticIP's network and the pools it may allocate from
+// (validation.PoolsOfNetwork): any pool the network names but may not use makes the
+// dependencies unusable, as the network's own Ready condition says.
 func (c *Controller) resolve(eip *v1alpha1.ElasticIP) dependencies {
 	network, err := c.networks.Get(eip.Spec.ExternalNetwork)
 	if err != nil {
 		return dependencies{err: &conditionError{v1alpha1.ReasonMissingDependency,
 			fmt.Sprintf("ExternalNetwork %q does not exist", eip.Spec.ExternalNetwork)}}
 	}
-	var missing, mismatched []string
-	pools := make([]ipam.Pool, 0, len(network.Spec.AddressPools))
-	for _, name := range network.Spec.AddressPools {
+	networks, _ := c.networks.List(labels.Everything())
+	verdict := validation.PoolsOfNetwork(network, func(name string) *v1alpha1.AddressPool {
 		pool, err := c.pools.Get(name)
 		if err != nil {
-			missing = append(missing, name)
-			continue
+			return nil
 		}
-		if pool.Spec.AdvertiseMode != network.Spec.Type {
-			mismatched = append(mismatched, fmt.Sprintf("%q (%s)", name, pool.Spec.AdvertiseMode))
-			continue
-		}
-		p, err := ipam.NewPool(name, pool.Spec.Addresses)
+		return pool
+	}, networks)
+	var mismatched []string
+	for _, p := range verdict.WrongMode {
+		mismatched = append(mismatched, fmt.Sprintf("%q (advertises by %s)", p.Name, p.Spec.AdvertiseMode))
+	}
+	for _, t := range verdict.Taken {
+		mismatched = append(mismatched, fmt.Sprintf("%q (belongs to ExternalNetwork %q)", t.Pool, t.Owner))
+	}
+	pools := make([]ipam.Pool, 0, len(verdict.Usable))
+	for _, pool := range verdict.Usable {
+		p, err := ipam.NewPool(pool.Name, pool.Spec.Addresses)
 		if err != nil {
-			mismatched = append(mismatched, fmt.Sprintf("%q (%v)", name, err))
+			mismatched = append(mismatched, fmt.Sprintf("%q (%v)", pool.Name, err))
 			continue
 		}
 		pools = append(pools, p)
 	}
 	switch {
-	case len(missing) > 0:
+	case len(verdict.Missing) > 0:
 		return dependencies{network: network, err: &conditionError{v1alpha1.ReasonMissingDependency,
-			fmt.Sprintf("AddressPools of ExternalNetwork %q do not exist: %s", network.Name, quoted(missing))}}
+			fmt.Sprintf("AddressPools of ExternalNetwork %q do not exist: %s", network.Name, quote.List(verdict.Missing))}}
 	case len(mismatched) > 0:
 		return dependencies{network: network, err: &conditionError{v1alpha1.ReasonInvalidAddressPool,
-			fmt.Sprintf("AddressPools of ExternalNetwork %q (type %s) do not match it: %s",
+			fmt.Sprintf("AddressPools of ExternalNetwork %q (type %s) cannot be used by it: %s",
 				network.Name, network.Spec.Type, joinSorted(mismatched))}}
 	}
 	return dependencies{network: network, pools: pools}
@@ -190,10 +201,10 @@ func (c *Controller) reserve(ctx context.Context, eip *v1alpha1.ElasticIP, pools
 }
 
 func (c *Controller) reserveRequested(ctx context.Context, eip *v1alpha1.ElasticIP, pools []ipam.Pool) (allocation, error) {
-	addr, err := netip.ParseAddr(eip.Spec.RequestedIP)
-	if err != nil || !addr.Is4() {
+	addr, err := iprange.ParseAddr(eip.Spec.RequestedIP)
+	if err != nil {
 		return allocation{err: &conditionError{v1alpha1.ReasonInvalidAddressPool,
-			fmt.Sprintf("requestedIP %q is not an IPv4 address", eip.Spec.RequestedIP)}}, nil
+			fmt.Sprintf("requestedIP %q %s", eip.Spec.RequestedIP, iprange.Reason(err))}}, nil
 	}
 	pool, ok := ipam.PoolFor(pools, addr)
 	if !ok {

@@ -2,9 +2,11 @@ package elasticip
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -169,5 +171,32 @@ func TestSyncAddsFinalizerFirst(t *testing.T) {
 	}
 	if creates := f.claimCreates(); len(creates) != 0 {
 		t.Errorf("reserved %v before the finalizer was in place", creates)
+	}
+}
+
+// A pool named by two networks belongs to the older one: its ElasticIPs allocate from
+// it, the newer network's ElasticIPs get none of it and are an Error naming the owner.
+func TestSyncPoolClaimedByTwoNetworks(t *testing.T) {
+	objs := poolAndNetwork("10.225.51.0/24")
+	objs[1].(*v1alpha1.ExternalNetwork).CreationTimestamp = metav1.Unix(100, 0)
+	newer := &v1alpha1.ExternalNetwork{ObjectMeta: metav1.ObjectMeta{Name: "newer-net", CreationTimestamp: metav1.Unix(200, 0)},
+		Spec: v1alpha1.ExternalNetworkSpec{Type: v1alpha1.AdvertiseARP, AddressPools: []string{"ext-pool"}}}
+	owned := elasticIP("owned", "uid-1")
+	refused := elasticIP("refused", "uid-2")
+	refused.Spec.ExternalNetwork = "newer-net"
+	f := newFixture(t, append(objs, newer, owned, refused))
+
+	if got := f.sync("default/owned"); got.Status.Address != "10.225.51.1" || got.Status.Phase != v1alpha1.ElasticIPAvailable {
+		t.Errorf("ElasticIP of the owning network: %s %q, want Available 10.225.51.1", got.Status.Phase, got.Status.Address)
+	}
+	f.client.ClearActions()
+	got := f.sync("default/refused")
+	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAllocated)
+	if got.Status.Phase != v1alpha1.ElasticIPError || got.Status.Address != "" || c == nil ||
+		c.Reason != v1alpha1.ReasonInvalidAddressPool || !strings.Contains(c.Message, `"ext-pool" (belongs to ExternalNetwork "ext-net")`) {
+		t.Errorf("ElasticIP of the newer network: %s %q %+v, want an Error naming the owner", got.Status.Phase, got.Status.Address, c)
+	}
+	if creates := f.claimCreates(); len(creates) != 0 {
+		t.Errorf("the newer network reserved %v", creates)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 )
 
 // Index knows which addresses are reserved (one AllocationClaim each) and finds the free
@@ -15,14 +17,16 @@ import (
 // The allocation loop of a caller, whose cache may lag behind the API server:
 //
 //	for {
-//		c, ok := idx.Next(pools)
+//		c, ok := idx.Take(pools) // marked: no other worker gets it
 //		if !ok {
 //			// every pool is exhausted
 //		}
 //		err := createClaim(c) // named c.Addr
 //		if apierrors.IsAlreadyExists(err) {
-//			idx.Mark(c.Addr) // the cache had not seen it yet: ask again
-//			continue
+//			continue // the cache had not seen it yet: it stays marked, ask again
+//		}
+//		if err != nil {
+//			idx.Unmark(c.Addr)
 //		}
 //		...
 //	}
@@ -43,7 +47,7 @@ func NewIndex() *Index {
 // Mark records addr as reserved. Marking a reserved address again changes nothing.
 func (x *Index) Mark(addr netip.Addr) {
 	addr = addr.Unmap()
-	if !addr.Is4() {
+	if !addr.IsValid() {
 		return
 	}
 	x.mu.Lock()
@@ -75,7 +79,7 @@ func (x *Index) Unmark(addr netip.Addr) {
 func (x *Index) Replace(addrs []netip.Addr) {
 	used := make(map[netip.Addr]struct{}, len(addrs))
 	for _, a := range addrs {
-		if a = a.Unmap(); a.Is4() {
+		if a = a.Unmap(); a.IsValid() {
 			used[a] = struct{}{}
 		}
 	}
@@ -85,40 +89,10 @@ func (x *Index) Replace(addrs []netip.Addr) {
 	clear(x.pools) // rebuilt on next use
 }
 
-// Used reports whether addr is marked as reserved.
-func (x *Index) Used(addr netip.Addr) bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	_, ok := x.used[addr.Unmap()]
-	return ok
-}
-
-// Forget drops what the Index built for the pool called name (the pool was deleted).
-// Marks are kept: they belong to addresses, not to pools.
-func (x *Index) Forget(name string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	delete(x.pools, name)
-}
-
-// Next returns the first free address of pools, in pool order and then address order,
-// skipping the network and broadcast addresses of CIDR entries shorter than /31.
-// It reserves nothing: the caller creates the claim and then marks it.
-func (x *Index) Next(pools []Pool) (Candidate, bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for _, p := range pools {
-		pi := x.poolLocked(p)
-		if pos, ok := pi.bits.nextClear(0); ok {
-			return Candidate{Pool: p.Name, Addr: pi.addrAt(pos)}, true
-		}
-	}
-	return Candidate{}, false
-}
-
-// Take is Next and Mark in one step, so concurrent callers never get the same
-// candidate. The caller Unmarks it if the reservation fails for a reason other than the
-// address being taken already.
+// Take returns the first free address of pools, in pool order and then address order,
+// skipping what automatic allocation leaves out (iprange.Range.Auto), and marks it in
+// the same step, so concurrent callers never get the same candidate. The caller Unmarks
+// it if the reservation fails for a reason other than the address being taken already.
 func (x *Index) Take(pools []Pool) (Candidate, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -136,34 +110,6 @@ func (x *Index) Take(pools []Pool) (Candidate, bool) {
 	return Candidate{}, false
 }
 
-// Candidates returns up to limit free addresses, in the order Next would hand them out.
-func (x *Index) Candidates(pools []Pool, limit int) []Candidate {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	var out []Candidate
-	for _, p := range pools {
-		if len(out) >= limit {
-			break
-		}
-		pi := x.poolLocked(p)
-		for pos, ok := pi.bits.nextClear(0); ok && len(out) < limit; pos, ok = pi.bits.nextClear(pos + 1) {
-			out = append(out, Candidate{Pool: p.Name, Addr: pi.addrAt(pos)})
-		}
-	}
-	return out
-}
-
-// Counts returns the pool's figures for AddressPool status. allocated is the number of
-// reserved addresses in the pool; total is the number automatic picks may hand out plus
-// any network or broadcast address pinned by a claim, so total-allocated is exactly the
-// number of addresses still free for automatic picks.
-func (x *Index) Counts(pool Pool) (total, allocated uint64) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	pi := x.poolLocked(pool)
-	return pi.size - uint64(len(pi.skip)) + pi.allocatedSkip, pi.allocated
-}
-
 // poolLocked returns the index of p, (re)building it when p's entries changed.
 func (x *Index) poolLocked(p Pool) *poolIndex {
 	if pi, ok := x.pools[p.Name]; ok && slices.Equal(pi.ranges, p.Ranges) {
@@ -179,53 +125,49 @@ func (x *Index) poolLocked(p Pool) *poolIndex {
 
 // span is a run of pool addresses laid out from bit offset on.
 type span struct {
-	first, last uint32
+	first, last netip.Addr
 	offset      uint64
 }
 
 // poolIndex lays the pool's addresses (the union of its entries) out as bit positions.
 // A set bit is an address automatic picks must not hand out: reserved, or skipped.
 type poolIndex struct {
-	ranges        []Range
-	spans         []span // sorted, disjoint, not adjacent
-	skip          map[netip.Addr]struct{}
-	bits          *bitTree
-	size          uint64
-	allocated     uint64 // reserved addresses inside the pool
-	allocatedSkip uint64 // of which skipped ends
+	ranges []iprange.Range
+	spans  []span // sorted, disjoint, not adjacent
+	skip   map[netip.Addr]struct{}
+	bits   *bitTree
+	size   uint64
 }
 
-func buildPoolIndex(ranges []Range) *poolIndex {
+func buildPoolIndex(ranges []iprange.Range) *poolIndex {
 	pi := &poolIndex{ranges: slices.Clone(ranges), skip: map[netip.Addr]struct{}{}}
-	var valid []Range
+	var valid []iprange.Range
 	for _, r := range ranges {
-		if r.First.Is4() && r.Last.Is4() && !r.Last.Less(r.First) {
+		if r.Valid() {
 			valid = append(valid, r)
 		}
 	}
 	sorted := slices.Clone(valid)
-	slices.SortFunc(sorted, func(a, b Range) int { return a.First.Compare(b.First) })
+	slices.SortFunc(sorted, func(a, b iprange.Range) int { return a.First.Compare(b.First) })
 	for _, r := range sorted {
-		f, l := u32(r.First), u32(r.Last)
-		if n := len(pi.spans); n > 0 && uint64(f) <= uint64(pi.spans[n-1].last)+1 {
-			pi.spans[n-1].last = max(pi.spans[n-1].last, l)
+		if n := len(pi.spans); n > 0 && joins(pi.spans[n-1].last, r.First) {
+			if pi.spans[n-1].last.Less(r.Last) {
+				pi.spans[n-1].last = r.Last
+			}
 			continue
 		}
-		pi.spans = append(pi.spans, span{first: f, last: l})
+		pi.spans = append(pi.spans, span{first: r.First, last: r.Last})
 	}
 	for i := range pi.spans {
 		pi.spans[i].offset = pi.size
-		pi.size += uint64(pi.spans[i].last-pi.spans[i].first) + 1
+		pi.size += iprange.Range{First: pi.spans[i].first, Last: pi.spans[i].last}.Size()
 	}
 	pi.bits = newBitTree(pi.size)
 	for _, r := range valid {
-		if !r.SkipEnds {
-			continue
-		}
-		for _, end := range []netip.Addr{r.First, r.Last} {
-			if !autoInAny(valid, end) {
-				pi.skip[end] = struct{}{}
-				pos, _ := pi.posOf(end)
+		for _, a := range leftOut(r) {
+			if !autoInAny(valid, a) {
+				pi.skip[a] = struct{}{}
+				pos, _ := pi.posOf(a)
 				pi.bits.set(pos)
 			}
 		}
@@ -233,11 +175,37 @@ func buildPoolIndex(ranges []Range) *poolIndex {
 	return pi
 }
 
+// joins reports whether a span ending at last and a range starting at first (sorted
+// after it) make one run of addresses.
+func joins(last, first netip.Addr) bool {
+	if last.Is4() != first.Is4() {
+		return false
+	}
+	next := last.Next()
+	return !next.IsValid() || first.Compare(next) <= 0
+}
+
+// leftOut lists the addresses of r that automatic picks leave out: the ends outside
+// r.Auto() (a few addresses at most).
+func leftOut(r iprange.Range) []netip.Addr {
+	auto, ok := r.Auto()
+	if !ok {
+		auto = iprange.Range{First: r.Last.Next(), Last: r.Last}
+	}
+	var out []netip.Addr
+	for a := r.First; a.IsValid() && a.Less(auto.First); a = a.Next() {
+		out = append(out, a)
+	}
+	for a := auto.Last.Next(); a.IsValid() && !r.Last.Less(a); a = a.Next() {
+		out = append(out, a)
+	}
+	return out
+}
+
 // autoInAny reports whether some entry lets automatic picks hand out a.
-func autoInAny(ranges []Range, a netip.Addr) bool {
-	v := u32(a)
+func autoInAny(ranges []iprange.Range, a netip.Addr) bool {
 	for _, r := range ranges {
-		if f, l, ok := r.autoSpan(); ok && f <= v && v <= l {
+		if auto, ok := r.Auto(); ok && auto.Contains(a) {
 			return true
 		}
 	}
@@ -245,16 +213,13 @@ func autoInAny(ranges []Range, a netip.Addr) bool {
 }
 
 func (pi *poolIndex) posOf(a netip.Addr) (uint64, bool) {
-	if !a.Is4() {
+	// First span whose last address is >= a.
+	i, _ := slices.BinarySearchFunc(pi.spans, a, func(s span, a netip.Addr) int { return s.last.Compare(a) })
+	if i == len(pi.spans) || a.Less(pi.spans[i].first) {
 		return 0, false
 	}
-	v := u32(a)
-	// First span whose last address is >= v.
-	i, _ := slices.BinarySearchFunc(pi.spans, v, func(s span, v uint32) int { return cmp.Compare(s.last, v) })
-	if i == len(pi.spans) || v < pi.spans[i].first {
-		return 0, false
-	}
-	return pi.spans[i].offset + uint64(v-pi.spans[i].first), true
+	d, ok := iprange.Distance(pi.spans[i].first, a)
+	return pi.spans[i].offset + d, ok
 }
 
 func (pi *poolIndex) addrAt(pos uint64) netip.Addr {
@@ -263,32 +228,24 @@ func (pi *poolIndex) addrAt(pos uint64) netip.Addr {
 	if !found {
 		i--
 	}
-	s := pi.spans[i]
-	return fromU32(s.first + uint32(pos-s.offset))
+	a, _ := iprange.Add(pi.spans[i].first, pos-pi.spans[i].offset)
+	return a
 }
 
 func (pi *poolIndex) mark(a netip.Addr) {
-	pos, ok := pi.posOf(a)
-	if !ok {
-		return
-	}
-	pi.allocated++
 	if _, skipped := pi.skip[a]; skipped {
-		pi.allocatedSkip++
 		return // its bit stays set either way
 	}
-	pi.bits.set(pos)
+	if pos, ok := pi.posOf(a); ok {
+		pi.bits.set(pos)
+	}
 }
 
 func (pi *poolIndex) unmark(a netip.Addr) {
-	pos, ok := pi.posOf(a)
-	if !ok {
-		return
-	}
-	pi.allocated--
 	if _, skipped := pi.skip[a]; skipped {
-		pi.allocatedSkip--
 		return
 	}
-	pi.bits.clear(pos)
+	if pos, ok := pi.posOf(a); ok {
+		pi.bits.clear(pos)
+	}
 }

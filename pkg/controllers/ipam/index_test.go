@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 )
 
 func addrs(ss ...string) []netip.Addr {
@@ -15,6 +17,40 @@ func addrs(ss ...string) []netip.Addr {
 		out[i] = addr(s)
 	}
 	return out
+}
+
+// next is the address Take hands out now, left free again: what the next allocation
+// would get.
+func next(x *Index, pools []Pool) (Candidate, bool) {
+	c, ok := x.Take(pools)
+	if ok {
+		x.Unmark(c.Addr)
+	}
+	return c, ok
+}
+
+// candidates are the next limit addresses Take hands out, in order, left free again.
+func candidates(x *Index, pools []Pool, limit int) []Candidate {
+	var out []Candidate
+	for len(out) < limit {
+		c, ok := x.Take(pools)
+		if !ok {
+			break
+		}
+		out = append(out, c)
+	}
+	for _, c := range out {
+		x.Unmark(c.Addr)
+	}
+	return out
+}
+
+// used reports whether addr is marked.
+func used(x *Index, addr netip.Addr) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	_, ok := x.used[addr.Unmap()]
+	return ok
 }
 
 func cands(pool string, ss ...string) []Candidate {
@@ -105,19 +141,19 @@ func TestIndexCandidates(t *testing.T) {
 			for _, u := range tc.used {
 				idx.Mark(addr(u))
 			}
-			got := idx.Candidates(pools, tc.limit)
+			got := candidates(idx, pools, tc.limit)
 			if !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("Candidates = %v\nwant %v", got, tc.want)
+				t.Fatalf("candidates = %v\nwant %v", got, tc.want)
 			}
-			next, ok := idx.Next(pools)
+			c, ok := next(idx, pools)
 			if len(tc.want) == 0 {
 				if ok {
-					t.Fatalf("Next = %v, want exhaustion", next)
+					t.Fatalf("next = %v, want exhaustion", c)
 				}
 				return
 			}
-			if !ok || next != tc.want[0] {
-				t.Fatalf("Next = %v, %v; want %v", next, ok, tc.want[0])
+			if !ok || c != tc.want[0] {
+				t.Fatalf("next = %v, %v; want %v", c, ok, tc.want[0])
 			}
 		})
 	}
@@ -139,15 +175,15 @@ func TestIndexMarkUnmark(t *testing.T) {
 	idx := NewIndex()
 	expectNext := func(want string) {
 		t.Helper()
-		got, ok := idx.Next(pools)
+		got, ok := next(idx, pools)
 		if want == "" {
 			if ok {
-				t.Fatalf("Next = %v, want exhaustion", got)
+				t.Fatalf("next = %v, want exhaustion", got)
 			}
 			return
 		}
 		if !ok || got.Addr != addr(want) || got.Pool != "a" {
-			t.Fatalf("Next = %v, %v; want %s in pool a", got, ok, want)
+			t.Fatalf("next = %v, %v; want %s in pool a", got, ok, want)
 		}
 	}
 	expectNext("10.225.51.1")
@@ -160,8 +196,8 @@ func TestIndexMarkUnmark(t *testing.T) {
 	expectNext("10.225.51.1")
 	idx.Unmark(addr("10.225.51.1")) // twice: no effect
 	idx.Unmark(addr("10.225.51.99"))
-	if total, allocated := idx.Counts(pools[0]); total != 6 || allocated != 2 {
-		t.Fatalf("Counts = %d, %d; want 6, 2", total, allocated)
+	if free := candidates(idx, pools, 10); len(free) != 4 {
+		t.Fatalf("free addresses %v, want the 6 automatic ones but the 2 marked", free)
 	}
 	for _, a := range rangeStrings("10.225.51.1", 6) {
 		idx.Mark(addr(a))
@@ -174,44 +210,8 @@ func TestIndexMarkUnmark(t *testing.T) {
 	expectNext("")
 	idx.Unmark(addr("10.225.51.6"))
 	expectNext("10.225.51.6")
-	if !idx.Used(addr("10.225.51.5")) || idx.Used(addr("10.225.51.6")) || !idx.Used(addr("::ffff:10.225.51.5")) {
-		t.Fatal("Used disagrees with the marks")
-	}
-}
-
-func TestIndexCounts(t *testing.T) {
-	p := mustPool(t, "a", "10.225.51.0/24", "10.225.52.7", "10.225.52.10-10.225.52.12", "10.225.53.0/31")
-	idx := NewIndex()
-	steps := []struct {
-		mark, unmark   string
-		total, alloced uint64
-	}{
-		{total: 254 + 1 + 3 + 2},
-		{mark: "10.225.51.5", total: 260, alloced: 1},
-		{mark: "10.225.52.11", total: 260, alloced: 2},
-		{mark: "10.225.51.0", total: 261, alloced: 3},   // a pinned network address counts in both
-		{mark: "10.225.51.255", total: 262, alloced: 4}, // and so does the broadcast address
-		{mark: "10.225.99.1", total: 262, alloced: 4},   // outside the pool
-		{mark: "::ffff:10.225.53.1", total: 262, alloced: 5},
-		{unmark: "10.225.51.0", total: 261, alloced: 4},
-		{unmark: "10.225.51.5", total: 261, alloced: 3},
-	}
-	for i, s := range steps {
-		if s.mark != "" {
-			idx.Mark(addr(s.mark))
-		}
-		if s.unmark != "" {
-			idx.Unmark(addr(s.unmark))
-		}
-		total, allocated := idx.Counts(p)
-		if total != s.total || allocated != s.alloced {
-			t.Fatalf("step %d (+%s -%s): Counts = %d, %d; want %d, %d", i, s.mark, s.unmark, total, allocated, s.total, s.alloced)
-		}
-	}
-	// total-allocated is what automatic picks can still hand out.
-	total, allocated := idx.Counts(p)
-	if got := uint64(len(idx.Candidates([]Pool{p}, 1000))); got != total-allocated {
-		t.Fatalf("free candidates = %d, want total-allocated = %d", got, total-allocated)
+	if !used(idx, addr("10.225.51.5")) || used(idx, addr("10.225.51.6")) || !used(idx, addr("::ffff:10.225.51.5")) {
+		t.Fatal("the marks disagree with Mark and Unmark")
 	}
 }
 
@@ -221,25 +221,18 @@ func TestIndexMarksBeforePoolAndPoolChanges(t *testing.T) {
 	idx.Mark(addr("10.225.51.2"))
 	idx.Mark(addr("10.225.51.20"))
 	small := mustPool(t, "a", "10.225.51.0/30")
-	if c, ok := idx.Next([]Pool{small}); ok {
-		t.Fatalf("Next = %v; marks made before the pool was seen must count", c)
+	if c, ok := next(idx, []Pool{small}); ok {
+		t.Fatalf("next = %v; marks made before the pool was seen must count", c)
 	}
 	// spec.addresses is append-only: the grown pool is rebuilt with every mark.
 	grown := mustPool(t, "a", "10.225.51.0/30", "10.225.51.20-10.225.51.21")
-	if c, ok := idx.Next([]Pool{grown}); !ok || c.Addr != addr("10.225.51.21") {
-		t.Fatalf("Next after the pool grew = %v, %v; want 10.225.51.21", c, ok)
-	}
-	if total, allocated := idx.Counts(grown); total != 4 || allocated != 3 {
-		t.Fatalf("Counts = %d, %d; want 4, 3", total, allocated)
-	}
-	idx.Forget("a")
-	if total, allocated := idx.Counts(grown); total != 4 || allocated != 3 {
-		t.Fatalf("Counts after Forget = %d, %d; want 4, 3 (marks belong to addresses)", total, allocated)
+	if got := candidates(idx, []Pool{grown}, 10); !reflect.DeepEqual(got, cands("a", "10.225.51.21")) {
+		t.Fatalf("free after the pool grew = %v; want only 10.225.51.21", got)
 	}
 	idx.Replace(addrs("10.225.51.2", "10.225.51.21"))
-	got := idx.Candidates([]Pool{grown}, 10)
+	got := candidates(idx, []Pool{grown}, 10)
 	if want := cands("a", "10.225.51.1", "10.225.51.20"); !reflect.DeepEqual(got, want) {
-		t.Fatalf("Candidates after Replace = %v, want %v", got, want)
+		t.Fatalf("free after Replace = %v, want %v", got, want)
 	}
 }
 
@@ -266,13 +259,11 @@ func TestIndexAllocationLoopWithLaggingCache(t *testing.T) {
 			if attempts > 20 {
 				t.Fatal("allocation loop does not converge")
 			}
-			c, ok := idx.Next(pools)
+			c, ok := idx.Take(pools) // marked: kept on success and on AlreadyExists alike
 			if !ok {
 				t.Fatal("pools exhausted too early")
 			}
-			err := create(c.Addr)
-			idx.Mark(c.Addr) // on success and on AlreadyExists alike
-			if err == nil {
+			if err := create(c.Addr); err == nil {
 				got = append(got, c)
 				break
 			}
@@ -282,12 +273,12 @@ func TestIndexAllocationLoopWithLaggingCache(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("allocated %v, want %v", got, want)
 	}
-	if c, ok := idx.Next(pools); ok {
-		t.Fatalf("Next = %v, want exhaustion once every address is claimed", c)
+	if c, ok := next(idx, pools); ok {
+		t.Fatalf("next = %v, want exhaustion once every address is claimed", c)
 	}
 }
 
-// A /16 that is 90% used, in random places: Next must always agree with a plain scan.
+// A /16 that is 90% used, in random places: Take must always agree with a plain scan.
 func TestIndexHugePoolNinetyPercentUsed(t *testing.T) {
 	p := mustPool(t, "big", "10.225.0.0/16")
 	idx := NewIndex()
@@ -315,22 +306,21 @@ func TestIndexHugePoolNinetyPercentUsed(t *testing.T) {
 		}
 		return -1
 	}
-	if total, allocated := idx.Counts(p); total != 65534 || allocated != uint64(marked) {
-		t.Fatalf("Counts = %d, %d; want 65534, %d", total, allocated, marked)
+	if free := candidates(idx, []Pool{p}, 1<<16); len(free) != 65534-marked {
+		t.Fatalf("%d free addresses, want %d", len(free), 65534-marked)
 	}
 	for step := range 2000 {
 		want := firstFree()
-		c, ok := idx.Next([]Pool{p})
+		c, ok := idx.Take([]Pool{p})
 		if want < 0 {
 			if ok {
-				t.Fatalf("step %d: Next = %v, want exhaustion", step, c)
+				t.Fatalf("step %d: Take = %v, want exhaustion", step, c)
 			}
 			break
 		}
 		if !ok || c.Addr != at(want) {
-			t.Fatalf("step %d: Next = %v, %v; want %v", step, c, ok, at(want))
+			t.Fatalf("step %d: Take = %v, %v; want %v", step, c, ok, at(want))
 		}
-		idx.Mark(c.Addr)
 		used[want] = true
 		if step%3 == 0 { // churn: a random reservation goes away
 			i := 1 + rng.IntN(65534)
@@ -348,19 +338,20 @@ func TestIndexIgnoresNonIPv4(t *testing.T) {
 	idx.Mark(netip.Addr{})
 	idx.Unmark(netip.Addr{})
 	p := mustPool(t, "a", "10.225.51.1")
-	if c, ok := idx.Next([]Pool{p}); !ok || c.Addr != addr("10.225.51.1") {
-		t.Fatalf("Next = %v, %v", c, ok)
+	if c, ok := next(idx, []Pool{p}); !ok || c.Addr != addr("10.225.51.1") {
+		t.Fatalf("next = %v, %v", c, ok)
 	}
-	// A hand-built pool with an invalid range keeps its valid ones.
-	hand := Pool{Name: "h", Ranges: []Range{{}, {First: addr("10.225.51.9"), Last: addr("10.225.51.8")}, {First: addr("10.225.51.7"), Last: addr("10.225.51.7")}}}
-	if got := idx.Candidates([]Pool{hand}, 5); !reflect.DeepEqual(got, cands("h", "10.225.51.7")) {
-		t.Fatalf("Candidates = %v", got)
+	// A hand-built pool with invalid ranges keeps its valid ones.
+	hand := Pool{Name: "h", Ranges: []iprange.Range{{}, {First: addr("10.225.51.9"), Last: addr("10.225.51.8")},
+		{First: addr("10.225.51.1"), Last: addr("2001:db8::1")}, {First: addr("10.225.51.7"), Last: addr("10.225.51.7")}}}
+	if got := candidates(idx, []Pool{hand}, 5); !reflect.DeepEqual(got, cands("h", "10.225.51.7")) {
+		t.Fatalf("candidates = %v", got)
 	}
 }
 
-// BenchmarkNext measures one allocation (Next, then Mark of the result, then Unmark so
-// the occupancy stays put) in a /16 that is empty or 90% used at random places.
-func BenchmarkNext(b *testing.B) {
+// BenchmarkTake measures one allocation (Take, then Unmark of the result so the
+// occupancy stays put) in a /16 that is empty or 90% used at random places.
+func BenchmarkTake(b *testing.B) {
 	for _, pct := range []int{0, 90} {
 		b.Run(fmt.Sprintf("occupancy=%d%%", pct), func(b *testing.B) {
 			p, err := NewPool("big", []string{"10.225.0.0/16"})
@@ -371,21 +362,21 @@ func BenchmarkNext(b *testing.B) {
 			idx := NewIndex()
 			rng := rand.New(rand.NewPCG(3, 4))
 			want := 65534 * pct / 100
-			for marked := 0; marked < want; {
+			marked := map[netip.Addr]bool{}
+			for len(marked) < want {
 				a := netip.AddrFrom4([4]byte{10, 225, byte(rng.IntN(256)), byte(rng.IntN(256))})
-				if !idx.Used(a) && !IsNetworkOrBroadcast(p, a) {
+				if a != addr("10.225.0.0") && a != addr("10.225.255.255") {
 					idx.Mark(a)
-					marked++
+					marked[a] = true
 				}
 			}
-			idx.Next(pools) // build the pool's bitmap outside the timer
+			next(idx, pools) // build the pool's bitmap outside the timer
 			b.ReportAllocs()
 			for b.Loop() {
-				c, ok := idx.Next(pools)
+				c, ok := idx.Take(pools)
 				if !ok {
 					b.Fatal("exhausted")
 				}
-				idx.Mark(c.Addr)
 				idx.Unmark(c.Addr)
 			}
 		})
@@ -395,6 +386,7 @@ func BenchmarkNext(b *testing.B) {
 // Workers of one controller share an Index.
 func TestIndexConcurrentUse(t *testing.T) {
 	p := mustPool(t, "a", "10.225.51.0/24")
+	other := mustPool(t, "b", "10.225.52.0/24") // taken from while a is marked
 	idx := NewIndex()
 	var wg sync.WaitGroup
 	for w := range 4 {
@@ -402,17 +394,18 @@ func TestIndexConcurrentUse(t *testing.T) {
 			for i := range 50 {
 				a := netip.AddrFrom4([4]byte{10, 225, 51, byte(1 + w*50 + i)})
 				idx.Mark(a)
-				idx.Next([]Pool{p})
-				idx.Counts(p)
+				if c, ok := idx.Take([]Pool{other}); ok {
+					idx.Unmark(c.Addr)
+				}
 			}
 		})
 	}
 	wg.Wait()
-	if total, allocated := idx.Counts(p); total != 254 || allocated != 200 {
-		t.Fatalf("Counts = %d, %d; want 254, 200", total, allocated)
+	if free := candidates(idx, []Pool{p}, 300); len(free) != 54 {
+		t.Fatalf("%d free addresses, want 254-200", len(free))
 	}
-	if c, ok := idx.Next([]Pool{p}); !ok || c.Addr != addr("10.225.51.201") {
-		t.Fatalf("Next = %v, %v; want 10.225.51.201", c, ok)
+	if c, ok := next(idx, []Pool{p}); !ok || c.Addr != addr("10.225.51.201") {
+		t.Fatalf("next = %v, %v; want 10.225.51.201", c, ok)
 	}
 }
 

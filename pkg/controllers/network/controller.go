@@ -1,4 +1,4 @@
-// Package network is the controller that writes ExternalNetwork status (SPEC §2.2):
+// Package network is the controller that writes ExternalNetwork status (docs/reference.md#externalnetwork):
 // Ready while every named AddressPool exists, advertises the way the network does, and
 // belongs to no other network.
 package network
@@ -8,24 +8,24 @@ import (
 	"fmt"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	metaapply "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/controllers/loop"
 	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
+	"github.com/loutres/juneau/pkg/workloop"
 )
 
 // ControllerName names the loop, its queue and its log lines.
@@ -40,7 +40,9 @@ type Informers struct {
 // Options tune the controller.
 type Options struct {
 	// Errors counts failed syncs; may be nil.
-	Errors loop.ErrorCounter
+	Errors workloop.ErrorCounter
+	// QueueMetrics receives the work queue's metrics (workloop.NewQueueMetrics); may be nil.
+	QueueMetrics workqueue.MetricsProvider
 	// Clock stamps condition transitions; nil means the real clock.
 	Clock clock.PassiveClock
 }
@@ -53,7 +55,7 @@ type Controller struct {
 
 	networks listers.ExternalNetworkLister
 	pools    listers.AddressPoolLister
-	loop     *loop.Loop
+	loop     *workloop.Loop
 	synced   []cache.InformerSynced
 }
 
@@ -70,12 +72,12 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		networks: inf.Networks.Lister(),
 		pools:    inf.Pools.Lister(),
 	}
-	c.loop = loop.New(ControllerName, c.sync, opts.Errors)
-	synced, err := loop.Register([]loop.Watch{
+	c.loop = workloop.New(ControllerName, c.sync, workloop.Config{Errors: opts.Errors, Metrics: opts.QueueMetrics})
+	synced, err := workloop.Register([]workloop.Watch{
 		// Every network event wakes all networks: adding or removing a pool from one
 		// can change which network owns a pool named twice.
-		{Informer: inf.Networks.Informer(), Handler: loop.Funcs(func(any) { c.enqueueNaming("") })},
-		{Informer: inf.Pools.Informer(), Handler: loop.Funcs(c.onPool)},
+		{Informer: inf.Networks.Informer(), Handler: workloop.Funcs(func(any) { c.enqueueNaming("") })},
+		{Informer: inf.Pools.Informer(), Handler: workloop.Funcs(c.onPool)},
 	})
 	if err != nil {
 		return nil, err
@@ -132,20 +134,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	computed := networkStatus(net, pools, networks)
-	merged := mergeStatus(net.Status, computed, metav1.NewTime(c.clock.Now()))
+	merged := networkStatus(net, pools, networks)
+	merged.Conditions = status.Merge(net.Status.Conditions, merged.Conditions, metav1.NewTime(c.clock.Now()))
 	if equality.Semantic.DeepEqual(merged, net.Status) {
 		return nil
 	}
 	ready := meta.FindStatusCondition(merged.Conditions, v1alpha1.ConditionReady)
 	apply := applyv1alpha1.ExternalNetwork(net.Name).WithUID(net.UID).WithStatus(
-		applyv1alpha1.ExternalNetworkStatus().WithConditions(metaapply.Condition().
-			WithType(ready.Type).
-			WithStatus(ready.Status).
-			WithReason(ready.Reason).
-			WithMessage(ready.Message).
-			WithObservedGeneration(ready.ObservedGeneration).
-			WithLastTransitionTime(ready.LastTransitionTime)))
+		applyv1alpha1.ExternalNetworkStatus().WithConditions(status.Apply(*ready)))
 	_, err = c.client.JuneauV1alpha1().ExternalNetworks().ApplyStatus(ctx, apply,
 		metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerController, Force: true})
 	if apierrors.IsNotFound(err) {
@@ -155,13 +151,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return fmt.Errorf("writing status of ExternalNetwork %q: %w", net.Name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Wrote ExternalNetwork status", "externalNetwork", klog.KObj(net), "reason", ready.Reason)
-	old := meta.FindStatusCondition(net.Status.Conditions, v1alpha1.ConditionReady)
-	switch {
-	case old != nil && old.Status == ready.Status && old.Reason == ready.Reason:
-	case ready.Status != metav1.ConditionTrue:
-		c.recorder.Event(net, corev1.EventTypeWarning, ready.Reason, ready.Message)
-	case old != nil:
-		c.recorder.Event(net, corev1.EventTypeNormal, ready.Reason, ready.Message)
-	}
+	status.Announce(c.recorder, net, readyEvents, meta.FindStatusCondition(net.Status.Conditions, v1alpha1.ConditionReady), ready)
 	return nil
 }
+
+// readyEvents: a network that is not Ready is a Warning, becoming Ready again is
+// Normal; a new network that is Ready from the start is not announced.
+var readyEvents = status.Policy{Quiet: metav1.ConditionTrue, WarnOnLoss: true}

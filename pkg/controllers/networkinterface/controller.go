@@ -1,5 +1,5 @@
 // Package networkinterface is the controller that gives every running Pod its
-// NetworkInterfaces (SPEC §4.1) and keeps their status (SPEC §2.6, §6.3).
+// NetworkInterfaces and keeps their status (docs/reference.md#networkinterface).
 //
 // A Pod that is scheduled, not on the host network and not finished gets "<pod>.eth0"
 // plus one NIC per entry of its juneau.loutres.me/networks annotation; a NIC names an
@@ -21,24 +21,19 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
-	"github.com/loutres/juneau/pkg/controllers/loop"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/workloop"
 )
 
 // ControllerName names the loop, its queue and its log lines.
 const ControllerName = "networkinterface"
-
-// Event reasons of this controller (condition reasons come from v1alpha1).
-const (
-	// EventInvalidAnnotations: a Pod's direct-use annotations cannot be read.
-	EventInvalidAnnotations = "InvalidAnnotations"
-)
 
 // Indexes this controller registers on the NetworkInterface informer.
 var Indexes = []string{indexes.NICByPod, indexes.NICByElasticIP}
@@ -53,7 +48,9 @@ type Informers struct {
 // Options tune the controller.
 type Options struct {
 	// Errors counts failed syncs; may be nil.
-	Errors loop.ErrorCounter
+	Errors workloop.ErrorCounter
+	// QueueMetrics receives the work queue's metrics (workloop.NewQueueMetrics); may be nil.
+	QueueMetrics workqueue.MetricsProvider
 	// Clock stamps condition transitions; nil means the real clock.
 	Clock clock.PassiveClock
 }
@@ -67,7 +64,7 @@ type Controller struct {
 	pods     corelisters.PodLister
 	eips     listers.ElasticIPLister
 	nicInf   cache.SharedIndexInformer
-	loop     *loop.Loop
+	loop     *workloop.Loop
 	synced   []cache.InformerSynced
 	reported *problemMemory
 }
@@ -86,14 +83,14 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		nicInf:   inf.NetworkInterfaces.Informer(),
 		reported: &problemMemory{seen: map[string]string{}},
 	}
-	c.loop = loop.New(ControllerName, c.sync, opts.Errors)
+	c.loop = workloop.New(ControllerName, c.sync, workloop.Config{Errors: opts.Errors, Metrics: opts.QueueMetrics})
 	if err := indexes.Add(c.nicInf, Indexes...); err != nil {
 		return nil, err
 	}
-	synced, err := loop.Register([]loop.Watch{
+	synced, err := workloop.Register([]workloop.Watch{
 		{Informer: inf.Pods.Informer(), Handler: c.loop.Handler()},
-		{Informer: c.nicInf, Handler: loop.Funcs(c.onNIC)},
-		{Informer: inf.ElasticIPs.Informer(), Handler: loop.Funcs(c.onElasticIP)},
+		{Informer: c.nicInf, Handler: workloop.Funcs(c.onNIC)},
+		{Informer: inf.ElasticIPs.Informer(), Handler: workloop.Funcs(c.onElasticIP)},
 	})
 	if err != nil {
 		return nil, err

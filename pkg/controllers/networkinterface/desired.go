@@ -88,26 +88,9 @@ func buildNIC(pod *corev1.Pod, name string, d annotations.DirectNIC) *v1alpha1.N
 			},
 			NodeName:           pod.Spec.NodeName,
 			ElasticIP:          d.ElasticIP,
-			AllocationIdentity: AllocationIdentity(pod),
+			AllocationIdentity: annotations.AllocationIdentity(pod.Labels, pod.Annotations),
 		},
 	}
-}
-
-// AllocationIdentity is the workload identity of a Pod: "vmi.<vm>" for a KubeVirt
-// virt-launcher Pod (so the launcher re-created on a migration or restart may take
-// over the ElasticIP), "" otherwise.
-func AllocationIdentity(pod *corev1.Pod) string {
-	if pod.Labels[v1alpha1.LabelKubeVirt] != v1alpha1.LabelKubeVirtLauncher {
-		return ""
-	}
-	name := pod.Labels[v1alpha1.LabelKubeVirtVMName]
-	if name == "" {
-		name = pod.Annotations[v1alpha1.AnnotationKubeVirtDomain]
-	}
-	if name == "" {
-		return ""
-	}
-	return v1alpha1.AllocationIdentityVMIPrefix + name
 }
 
 // plan is what one sync writes.

@@ -6,17 +6,16 @@ import (
 	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/holder"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/controllers/conditions"
 )
 
 // nicStatus computes the status of a NIC from its Pod and, for a direct NIC, from the
-// decision the ElasticIP controller published in the ElasticIP's status (DESIGN §2: this
-// controller reads that decision and never re-derives it). pod and eip may be nil when
-// they do not exist. The Ready condition carries no lastTransitionTime: mergeStatus keeps
+// decision the ElasticIP controller published in the ElasticIP's status, read through
+// package holder (this controller never re-derives it). pod and eip may be nil when
+// they do not exist. The Ready condition carries no lastTransitionTime: status.Merge keeps
 // the recorded one unless the condition's status flips.
 func nicStatus(nic *v1alpha1.NetworkInterface, pod *corev1.Pod, eip *v1alpha1.ElasticIP) v1alpha1.NetworkInterfaceStatus {
 	if nic.Spec.ElasticIP == "" {
@@ -51,16 +50,13 @@ func directStatus(nic *v1alpha1.NetworkInterface, eip *v1alpha1.ElasticIP) v1alp
 	if eip == nil {
 		return pending(nic, v1alpha1.ReasonElasticIPNotReady, fmt.Sprintf("ElasticIP %q does not exist", name))
 	}
-	if eip.Status.Address == "" {
-		msg := fmt.Sprintf("ElasticIP %q has no address yet", name)
-		if c := meta.FindStatusCondition(eip.Status.Conditions, v1alpha1.ConditionAllocated); c != nil && c.Message != "" {
-			msg += ": " + c.Message
-		}
-		return pending(nic, v1alpha1.ReasonElasticIPNotReady, msg)
-	}
 	self := v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindNetworkInterface, Name: nic.Name}
-	if att := eip.Status.Attachment; att == nil || *att != self {
-		return pending(nic, v1alpha1.ReasonWaitingForElasticIP, waitingMessage(eip))
+	if msg := holder.WaitingFor(eip, self); msg != "" {
+		reason := v1alpha1.ReasonWaitingForElasticIP
+		if eip.Status.Address == "" {
+			reason = v1alpha1.ReasonElasticIPNotReady
+		}
+		return pending(nic, reason, msg)
 	}
 	addr, err := netip.ParseAddr(eip.Status.Address)
 	if err != nil || !addr.Is4() {
@@ -72,26 +68,7 @@ func directStatus(nic *v1alpha1.NetworkInterface, eip *v1alpha1.ElasticIP) v1alp
 	return ready(nic, st, fmt.Sprintf("holds ElasticIP %q (%s)", name, addr))
 }
 
-// waitingMessage names whom a direct NIC that does not hold its ElasticIP waits for.
-func waitingMessage(eip *v1alpha1.ElasticIP) string {
-	if att := eip.Status.Attachment; att != nil {
-		return fmt.Sprintf("ElasticIP %q is used by %s %q", eip.Name, att.Kind, att.Name)
-	}
-	if c := meta.FindStatusCondition(eip.Status.Conditions, v1alpha1.ConditionAttached); c != nil {
-		switch c.Reason {
-		case v1alpha1.ReasonConflict:
-			return fmt.Sprintf("ElasticIP %q is in conflict: %s", eip.Name, c.Message)
-		case v1alpha1.ReasonWaitingForHandover:
-			return fmt.Sprintf("ElasticIP %q waits for a handover: %s", eip.Name, c.Message)
-		}
-	}
-	if eip.DeletionTimestamp != nil {
-		return fmt.Sprintf("ElasticIP %q is being deleted", eip.Name)
-	}
-	return fmt.Sprintf("ElasticIP %q has not picked a NetworkInterface yet", eip.Name)
-}
-
-// directRouting is what the CNI plugin plumbs inside the Pod (SPEC §6.3): eth0 gets the
+// directRouting is what the CNI plugin plumbs inside the Pod (docs/reference.md#direct-nics): eth0 gets the
 // on-link default route; an extra NIC gets it in a table of its own, T = the address read
 // as a big-endian uint32 (unique per address, so NICs never share a table), selected by
 // a rule for traffic from the ElasticIP.
@@ -155,12 +132,4 @@ func readyCondition(nic *v1alpha1.NetworkInterface, status metav1.ConditionStatu
 		Message:            message,
 		ObservedGeneration: nic.Generation,
 	}
-}
-
-// mergeStatus lays the computed status over the recorded one: conditions this controller
-// does not own are kept, and lastTransitionTime only moves when a condition flips.
-func mergeStatus(old, computed v1alpha1.NetworkInterfaceStatus, now metav1.Time) v1alpha1.NetworkInterfaceStatus {
-	out := computed
-	out.Conditions = conditions.Merge(old.Conditions, computed.Conditions, now)
-	return out
 }

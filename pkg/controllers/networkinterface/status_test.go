@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
 )
 
 func testNIC(pod, iface, eip string) *v1alpha1.NetworkInterface {
@@ -210,7 +211,7 @@ func TestNICStatus(t *testing.T) {
 			nic:  testNIC("web", "eth0", "gw-eip"),
 			eip:  testEIP("10.225.51.5", eipCondition(v1alpha1.ConditionAttached, v1alpha1.ReasonUnused, "nobody")),
 			want: wantStatus(v1alpha1.NetworkInterfacePending, metav1.ConditionFalse, v1alpha1.ReasonWaitingForElasticIP,
-				`ElasticIP "gw-eip" has not picked a NetworkInterface yet`),
+				`ElasticIP "gw-eip" has not picked this NetworkInterface yet`),
 		},
 		{
 			name: "direct NIC of a deleting ElasticIP",
@@ -263,8 +264,12 @@ func TestMergeStatusKeepsTransitionTime(t *testing.T) {
 		},
 	}
 	nic := testNIC("web", "eth0", "")
+	merge := func(computed v1alpha1.NetworkInterfaceStatus) v1alpha1.NetworkInterfaceStatus {
+		computed.Conditions = status.Merge(old.Conditions, computed.Conditions, now)
+		return computed
+	}
 
-	stillWaiting := mergeStatus(old, nicStatus(nic, podWithIP(), nil), now)
+	stillWaiting := merge(nicStatus(nic, podWithIP(), nil))
 	if got := stillWaiting.Conditions[0].LastTransitionTime; !got.Equal(&then) {
 		t.Errorf("unchanged status moved lastTransitionTime to %v", got)
 	}
@@ -272,12 +277,12 @@ func TestMergeStatusKeepsTransitionTime(t *testing.T) {
 		t.Errorf("another writer's condition was lost: %+v", stillWaiting.Conditions)
 	}
 
-	flipped := mergeStatus(old, nicStatus(nic, podWithIP("10.244.1.5"), nil), now)
+	flipped := merge(nicStatus(nic, podWithIP("10.244.1.5"), nil))
 	if got := flipped.Conditions[0].LastTransitionTime; !got.Equal(&now) {
 		t.Errorf("flip kept lastTransitionTime %v, want %v", got, now)
 	}
 	if old.Conditions[0].Status != metav1.ConditionFalse {
-		t.Error("mergeStatus changed its input")
+		t.Error("the merge changed its input")
 	}
 }
 
@@ -299,12 +304,12 @@ func TestReadyEvent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ev, ok := readyEvent(tt.old, tt.cur)
-			if got := map[bool]string{true: ev.eventType}[ok]; got != tt.want {
+			ev, ok := readyEvents.Event(tt.old, tt.cur)
+			if got := map[bool]string{true: ev.Type}[ok]; got != tt.want {
 				t.Errorf("event type %q, want %q", got, tt.want)
 			}
-			if ok && ev.reason != tt.cur.Reason {
-				t.Errorf("reason %q, want %q", ev.reason, tt.cur.Reason)
+			if ok && ev.Reason != tt.cur.Reason {
+				t.Errorf("reason %q, want %q", ev.Reason, tt.cur.Reason)
 			}
 		})
 	}

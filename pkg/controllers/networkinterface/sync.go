@@ -12,13 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	metaapply "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
 	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
 )
 
 // sync reconciles the NICs of one Pod key: delete the unwanted, create the missing,
@@ -111,7 +111,7 @@ func (c *Controller) reportProblems(pod *corev1.Pod, key string, problems field.
 	if !c.reported.changed(key, string(pod.UID)+"\x00"+msg) {
 		return
 	}
-	c.recorder.Eventf(pod, corev1.EventTypeWarning, EventInvalidAnnotations,
+	status.Eventf(c.recorder, pod, v1alpha1.EventInvalidAnnotations,
 		"No NetworkInterfaces are made for this Pod while its annotations cannot be read: %s", msg)
 }
 
@@ -141,8 +141,8 @@ func (c *Controller) writeStatus(ctx context.Context, nic *v1alpha1.NetworkInter
 			eip = got
 		}
 	}
-	computed := nicStatus(nic, pod, eip)
-	merged := mergeStatus(nic.Status, computed, metav1.NewTime(c.clock.Now()))
+	merged := nicStatus(nic, pod, eip)
+	merged.Conditions = status.Merge(nic.Status.Conditions, merged.Conditions, metav1.NewTime(c.clock.Now()))
 	if equality.Semantic.DeepEqual(merged, nic.Status) {
 		return nil
 	}
@@ -162,9 +162,7 @@ func (c *Controller) writeStatus(ctx context.Context, nic *v1alpha1.NetworkInter
 	if nic.Spec.ElasticIP == "" {
 		return nil
 	}
-	if ev, ok := readyEvent(meta.FindStatusCondition(nic.Status.Conditions, v1alpha1.ConditionReady), ready); ok {
-		c.recorder.Event(nic, ev.eventType, ev.reason, ev.message)
-	}
+	status.Announce(c.recorder, nic, readyEvents, meta.FindStatusCondition(nic.Status.Conditions, v1alpha1.ConditionReady), ready)
 	return nil
 }
 
@@ -190,19 +188,9 @@ func statusApply(nic *v1alpha1.NetworkInterface, st v1alpha1.NetworkInterfaceSta
 		sa.WithRules(applyv1alpha1.RoutingRule().WithFrom(r.From).WithTable(r.Table).WithPriority(r.Priority))
 	}
 	if ready != nil {
-		sa.WithConditions(conditionApply(*ready))
+		sa.WithConditions(status.Apply(*ready))
 	}
 	return applyv1alpha1.NetworkInterface(nic.Name, nic.Namespace).WithUID(nic.UID).WithStatus(sa)
-}
-
-func conditionApply(c metav1.Condition) *metaapply.ConditionApplyConfiguration {
-	return metaapply.Condition().
-		WithType(c.Type).
-		WithStatus(c.Status).
-		WithReason(c.Reason).
-		WithMessage(c.Message).
-		WithObservedGeneration(c.ObservedGeneration).
-		WithLastTransitionTime(c.LastTransitionTime)
 }
 
 func replaceByName(nics []*v1alpha1.NetworkInterface, nic *v1alpha1.NetworkInterface) []*v1alpha1.NetworkInterface {
@@ -215,25 +203,7 @@ func replaceByName(nics []*v1alpha1.NetworkInterface, nic *v1alpha1.NetworkInter
 	return append(nics, nic)
 }
 
-// event is one Event to emit.
-type event struct {
-	eventType, reason, message string
-}
-
-// readyEvent says which Event a change of the Ready condition deserves: becoming Ready
-// is Normal, losing Ready is a Warning, a new reason for waiting is Normal. Nothing when
-// neither status nor reason changed, nor for the first status of a new object when it
-// is not Ready (waiting is where every object starts).
-func readyEvent(old, cur *metav1.Condition) (event, bool) {
-	switch {
-	case cur == nil,
-		old != nil && old.Status == cur.Status && old.Reason == cur.Reason,
-		old == nil && cur.Status != metav1.ConditionTrue:
-		return event{}, false
-	}
-	ev := event{eventType: corev1.EventTypeNormal, reason: cur.Reason, message: cur.Message}
-	if cur.Status != metav1.ConditionTrue && old != nil && old.Status == metav1.ConditionTrue {
-		ev.eventType = corev1.EventTypeWarning
-	}
-	return ev, true
-}
+// readyEvents: becoming Ready is Normal, losing Ready is a Warning, a new reason for
+// waiting is Normal; the first status of a new NIC is not announced when it is waiting
+// (waiting is where every NIC starts).
+var readyEvents = status.Policy{Quiet: metav1.ConditionFalse, WarnOnLoss: true}

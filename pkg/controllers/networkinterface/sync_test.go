@@ -312,7 +312,7 @@ func TestSyncInvalidAnnotationsWarnOnce(t *testing.T) {
 		}
 	}
 	ev := warnings(f.events())
-	if len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning "+EventInvalidAnnotations) ||
+	if len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning "+v1alpha1.EventInvalidAnnotations) ||
 		!strings.Contains(ev[0], "metadata.annotations[juneau.loutres.me/networks]") {
 		t.Fatalf("events %v, want one Warning naming the annotation", ev)
 	}

@@ -1,4 +1,4 @@
-// Package podeip is the controller of automatic, per-Pod ElasticIPs (SPEC §3.2, §4.7).
+// Package podeip is the controller of automatic, per-Pod ElasticIPs (docs/reference.md#automatic).
 //
 // A Pod annotated pod-with-eip: "true" gets an ElasticIP named after the Pod, from the
 // ExternalNetwork it names (or the one annotated as the default), and an
@@ -36,15 +36,16 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
-	"github.com/loutres/juneau/pkg/controllers/loop"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/workloop"
 )
 
 // ControllerName names the loop, its queue and its log lines.
@@ -52,29 +53,6 @@ const ControllerName = "podeip"
 
 // PodByElasticIPName indexes Pods by "<namespace>/<pod-eip-name>".
 const PodByElasticIPName = "juneau.pod.eip-name"
-
-// Event reasons of this controller.
-const (
-	EventInvalidAnnotations      = "InvalidAnnotations"
-	EventHostNetwork             = "HostNetworkPod"
-	EventExternalNetworkNotFound = "ExternalNetworkNotFound"
-	EventNoDefaultNetwork        = "NoDefaultExternalNetwork"
-	EventAmbiguousDefaultNetwork = "AmbiguousDefaultExternalNetwork"
-	EventElasticIPNameTaken      = "ElasticIPNameTaken"
-	EventAttachmentNameTaken     = "ElasticIPAttachmentNameTaken"
-	EventElasticIPNotFound       = "ElasticIPNotFound"
-	EventReleaseBlocked          = "ReleaseBlocked"
-	EventElasticIPCreated        = "ElasticIPCreated"
-	EventAllocated               = "ElasticIPAllocated"
-	EventAttachmentCreated       = "ElasticIPAttachmentCreated"
-	EventAttachmentDeleted       = "ElasticIPAttachmentDeleted"
-	EventReleaseScheduled        = "ReleaseScheduled"
-	EventReleaseCancelled        = "ReleaseCancelled"
-	EventReleased                = "ElasticIPReleased"
-	EventFailedCreate            = "FailedCreate"
-	EventFailedUpdate            = "FailedUpdate"
-	EventFailedDelete            = "FailedDelete"
-)
 
 // Informers are the shared informers the controller reads.
 type Informers struct {
@@ -91,7 +69,9 @@ type Options struct {
 	// under the same name (--stateful-workload-kinds).
 	StatefulKinds []schema.GroupKind
 	// Errors counts failed syncs; may be nil.
-	Errors loop.ErrorCounter
+	Errors workloop.ErrorCounter
+	// QueueMetrics receives the work queue's metrics (workloop.NewQueueMetrics); may be nil.
+	QueueMetrics workqueue.MetricsProvider
 	// Clock dates gone-since marks; nil means the real clock.
 	Clock clock.PassiveClock
 }
@@ -111,7 +91,7 @@ type Controller struct {
 	networks listers.ExternalNetworkLister
 	podInf   cache.SharedIndexInformer
 	attInf   cache.SharedIndexInformer
-	loop     *loop.Loop
+	loop     *workloop.Loop
 	synced   []cache.InformerSynced
 	reported *problemMemory
 }
@@ -128,19 +108,19 @@ func NewController(kube kubernetes.Interface, client versioned.Interface, inf In
 		podInf: inf.Pods.Informer(), attInf: inf.Attachments.Informer(),
 		reported: &problemMemory{seen: map[string]map[string]bool{}},
 	}
-	c.loop = loop.New(ControllerName, c.sync, opts.Errors)
+	c.loop = workloop.New(ControllerName, c.sync, workloop.Config{Errors: opts.Errors, Metrics: opts.QueueMetrics})
 	if err := indexes.Add(c.attInf, indexes.AttachmentByElasticIP); err != nil {
 		return nil, err
 	}
 	if err := addPodIndex(c.podInf); err != nil {
 		return nil, err
 	}
-	synced, err := loop.Register([]loop.Watch{
+	synced, err := workloop.Register([]workloop.Watch{
 		{Informer: c.podInf, Handler: c.loop.Handler()},
-		{Informer: inf.ElasticIPs.Informer(), Handler: loop.Funcs(c.onElasticIP)},
-		{Informer: c.attInf, Handler: loop.Funcs(c.onAttachment)},
-		{Informer: inf.NetworkInterfaces.Informer(), Handler: loop.Funcs(c.onNIC)},
-		{Informer: inf.Networks.Informer(), Handler: loop.Funcs(c.onNetwork)},
+		{Informer: inf.ElasticIPs.Informer(), Handler: workloop.Funcs(c.onElasticIP)},
+		{Informer: c.attInf, Handler: workloop.Funcs(c.onAttachment)},
+		{Informer: inf.NetworkInterfaces.Informer(), Handler: workloop.Funcs(c.onNIC)},
+		{Informer: inf.Networks.Informer(), Handler: workloop.Funcs(c.onNetwork)},
 	})
 	if err != nil {
 		return nil, err

@@ -3,7 +3,6 @@ package podeip
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -42,7 +42,7 @@ type problem struct {
 }
 
 // classify reads the Pod. A Pod that is terminating keeps everything until it is gone
-// (SPEC §3.2 release happens once the Pod is gone); one whose annotations cannot be read
+// (docs/reference.md#automatic: release happens once the Pod is gone); one whose annotations cannot be read
 // or that uses the host network (it has no NetworkInterface to translate to) keeps what
 // it has, and nothing is guessed.
 func classify(pod *corev1.Pod) (podState, annotations.AutoEIP, *problem) {
@@ -57,7 +57,7 @@ func classify(pod *corev1.Pod) (podState, annotations.AutoEIP, *problem) {
 		return podNotAsking, annotations.AutoEIP{}, nil // most Pods: nothing to parse
 	}
 	if errs := annotations.ValidatePod(pod.Annotations); len(errs) > 0 {
-		return podHolding, annotations.AutoEIP{}, &problem{Object: pod, Reason: EventInvalidAnnotations,
+		return podHolding, annotations.AutoEIP{}, &problem{Object: pod, Reason: v1alpha1.EventInvalidAnnotations,
 			Message: "No ElasticIP is allocated or attached while the annotations cannot be read: " + errs.ToAggregate().Error()}
 	}
 	auto, _ := annotations.ParseAuto(pod.Annotations)
@@ -65,7 +65,7 @@ func classify(pod *corev1.Pod) (podState, annotations.AutoEIP, *problem) {
 	case !auto.Wanted():
 		return podNotAsking, auto, nil
 	case pod.Spec.HostNetwork:
-		return podHolding, auto, &problem{Object: pod, Reason: EventHostNetwork,
+		return podHolding, auto, &problem{Object: pod, Reason: v1alpha1.EventHostNetwork,
 			Message: "The Pod uses the host network: it has no NetworkInterface an ElasticIP could be attached to"}
 	}
 	return podActive, auto, nil
@@ -78,10 +78,10 @@ func chooseNetwork(pod *corev1.Pod, explicit string, networks []*v1alpha1.Extern
 		i := slices.IndexFunc(networks, func(n *v1alpha1.ExternalNetwork) bool { return n.Name == explicit })
 		switch {
 		case i < 0:
-			return "", &problem{Object: pod, Reason: EventExternalNetworkNotFound, Message: fmt.Sprintf(
+			return "", &problem{Object: pod, Reason: v1alpha1.EventExternalNetworkNotFound, Message: fmt.Sprintf(
 				"ExternalNetwork %q (annotation %s) does not exist; waiting for it", explicit, v1alpha1.AnnotationEIPExternalNetwork)}
 		case networks[i].DeletionTimestamp != nil:
-			return "", &problem{Object: pod, Reason: EventExternalNetworkNotFound, Message: fmt.Sprintf(
+			return "", &problem{Object: pod, Reason: v1alpha1.EventExternalNetworkNotFound, Message: fmt.Sprintf(
 				"ExternalNetwork %q (annotation %s) is being deleted", explicit, v1alpha1.AnnotationEIPExternalNetwork)}
 		}
 		return explicit, nil
@@ -97,21 +97,13 @@ func chooseNetwork(pod *corev1.Pod, explicit string, networks []*v1alpha1.Extern
 	case 1:
 		return defaults[0], nil
 	case 0:
-		return "", &problem{Object: pod, Reason: EventNoDefaultNetwork, Message: fmt.Sprintf(
+		return "", &problem{Object: pod, Reason: v1alpha1.EventNoDefaultNetwork, Message: fmt.Sprintf(
 			"No ExternalNetwork is annotated %s: \"true\" and the Pod names none in %s; waiting for one",
 			v1alpha1.AnnotationDefaultNetwork, v1alpha1.AnnotationEIPExternalNetwork)}
 	}
-	return "", &problem{Object: pod, Reason: EventAmbiguousDefaultNetwork, Message: fmt.Sprintf(
+	return "", &problem{Object: pod, Reason: v1alpha1.EventAmbiguousDefaultNetwork, Message: fmt.Sprintf(
 		"%d ExternalNetworks are annotated %s: \"true\" (%s); mark exactly one, or name one in %s",
-		len(defaults), v1alpha1.AnnotationDefaultNetwork, quoteAll(defaults), v1alpha1.AnnotationEIPExternalNetwork)}
-}
-
-func quoteAll(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	return strings.Join(q, ", ")
+		len(defaults), v1alpha1.AnnotationDefaultNetwork, quote.List(defaults), v1alpha1.AnnotationEIPExternalNetwork)}
 }
 
 // labelledFor says the object was made for the Pod of that name. Without the label an

@@ -28,9 +28,9 @@ func TestClassify(t *testing.T) {
 		{name: "succeeded", pod: newPod("p", withEIP(""), phase(corev1.PodSucceeded)), want: podFinished},
 		{name: "failed, even unreadable", pod: newPod("p", auto(v1alpha1.AnnotationPodWithEIP, "yes"), phase(corev1.PodFailed)), want: podFinished},
 		{name: "terminating", pod: newPod("p", withEIP(""), terminating), want: podHolding},
-		{name: "unreadable", pod: newPod("p", auto(v1alpha1.AnnotationPodWithEIP, "yes")), want: podHolding, wantProblem: EventInvalidAnnotations},
-		{name: "both ways on eth0", pod: newPod("p", withEIP("", v1alpha1.AnnotationElasticIP, "e")), want: podHolding, wantProblem: EventInvalidAnnotations},
-		{name: "host network", pod: newPod("p", withEIP(""), hostNet), want: podHolding, wantProblem: EventHostNetwork},
+		{name: "unreadable", pod: newPod("p", auto(v1alpha1.AnnotationPodWithEIP, "yes")), want: podHolding, wantProblem: v1alpha1.EventInvalidAnnotations},
+		{name: "both ways on eth0", pod: newPod("p", withEIP("", v1alpha1.AnnotationElasticIP, "e")), want: podHolding, wantProblem: v1alpha1.EventInvalidAnnotations},
+		{name: "host network", pod: newPod("p", withEIP(""), hostNet), want: podHolding, wantProblem: v1alpha1.EventHostNetwork},
 		{name: "host network not asking", pod: newPod("p", nil, hostNet), want: podNotAsking},
 	}
 	for _, tt := range tests {
@@ -68,13 +68,13 @@ func TestChooseNetwork(t *testing.T) {
 		problem  string
 	}{
 		{name: "named", explicit: "a", networks: []*v1alpha1.ExternalNetwork{network("a", false), network("b", true)}, want: "a"},
-		{name: "named missing", explicit: "c", networks: []*v1alpha1.ExternalNetwork{network("a", false)}, problem: EventExternalNetworkNotFound},
-		{name: "named deleting", explicit: "a", networks: []*v1alpha1.ExternalNetwork{deleting(network("a", false))}, problem: EventExternalNetworkNotFound},
+		{name: "named missing", explicit: "c", networks: []*v1alpha1.ExternalNetwork{network("a", false)}, problem: v1alpha1.EventExternalNetworkNotFound},
+		{name: "named deleting", explicit: "a", networks: []*v1alpha1.ExternalNetwork{deleting(network("a", false))}, problem: v1alpha1.EventExternalNetworkNotFound},
 		{name: "default", networks: []*v1alpha1.ExternalNetwork{network("a", false), network("b", true)}, want: "b"},
-		{name: "no networks", problem: EventNoDefaultNetwork},
-		{name: "no default", networks: []*v1alpha1.ExternalNetwork{network("a", false), notTrue}, problem: EventNoDefaultNetwork},
+		{name: "no networks", problem: v1alpha1.EventNoDefaultNetwork},
+		{name: "no default", networks: []*v1alpha1.ExternalNetwork{network("a", false), notTrue}, problem: v1alpha1.EventNoDefaultNetwork},
 		{name: "deleting default does not count", networks: []*v1alpha1.ExternalNetwork{deleting(network("a", true)), network("b", true)}, want: "b"},
-		{name: "two defaults", networks: []*v1alpha1.ExternalNetwork{network("b", true), network("a", true)}, problem: EventAmbiguousDefaultNetwork},
+		{name: "two defaults", networks: []*v1alpha1.ExternalNetwork{network("b", true), network("a", true)}, problem: v1alpha1.EventAmbiguousDefaultNetwork},
 	}
 	pod := newPod("p", nil)
 	for _, tt := range tests {

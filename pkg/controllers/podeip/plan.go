@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -88,7 +89,7 @@ func (p *plan) planOwnEIP(in inputs) *v1alpha1.ElasticIP {
 		return nil
 	case !labelledFor(eip, in.Name):
 		if wants {
-			p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: EventElasticIPNameTaken, Message: fmt.Sprintf(
+			p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: v1alpha1.EventElasticIPNameTaken, Message: fmt.Sprintf(
 				"ElasticIP %q exists and was not made for this Pod (it lacks the label %s=%s); it is not taken over: delete or rename it",
 				eip.Name, v1alpha1.LabelPod, in.Name)})
 		}
@@ -134,8 +135,8 @@ func (p *plan) release(in inputs, d releaseDecision, strategy string) {
 		return // our attachment goes first; its deletion brings us back
 	}
 	if len(in.Blockers) > 0 {
-		p.Problems = append(p.Problems, problem{Object: eip, Reason: EventReleaseBlocked, Message: fmt.Sprintf(
-			"ElasticIP %q is due for release but ElasticIPAttachments %s still reference it", eip.Name, quoteAll(in.Blockers))})
+		p.Problems = append(p.Problems, problem{Object: eip, Reason: v1alpha1.EventReleaseBlocked, Message: fmt.Sprintf(
+			"ElasticIP %q is due for release but ElasticIPAttachments %s still reference it", eip.Name, quote.List(in.Blockers))})
 		return
 	}
 	p.DeleteEIP = eip
@@ -192,10 +193,10 @@ func (p *plan) namedUsable(in inputs) *v1alpha1.ElasticIP {
 	name := in.Auto.ElasticIPName
 	switch eip := in.NamedEIP; {
 	case eip == nil:
-		p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: EventElasticIPNotFound, Message: fmt.Sprintf(
+		p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: v1alpha1.EventElasticIPNotFound, Message: fmt.Sprintf(
 			"ElasticIP %q named by the Pod's annotations does not exist in namespace %q; waiting for it", name, in.Namespace)})
 	case eip.DeletionTimestamp != nil:
-		p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: EventElasticIPNotFound, Message: fmt.Sprintf(
+		p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: v1alpha1.EventElasticIPNotFound, Message: fmt.Sprintf(
 			"ElasticIP %q named by the Pod's annotations is being deleted", name)})
 	default:
 		return eip
@@ -214,7 +215,7 @@ func (p *plan) planAttachment(in inputs, target string, eip *v1alpha1.ElasticIP)
 		switch {
 		case !labelledFor(a, in.Name):
 			if active {
-				p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: EventAttachmentNameTaken, Message: fmt.Sprintf(
+				p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: v1alpha1.EventAttachmentNameTaken, Message: fmt.Sprintf(
 					"ElasticIPAttachment %q exists and was not made for this Pod (it lacks the label %s=%s); it is not taken over: delete or rename it",
 					a.Name, v1alpha1.LabelPod, in.Name)})
 			}

@@ -95,11 +95,11 @@ func TestPlanPod(t *testing.T) {
 		{name: "StatefulSet: 10m, no owner", w: world{pod: sts, networks: nets},
 			want: []string{"create eip db-0 network=ext-net label=db-0 strategy=10m0s owner=-"}},
 		{name: "named network missing", w: world{pod: web, networks: nets[1:]},
-			want: []string{"problem " + EventExternalNetworkNotFound}},
+			want: []string{"problem " + v1alpha1.EventExternalNetworkNotFound}},
 		{name: "no default network", w: world{pod: webDefault, networks: nets[:1]},
-			want: []string{"problem " + EventNoDefaultNetwork}},
+			want: []string{"problem " + v1alpha1.EventNoDefaultNetwork}},
 		{name: "two default networks", w: world{pod: webDefault, networks: append(nets, network("other", true))},
-			want: []string{"problem " + EventAmbiguousDefaultNetwork}},
+			want: []string{"problem " + v1alpha1.EventAmbiguousDefaultNetwork}},
 
 		// Attachment and write-back.
 		{name: "ElasticIP there, NIC missing: wait", w: world{pod: web, eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}}},
@@ -120,13 +120,13 @@ func TestPlanPod(t *testing.T) {
 
 		// Never taking over.
 		{name: "user ElasticIP of the wanted name", w: world{pod: web, eips: []*v1alpha1.ElasticIP{userEIP("web")}, nics: []*v1alpha1.NetworkInterface{nicOf(web)}},
-			want: []string{"problem " + EventElasticIPNameTaken}},
+			want: []string{"problem " + v1alpha1.EventElasticIPNameTaken}},
 		{name: "ElasticIP labelled for another Pod", w: world{pod: web, eips: []*v1alpha1.ElasticIP{userEIP("web", func(e *v1alpha1.ElasticIP) {
 			e.Labels = map[string]string{v1alpha1.LabelPod: "other"}
-		})}}, want: []string{"problem " + EventElasticIPNameTaken}},
+		})}}, want: []string{"problem " + v1alpha1.EventElasticIPNameTaken}},
 		{name: "user attachment of the wanted name", w: world{pod: web, eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")},
 			atts: []*v1alpha1.ElasticIPAttachment{userAttachment("web", "x", "y.eth0")}, nics: []*v1alpha1.NetworkInterface{nicOf(web)}},
-			want: []string{"problem " + EventAttachmentNameTaken}},
+			want: []string{"problem " + v1alpha1.EventAttachmentNameTaken}},
 		{name: "user objects left alone when the Pod is gone", w: world{name: "web", eips: []*v1alpha1.ElasticIP{userEIP("web")},
 			atts: []*v1alpha1.ElasticIPAttachment{userAttachment("web", "web", "x.eth0")}}},
 
@@ -136,7 +136,7 @@ func TestPlanPod(t *testing.T) {
 		{name: "gone, Follow: then the ElasticIP", w: world{name: "web", eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}},
 			want: []string{"delete eip web"}},
 		{name: "gone, Follow, another attachment holds it", w: world{name: "web", eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")},
-			atts: []*v1alpha1.ElasticIPAttachment{userAttachment("mine", "web", "x.eth0")}}, want: []string{"problem " + EventReleaseBlocked}},
+			atts: []*v1alpha1.ElasticIPAttachment{userAttachment("mine", "web", "x.eth0")}}, want: []string{"problem " + v1alpha1.EventReleaseBlocked}},
 		{name: "gone, Never: kept", w: world{name: "web", eips: []*v1alpha1.ElasticIP{ownEIP(web, "Never")},
 			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}}, want: []string{"delete attachment web"}},
 		{name: "gone, 10m: mark and wait", w: world{name: "db-0", eips: []*v1alpha1.ElasticIP{ownEIP(sts, "10m0s")},
@@ -185,9 +185,9 @@ func TestPlanPod(t *testing.T) {
 		{name: "named ElasticIP by alias", w: world{pod: namedAlias, eips: []*v1alpha1.ElasticIP{userEIP("shared")}, nics: []*v1alpha1.NetworkInterface{nicOf(named)}},
 			want: []string{"create attachment app eip=shared nic=app.eth0 label=app owner=uid-app"}},
 		{name: "named ElasticIP missing", w: world{pod: named, nics: []*v1alpha1.NetworkInterface{nicOf(named)}},
-			want: []string{"problem " + EventElasticIPNotFound}},
+			want: []string{"problem " + v1alpha1.EventElasticIPNotFound}},
 		{name: "named ElasticIP deleting", w: world{pod: named, eips: []*v1alpha1.ElasticIP{userEIP("shared", eipDeleting)}, nics: []*v1alpha1.NetworkInterface{nicOf(named)}},
-			want: []string{"problem " + EventElasticIPNotFound}},
+			want: []string{"problem " + v1alpha1.EventElasticIPNotFound}},
 		{name: "named Pod gone: attachment goes, ElasticIP stays", w: world{name: "app", eips: []*v1alpha1.ElasticIP{userEIP("shared")},
 			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(named, "shared")}}, want: []string{"delete attachment app"}},
 		{name: "switched to a named ElasticIP: old attachment and own ElasticIP go", w: world{pod: newPod("web", auto(v1alpha1.AnnotationPodEIPName, "shared")),

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
+	"github.com/loutres/juneau/pkg/status"
 )
 
 // sync reconciles one Pod key and schedules the next look when a release falls due.
@@ -48,7 +48,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	}
 	failures, err := c.execute(ctx, in, p)
 	for _, pr := range c.reported.fresh(key, append(problems, failures...)) {
-		c.recorder.Event(pr.Object, corev1.EventTypeWarning, pr.Reason, pr.Message)
+		status.Eventf(c.recorder, pr.Object, pr.Reason, "%s", pr.Message)
 	}
 	return p.RequeueAfter, err
 }
@@ -165,7 +165,7 @@ func (x *executor) deleteAttachment() {
 		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil {
 		if !benign(err) {
-			x.fail(a, EventFailedDelete, fmt.Sprintf("Deleting ElasticIPAttachment %q", a.Name), err)
+			x.fail(a, v1alpha1.EventFailedDelete, fmt.Sprintf("Deleting ElasticIPAttachment %q", a.Name), err)
 		}
 		return
 	}
@@ -174,7 +174,7 @@ func (x *executor) deleteAttachment() {
 	if x.p.ReleaseStrategy == v1alpha1.ReleaseNever && x.in.OwnEIP != nil {
 		msg += fmt.Sprintf("; ElasticIP %q is kept (release strategy %s)", x.in.OwnEIP.Name, v1alpha1.ReleaseNever)
 	}
-	x.c.recorder.Event(x.subject(a), corev1.EventTypeNormal, EventAttachmentDeleted, msg)
+	status.Eventf(x.c.recorder, x.subject(a), v1alpha1.EventAttachmentDeleted, "%s", msg)
 }
 
 func leavingReason(s podState) string {
@@ -200,11 +200,11 @@ func (x *executor) createEIP() {
 	case apierrors.IsAlreadyExists(err):
 		return // the cache lags; the ElasticIP's event brings us back
 	case err != nil:
-		x.fail(eip, EventFailedCreate, fmt.Sprintf("Creating ElasticIP %q", eip.Name), err)
+		x.fail(eip, v1alpha1.EventFailedCreate, fmt.Sprintf("Creating ElasticIP %q", eip.Name), err)
 		return
 	}
 	klog.FromContext(x.ctx).V(2).Info("Created ElasticIP", "elasticIP", klog.KObj(eip), "externalNetwork", eip.Spec.ExternalNetwork)
-	x.c.recorder.Eventf(x.in.Pod, corev1.EventTypeNormal, EventElasticIPCreated,
+	status.Eventf(x.c.recorder, x.in.Pod, v1alpha1.EventElasticIPCreated,
 		"Created ElasticIP %q from ExternalNetwork %q", eip.Name, eip.Spec.ExternalNetwork)
 }
 
@@ -219,7 +219,7 @@ func (x *executor) updateEIP() {
 			metav1.PatchOptions{FieldManager: v1alpha1.FieldManagerController})
 	}
 	if err != nil {
-		x.fail(eip, EventFailedUpdate, fmt.Sprintf("Updating ElasticIP %q", eip.Name), err)
+		x.fail(eip, v1alpha1.EventFailedUpdate, fmt.Sprintf("Updating ElasticIP %q", eip.Name), err)
 		return
 	}
 	klog.FromContext(x.ctx).V(2).Info("Updated ElasticIP", "elasticIP", klog.KObj(eip))
@@ -227,11 +227,11 @@ func (x *executor) updateEIP() {
 	after := eip.Annotations[v1alpha1.AnnotationPodGoneSince]
 	switch {
 	case before == "" && after != "":
-		x.c.recorder.Eventf(eip, corev1.EventTypeNormal, EventReleaseScheduled,
+		status.Eventf(x.c.recorder, eip, v1alpha1.EventReleaseScheduled,
 			"Pod %q left: ElasticIP %q will be released at %s (release strategy %s) unless a Pod of that name comes back",
 			x.in.Name, eip.Name, x.in.Now.Add(x.p.RequeueAfter).UTC().Format(time.RFC3339), x.p.ReleaseStrategy)
 	case before != "" && after == "":
-		x.c.recorder.Eventf(eip, corev1.EventTypeNormal, EventReleaseCancelled,
+		status.Eventf(x.c.recorder, eip, v1alpha1.EventReleaseCancelled,
 			"Pod %q is back: ElasticIP %q stays with it", x.in.Name, eip.Name)
 	}
 }
@@ -246,12 +246,12 @@ func (x *executor) deleteEIP() {
 		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil {
 		if !benign(err) {
-			x.fail(eip, EventFailedDelete, fmt.Sprintf("Releasing ElasticIP %q", eip.Name), err)
+			x.fail(eip, v1alpha1.EventFailedDelete, fmt.Sprintf("Releasing ElasticIP %q", eip.Name), err)
 		}
 		return
 	}
 	klog.FromContext(x.ctx).V(2).Info("Released ElasticIP", "elasticIP", klog.KObj(eip))
-	x.c.recorder.Eventf(eip, corev1.EventTypeNormal, EventReleased,
+	status.Eventf(x.c.recorder, eip, v1alpha1.EventReleased,
 		"Released ElasticIP %q: %s (release strategy %s)", eip.Name, leavingReason(x.in.State), x.p.ReleaseStrategy)
 }
 
@@ -266,11 +266,11 @@ func (x *executor) createAttachment() {
 	case apierrors.IsAlreadyExists(err):
 		return
 	case err != nil:
-		x.fail(a, EventFailedCreate, fmt.Sprintf("Creating ElasticIPAttachment %q", a.Name), err)
+		x.fail(a, v1alpha1.EventFailedCreate, fmt.Sprintf("Creating ElasticIPAttachment %q", a.Name), err)
 		return
 	}
 	klog.FromContext(x.ctx).V(2).Info("Created ElasticIPAttachment", "elasticIPAttachment", klog.KObj(a))
-	x.c.recorder.Eventf(x.in.Pod, corev1.EventTypeNormal, EventAttachmentCreated,
+	status.Eventf(x.c.recorder, x.in.Pod, v1alpha1.EventAttachmentCreated,
 		"Created ElasticIPAttachment %q: ElasticIP %q by NAT to NetworkInterface %q",
 		a.Name, a.Spec.ElasticIPRef.Name, a.Spec.TargetRef.NetworkInterfaceName)
 }
@@ -293,7 +293,7 @@ func (x *executor) patchPod() {
 		metav1.PatchOptions{FieldManager: v1alpha1.FieldManagerController})
 	if err != nil {
 		if !benign(err) {
-			x.fail(pod, EventFailedUpdate, fmt.Sprintf("Writing the allocated ElasticIP into the annotations of Pod %q", pod.Name), err)
+			x.fail(pod, v1alpha1.EventFailedUpdate, fmt.Sprintf("Writing the allocated ElasticIP into the annotations of Pod %q", pod.Name), err)
 		}
 		return
 	}
@@ -302,5 +302,5 @@ func (x *executor) patchPod() {
 		return
 	}
 	klog.FromContext(x.ctx).V(2).Info("Wrote the allocated ElasticIP into the Pod", "elasticIP", *name, "address", *addr)
-	x.c.recorder.Eventf(pod, corev1.EventTypeNormal, EventAllocated, "ElasticIP %q has address %s", *name, *addr)
+	status.Eventf(x.c.recorder, pod, v1alpha1.EventAllocated, "ElasticIP %q has address %s", *name, *addr)
 }

@@ -209,7 +209,7 @@ func TestSyncFollowLifecycle(t *testing.T) {
 
 	f.sync(key)
 	f.expectWrites("create elasticips")
-	f.expectEvents("Normal " + EventElasticIPCreated)
+	f.expectEvents("Normal " + v1alpha1.EventElasticIPCreated)
 	eip := f.eip("web")
 	if eip.Labels[v1alpha1.LabelPod] != "web" || eip.Spec.ExternalNetwork != "ext-net" || *eip.Spec.BandwidthMbps != 20 ||
 		owner(eip.OwnerReferences) != "uid-web" || eip.Annotations[v1alpha1.AnnotationReleaseStrategy] != "Follow" {
@@ -223,7 +223,7 @@ func TestSyncFollowLifecycle(t *testing.T) {
 	f.refresh()
 	f.sync(key)
 	f.expectWrites("create elasticipattachments")
-	f.expectEvents("Normal " + EventAttachmentCreated)
+	f.expectEvents("Normal " + v1alpha1.EventAttachmentCreated)
 
 	eip.Status.Address = "10.225.51.5"
 	_, err := f.client.JuneauV1alpha1().ElasticIPs(testNS).UpdateStatus(f.ctx, eip, metav1.UpdateOptions{})
@@ -231,7 +231,7 @@ func TestSyncFollowLifecycle(t *testing.T) {
 	f.refresh()
 	f.sync(key)
 	f.expectWrites("patch pods")
-	f.expectEvents("Normal " + EventAllocated)
+	f.expectEvents("Normal " + v1alpha1.EventAllocated)
 	patch := string(f.kube.Actions()[len(f.kube.Actions())-1].(clienttesting.PatchAction).GetPatch())
 	if !strings.Contains(patch, `"uid":"uid-web"`) {
 		t.Errorf("patch %s is not guarded by the Pod's UID", patch)
@@ -253,7 +253,7 @@ func TestSyncFollowLifecycle(t *testing.T) {
 	f.refresh()
 	f.sync(key)
 	f.expectWrites("delete elasticips")
-	evs := f.expectEvents("Normal "+EventAttachmentDeleted, "Normal "+EventReleased)
+	evs := f.expectEvents("Normal "+v1alpha1.EventAttachmentDeleted, "Normal "+v1alpha1.EventReleased)
 	if len(evs) == 2 && !strings.Contains(evs[1], "release strategy Follow") {
 		t.Errorf("release event %q does not give the strategy", evs[1])
 	}
@@ -274,7 +274,7 @@ func TestSyncDelayedReleaseSurvivesRestart(t *testing.T) {
 		t.Errorf("requeue after %v, want 10m", after)
 	}
 	f.expectWrites("delete elasticipattachments", "patch elasticips")
-	f.expectEvents("Normal "+EventAttachmentDeleted, "Normal "+EventReleaseScheduled)
+	f.expectEvents("Normal "+v1alpha1.EventAttachmentDeleted, "Normal "+v1alpha1.EventReleaseScheduled)
 	if got := f.eip("db-0").Annotations[v1alpha1.AnnotationPodGoneSince]; got != "2026-03-04T05:06:07Z" {
 		t.Errorf("gone-since = %q", got)
 	}
@@ -298,7 +298,7 @@ func TestSyncDelayedReleaseSurvivesRestart(t *testing.T) {
 		t.Errorf("requeue after %v once released", after)
 	}
 	f.expectWrites("delete elasticips")
-	f.expectEvents("Normal " + EventReleased)
+	f.expectEvents("Normal " + v1alpha1.EventReleased)
 }
 
 // TestSyncStatefulPodComesBack: a re-created Pod of the same name gets its ElasticIP
@@ -312,7 +312,7 @@ func TestSyncStatefulPodComesBack(t *testing.T) {
 
 	f.sync(key)
 	f.expectWrites("delete elasticipattachments", "patch elasticips", "patch pods")
-	f.expectEvents("Normal "+EventAttachmentDeleted, "Normal "+EventReleaseCancelled, "Normal "+EventAllocated)
+	f.expectEvents("Normal "+v1alpha1.EventAttachmentDeleted, "Normal "+v1alpha1.EventReleaseCancelled, "Normal "+v1alpha1.EventAllocated)
 	eip := f.eip("db-0")
 	if _, ok := eip.Annotations[v1alpha1.AnnotationPodGoneSince]; ok || eip.Annotations[v1alpha1.AnnotationReleaseStrategy] != "10m0s" {
 		t.Errorf("annotations = %v", eip.Annotations)
@@ -337,7 +337,7 @@ func TestSyncNeverTakesOver(t *testing.T) {
 
 	f.sync(key)
 	f.expectWrites()
-	evs := f.expectEvents("Warning " + EventElasticIPNameTaken)
+	evs := f.expectEvents("Warning " + v1alpha1.EventElasticIPNameTaken)
 	if len(evs) == 1 && !strings.Contains(evs[0], `ElasticIP "web"`) {
 		t.Errorf("event %q", evs[0])
 	}
@@ -365,7 +365,7 @@ func TestSyncFailureEvent(t *testing.T) {
 			t.Error("no error: the key would not be retried")
 		}
 	}
-	evs := f.expectEvents("Warning " + EventFailedCreate)
+	evs := f.expectEvents("Warning " + v1alpha1.EventFailedCreate)
 	if len(evs) == 1 && !strings.Contains(evs[0], "denied by the webhook") {
 		t.Errorf("event %q", evs[0])
 	}
@@ -382,7 +382,7 @@ func TestSyncNamedElasticIP(t *testing.T) {
 	key := testNS + "/app"
 	f.sync(key)
 	f.expectWrites()
-	f.expectEvents("Warning " + EventElasticIPNotFound)
+	f.expectEvents("Warning " + v1alpha1.EventElasticIPNotFound)
 
 	_, err := f.client.JuneauV1alpha1().ElasticIPs(testNS).Create(f.ctx, userEIP("shared", address("10.225.51.9")), metav1.CreateOptions{})
 	f.check(err)

@@ -1,4 +1,4 @@
-// Package pool is the controller that writes AddressPool status (SPEC §2.1): how many
+// Package pool is the controller that writes AddressPool status (docs/reference.md#addresspool): how many
 // addresses the pool has, how many are reserved by AllocationClaims, and whether a
 // Node address has come to lie inside it. It also exports the pools' figures as
 // Prometheus gauges.
@@ -15,11 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	metaapply "k8s.io/client-go/applyconfigurations/meta/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -27,11 +27,12 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
-	"github.com/loutres/juneau/pkg/controllers/loop"
 	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
+	"github.com/loutres/juneau/pkg/workloop"
 )
 
 // ControllerName names the loop, its queue and its log lines.
@@ -50,7 +51,9 @@ type Informers struct {
 // Options tune the controller.
 type Options struct {
 	// Errors counts failed syncs; may be nil.
-	Errors loop.ErrorCounter
+	Errors workloop.ErrorCounter
+	// QueueMetrics receives the work queue's metrics (workloop.NewQueueMetrics); may be nil.
+	QueueMetrics workqueue.MetricsProvider
 	// Clock stamps condition transitions; nil means the real clock.
 	Clock clock.PassiveClock
 	// Registerer, when set, gets the pool gauges (see NewCollector).
@@ -66,7 +69,7 @@ type Controller struct {
 	pools    listers.AddressPoolLister
 	nodes    corelisters.NodeLister
 	claimInf cache.SharedIndexInformer
-	loop     *loop.Loop
+	loop     *workloop.Loop
 	synced   []cache.InformerSynced
 }
 
@@ -84,7 +87,7 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		nodes:    inf.Nodes.Lister(),
 		claimInf: inf.Claims.Informer(),
 	}
-	c.loop = loop.New(ControllerName, c.sync, opts.Errors)
+	c.loop = workloop.New(ControllerName, c.sync, workloop.Config{Errors: opts.Errors, Metrics: opts.QueueMetrics})
 	if err := indexes.Add(c.claimInf, Indexes...); err != nil {
 		return nil, err
 	}
@@ -93,9 +96,9 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 			return nil, fmt.Errorf("registering AddressPool metrics: %w", err)
 		}
 	}
-	synced, err := loop.Register([]loop.Watch{
+	synced, err := workloop.Register([]workloop.Watch{
 		{Informer: inf.Pools.Informer(), Handler: c.loop.Handler()},
-		{Informer: c.claimInf, Handler: loop.Funcs(c.onClaim)},
+		{Informer: c.claimInf, Handler: workloop.Funcs(c.onClaim)},
 		{Informer: inf.Nodes.Informer(), Handler: c.nodeHandler()},
 	})
 	if err != nil {
@@ -160,8 +163,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	computed := poolStatus(pool, claims, nodes)
-	merged := mergeStatus(pool.Status, computed, metav1.NewTime(c.clock.Now()))
+	merged := poolStatus(pool, claims, nodes)
+	merged.Conditions = status.Merge(pool.Status.Conditions, merged.Conditions, metav1.NewTime(c.clock.Now()))
 	if equality.Semantic.DeepEqual(merged, pool.Status) {
 		return nil
 	}
@@ -176,9 +179,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	klog.FromContext(ctx).V(2).Info("Wrote AddressPool status", "addressPool", klog.KObj(pool),
 		"total", merged.Total, "allocated", merged.Allocated, "reason", ready.Reason)
-	if ev, ok := readyEvent(meta.FindStatusCondition(pool.Status.Conditions, v1alpha1.ConditionReady), ready); ok {
-		c.recorder.Event(pool, ev.eventType, ev.reason, ev.message)
-	}
+	status.Announce(c.recorder, pool, readyEvents, meta.FindStatusCondition(pool.Status.Conditions, v1alpha1.ConditionReady), ready)
 	return nil
 }
 
@@ -190,32 +191,12 @@ func statusApply(pool *v1alpha1.AddressPool, st v1alpha1.AddressPoolStatus, read
 		WithAllocated(st.Allocated).
 		WithAvailable(st.Available)
 	if ready != nil {
-		sa.WithConditions(metaapply.Condition().
-			WithType(ready.Type).
-			WithStatus(ready.Status).
-			WithReason(ready.Reason).
-			WithMessage(ready.Message).
-			WithObservedGeneration(ready.ObservedGeneration).
-			WithLastTransitionTime(ready.LastTransitionTime))
+		sa.WithConditions(status.Apply(*ready))
 	}
 	return applyv1alpha1.AddressPool(pool.Name).WithUID(pool.UID).WithStatus(sa)
 }
 
-// event is one Event to emit.
-type event struct {
-	eventType, reason, message string
-}
-
-// readyEvent: a Warning when the pool stops being (or starts not being) Ready, a Normal
-// Event when it becomes Ready again; nothing for a first Ready status or no change.
-func readyEvent(old, cur *metav1.Condition) (event, bool) {
-	switch {
-	case cur == nil,
-		old != nil && old.Status == cur.Status && old.Reason == cur.Reason,
-		old == nil && cur.Status == metav1.ConditionTrue:
-		return event{}, false
-	case cur.Status == metav1.ConditionTrue:
-		return event{corev1.EventTypeNormal, cur.Reason, cur.Message}, true
-	}
-	return event{corev1.EventTypeWarning, cur.Reason, cur.Message}, true
-}
+// readyEvents: a pool that is not Ready (or not Ready for another reason) is a Warning,
+// becoming Ready again is Normal; a new pool that is Ready from the start is not
+// announced.
+var readyEvents = status.Policy{Quiet: metav1.ConditionTrue, WarnOnLoss: true}

@@ -3,6 +3,7 @@ package pool
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"net/netip"
 	"slices"
 	"strings"
@@ -10,13 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/apis/juneau/validation"
-	"github.com/loutres/juneau/pkg/controllers/conditions"
 )
-
-// maxListed bounds how many Node addresses a message names.
-const maxListed = 5
 
 // poolStatus computes an AddressPool's status from the claims whose spec.addressPool
 // names it and from the Nodes (for the node-address check). The Ready condition carries
@@ -24,7 +22,7 @@ const maxListed = 5
 //
 // The counts describe what automatic allocation can still hand out:
 //   - total is every address automatic allocation may pick (a CIDR shorter than /31
-//     loses its network and broadcast addresses, SPEC §2.1), plus each such address a
+//     loses its network and broadcast addresses, docs/reference.md#addresspool), plus each such address a
 //     requestedIP has pinned, since that one is in use;
 //   - allocated is the number of claims of the pool;
 //   - available is total - allocated: the addresses still free for automatic picks.
@@ -32,11 +30,11 @@ const maxListed = 5
 // So a fresh 10.225.51.0/24 shows 254 total, 254 available.
 func poolStatus(pool *v1alpha1.AddressPool, claims []*v1alpha1.AllocationClaim, nodes []*corev1.Node) v1alpha1.AddressPoolStatus {
 	st := v1alpha1.AddressPoolStatus{Allocated: int64(len(claims))}
-	ranges, err := validation.ParsePool(pool.Spec)
+	ranges, err := iprange.ParsePool(pool.Spec.Addresses)
 	if err != nil {
 		return withReady(pool, st, metav1.ConditionFalse, v1alpha1.ReasonInvalidAddressPool, err.Error())
 	}
-	st.Total = int64(autoSize(ranges) + pinnedEnds(ranges, claims))
+	st.Total = toInt64(addSaturating(autoSize(ranges), pinnedEnds(ranges, claims)))
 	st.Available = max(st.Total-st.Allocated, 0)
 	if inside := nodeAddressesIn(ranges, nodes); len(inside) > 0 {
 		return withReady(pool, st, metav1.ConditionFalse, v1alpha1.ReasonNodeAddressInPool, nodeMessage(inside))
@@ -44,20 +42,33 @@ func poolStatus(pool *v1alpha1.AddressPool, claims []*v1alpha1.AllocationClaim, 
 	return withReady(pool, st, metav1.ConditionTrue, v1alpha1.ReasonReady, "no Node address lies in this pool")
 }
 
-// autoSize is the number of addresses automatic allocation may pick.
-func autoSize(ranges []validation.AddressRange) uint64 {
+// autoSize is the number of addresses automatic allocation may pick (iprange's
+// Range.Auto: the entries of a valid pool never overlap), saturating.
+func autoSize(ranges []iprange.Range) uint64 {
 	var n uint64
 	for _, r := range ranges {
-		if a := r.AutoRange(); a.First.IsValid() && !a.Last.Less(a.First) {
-			n += a.Size()
+		if a, ok := r.Auto(); ok {
+			n = addSaturating(n, a.Size())
 		}
 	}
 	return n
 }
 
+func addSaturating(a, b uint64) uint64 {
+	if a > math.MaxUint64-b {
+		return math.MaxUint64
+	}
+	return a + b
+}
+
+// toInt64 is n as a status count, saturating at math.MaxInt64.
+func toInt64(n uint64) int64 {
+	return int64(min(n, math.MaxInt64))
+}
+
 // pinnedEnds counts the claims on addresses of the pool that automatic allocation skips
 // (network and broadcast addresses pinned through requestedIP).
-func pinnedEnds(ranges []validation.AddressRange, claims []*v1alpha1.AllocationClaim) uint64 {
+func pinnedEnds(ranges []iprange.Range, claims []*v1alpha1.AllocationClaim) uint64 {
 	var n uint64
 	for _, c := range claims {
 		addr, err := netip.ParseAddr(c.Spec.Address)
@@ -65,7 +76,7 @@ func pinnedEnds(ranges []validation.AddressRange, claims []*v1alpha1.AllocationC
 			continue
 		}
 		for _, r := range ranges {
-			if r.Contains(addr) && !r.AutoRange().Contains(addr) {
+			if auto, ok := r.Auto(); r.Contains(addr) && (!ok || !auto.Contains(addr)) {
 				n++
 				break
 			}
@@ -82,7 +93,7 @@ type nodeAddress struct {
 
 // nodeAddressesIn lists the InternalIP and ExternalIP addresses of Nodes that lie in the
 // ranges, sorted by Node name and address.
-func nodeAddressesIn(ranges []validation.AddressRange, nodes []*corev1.Node) []nodeAddress {
+func nodeAddressesIn(ranges []iprange.Range, nodes []*corev1.Node) []nodeAddress {
 	var out []nodeAddress
 	for _, n := range nodes {
 		for _, a := range n.Status.Addresses {
@@ -90,7 +101,7 @@ func nodeAddressesIn(ranges []validation.AddressRange, nodes []*corev1.Node) []n
 				continue
 			}
 			addr, err := netip.ParseAddr(a.Address)
-			if err != nil || !validation.RangesContain(ranges, addr.Unmap()) {
+			if err != nil || !iprange.Contain(ranges, addr.Unmap()) {
 				continue
 			}
 			out = append(out, nodeAddress{node: n.Name, addr: addr.Unmap()})
@@ -103,10 +114,10 @@ func nodeAddressesIn(ranges []validation.AddressRange, nodes []*corev1.Node) []n
 }
 
 func nodeMessage(inside []nodeAddress) string {
-	parts := make([]string, 0, maxListed+1)
+	parts := make([]string, 0, quote.MaxNamed+1)
 	for i, na := range inside {
-		if i == maxListed {
-			parts = append(parts, fmt.Sprintf("and %d more", len(inside)-maxListed))
+		if i == quote.MaxNamed {
+			parts = append(parts, fmt.Sprintf("and %d more", len(inside)-quote.MaxNamed))
 			break
 		}
 		parts = append(parts, fmt.Sprintf("%s of Node %q", na.addr, na.node))
@@ -124,12 +135,4 @@ func withReady(pool *v1alpha1.AddressPool, st v1alpha1.AddressPoolStatus, status
 		ObservedGeneration: pool.Generation,
 	}}
 	return st
-}
-
-// mergeStatus lays the computed status over the recorded one: conditions this controller
-// does not own are kept, and lastTransitionTime only moves when a condition flips.
-func mergeStatus(old, computed v1alpha1.AddressPoolStatus, now metav1.Time) v1alpha1.AddressPoolStatus {
-	out := computed
-	out.Conditions = conditions.Merge(old.Conditions, computed.Conditions, now)
-	return out
 }

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/controllers/ipam"
 )
 
 func testPool(name string, addrs ...string) *v1alpha1.AddressPool {
@@ -133,5 +135,39 @@ func TestPoolStatus(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The status counts and the allocator read pools through one address model: what the
+// status calls available is exactly what the allocator still hands out, pinned network
+// and broadcast addresses included.
+func TestAvailableMatchesTheAllocator(t *testing.T) {
+	entries := []string{"10.225.51.0/24", "10.225.52.7", "10.225.52.10-10.225.52.12", "10.225.53.0/31", "10.225.54.0/30"}
+	pool := testPool("p", entries...)
+	claims := []*v1alpha1.AllocationClaim{
+		testClaim("10.225.51.0", "p"), testClaim("10.225.51.255", "p"), // pinned ends, like .54.3 below
+		testClaim("10.225.51.5", "p"), testClaim("10.225.52.11", "p"), testClaim("10.225.53.1", "p"), testClaim("10.225.54.3", "p"),
+	}
+	st := poolStatus(pool, claims, nil)
+	if st.Total != 254+1+3+2+2+3 || st.Allocated != 6 {
+		t.Fatalf("status %d total, %d allocated; want 265, 6", st.Total, st.Allocated)
+	}
+	idx := ipam.NewIndex()
+	for _, c := range claims {
+		idx.Mark(netip.MustParseAddr(c.Spec.Address))
+	}
+	p, err := ipam.NewPool("p", entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var handed int64
+	for {
+		if _, ok := idx.Take([]ipam.Pool{p}); !ok {
+			break
+		}
+		handed++
+	}
+	if handed != st.Available {
+		t.Errorf("the allocator hands out %d addresses, the status says %d are available", handed, st.Available)
 	}
 }

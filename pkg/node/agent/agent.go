@@ -7,21 +7,25 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	metaapply "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/node/nft"
+	"github.com/loutres/juneau/pkg/status"
+	"github.com/loutres/juneau/pkg/workloop"
 )
 
 // NAT programs the translation rules (nft.Programmer).
@@ -48,6 +52,12 @@ type Config struct {
 	ClusterCIDRs []netip.Prefix
 	// Resync is the period of full re-syncs (every object re-read, rules rewritten).
 	Resync time.Duration
+	// MinInterval is the least time between two syncs; a burst of events costs one.
+	MinInterval time.Duration
+	// Clock drives the loop's waits and stamps conditions; nil: the real clock.
+	Clock clock.WithTicker
+	// QueueMetrics receives the loop's workqueue metrics; may be nil.
+	QueueMetrics workqueue.MetricsProvider
 }
 
 // Listers are the agent's caches. Advertisements, Pods and NICs are field-selected to
@@ -76,8 +86,8 @@ type Agent struct {
 	arp     ARP
 	metrics *Metrics
 
-	trigger chan struct{}
-	synced  []cache.InformerSynced
+	loop   *workloop.Single
+	synced []cache.InformerSynced
 }
 
 // Clients the agent writes with: the Answering condition and the Pod readiness gate.
@@ -89,11 +99,14 @@ type Clients struct {
 // New makes an agent; it starts nothing. Register informers with Watch before they
 // start. host names the Node interface routing an address to a Pod (direct NICs).
 func New(cfg Config, clients Clients, l Listers, nat NAT, arp ARP, host func(netip.Addr) (string, bool), metrics *Metrics) *Agent {
-	if cfg.Resync <= 0 {
-		cfg.Resync = time.Minute
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
-	return &Agent{cfg: cfg, client: clients.Juneau, kube: clients.Kube, host: host, listers: l, nat: nat, arp: arp,
-		metrics: metrics, trigger: make(chan struct{}, 1)}
+	a := &Agent{cfg: cfg, client: clients.Juneau, kube: clients.Kube, host: host, listers: l, nat: nat, arp: arp, metrics: metrics}
+	a.loop = workloop.NewSingle("node-agent", a.syncOnce, workloop.SingleConfig{
+		MinInterval: cfg.MinInterval, Resync: cfg.Resync, Clock: cfg.Clock, Metrics: cfg.QueueMetrics,
+	})
+	return a
 }
 
 // Watch makes every event of an informer trigger a sync.
@@ -112,50 +125,33 @@ func (a *Agent) Watch(informers ...cache.SharedIndexInformer) error {
 }
 
 // Trigger asks for a sync; triggers coalesce into one.
-func (a *Agent) Trigger() {
-	select {
-	case a.trigger <- struct{}{}:
-	default:
-	}
-}
+func (a *Agent) Trigger() { a.loop.Trigger() }
 
-// Run syncs on every trigger and every resync period until ctx ends. A failed sync
-// makes the next one full and is retried with back-off. Rules stay in place on return,
-// so a restarting agent never interrupts translated traffic.
+// Run syncs at once, then on every trigger (at most one sync per MinInterval) and every
+// resync period, until ctx ends: the loop is a workloop.Single. A full sync (the first,
+// each periodic one, and the retry of a failed one, with back-off) first drops what the
+// NAT programmer believes is applied. Rules stay in place on return, so a restarting
+// agent never interrupts translated traffic.
 func (a *Agent) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("node", a.cfg.NodeName)
 	ctx = klog.NewContext(ctx, logger)
 	if !cache.WaitForNamedCacheSync("node-agent", ctx.Done(), a.synced...) {
 		return ctx.Err()
 	}
-	resync := time.NewTicker(a.cfg.Resync)
-	defer resync.Stop()
-	backoff := 100 * time.Millisecond
-	var retry <-chan time.Time
-	a.Trigger()
-	for {
-		full := false
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-a.trigger:
-		case <-retry:
-			full = true
-		case <-resync.C:
-			full = true
-		}
-		if full {
-			a.nat.Invalidate()
-		}
-		if err := a.sync(ctx); err != nil {
-			logger.Error(err, "Sync failed; the next one rebuilds everything", "retryAfter", backoff)
-			a.nat.Invalidate()
-			retry = time.After(backoff)
-			backoff = min(2*backoff, 30*time.Second)
-			continue
-		}
-		retry, backoff = nil, 100*time.Millisecond
+	a.loop.Run(ctx)
+	return nil
+}
+
+// syncOnce is one turn of the loop.
+func (a *Agent) syncOnce(ctx context.Context, full bool) error {
+	if full {
+		a.nat.Invalidate()
 	}
+	if err := a.sync(ctx); err != nil {
+		a.nat.Invalidate()
+		return err
+	}
+	return nil
 }
 
 // sync computes the desired state from the caches and applies it.
@@ -221,13 +217,13 @@ func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string) er
 			continue
 		}
 		want := answeringCondition(a.cfg.ExternalInterface, a.cfg.ExternalMAC, ad.Generation)
-		if have := meta.FindStatusCondition(ad.Status.Conditions, v1alpha1.ConditionAnswering); have != nil &&
-			have.Status == want.Status && have.Message == want.Message && have.ObservedGeneration == want.ObservedGeneration {
+		merged := status.Merge(ad.Status.Conditions, []metav1.Condition{want}, metav1.NewTime(a.cfg.Clock.Now()))
+		have := meta.FindStatusCondition(ad.Status.Conditions, v1alpha1.ConditionAnswering)
+		cur := meta.FindStatusCondition(merged, v1alpha1.ConditionAnswering)
+		if have != nil && equality.Semantic.DeepEqual(*have, *cur) {
 			continue
 		}
-		cond := metaapply.Condition().WithType(want.Type).WithStatus(want.Status).WithReason(want.Reason).
-			WithMessage(want.Message).WithObservedGeneration(want.ObservedGeneration).WithLastTransitionTime(metav1.Now())
-		apply := applyv1alpha1.ARPAdvertisement(ad.Name).WithStatus(applyv1alpha1.ARPAdvertisementStatus().WithConditions(cond))
+		apply := applyv1alpha1.ARPAdvertisement(ad.Name).WithStatus(applyv1alpha1.ARPAdvertisementStatus().WithConditions(status.Apply(*cur)))
 		if _, err := a.client.JuneauV1alpha1().ARPAdvertisements().ApplyStatus(ctx, apply,
 			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); err != nil {
 			return fmt.Errorf("writing Answering on ARPAdvertisement %q: %w", ad.Name, err)

@@ -170,7 +170,7 @@ func answeringCondition(iface, mac string, generation int64) metav1.Condition {
 }
 
 // directNICs lists, for every NIC of this Node holding its ElasticIP, the host interface
-// its packets enter through and the only source address allowed there (SPEC §6.3).
+// its packets enter through and the only source address allowed there (docs/reference.md#direct-nics).
 func directNICs(in Inputs) []nft.DirectNIC {
 	var out []nft.DirectNIC
 	for _, nic := range in.NICs {

@@ -69,7 +69,7 @@ func (a *Agent) patchGate(ctx context.Context, r Readiness) error {
 	}
 	cond := corev1.PodCondition{
 		Type: corev1.PodConditionType(v1alpha1.PodConditionElasticIP), Status: status,
-		Reason: r.Reason, Message: r.Message, LastTransitionTime: metav1.Now(),
+		Reason: r.Reason, Message: r.Message, LastTransitionTime: metav1.NewTime(a.cfg.Clock.Now()),
 	}
 	if old := findPodCondition(r.Pod, v1alpha1.PodConditionElasticIP); old != nil && old.Status == status {
 		cond.LastTransitionTime = old.LastTransitionTime

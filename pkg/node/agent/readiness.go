@@ -36,7 +36,7 @@ func hasGate(p *corev1.Pod) bool {
 	})
 }
 
-// ComputeReadiness decides the gate of every Pod of this Node that lists it (SPEC §3.2):
+// ComputeReadiness decides the gate of every Pod of this Node that lists it (docs/reference.md#readiness-gate):
 // True only when each ElasticIP the Pod uses is programmed here — NAT mapping applied or
 // direct host route present — and, on an arp network, answered by this Node's ARP.
 func ComputeReadiness(in Inputs, d Desired, r ReadinessInputs) []Readiness {

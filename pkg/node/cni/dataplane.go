@@ -287,7 +287,7 @@ func (d *dataplane) plumbCommon(p nicPlan, podLink, hostLink netlink.Link) error
 	}
 	// Only <EIP>/32 (and, for eth0, the primary plugin's Pod IP) route back through this
 	// link, so strict reverse-path filtering drops packets the Pod sends from any other
-	// source (SPEC §6.3 anti-spoofing; the kernel applies max(all, interface)).
+	// source (anti-spoofing, docs/reference.md#direct-nics; the kernel applies max(all, interface)).
 	if err := writeSysctl(filepath.Join("net/ipv4/conf", host, "rp_filter"), "1"); err != nil {
 		return err
 	}

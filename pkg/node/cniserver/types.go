@@ -1,6 +1,6 @@
 // Package cniserver is the node agent's side of the local unix socket the juneau CNI
 // plugin asks. The plugin holds no cluster credentials: everything it needs to know
-// about a Pod's direct NICs (SPEC §6.3) comes from the agent's caches through this
+// about a Pod's direct NICs (docs/reference.md#direct-nics) comes from the agent's caches through this
 // socket, and the plugin reports back what it plumbed.
 //
 // Protocol (HTTP/1.1 over the unix socket, JSON bodies):
@@ -130,7 +130,7 @@ func RouteTable(addr netip.Addr) int64 {
 	return int64(binary.BigEndian.Uint32(b[:]))
 }
 
-// DefaultRouting is what a direct NIC gets inside the Pod (SPEC §6.3): the primary
+// DefaultRouting is what a direct NIC gets inside the Pod (docs/reference.md#direct-nics): the primary
 // interface gets `default via 169.254.0.1 onlink` in the main table; an extra NIC gets
 // that route in table RouteTable(addr) and a rule `from <addr> lookup T priority 100`.
 func DefaultRouting(primary bool, addr netip.Addr) ([]v1alpha1.Route, []v1alpha1.RoutingRule) {

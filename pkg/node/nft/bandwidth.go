@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// MaxBandwidthMbps is the highest limit an ElasticIP may carry (SPEC §2.4:
+// MaxBandwidthMbps is the highest limit an ElasticIP may carry (docs/reference.md#elasticip:
 // spec.bandwidthMbps is 1–100000); 0 means unlimited.
 const MaxBandwidthMbps = 100000
 

@@ -12,7 +12,7 @@ import (
 )
 
 // The direct Pod: its eth0 carries an ElasticIP itself, plumbed the way the
-// CNI plugin does it (SPEC §6.3).
+// CNI plugin does it (docs/reference.md#direct-nics).
 const (
 	directEIP   = "10.225.51.6"
 	spoofedIP   = "10.225.51.99" // a second address the Pod adds to itself

@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/test/framework"
@@ -88,17 +87,14 @@ func createEIP(t *testing.T, cp *framework.ControlPlane, ns, name, network, requ
 func waitEIP(t *testing.T, cp *framework.ControlPlane, ns, name string, what string, cond func(*v1alpha1.ElasticIP) bool) *v1alpha1.ElasticIP {
 	t.Helper()
 	var last *v1alpha1.ElasticIP
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, fmt.Sprintf("ElasticIP %s/%s becoming %s", ns, name, what), func(ctx context.Context) (bool, string) {
 		eip, err := cp.Juneau.JuneauV1alpha1().ElasticIPs(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return false, err.Error()
 		}
 		last = eip
-		return cond(eip), nil
+		return cond(eip), statusString(eip)
 	})
-	if err != nil {
-		t.Fatalf("ElasticIP %s/%s never became %s; last status: %s", ns, name, what, statusString(last))
-	}
 	return last
 }
 

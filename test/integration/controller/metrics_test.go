@@ -18,13 +18,13 @@ var servingAddr = regexp.MustCompile(`Serving metrics and health.*address="([^"]
 func metricsURL(t *testing.T, c *framework.Component) string {
 	t.Helper()
 	var addr string
-	poll(t, "metrics address in the log", func(context.Context) bool {
+	framework.Eventually(t, "metrics address in the log", func(context.Context) (bool, string) {
 		m := servingAddr.FindStringSubmatch(c.Log())
 		if m != nil {
 			addr = m[1]
 		}
-		return m != nil
-	}, func() string { return c.LogTail(5) })
+		return m != nil, c.LogTail(5)
+	})
 	return "http://" + addr
 }
 
@@ -49,22 +49,28 @@ func TestMetricsAndHealth(t *testing.T) {
 
 	base := metricsURL(t, ctrl)
 	for _, path := range []string{"/healthz", "/readyz"} {
-		poll(t, path, func(ctx context.Context) bool { code, _ := get(ctx, base+path); return code == http.StatusOK },
-			func() string { _, body := get(context.Background(), base+path); return body })
+		framework.Eventually(t, path, func(ctx context.Context) (bool, string) {
+			code, body := get(ctx, base+path)
+			return code == http.StatusOK, body
+		})
 	}
 	want := []string{
 		`juneau_elasticip_allocations_total`,
 		`juneau_address_pool_addresses{pool="metrics-net-pool"} 2`,
 		`juneau_address_pool_allocated_addresses{pool="metrics-net-pool"} 1`,
+		// Every controller's work queue reports on the same registry.
+		`juneau_workqueue_adds_total{name="elasticip"}`,
+		`juneau_workqueue_depth{name="networkinterface"}`,
+		`juneau_workqueue_work_duration_seconds_count{name="addresspool"}`,
 	}
 	var body string
-	poll(t, "metrics", func(ctx context.Context) bool {
+	framework.Eventually(t, "metrics", func(ctx context.Context) (bool, string) {
 		_, body = get(ctx, base+"/metrics")
 		for _, w := range want {
 			if !strings.Contains(body, w) {
-				return false
+				return false, body
 			}
 		}
-		return true
-	}, func() string { return body })
+		return true, body
+	})
 }

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
@@ -61,15 +60,6 @@ func attach(t *testing.T, cp *framework.ControlPlane, ns, name, eip, nic string)
 	}
 }
 
-// poll waits until cond holds, failing with describe() of the last state.
-func poll(t *testing.T, what string, cond func(ctx context.Context) bool, describe func() string) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true,
-		func(ctx context.Context) (bool, error) { return cond(ctx), nil }); err != nil {
-		t.Fatalf("%s: %v; last: %s", what, err, describe())
-	}
-}
-
 func getNIC(cp *framework.ControlPlane, ns, name string) *v1alpha1.NetworkInterface {
 	nic, err := cp.Juneau.JuneauV1alpha1().NetworkInterfaces(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
@@ -92,14 +82,14 @@ func nicString(nic *v1alpha1.NetworkInterface) string {
 func waitNIC(t *testing.T, cp *framework.ControlPlane, ns, name string, phase v1alpha1.NetworkInterfacePhase, reason string) *v1alpha1.NetworkInterface {
 	t.Helper()
 	var nic *v1alpha1.NetworkInterface
-	poll(t, "NetworkInterface "+name+" "+string(phase)+"/"+reason, func(ctx context.Context) bool {
+	framework.Eventually(t, "NetworkInterface "+name+" "+string(phase)+"/"+reason, func(ctx context.Context) (bool, string) {
 		nic = getNIC(cp, ns, name)
 		if nic == nil {
-			return false
+			return false, nicString(nic)
 		}
 		c := meta.FindStatusCondition(nic.Status.Conditions, v1alpha1.ConditionReady)
-		return nic.Status.Phase == phase && c != nil && c.Reason == reason
-	}, func() string { return nicString(nic) })
+		return nic.Status.Phase == phase && c != nil && c.Reason == reason, nicString(nic)
+	})
 	return nic
 }
 
@@ -113,9 +103,9 @@ func getAdvert(cp *framework.ControlPlane, name string) *v1alpha1.ARPAdvertiseme
 
 var spaces = regexp.MustCompile(`\s+`)
 
-// TestSPECScenario: pool 10.225.51.0/24 (arp) → ext-net → nginx-eip attached by NAT to
-// nginx.eth0 and web-eip carried directly by web.eth0, as kubectl shows them.
-func TestSPECScenario(t *testing.T) {
+// TestReadmeExample: pool 10.225.51.0/24 (arp) → ext-net → nginx-eip attached by NAT to
+// nginx.eth0 and web-eip carried directly by web.eth0, as kubectl shows them (README.md).
+func TestReadmeExample(t *testing.T) {
 	cp := framework.Shared(t)
 	startController(t, cp, "controller")
 	ns := cp.NewNamespace(t, "scenario")
@@ -150,17 +140,17 @@ func TestSPECScenario(t *testing.T) {
 			t.Errorf("kubectl get elasticip:\n%s\nwant line %d %q", r.Stdout, i, want[i])
 		}
 	}
-	poll(t, "attachment Attached", func(ctx context.Context) bool {
+	framework.Eventually(t, "attachment Attached", func(ctx context.Context) (bool, string) {
 		a, err := cp.Juneau.JuneauV1alpha1().ElasticIPAttachments(ns).Get(ctx, "nginx-eip-attach", metav1.GetOptions{})
-		return err == nil && a.Status.Phase == v1alpha1.AttachmentAttached && a.Status.PodIP == "10.244.1.5" && a.Status.NodeName == "node-a" && a.Status.ElasticIP == "10.225.51.5"
-	}, func() string { return "" })
+		return err == nil && a.Status.Phase == v1alpha1.AttachmentAttached && a.Status.PodIP == "10.244.1.5" && a.Status.NodeName == "node-a" && a.Status.ElasticIP == "10.225.51.5", ""
+	})
 
 	for eip, node := range map[string]string{"nginx-eip": "node-a", "web-eip": "node-b"} {
 		name := v1alpha1.ARPAdvertisementName(ns, eip)
-		poll(t, "advertisement "+name, func(context.Context) bool {
+		framework.Eventually(t, "advertisement "+name, func(context.Context) (bool, string) {
 			ad := getAdvert(cp, name)
-			return ad != nil && ad.Spec.NodeName == node
-		}, func() string { return "" })
+			return ad != nil && ad.Spec.NodeName == node, ""
+		})
 	}
 	r = cp.Kubectl(ctx, "", "get", "arpadvertisement", v1alpha1.ARPAdvertisementName(ns, "nginx-eip"))
 	if r.Err != nil || !strings.Contains(spaces.ReplaceAllString(r.Stdout, " "), "scenario-net 10.225.51.5 node-a") {
@@ -195,12 +185,13 @@ func TestConflictAndResolution(t *testing.T) {
 	if nic.Status.Address != "" || !strings.Contains(meta.FindStatusCondition(nic.Status.Conditions, v1alpha1.ConditionReady).Message, "gw-attach") {
 		t.Errorf("losing NIC status = %s", nicString(nic))
 	}
-	poll(t, "attachment Pending", func(ctx context.Context) bool {
+	framework.Eventually(t, "attachment Pending", func(ctx context.Context) (bool, string) {
 		a, err := cp.Juneau.JuneauV1alpha1().ElasticIPAttachments(ns).Get(ctx, "gw-attach", metav1.GetOptions{})
-		return err == nil && a.Status.Phase == v1alpha1.AttachmentPending
-	}, func() string { return "" })
-	poll(t, "no advertisement in conflict", func(context.Context) bool { return getAdvert(cp, v1alpha1.ARPAdvertisementName(ns, "gw")) == nil },
-		func() string { return "advertisement still there" })
+		return err == nil && a.Status.Phase == v1alpha1.AttachmentPending, ""
+	})
+	framework.Eventually(t, "no advertisement in conflict", func(context.Context) (bool, string) {
+		return getAdvert(cp, v1alpha1.ARPAdvertisementName(ns, "gw")) == nil, "advertisement still there"
+	})
 
 	// Deleting the attachment hands the address to the NIC.
 	if err := cp.Juneau.JuneauV1alpha1().ElasticIPAttachments(ns).Delete(context.Background(), "gw-attach", metav1.DeleteOptions{}); err != nil {
@@ -220,10 +211,10 @@ func TestConflictAndResolution(t *testing.T) {
 	if eip.Status.Attachment == nil || eip.Status.Attachment.Kind != v1alpha1.AttachmentKindElasticIPAttachment {
 		t.Errorf("holder = %v", eip.Status.Attachment)
 	}
-	poll(t, "advertisement on node-b", func(context.Context) bool {
+	framework.Eventually(t, "advertisement on node-b", func(context.Context) (bool, string) {
 		ad := getAdvert(cp, v1alpha1.ARPAdvertisementName(ns, "gw"))
-		return ad != nil && ad.Spec.NodeName == "node-b"
-	}, func() string { return "" })
+		return ad != nil && ad.Spec.NodeName == "node-b", ""
+	})
 }
 
 // TestHandoverAndMove: the holder NIC is being deleted (held by a finalizer): it keeps
@@ -240,14 +231,14 @@ func TestHandoverAndMove(t *testing.T) {
 	waitNIC(t, cp, ns, "old.eth0", v1alpha1.NetworkInterfaceReady, v1alpha1.ReasonReady)
 	advertName := v1alpha1.ARPAdvertisementName(ns, "vm-eip")
 	var uid types.UID
-	poll(t, "advertisement on node-a", func(context.Context) bool {
+	framework.Eventually(t, "advertisement on node-a", func(context.Context) (bool, string) {
 		ad := getAdvert(cp, advertName)
 		if ad != nil && ad.Spec.NodeName == "node-a" {
 			uid = ad.UID
-			return true
+			return true, ""
 		}
-		return false
-	}, func() string { return "" })
+		return false, ""
+	})
 
 	// Hold old.eth0 in deletion with a finalizer of the test's own.
 	const hold = "test.juneau.loutres.me/hold"
@@ -276,10 +267,10 @@ func TestHandoverAndMove(t *testing.T) {
 		return e.Status.Attachment != nil && e.Status.Attachment.Name == "new.eth0" && e.Status.Phase == v1alpha1.ElasticIPAttached
 	})
 	waitNIC(t, cp, ns, "new.eth0", v1alpha1.NetworkInterfaceReady, v1alpha1.ReasonReady)
-	poll(t, "advertisement moved to node-b", func(context.Context) bool {
+	framework.Eventually(t, "advertisement moved to node-b", func(context.Context) (bool, string) {
 		ad := getAdvert(cp, advertName)
-		return ad != nil && ad.Spec.NodeName == "node-b"
-	}, func() string { return "" })
+		return ad != nil && ad.Spec.NodeName == "node-b", ""
+	})
 	if ad := getAdvert(cp, advertName); ad.UID != uid {
 		t.Errorf("advertisement UID changed: %s → %s (want a move in place)", uid, ad.UID)
 	}
@@ -306,7 +297,21 @@ func TestWaitingForHandover(t *testing.T) {
 		t.Fatal(err)
 	}
 	forceDeletePod(t, cp, ns, "a")
+	// The NetworkInterface controller deletes a.eth0 once it sees its Pod gone. Until
+	// then a.eth0 is a live NIC, and were the attachment deleted now, the ElasticIP
+	// would rightly pick it (the oldest NIC) and keep it while it is deleted: wait.
+	framework.Eventually(t, "a.eth0 being deleted", func(context.Context) (bool, string) {
+		nic := getNIC(cp, ns, "a.eth0")
+		return nic != nil && nic.DeletionTimestamp != nil, nicString(getNIC(cp, ns, "a.eth0"))
+	})
 	createPod(t, cp, ns, "b", "node-b", "10.244.2.10", map[string]string{v1alpha1.AnnotationElasticIP: "e"})
+	// The ElasticIP controller names b.eth0 in its conflict only once its NIC cache holds
+	// b.eth0, so that cache also holds the earlier deletion of a.eth0 (one watch delivers
+	// a kind's events in order): the next decision sees a.eth0 as deleting.
+	waitEIP(t, cp, ns, "e", "Error/Conflict naming b.eth0", func(e *v1alpha1.ElasticIP) bool {
+		c := condition(e, v1alpha1.ConditionAttached)
+		return c.Reason == v1alpha1.ReasonConflict && strings.Contains(c.Message, `"b.eth0"`)
+	})
 	if err := cp.Juneau.JuneauV1alpha1().ElasticIPAttachments(ns).Delete(ctx, "e-attach", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -350,8 +355,8 @@ func TestDeletionWaitsForNICs(t *testing.T) {
 	waitNIC(t, cp, ns, "p.eth0", v1alpha1.NetworkInterfaceReady, v1alpha1.ReasonReady)
 
 	forceDeletePod(t, cp, ns, "p")
-	poll(t, "everything released", func(ctx context.Context) bool {
+	framework.Eventually(t, "everything released", func(ctx context.Context) (bool, string) {
 		_, err := cp.Juneau.JuneauV1alpha1().ElasticIPs(ns).Get(ctx, "e", metav1.GetOptions{})
-		return err != nil && len(claimsOf(t, cp, ns)) == 0 && getAdvert(cp, v1alpha1.ARPAdvertisementName(ns, "e")) == nil
-	}, func() string { return "" })
+		return err != nil && len(claimsOf(t, cp, ns)) == 0 && getAdvert(cp, v1alpha1.ARPAdvertisementName(ns, "e")) == nil, ""
+	})
 }

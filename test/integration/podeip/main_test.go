@@ -11,14 +11,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
@@ -117,15 +115,6 @@ func forceDeletePod(t *testing.T, cp *framework.ControlPlane, ns, name string) {
 	}
 }
 
-// poll waits until cond holds, failing with describe() of the last state.
-func poll(t *testing.T, what string, cond func(ctx context.Context) bool, describe func() string) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true,
-		func(ctx context.Context) (bool, error) { return cond(ctx), nil }); err != nil {
-		t.Fatalf("%s: %v; last: %s", what, err, describe())
-	}
-}
-
 func getEIP(cp *framework.ControlPlane, ns, name string) (*v1alpha1.ElasticIP, bool) {
 	eip, err := cp.Juneau.JuneauV1alpha1().ElasticIPs(ns).Get(context.Background(), name, metav1.GetOptions{})
 	return eip, err == nil
@@ -173,20 +162,21 @@ func waitAllocated(t *testing.T, cp *framework.ControlPlane, ns, pod, eipName st
 	var eip *v1alpha1.ElasticIP
 	var att *v1alpha1.ElasticIPAttachment
 	var p *corev1.Pod
-	poll(t, "Pod "+pod+" attached to ElasticIP "+eipName, func(context.Context) bool {
+	describe := func() string {
+		ann := map[string]string{}
+		if p != nil {
+			ann = p.Annotations
+		}
+		return fmt.Sprintf("ElasticIP %s; attachment %s; Pod annotations %v", eipString(eip), attachmentString(att), ann)
+	}
+	framework.Eventually(t, "Pod "+pod+" attached to ElasticIP "+eipName, func(context.Context) (bool, string) {
 		eip, _ = getEIP(cp, ns, eipName)
 		att, _ = getAttachment(cp, ns, pod)
 		p, _ = getPod(cp, ns, pod)
 		return eip != nil && eip.Status.Address != "" && att != nil && p != nil &&
 			att.Status.Phase == v1alpha1.AttachmentAttached && att.Status.ElasticIP == eip.Status.Address &&
 			p.Annotations[v1alpha1.AnnotationAllocatedEIPName] == eipName &&
-			p.Annotations[v1alpha1.AnnotationAllocatedEIPAddr] == eip.Status.Address
-	}, func() string {
-		ann := map[string]string{}
-		if p != nil {
-			ann = p.Annotations
-		}
-		return fmt.Sprintf("ElasticIP %s; attachment %s; Pod annotations %v", eipString(eip), attachmentString(att), ann)
+			p.Annotations[v1alpha1.AnnotationAllocatedEIPAddr] == eip.Status.Address, describe()
 	})
 	if att.Labels[v1alpha1.LabelPod] != pod || att.Spec.ElasticIPRef.Name != eipName ||
 		att.Spec.TargetRef.NetworkInterfaceName != pod+".eth0" {
@@ -198,7 +188,7 @@ func waitAllocated(t *testing.T, cp *framework.ControlPlane, ns, pod, eipName st
 // waitGone waits until the object is gone (get returns false).
 func waitGone(t *testing.T, what string, get func() bool) {
 	t.Helper()
-	poll(t, what+" gone", func(context.Context) bool { return !get() }, func() string { return "still there" })
+	framework.Eventually(t, what+" gone", func(context.Context) (bool, string) { return !get(), "still there" })
 }
 
 // claimed reports whether an AllocationClaim reserves the address.
@@ -212,10 +202,10 @@ func waitEvent(t *testing.T, cp *framework.ControlPlane, ns, kind, name, reason 
 	t.Helper()
 	var msg string
 	var seen []string
-	poll(t, "Event "+reason+" on "+kind+" "+name, func(ctx context.Context) bool {
+	framework.Eventually(t, "Event "+reason+" on "+kind+" "+name, func(ctx context.Context) (bool, string) {
 		list, err := cp.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false
+			return false, fmt.Sprintf("reasons seen %v", seen)
 		}
 		seen = seen[:0]
 		for _, e := range list.Items {
@@ -223,12 +213,12 @@ func waitEvent(t *testing.T, cp *framework.ControlPlane, ns, kind, name, reason 
 				seen = append(seen, e.Reason)
 				if e.Reason == reason {
 					msg = e.Message
-					return true
+					return true, fmt.Sprintf("reasons seen %v", seen)
 				}
 			}
 		}
-		return false
-	}, func() string { return fmt.Sprintf("reasons seen %v", seen) })
+		return false, fmt.Sprintf("reasons seen %v", seen)
+	})
 	return msg
 }
 

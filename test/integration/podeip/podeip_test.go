@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/controllers/podeip"
 	"github.com/loutres/juneau/test/framework"
 )
 
@@ -41,10 +40,10 @@ func TestFollow(t *testing.T) {
 	if !strings.HasPrefix(eip.Status.Address, "10.225.51.1") || !claimed(cp, eip.Status.Address) {
 		t.Errorf("address %q not reserved from the pool", eip.Status.Address)
 	}
-	for _, reason := range []string{podeip.EventElasticIPCreated, podeip.EventAttachmentCreated} {
+	for _, reason := range []string{v1alpha1.EventElasticIPCreated, v1alpha1.EventAttachmentCreated} {
 		waitEvent(t, cp, ns, "Pod", "web", reason)
 	}
-	if msg := waitEvent(t, cp, ns, "Pod", "web", podeip.EventAllocated); !strings.Contains(msg, eip.Status.Address) {
+	if msg := waitEvent(t, cp, ns, "Pod", "web", v1alpha1.EventAllocated); !strings.Contains(msg, eip.Status.Address) {
 		t.Errorf("allocation Event %q does not give the address", msg)
 	}
 
@@ -52,7 +51,7 @@ func TestFollow(t *testing.T) {
 	waitGone(t, "attachment", func() bool { _, ok := getAttachment(cp, ns, "web"); return ok })
 	waitGone(t, "ElasticIP", func() bool { _, ok := getEIP(cp, ns, "web"); return ok })
 	waitGone(t, "AllocationClaim "+eip.Status.Address, func() bool { return claimed(cp, eip.Status.Address) })
-	waitEvent(t, cp, ns, "ElasticIP", "web", podeip.EventReleased)
+	waitEvent(t, cp, ns, "ElasticIP", "web", v1alpha1.EventReleased)
 }
 
 // TestDelayedReleaseAcrossRestart: with a 3s strategy the ElasticIP outlives its Pod by
@@ -67,16 +66,16 @@ func TestDelayedReleaseAcrossRestart(t *testing.T) {
 
 	forceDeletePod(t, cp, ns, "timed")
 	var mark time.Time
-	poll(t, "gone-since mark", func(context.Context) bool {
+	framework.Eventually(t, "gone-since mark", func(context.Context) (bool, string) {
 		e, ok := getEIP(cp, ns, "timed")
 		if !ok {
-			return false
+			return false, eipString(eip)
 		}
 		eip = e
 		var err error
 		mark, err = time.Parse(time.RFC3339, e.Annotations[v1alpha1.AnnotationPodGoneSince])
-		return err == nil
-	}, func() string { return eipString(eip) })
+		return err == nil, eipString(eip)
+	})
 	waitGone(t, "attachment", func() bool { _, ok := getAttachment(cp, ns, "timed"); return ok })
 
 	ctrl.Stop()
@@ -89,7 +88,7 @@ func TestDelayedReleaseAcrossRestart(t *testing.T) {
 	// recorded mark: the restart does not start the delay again.
 	var lastSeen time.Time
 	recorded := mark.Format(time.RFC3339)
-	poll(t, "released by the restarted controller", func(context.Context) bool {
+	framework.Eventually(t, "released by the restarted controller", func(context.Context) (bool, string) {
 		e, ok := getEIP(cp, ns, "timed")
 		if ok && e.DeletionTimestamp == nil {
 			lastSeen = time.Now()
@@ -97,13 +96,13 @@ func TestDelayedReleaseAcrossRestart(t *testing.T) {
 				t.Errorf("gone-since rewritten after the restart: %q, was %q", got, recorded)
 			}
 		}
-		return !ok
-	}, func() string { return "still there" })
+		return !ok, "still there"
+	})
 	if early := mark.Add(3 * time.Second).Sub(lastSeen); early > 500*time.Millisecond {
 		t.Errorf("released %v before the mark (%v) plus 3s", early, mark)
 	}
 	waitGone(t, "AllocationClaim", func() bool { return claimed(cp, eip.Status.Address) })
-	waitEvent(t, cp, ns, "ElasticIP", "timed", podeip.EventReleaseScheduled)
+	waitEvent(t, cp, ns, "ElasticIP", "timed", v1alpha1.EventReleaseScheduled)
 }
 
 // TestNeverKeeps: with Never the attachment goes with the Pod, the ElasticIP and its
@@ -121,14 +120,14 @@ func TestNeverKeeps(t *testing.T) {
 
 	forceDeletePod(t, cp, ns, "keep")
 	waitGone(t, "attachment", func() bool { _, ok := getAttachment(cp, ns, "keep"); return ok })
-	waitEvent(t, cp, ns, "ElasticIPAttachment", "keep", podeip.EventAttachmentDeleted)
-	poll(t, "ElasticIP unused but kept", func(context.Context) bool {
+	waitEvent(t, cp, ns, "ElasticIPAttachment", "keep", v1alpha1.EventAttachmentDeleted)
+	framework.Eventually(t, "ElasticIP unused but kept", func(context.Context) (bool, string) {
 		e, ok := getEIP(cp, ns, "keep")
 		if ok {
 			eip = e
 		}
-		return ok && e.Status.Phase == v1alpha1.ElasticIPAvailable
-	}, func() string { return eipString(eip) })
+		return ok && e.Status.Phase == v1alpha1.ElasticIPAvailable, eipString(eip)
+	})
 	if eip.DeletionTimestamp != nil || eip.Status.Address == "" || !claimed(cp, eip.Status.Address) {
 		t.Errorf("ElasticIP not kept: %s", eipString(eip))
 	}
@@ -159,10 +158,10 @@ func TestStatefulPodsGetTheirAddressBack(t *testing.T) {
 	}
 	for name := range owners {
 		waitGone(t, name+" attachment", func() bool { _, ok := getAttachment(cp, ns, name); return ok })
-		poll(t, name+" gone-since mark", func(context.Context) bool {
+		framework.Eventually(t, name+" gone-since mark", func(context.Context) (bool, string) {
 			e, ok := getEIP(cp, ns, name)
-			return ok && e.Annotations[v1alpha1.AnnotationPodGoneSince] != ""
-		}, func() string { e, _ := getEIP(cp, ns, name); return eipString(e) })
+			return ok && e.Annotations[v1alpha1.AnnotationPodGoneSince] != "", eipString(e)
+		})
 	}
 
 	for name, owner := range owners {
@@ -173,14 +172,14 @@ func TestStatefulPodsGetTheirAddressBack(t *testing.T) {
 		if eip.UID != first[name].UID || eip.Status.Address != first[name].Status.Address {
 			t.Errorf("%s: got ElasticIP %s %s back, want %s %s", name, eip.UID, eip.Status.Address, first[name].UID, first[name].Status.Address)
 		}
-		poll(t, name+" mark cleared", func(context.Context) bool {
+		framework.Eventually(t, name+" mark cleared", func(context.Context) (bool, string) {
 			e, ok := getEIP(cp, ns, name)
 			if !ok {
-				return false
+				return false, eipString(e)
 			}
 			_, marked := e.Annotations[v1alpha1.AnnotationPodGoneSince]
-			return !marked
-		}, func() string { e, _ := getEIP(cp, ns, name); return eipString(e) })
+			return !marked, eipString(e)
+		})
 		att, _ := getAttachment(cp, ns, name)
 		pod, _ := getPod(cp, ns, name)
 		if len(att.OwnerReferences) != 1 || att.OwnerReferences[0].UID != pod.UID {
@@ -209,10 +208,10 @@ func TestNamedElasticIP(t *testing.T) {
 
 	forceDeletePod(t, cp, ns, "app")
 	waitGone(t, "attachment", func() bool { _, ok := getAttachment(cp, ns, "app"); return ok })
-	poll(t, "named ElasticIP unused", func(context.Context) bool {
+	framework.Eventually(t, "named ElasticIP unused", func(context.Context) (bool, string) {
 		e, ok := getEIP(cp, ns, "shared")
-		return ok && e.Status.Phase == v1alpha1.ElasticIPAvailable
-	}, func() string { e, _ := getEIP(cp, ns, "shared"); return eipString(e) })
+		return ok && e.Status.Phase == v1alpha1.ElasticIPAvailable, eipString(e)
+	})
 	if e, ok := getEIP(cp, ns, "shared"); !ok || e.DeletionTimestamp != nil || e.UID != eip.UID || e.Labels[v1alpha1.LabelPod] != "" {
 		t.Errorf("the named ElasticIP was touched: %s", eipString(e))
 	}
@@ -232,7 +231,7 @@ func TestUserElasticIPNotTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	createPod(t, cp, ns, podSpec("busy", withEIP(net)), "10.244.1.60")
-	msg := waitEvent(t, cp, ns, "Pod", "busy", podeip.EventElasticIPNameTaken)
+	msg := waitEvent(t, cp, ns, "Pod", "busy", v1alpha1.EventElasticIPNameTaken)
 	if !strings.Contains(msg, `ElasticIP "busy"`) {
 		t.Errorf("Event message %q does not name the ElasticIP", msg)
 	}

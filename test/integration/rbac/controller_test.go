@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -115,7 +114,7 @@ func userElasticIP(t *testing.T, cp *framework.ControlPlane, ctrl *framework.Com
 		t.Fatal(err)
 	}
 	pool := netip.MustParsePrefix("10.225.51.200/30")
-	eventually(t, ctrl, "the ElasticIP is allocated", func(ctx context.Context) (bool, string) {
+	framework.Eventually(t, "the ElasticIP is allocated", func(ctx context.Context) (bool, string) {
 		e, err := j.ElasticIPs(ns).Get(ctx, eip.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -123,17 +122,17 @@ func userElasticIP(t *testing.T, cp *framework.ControlPlane, ctrl *framework.Com
 		addr, _ := netip.ParseAddr(e.Status.Address)
 		return e.Status.Phase == v1alpha1.ElasticIPAvailable && pool.Contains(addr) &&
 			slices.Contains(e.Finalizers, v1alpha1.FinalizerElasticIP), fmt.Sprintf("%+v %v", e.Status, e.Finalizers)
-	})
+	}, ctrl)
 
 	createRunningPod(t, cp, ns, "nginx", "10.244.1.10", nil)
 	nicName := v1alpha1.NetworkInterfaceName("nginx", v1alpha1.DefaultInterface)
-	eventually(t, ctrl, "the Pod's NetworkInterface is Ready", func(ctx context.Context) (bool, string) {
+	framework.Eventually(t, "the Pod's NetworkInterface is Ready", func(ctx context.Context) (bool, string) {
 		nic, err := j.NetworkInterfaces(ns).Get(ctx, nicName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		return nic.Status.Phase == v1alpha1.NetworkInterfaceReady && nic.Status.Address == "10.244.1.10/32", fmt.Sprintf("%+v", nic.Status)
-	})
+	}, ctrl)
 
 	if _, err := j.ElasticIPAttachments(ns).Create(ctx, &v1alpha1.ElasticIPAttachment{
 		ObjectMeta: metav1.ObjectMeta{Name: "nginx-eip-attach"},
@@ -143,7 +142,7 @@ func userElasticIP(t *testing.T, cp *framework.ControlPlane, ctrl *framework.Com
 		t.Fatal(err)
 	}
 	adName := v1alpha1.ARPAdvertisementName(ns, eip.Name)
-	eventually(t, ctrl, "the attachment is Ready and node-a answers ARP", func(ctx context.Context) (bool, string) {
+	framework.Eventually(t, "the attachment is Ready and node-a answers ARP", func(ctx context.Context) (bool, string) {
 		att, err := j.ElasticIPAttachments(ns).Get(ctx, "nginx-eip-attach", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -153,8 +152,8 @@ func userElasticIP(t *testing.T, cp *framework.ControlPlane, ctrl *framework.Com
 			return false, err.Error()
 		}
 		return att.Status.Phase == v1alpha1.AttachmentAttached && ad.Spec.NodeName == "node-a", fmt.Sprintf("%+v; %+v", att.Status, ad.Spec)
-	})
-	eventually(t, ctrl, "the pool and network report their status", func(ctx context.Context) (bool, string) {
+	}, ctrl)
+	framework.Eventually(t, "the pool and network report their status", func(ctx context.Context) (bool, string) {
 		p, err := j.AddressPools().Get(ctx, ns+"-pool", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -165,15 +164,15 @@ func userElasticIP(t *testing.T, cp *framework.ControlPlane, ctrl *framework.Com
 		}
 		return p.Status.Total == 4 && p.Status.Allocated == 1 && meta.IsStatusConditionTrue(n.Status.Conditions, v1alpha1.ConditionReady),
 			fmt.Sprintf("pool %+v; network %+v", p.Status, n.Status)
-	})
-	eventually(t, ctrl, "the controller records Events", func(ctx context.Context) (bool, string) {
+	}, ctrl)
+	framework.Eventually(t, "the controller records Events", func(ctx context.Context) (bool, string) {
 		list, err := cp.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		return slices.ContainsFunc(list.Items, func(e corev1.Event) bool { return e.Source.Component == "juneau-controller" }),
 			fmt.Sprintf("%d events", len(list.Items))
-	})
+	}, ctrl)
 
 	// Release: the attachment goes, then the ElasticIP with its claim and advertisement.
 	if err := j.ElasticIPAttachments(ns).Delete(ctx, "nginx-eip-attach", metav1.DeleteOptions{}); err != nil {
@@ -182,7 +181,7 @@ func userElasticIP(t *testing.T, cp *framework.ControlPlane, ctrl *framework.Com
 	if err := j.ElasticIPs(ns).Delete(ctx, eip.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ctrl, "the ElasticIP, its claim and its advertisement are gone", func(ctx context.Context) (bool, string) {
+	framework.Eventually(t, "the ElasticIP, its claim and its advertisement are gone", func(ctx context.Context) (bool, string) {
 		_, eipErr := j.ElasticIPs(ns).Get(ctx, eip.Name, metav1.GetOptions{})
 		_, adErr := j.ARPAdvertisements().Get(ctx, adName, metav1.GetOptions{})
 		claimed, err := claimsOf(ctx, cp, ns)
@@ -191,7 +190,7 @@ func userElasticIP(t *testing.T, cp *framework.ControlPlane, ctrl *framework.Com
 		}
 		return apierrors.IsNotFound(eipErr) && apierrors.IsNotFound(adErr) && !claimed,
 			fmt.Sprintf("elasticip: %v; advertisement: %v; claim left: %v", eipErr, adErr, claimed)
-	})
+	}, ctrl)
 }
 
 // automaticElasticIP: a Pod asking for an ElasticIP gets one with an attachment and the
@@ -204,7 +203,7 @@ func automaticElasticIP(t *testing.T, cp *framework.ControlPlane, ctrl *framewor
 	createRunningPod(t, cp, ns, "game", "10.244.1.11", map[string]string{
 		v1alpha1.AnnotationPodWithEIP: "true", v1alpha1.AnnotationEIPExternalNetwork: ns,
 	})
-	eventually(t, ctrl, "the Pod's ElasticIP is attached and its address written back", func(ctx context.Context) (bool, string) {
+	framework.Eventually(t, "the Pod's ElasticIP is attached and its address written back", func(ctx context.Context) (bool, string) {
 		pod, err := cp.Kube.CoreV1().Pods(ns).Get(ctx, "game", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -216,11 +215,11 @@ func automaticElasticIP(t *testing.T, cp *framework.ControlPlane, ctrl *framewor
 		return e.Labels[v1alpha1.LabelPod] == "game" && e.Status.Phase == v1alpha1.ElasticIPAttached && e.Status.Address != "" &&
 				pod.Annotations[v1alpha1.AnnotationAllocatedEIPAddr] == e.Status.Address,
 			fmt.Sprintf("ElasticIP %+v; Pod annotations %v", e.Status, pod.Annotations)
-	})
+	}, ctrl)
 	if err := cp.Kube.CoreV1().Pods(ns).Delete(ctx, "game", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ctrl, "the Pod's ElasticIP, attachment and claim are released", func(ctx context.Context) (bool, string) {
+	framework.Eventually(t, "the Pod's ElasticIP, attachment and claim are released", func(ctx context.Context) (bool, string) {
 		_, eipErr := j.ElasticIPs(ns).Get(ctx, "game", metav1.GetOptions{})
 		atts, err := j.ElasticIPAttachments(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -232,7 +231,7 @@ func automaticElasticIP(t *testing.T, cp *framework.ControlPlane, ctrl *framewor
 		}
 		return apierrors.IsNotFound(eipErr) && len(atts.Items) == 0 && !claimed,
 			fmt.Sprintf("elasticip: %v; %d attachments; claim left: %v", eipErr, len(atts.Items), claimed)
-	})
+	}, ctrl)
 }
 
 // claimsOf says whether any AllocationClaim's consumer is in namespace ns.
@@ -285,26 +284,5 @@ func createRunningPod(t *testing.T, cp *framework.ControlPlane, ns, name, podIP 
 	pod.Status.PodIPs = []corev1.PodIP{{IP: podIP}}
 	if _, err := cp.Kube.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// eventually polls cond for up to 30 s; on timeout it fails with cond's last
-// description and the component's log.
-func eventually(t *testing.T, c *framework.Component, what string, cond func(context.Context) (bool, string)) {
-	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true,
-		func(ctx context.Context) (bool, error) {
-			if done, _ := c.Exited(); done {
-				return false, fmt.Errorf("%s exited", c.Name)
-			}
-			ok, desc := cond(ctx)
-			if ctx.Err() == nil { // a call cut short by the deadline describes nothing
-				last = desc
-			}
-			return ok, nil
-		})
-	if err != nil {
-		t.Fatalf("%s: %v; last: %s\n%s log:\n%s", what, err, last, c.Name, c.LogTail(40))
 	}
 }

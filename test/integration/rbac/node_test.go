@@ -152,6 +152,8 @@ func TestNodeAgentAccessTable(t *testing.T) {
 		juneau("patch", "arpadvertisements/status"),
 		juneau("patch", "bgpadvertisements/status"),
 		core("patch", "pods/status"),
+		// At SIGTERM: is its DaemonSet being deleted (an uninstall)?
+		access{verb: "get", group: "apps", resource: "daemonsets", namespace: framework.SystemNamespace, name: "juneau-node"},
 	)
 	checkAccess(t, kube, true, allowed)
 
@@ -179,6 +181,8 @@ func TestNodeAgentAccessTable(t *testing.T) {
 		core("get", "secrets"), core("list", "secrets"), core("create", "events"),
 		access{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: framework.SystemNamespace, name: "juneau-controller"},
 		access{verb: "create", resource: "serviceaccounts", subresource: "token", namespace: framework.SystemNamespace},
+		access{verb: "get", group: "apps", resource: "daemonsets", namespace: "default", name: "juneau-node"},
+		access{verb: "update", group: "apps", resource: "daemonsets", namespace: framework.SystemNamespace, name: "juneau-node"},
 	)
 	checkAccess(t, kube, false, denied)
 }

@@ -26,7 +26,7 @@ const (
 )
 
 // DefaultStatefulRelease is how long the ElasticIP of a stateful workload's Pod
-// outlives the Pod unless the Pod says otherwise (SPEC §3.2).
+// outlives the Pod unless the Pod says otherwise (docs/reference.md#automatic).
 const DefaultStatefulRelease = 10 * time.Minute
 
 // ReleaseStrategy is the parsed pod-eip-release-strategy annotation.
@@ -39,7 +39,7 @@ type ReleaseStrategy struct {
 	Set bool
 }
 
-// AutoEIP is what the automatic-ElasticIP annotations of SPEC §3.2 ask for. The Pod
+// AutoEIP is what the automatic-ElasticIP annotations of docs/reference.md#automatic ask for. The Pod
 // wants a NAT-attached ElasticIP on eth0 when Enabled (allocate one) or when
 // ElasticIPName is set (attach that existing one); never both.
 type AutoEIP struct {

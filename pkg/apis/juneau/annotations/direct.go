@@ -11,7 +11,7 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 )
 
-// MaxExtraInterfaceLength bounds the names of extra NICs (SPEC §3.1).
+// MaxExtraInterfaceLength bounds the names of extra NICs (docs/reference.md#direct-annotations).
 const MaxExtraInterfaceLength = 8
 
 // DirectNIC is one Pod interface that the direct-use annotations ask for.
@@ -23,7 +23,7 @@ type DirectNIC struct {
 	ElasticIP string
 }
 
-// ParseDirect reads the direct-use annotations of SPEC §3.1:
+// ParseDirect reads the direct-use annotations of docs/reference.md#direct-annotations:
 // juneau.loutres.me/elastic-ip (eth0 carries that ElasticIP) and
 // juneau.loutres.me/networks (a JSON list of extra NICs).
 //

@@ -1,5 +1,5 @@
 // Package annotations parses the Pod annotations through which users ask for
-// ElasticIPs (SPEC §3): direct use on a Pod NIC (ParseDirect) and automatic,
+// ElasticIPs (docs/reference.md#direct-annotations, #automatic): direct use on a Pod NIC (ParseDirect) and automatic,
 // NAT-attached ElasticIPs in the managed-cloud style (ParseAuto). ValidatePod runs both
 // and the checks between them; the admission webhook and the controllers share it, so a
 // Pod the webhook admits is one the controllers can read.

@@ -16,58 +16,6 @@ const (
 	PodConditionElasticIP = "juneau.loutres.me/elastic-ip"
 )
 
-// Condition reasons.
-const (
-	// ReasonAllocated: the address is reserved.
-	ReasonAllocated = "Allocated"
-	// ReasonNoAddressAvailable: every pool of the network is exhausted.
-	ReasonNoAddressAvailable = "NoAddressAvailable"
-	// ReasonAddressInUse: requestedIP is reserved by another consumer.
-	ReasonAddressInUse = "AddressInUse"
-	// ReasonMissingDependency: the ExternalNetwork or one of its pools does not exist.
-	ReasonMissingDependency = "MissingDependency"
-	// ReasonInvalidAddressPool: a pool's mode does not match, or requestedIP lies outside the pools.
-	ReasonInvalidAddressPool = "InvalidAddressPool"
-	// ReasonWaitingForNetworkInterfaces: a deleting ElasticIP is still named by NICs.
-	ReasonWaitingForNetworkInterfaces = "WaitingForNetworkInterfaces"
-	// ReasonAttached: the ElasticIP is used by one attachment or NIC.
-	ReasonAttached = "Attached"
-	// ReasonUnused: nobody asks for the ElasticIP.
-	ReasonUnused = "Unused"
-	// ReasonConflict: more than one user wants the ElasticIP at once.
-	ReasonConflict = "Conflict"
-	// ReasonWaitingForHandover: a deleting NIC may still carry the address.
-	ReasonWaitingForHandover = "WaitingForHandover"
-	// ReasonWaitingForElasticIP: a direct NIC (or attachment) waits for the ElasticIP to pick it.
-	ReasonWaitingForElasticIP = "WaitingForElasticIP"
-	// ReasonElasticIPNotReady: the ElasticIP has no address yet.
-	ReasonElasticIPNotReady = "ElasticIPNotReady"
-	// ReasonWaitingForNetworkInterface: an attachment's target NIC has no address or node yet.
-	ReasonWaitingForNetworkInterface = "WaitingForNetworkInterface"
-	// ReasonMissingElasticIP: an attachment names an ElasticIP that does not exist.
-	ReasonMissingElasticIP = "MissingElasticIP"
-	// ReasonMissingNetworkInterface: an attachment names a NIC that does not exist.
-	ReasonMissingNetworkInterface = "MissingNetworkInterface"
-	// ReasonWaitingForPodIP: a Vpc NIC whose Pod has no IP yet.
-	ReasonWaitingForPodIP = "WaitingForPodIP"
-	// ReasonNotAllocated: the ElasticIP has no address, so nobody can use it yet.
-	ReasonNotAllocated = "NotAllocated"
-	// ReasonReleased: a deleting ElasticIP gave its address back.
-	ReasonReleased = "Released"
-	// ReasonReady: the object is ready.
-	ReasonReady = "Ready"
-	// ReasonPoolsReady: every pool of a network exists and matches its type.
-	ReasonPoolsReady = "PoolsReady"
-	// ReasonNodeAddressInPool: a Node address lies inside an AddressPool.
-	ReasonNodeAddressInPool = "NodeAddressInPool"
-	// ReasonAnswering: the node agent answers ARP for the address.
-	ReasonAnswering = "Answering"
-	// ReasonProgrammed: the node agent programmed the Pod's ElasticIP traffic.
-	ReasonProgrammed = "Programmed"
-	// ReasonNotProgrammed: the Pod's ElasticIP traffic is not programmed on its Node.
-	ReasonNotProgrammed = "NotProgrammed"
-)
-
 // Finalizers.
 const (
 	// FinalizerElasticIP keeps an ElasticIP until its reservation is released.
@@ -91,7 +39,7 @@ const (
 	LabelPod = "juneau.loutres.me/pod"
 )
 
-// Pod annotations for direct use (SPEC §3.1).
+// Pod annotations for direct use (docs/reference.md#direct-annotations).
 const (
 	// AnnotationElasticIP: eth0 carries the named ElasticIP directly.
 	AnnotationElasticIP = "juneau.loutres.me/elastic-ip"
@@ -99,7 +47,7 @@ const (
 	AnnotationNetworks = "juneau.loutres.me/networks"
 )
 
-// Pod annotations for automatic ElasticIPs (SPEC §3.2).
+// Pod annotations for automatic ElasticIPs (docs/reference.md#automatic).
 const (
 	AnnotationPodWithEIP         = "juneau.loutres.me/pod-with-eip"
 	AnnotationPodEIPName         = "juneau.loutres.me/pod-eip-name"
@@ -112,7 +60,7 @@ const (
 	AnnotationDefaultNetwork = "juneau.loutres.me/default-network"
 )
 
-// Compatibility aliases of the managed-cloud annotations (SPEC §3.2).
+// Compatibility aliases of the managed-cloud annotations (docs/reference.md#automatic).
 const (
 	AliasPodWithEIP      = "network.alibabacloud.com/pod-with-eip"
 	AliasEIPBandwidth    = "network.alibabacloud.com/eip-bandwidth"

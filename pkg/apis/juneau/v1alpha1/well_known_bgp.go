@@ -1,18 +1,10 @@
 package v1alpha1
 
-// BGP conditions and reasons (type bgp networks).
+// BGP conditions (type bgp networks); their reasons are in reasons.go.
 const (
 	// ConditionAnnounced says the agent of a BGPAdvertisement's Node announces the
 	// address to at least one Established peer; the message says to how many.
 	ConditionAnnounced = "Announced"
-
-	// ReasonAnnounced: the /32 is announced to at least one Established peer.
-	ReasonAnnounced = "Announced"
-	// ReasonNoEstablishedPeer: BGPPeers select the Node but none of their sessions is
-	// Established.
-	ReasonNoEstablishedPeer = "NoEstablishedPeer"
-	// ReasonNoPeer: no BGPPeer selects the Node, so nobody hears the announcement.
-	ReasonNoPeer = "NoPeer"
 )
 
 // BGP defaults.

@@ -10,6 +10,7 @@ import (
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -73,7 +74,7 @@ func validatePeerAddress(path *field.Path, value string) field.ErrorList {
 	if errs := validateIPv4(path, value); len(errs) > 0 {
 		return errs
 	}
-	a, _ := ParseIPv4(value)
+	a, _ := iprange.ParseAddr(value)
 	var why string
 	switch {
 	case a.IsUnspecified():

@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -57,23 +59,15 @@ func ValidateClaimInPool(c *v1alpha1.AllocationClaim, pool *v1alpha1.AddressPool
 		errs = append(errs, field.Invalid(spec.Child("addressPool"), c.Spec.AddressPool,
 			fmt.Sprintf("the claim is checked against AddressPool %q but names another pool", pool.Name)))
 	}
-	addr, err := ParseIPv4(c.Spec.Address)
+	addr, err := iprange.ParseAddr(c.Spec.Address)
 	if err != nil {
-		return append(errs, field.Invalid(spec.Child("address"), c.Spec.Address, reasonOf(err)))
+		return append(errs, field.Invalid(spec.Child("address"), c.Spec.Address, iprange.Reason(err)))
 	}
 	for _, s := range pool.Spec.Addresses {
-		if r, err := ParsePoolEntry(s); err == nil && r.Contains(addr) {
+		if r, err := iprange.Parse(s); err == nil && r.Contains(addr) {
 			return errs
 		}
 	}
 	return append(errs, field.Invalid(spec.Child("address"), c.Spec.Address,
-		fmt.Sprintf("is not inside AddressPool %q (%s)", pool.Name, summarize(pool.Spec.Addresses, 5))))
-}
-
-// summarize quotes at most limit entries, saying how many more there are.
-func summarize(entries []string, limit int) string {
-	if len(entries) <= limit {
-		return quoteList(entries)
-	}
-	return fmt.Sprintf("%s and %d more", quoteList(entries[:limit]), len(entries)-limit)
+		fmt.Sprintf("is not inside AddressPool %q (%s)", pool.Name, quote.List(pool.Spec.Addresses))))
 }

@@ -8,6 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 )
 
 // MaxInterfaceNameLength is the longest Linux interface name (IFNAMSIZ - 1).
@@ -58,8 +61,8 @@ func validateIPv4(path *field.Path, value string) field.ErrorList {
 	if value == "" {
 		return field.ErrorList{field.Required(path, "an IPv4 address such as 10.225.51.5 is required")}
 	}
-	if _, err := ParseIPv4(value); err != nil {
-		return field.ErrorList{field.Invalid(path, value, reasonOf(err))}
+	if _, err := iprange.ParseAddr(value); err != nil {
+		return field.ErrorList{field.Invalid(path, value, iprange.Reason(err))}
 	}
 	return nil
 }
@@ -107,7 +110,7 @@ func validateAppendOnly(path *field.Path, newList, oldList []string) field.Error
 		slices.Sort(missing)
 		detail := fmt.Sprintf("entries can only be appended, never removed: the list had %d entries and now has %d", len(oldList), len(newList))
 		if len(missing) > 0 {
-			detail += "; missing: " + quoteList(missing)
+			detail += "; missing: " + quote.List(missing)
 		}
 		errs = append(errs, field.Forbidden(path, detail))
 	}
@@ -127,13 +130,4 @@ func article(kind string) string {
 		return "an"
 	}
 	return "a"
-}
-
-// quoteList renders names as a quoted, comma-separated list: "a", "b".
-func quoteList(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	return strings.Join(q, ", ")
 }

@@ -12,5 +12,6 @@
 //   - Metadata rules the API server enforces for every object (name syntax, labels)
 //     are not repeated here; only name rules specific to juneau are.
 //
-// ranges.go parses AddressPool entries into AddressRanges for the allocator.
+// Addresses and AddressPool entries are parsed by package iprange, the model of
+// address ranges the allocator and the AddressPool status share.
 package validation

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -60,7 +61,7 @@ func validateAdvertiseMode(path *field.Path, mode v1alpha1.AdvertiseMode) field.
 // indexedRange is a parsed entry with its position in spec.addresses.
 type indexedRange struct {
 	index int
-	r     AddressRange
+	r     iprange.Range
 }
 
 func validatePoolAddresses(path *field.Path, addresses []string) field.ErrorList {
@@ -78,9 +79,9 @@ func validatePoolAddresses(path *field.Path, addresses []string) field.ErrorList
 			continue
 		}
 		seen[s] = i
-		r, err := ParsePoolEntry(s)
+		r, err := iprange.Parse(s)
 		if err != nil {
-			perEntry[i] = field.Invalid(path.Index(i), s, reasonOf(err))
+			perEntry[i] = field.Invalid(path.Index(i), s, iprange.Reason(err))
 			continue
 		}
 		if perEntry[i] = validateNotReserved(path.Index(i), s, r); perEntry[i] == nil {
@@ -97,9 +98,9 @@ func validatePoolAddresses(path *field.Path, addresses []string) field.ErrorList
 	return errs
 }
 
-func validateNotReserved(path *field.Path, s string, r AddressRange) *field.Error {
+func validateNotReserved(path *field.Path, s string, r iprange.Range) *field.Error {
 	for _, res := range reservedRanges() {
-		rr := AddressRange{First: res.prefix.Addr(), Last: lastOf(res.prefix), Prefix: res.prefix}
+		rr := iprange.FromPrefix(res.prefix)
 		if r.Overlaps(rr) {
 			return field.Invalid(path, s, fmt.Sprintf(
 				"overlaps %s %s, whose addresses cannot be reached as ElasticIPs", res.what, res.prefix))
@@ -137,7 +138,7 @@ func markOverlaps(path *field.Path, addresses []string, parsed []indexedRange, p
 }
 
 // ValidatePoolsDisjoint reports every entry of p that shares addresses with an entry of
-// another pool (SPEC §2.1: pools never overlap each other). others may include p itself
+// another pool (docs/reference.md#addresspool: pools never overlap each other). others may include p itself
 // (matched by name), which is skipped; unparsable entries are left to ValidateAddressPool.
 func ValidatePoolsDisjoint(p *v1alpha1.AddressPool, others []*v1alpha1.AddressPool) field.ErrorList {
 	path := field.NewPath("spec", "addresses")
@@ -145,7 +146,7 @@ func ValidatePoolsDisjoint(p *v1alpha1.AddressPool, others []*v1alpha1.AddressPo
 	slices.SortFunc(sortedOthers, func(a, b *v1alpha1.AddressPool) int { return strings.Compare(a.Name, b.Name) })
 	var errs field.ErrorList
 	for i, s := range p.Spec.Addresses {
-		r, err := ParsePoolEntry(s)
+		r, err := iprange.Parse(s)
 		if err != nil {
 			continue
 		}
@@ -157,13 +158,13 @@ func ValidatePoolsDisjoint(p *v1alpha1.AddressPool, others []*v1alpha1.AddressPo
 }
 
 // firstOverlap describes the first entry of another pool that overlaps r, or returns "".
-func firstOverlap(r AddressRange, self string, others []*v1alpha1.AddressPool) string {
+func firstOverlap(r iprange.Range, self string, others []*v1alpha1.AddressPool) string {
 	for _, o := range others {
 		if o.Name == self {
 			continue
 		}
 		for _, os := range o.Spec.Addresses {
-			or, err := ParsePoolEntry(os)
+			or, err := iprange.Parse(os)
 			if err == nil && r.Overlaps(or) {
 				return fmt.Sprintf("overlaps %q of AddressPool %q", os, o.Name)
 			}

@@ -1,7 +1,12 @@
-// Package loop is the work loop every juneau controller shares: a named, typed,
-// rate-limited queue of object keys, workers that call a sync function, and one error
-// policy (retry with back-off up to a budget, then drop and count).
-package loop
+// Package workloop is the work loop every juneau controller and the node agent share.
+//
+// Loop is a controller's: a named, typed, rate-limited queue of object keys, workers
+// that call a sync function, and one error policy (retry with back-off up to a budget,
+// then drop and count). Single is the node agent's: one key, so that every event asks
+// for one sync of the whole node, at most one sync per minimum interval, a full one at
+// least every resync period, retried with back-off after a failure. Both report the
+// workqueue metrics of client-go on the registry given (NewQueueMetrics).
+package workloop
 
 import (
 	"context"
@@ -34,15 +39,24 @@ type Loop struct {
 	errors ErrorCounter
 }
 
+// Config says where a loop reports.
+type Config struct {
+	// Errors counts failed syncs; may be nil.
+	Errors ErrorCounter
+	// Metrics receives the queue's workqueue metrics (NewQueueMetrics); nil leaves them
+	// to client-go's global provider, which records nothing unless a program sets one.
+	Metrics workqueue.MetricsProvider
+}
+
 // New makes a loop; nothing runs until Run.
-func New(name string, sync SyncFunc, errors ErrorCounter) *Loop {
+func New(name string, sync SyncFunc, cfg Config) *Loop {
 	return &Loop{
 		name: name,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: name}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: name, MetricsProvider: cfg.Metrics}),
 		sync:   sync,
-		errors: errors,
+		errors: cfg.Errors,
 	}
 }
 

@@ -1,4 +1,4 @@
-package loop
+package workloop
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func TestLoopRetriesThenSucceeds(t *testing.T) {
 			return errors.New("transient")
 		}
 		return nil
-	}, errs)
+	}, Config{Errors: errs})
 	go l.Run(ctx, 1)
 	l.AddObject(&v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}})
 	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
@@ -58,7 +58,7 @@ func TestUnwrapTombstone(t *testing.T) {
 
 func TestHandleErrDropsAfterBudget(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	l := New("budget", nil, nil)
+	l := New("budget", nil, Config{})
 	for range MaxRetries {
 		l.handleErr(ctx, "k", errors.New("x"))
 	}

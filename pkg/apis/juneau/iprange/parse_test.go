@@ -1,15 +1,14 @@
-package validation
+package iprange
 
 import (
 	"errors"
+	"math"
 	"net/netip"
 	"strings"
 	"testing"
-
-	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
-func TestParseIPv4(t *testing.T) {
+func TestParseAddr(t *testing.T) {
 	tests := []struct {
 		in      string
 		wantErr string // substring of the reason; "" = valid
@@ -28,25 +27,25 @@ func TestParseIPv4(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			a, err := ParseIPv4(tt.in)
+			a, err := ParseAddr(tt.in)
 			if tt.wantErr == "" {
 				if err != nil || a.String() != tt.in {
-					t.Fatalf("ParseIPv4(%q) = %v, %v; want the address", tt.in, a, err)
+					t.Fatalf("ParseAddr(%q) = %v, %v; want the address", tt.in, a, err)
 				}
 				return
 			}
 			var pe *ParseError
 			if !errors.As(err, &pe) {
-				t.Fatalf("ParseIPv4(%q) error = %v, want a *ParseError", tt.in, err)
+				t.Fatalf("ParseAddr(%q) error = %v, want a *ParseError", tt.in, err)
 			}
 			if !strings.Contains(pe.Reason, tt.wantErr) || pe.Value != tt.in {
-				t.Errorf("ParseIPv4(%q) = %+v, want reason containing %q", tt.in, pe, tt.wantErr)
+				t.Errorf("ParseAddr(%q) = %+v, want reason containing %q", tt.in, pe, tt.wantErr)
 			}
 		})
 	}
 }
 
-func TestParsePoolEntry(t *testing.T) {
+func TestParse(t *testing.T) {
 	tests := []struct {
 		in          string
 		first, last string
@@ -79,19 +78,19 @@ func TestParsePoolEntry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			r, err := ParsePoolEntry(tt.in)
+			r, err := Parse(tt.in)
 			if tt.wantErr != "" {
 				var pe *ParseError
 				if !errors.As(err, &pe) || !strings.Contains(pe.Reason, tt.wantErr) {
-					t.Fatalf("ParsePoolEntry(%q) error = %v, want a reason containing %q", tt.in, err, tt.wantErr)
+					t.Fatalf("Parse(%q) error = %v, want a reason containing %q", tt.in, err, tt.wantErr)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("ParsePoolEntry(%q): %v", tt.in, err)
+				t.Fatalf("Parse(%q): %v", tt.in, err)
 			}
 			if r.First.String() != tt.first || r.Last.String() != tt.last || r.IsCIDR() != tt.cidr || r.Size() != tt.size {
-				t.Errorf("ParsePoolEntry(%q) = %v..%v cidr=%v size=%d; want %s..%s cidr=%v size=%d",
+				t.Errorf("Parse(%q) = %v..%v cidr=%v size=%d; want %s..%s cidr=%v size=%d",
 					tt.in, r.First, r.Last, r.IsCIDR(), r.Size(), tt.first, tt.last, tt.cidr, tt.size)
 			}
 			want := tt.in
@@ -105,16 +104,16 @@ func TestParsePoolEntry(t *testing.T) {
 	}
 }
 
-func mustRange(t *testing.T, s string) AddressRange {
+func mustRange(t *testing.T, s string) Range {
 	t.Helper()
-	r, err := ParsePoolEntry(s)
+	r, err := Parse(s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
-func TestAddressRangeContainsAndOverlaps(t *testing.T) {
+func TestContainsAndOverlaps(t *testing.T) {
 	r := mustRange(t, "10.225.51.5-10.225.51.20")
 	for addr, want := range map[string]bool{
 		"10.225.51.4": false, "10.225.51.5": true, "10.225.51.12": true,
@@ -144,7 +143,7 @@ func TestAddressRangeContainsAndOverlaps(t *testing.T) {
 	}
 }
 
-func TestAutoRange(t *testing.T) {
+func TestAuto(t *testing.T) {
 	tests := map[string]string{
 		"10.225.51.0/24":            "10.225.51.1-10.225.51.254",
 		"10.225.51.0/30":            "10.225.51.1-10.225.51.2",
@@ -154,27 +153,108 @@ func TestAutoRange(t *testing.T) {
 		"10.225.51.0":               "10.225.51.0",
 	}
 	for in, want := range tests {
-		if got := mustRange(t, in).AutoRange().String(); got != want {
-			t.Errorf("AutoRange(%s) = %s, want %s", in, got, want)
+		if got, ok := mustRange(t, in).Auto(); !ok || got.String() != want {
+			t.Errorf("Auto(%s) = %s, %v; want %s", in, got, ok, want)
 		}
 	}
 }
 
 func TestParsePool(t *testing.T) {
-	rs, err := ParsePool(v1alpha1.AddressPoolSpec{Addresses: []string{"10.225.51.0/28", "10.225.51.100-10.225.51.109", "10.225.51.200"}})
+	rs, err := ParsePool([]string{"10.225.51.0/28", "10.225.51.100-10.225.51.109", "10.225.51.200"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) != 3 || TotalSize(rs) != 16+10+1 {
-		t.Fatalf("ParsePool = %v (total %d), want 3 ranges of 27 addresses", rs, TotalSize(rs))
+	var total uint64
+	for _, r := range rs {
+		total += r.Size()
 	}
-	if !RangesContain(rs, netip.MustParseAddr("10.225.51.105")) || RangesContain(rs, netip.MustParseAddr("10.225.51.150")) {
-		t.Errorf("RangesContain gives wrong answers for %v", rs)
+	if len(rs) != 3 || total != 16+10+1 {
+		t.Fatalf("ParsePool = %v (total %d), want 3 ranges of 27 addresses", rs, total)
+	}
+	if !Contain(rs, netip.MustParseAddr("10.225.51.105")) || Contain(rs, netip.MustParseAddr("10.225.51.150")) {
+		t.Errorf("Contain gives wrong answers for %v", rs)
 	}
 
-	_, err = ParsePool(v1alpha1.AddressPoolSpec{Addresses: []string{"10.225.51.0/28", "10.225.51.1/28"}})
+	_, err = ParsePool([]string{"10.225.51.0/28", "10.225.51.1/28"})
 	var pe *ParseError
 	if err == nil || !strings.HasPrefix(err.Error(), "spec.addresses[1]: ") || !errors.As(err, &pe) {
 		t.Errorf("ParsePool error = %v, want one naming spec.addresses[1] and wrapping a *ParseError", err)
+	}
+}
+
+// Entries as the allocator reads them: the ends automatic allocation skips.
+func TestAutoEnds(t *testing.T) {
+	for in, want := range map[string]string{
+		"0.0.0.0/0":                "0.0.0.1-255.255.255.254",
+		"10.225.51.4/31":           "10.225.51.4/31",
+		"10.225.51.5-10.225.51.20": "10.225.51.5-10.225.51.20",
+	} {
+		if got, ok := mustRange(t, in).Auto(); !ok || got.String() != want {
+			t.Errorf("Auto(%s) = %s, %v; want %s", in, got, ok, want)
+		}
+	}
+	if _, ok := (Range{}).Auto(); ok {
+		t.Error("the zero Range has automatic addresses")
+	}
+}
+
+func TestSize(t *testing.T) {
+	v6 := func(s string) netip.Addr { return netip.MustParseAddr(s) }
+	for _, tt := range []struct {
+		r    Range
+		want uint64
+	}{
+		{mustRange(t, "0.0.0.0/0"), 1 << 32},
+		{mustRange(t, "10.225.51.7"), 1},
+		{Range{}, 0},
+		{Range{First: v6("10.0.0.2"), Last: v6("10.0.0.1")}, 0},
+		{FromPrefix(netip.MustParsePrefix("2001:db8::/120")), 256},
+		{FromPrefix(netip.MustParsePrefix("2001:db8::/64")), math.MaxUint64},
+		{FromPrefix(netip.MustParsePrefix("2001:db8::/65")), 1 << 63},
+		{FromPrefix(netip.MustParsePrefix("::/0")), math.MaxUint64},
+	} {
+		if got := tt.r.Size(); got != tt.want {
+			t.Errorf("Size(%v) = %d, want %d", tt.r, got, tt.want)
+		}
+	}
+}
+
+func TestDistanceAndAdd(t *testing.T) {
+	a := netip.MustParseAddr
+	tests := []struct {
+		from, to string
+		d        uint64
+		ok       bool
+	}{
+		{"10.225.51.0", "10.225.51.255", 255, true},
+		{"0.0.0.0", "255.255.255.255", math.MaxUint32, true},
+		{"10.0.0.2", "10.0.0.1", 0, false},
+		{"10.0.0.1", "::ffff:10.0.0.2", 0, false},
+		{"2001:db8::", "2001:db8::1:0", 1 << 16, true},
+		{"2001:db8::", "2001:db8:0:1::", 0, false}, // 2^64: too far
+		{"2001:db8::ffff:ffff:ffff:ffff", "2001:db8:0:1::", 1, true},
+	}
+	for _, tt := range tests {
+		d, ok := Distance(a(tt.from), a(tt.to))
+		if d != tt.d || ok != tt.ok {
+			t.Errorf("Distance(%s, %s) = %d, %v; want %d, %v", tt.from, tt.to, d, ok, tt.d, tt.ok)
+		}
+		if ok {
+			if back, ok := Add(a(tt.from), d); !ok || back != a(tt.to) {
+				t.Errorf("Add(%s, %d) = %v, %v; want %s", tt.from, d, back, ok, tt.to)
+			}
+		}
+	}
+	if _, ok := Add(a("255.255.255.255"), 1); ok {
+		t.Error("Add left the IPv4 space")
+	}
+	if _, ok := Add(a("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"), 1); ok {
+		t.Error("Add left the IPv6 space")
+	}
+	if got, ok := Add(a("10.0.0.255"), 1); !ok || got != a("10.0.1.0") {
+		t.Errorf("Add carries wrong: %v", got)
+	}
+	if FamilyOf(a("10.0.0.1")) != IPv4 || FamilyOf(a("::ffff:10.0.0.1")) != IPv6 || mustRange(t, "10.0.0.0/8").Family() != IPv4 {
+		t.Error("FamilyOf")
 	}
 }

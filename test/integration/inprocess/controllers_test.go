@@ -1,4 +1,7 @@
-package networkinterface_test
+// Package inprocess runs the NetworkInterface, ElasticIPAttachment, AddressPool and
+// ExternalNetwork controllers in the test process, wired as the controller binary wires
+// them, against a real etcd + kube-apiserver, and checks the status each one writes.
+package inprocess
 
 import (
 	"context"
@@ -7,14 +10,12 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	kubeinformers "k8s.io/client-go/informers"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -34,7 +35,7 @@ import (
 
 func TestMain(m *testing.M) { framework.Main(m) }
 
-// startControllers runs the four controllers of this directory tree against the control
+// startControllers runs the four controllers against the control
 // plane until the test ends, wired the way the controller binary wires them: every
 // NewController first, then the factories, then Run.
 func startControllers(t *testing.T, cp *framework.ControlPlane) {
@@ -102,35 +103,19 @@ func suffix(t *testing.T) string {
 	return hex.EncodeToString(b)
 }
 
-// eventually polls cond until it holds or the time is up; the last reason it gave
-// becomes the failure message.
-func eventually(t *testing.T, what string, cond func(ctx context.Context) (string, bool)) {
-	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true,
-		func(ctx context.Context) (bool, error) {
-			var ok bool
-			last, ok = cond(ctx)
-			return ok, nil
-		})
-	if err != nil {
-		t.Fatalf("%s: %v; last: %s", what, err, last)
-	}
-}
-
 // nicState waits for a NIC's phase, address and Ready reason.
 func nicState(t *testing.T, cp *framework.ControlPlane, ns, name string, phase v1alpha1.NetworkInterfacePhase, address, reason string) *v1alpha1.NetworkInterface {
 	t.Helper()
 	var nic *v1alpha1.NetworkInterface
-	eventually(t, "NetworkInterface "+name, func(ctx context.Context) (string, bool) {
+	framework.Eventually(t, "NetworkInterface "+name, func(ctx context.Context) (bool, string) {
 		var err error
 		nic, err = cp.Juneau.JuneauV1alpha1().NetworkInterfaces(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return err.Error(), false
+			return false, err.Error()
 		}
 		c := meta.FindStatusCondition(nic.Status.Conditions, v1alpha1.ConditionReady)
 		got := fmt.Sprintf("%+v", nic.Status)
-		return got, c != nil && nic.Status.Phase == phase && nic.Status.Address == address && c.Reason == reason
+		return c != nil && nic.Status.Phase == phase && nic.Status.Address == address && c.Reason == reason, got
 	})
 	return nic
 }
@@ -209,14 +194,14 @@ func TestControllersAgainstAPIServer(t *testing.T) {
 	}
 	setEIPStatus(t, cp, ns, "nat-eip", v1alpha1.ElasticIPStatus{Phase: v1alpha1.ElasticIPAttached, Address: "10.225.51.6",
 		Attachment: &v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindElasticIPAttachment, Name: "web-nat"}})
-	eventually(t, "attachment Attached", func(ctx context.Context) (string, bool) {
+	framework.Eventually(t, "attachment Attached", func(ctx context.Context) (bool, string) {
 		a, err := api.ElasticIPAttachments(ns).Get(ctx, "web-nat", metav1.GetOptions{})
 		if err != nil {
-			return err.Error(), false
+			return false, err.Error()
 		}
 		st := a.Status
-		return fmt.Sprintf("%+v", st), st.Phase == v1alpha1.AttachmentAttached && st.ElasticIP == "10.225.51.6" &&
-			st.PodIP == "10.244.1.5" && st.NodeName == "node-"+sfx && meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady)
+		return st.Phase == v1alpha1.AttachmentAttached && st.ElasticIP == "10.225.51.6" &&
+			st.PodIP == "10.244.1.5" && st.NodeName == "node-"+sfx && meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady), fmt.Sprintf("%+v", st)
 	})
 
 	// Terminating: the NICs stay. Taking the ElasticIP away proves the controller saw the
@@ -235,18 +220,18 @@ func TestControllersAgainstAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"web.eth0", "web.ext0"} {
-		eventually(t, name+" deleted", func(ctx context.Context) (string, bool) {
+		framework.Eventually(t, name+" deleted", func(ctx context.Context) (bool, string) {
 			_, err := api.NetworkInterfaces(ns).Get(ctx, name, metav1.GetOptions{})
-			return fmt.Sprint(err), apierrors.IsNotFound(err)
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
 		})
 	}
-	eventually(t, "attachment Error", func(ctx context.Context) (string, bool) {
+	framework.Eventually(t, "attachment Error", func(ctx context.Context) (bool, string) {
 		a, err := api.ElasticIPAttachments(ns).Get(ctx, "web-nat", metav1.GetOptions{})
 		if err != nil {
-			return err.Error(), false
+			return false, err.Error()
 		}
 		c := meta.FindStatusCondition(a.Status.Conditions, v1alpha1.ConditionReady)
-		return fmt.Sprintf("%+v", a.Status), a.Status.Phase == v1alpha1.AttachmentError && c != nil && c.Reason == v1alpha1.ReasonMissingNetworkInterface
+		return a.Status.Phase == v1alpha1.AttachmentError && c != nil && c.Reason == v1alpha1.ReasonMissingNetworkInterface, fmt.Sprintf("%+v", a.Status)
 	})
 }
 
@@ -264,17 +249,17 @@ func TestInvalidAnnotationsAgainstAPIServer(t *testing.T) {
 	if _, err := cp.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Warning Event on the Pod", func(ctx context.Context) (string, bool) {
+	framework.Eventually(t, "Warning Event on the Pod", func(ctx context.Context) (bool, string) {
 		evs, err := cp.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return err.Error(), false
+			return false, err.Error()
 		}
 		for _, e := range evs.Items {
-			if e.InvolvedObject.Name == "bad" && e.Type == corev1.EventTypeWarning && e.Reason == networkinterface.EventInvalidAnnotations {
-				return e.Message, true
+			if e.InvolvedObject.Name == "bad" && e.Type == corev1.EventTypeWarning && e.Reason == v1alpha1.EventInvalidAnnotations {
+				return true, e.Message
 			}
 		}
-		return fmt.Sprintf("%d events", len(evs.Items)), false
+		return false, fmt.Sprintf("%d events", len(evs.Items))
 	})
 	nics, err := cp.Juneau.JuneauV1alpha1().NetworkInterfaces(ns).List(ctx, metav1.ListOptions{})
 	if err != nil || len(nics.Items) != 0 {
@@ -301,13 +286,13 @@ func TestPoolAndNetworkAgainstAPIServer(t *testing.T) {
 	})
 	netReason := func(want string) {
 		t.Helper()
-		eventually(t, "ExternalNetwork "+want, func(ctx context.Context) (string, bool) {
+		framework.Eventually(t, "ExternalNetwork "+want, func(ctx context.Context) (bool, string) {
 			n, err := api.ExternalNetworks().Get(ctx, netName, metav1.GetOptions{})
 			if err != nil {
-				return err.Error(), false
+				return false, err.Error()
 			}
 			c := meta.FindStatusCondition(n.Status.Conditions, v1alpha1.ConditionReady)
-			return fmt.Sprintf("%+v", n.Status), c != nil && c.Reason == want
+			return c != nil && c.Reason == want, fmt.Sprintf("%+v", n.Status)
 		})
 	}
 	netReason(v1alpha1.ReasonMissingDependency)
@@ -323,14 +308,14 @@ func TestPoolAndNetworkAgainstAPIServer(t *testing.T) {
 
 	poolState := func(want string, total, allocated int64) {
 		t.Helper()
-		eventually(t, "AddressPool "+want, func(ctx context.Context) (string, bool) {
+		framework.Eventually(t, "AddressPool "+want, func(ctx context.Context) (bool, string) {
 			p, err := api.AddressPools().Get(ctx, poolName, metav1.GetOptions{})
 			if err != nil {
-				return err.Error(), false
+				return false, err.Error()
 			}
 			c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
-			return fmt.Sprintf("%+v", p.Status), c != nil && c.Reason == want &&
-				p.Status.Total == total && p.Status.Allocated == allocated && p.Status.Available == total-allocated
+			return c != nil && c.Reason == want &&
+				p.Status.Total == total && p.Status.Allocated == allocated && p.Status.Available == total-allocated, fmt.Sprintf("%+v", p.Status)
 		})
 	}
 	poolState(v1alpha1.ReasonReady, 14, 0)

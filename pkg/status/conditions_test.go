@@ -1,4 +1,4 @@
-package conditions
+package status
 
 import (
 	"testing"

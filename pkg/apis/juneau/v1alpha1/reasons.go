@@ -1,0 +1,172 @@
+package v1alpha1
+
+import corev1 "k8s.io/api/core/v1"
+
+// Reasons of conditions and Events. Every reason has a severity, declared beside it in
+// severities below: the type of the Event that announces it (EventType). Warning means
+// something is wrong that a user has to act on; Normal is progress, or waiting that
+// resolves itself. docs/reference.md#events says when Events are emitted.
+
+// Condition reasons.
+const (
+	// ReasonAllocated: the address is reserved.
+	ReasonAllocated = "Allocated"
+	// ReasonNoAddressAvailable: every pool of the network is exhausted.
+	ReasonNoAddressAvailable = "NoAddressAvailable"
+	// ReasonAddressInUse: requestedIP is reserved by another consumer.
+	ReasonAddressInUse = "AddressInUse"
+	// ReasonMissingDependency: the ExternalNetwork or one of its pools does not exist.
+	ReasonMissingDependency = "MissingDependency"
+	// ReasonInvalidAddressPool: a pool cannot be used by its network (wrong mode, another
+	// network's, unparsable), or requestedIP lies outside the pools.
+	ReasonInvalidAddressPool = "InvalidAddressPool"
+	// ReasonWaitingForNetworkInterfaces: a deleting ElasticIP is still named by NICs.
+	ReasonWaitingForNetworkInterfaces = "WaitingForNetworkInterfaces"
+	// ReasonAttached: the ElasticIP is used by one attachment or NIC.
+	ReasonAttached = "Attached"
+	// ReasonUnused: nobody asks for the ElasticIP.
+	ReasonUnused = "Unused"
+	// ReasonConflict: more than one user wants the ElasticIP at once.
+	ReasonConflict = "Conflict"
+	// ReasonWaitingForHandover: a deleting NIC may still carry the address.
+	ReasonWaitingForHandover = "WaitingForHandover"
+	// ReasonWaitingForElasticIP: a direct NIC (or attachment) waits for the ElasticIP to pick it.
+	ReasonWaitingForElasticIP = "WaitingForElasticIP"
+	// ReasonElasticIPNotReady: the ElasticIP has no address yet.
+	ReasonElasticIPNotReady = "ElasticIPNotReady"
+	// ReasonWaitingForNetworkInterface: an attachment's target NIC has no address or node yet.
+	ReasonWaitingForNetworkInterface = "WaitingForNetworkInterface"
+	// ReasonMissingElasticIP: an attachment names an ElasticIP that does not exist.
+	ReasonMissingElasticIP = "MissingElasticIP"
+	// ReasonMissingNetworkInterface: an attachment names a NIC that does not exist.
+	ReasonMissingNetworkInterface = "MissingNetworkInterface"
+	// ReasonWaitingForPodIP: a Vpc NIC whose Pod has no IP yet.
+	ReasonWaitingForPodIP = "WaitingForPodIP"
+	// ReasonNotAllocated: the ElasticIP has no address, so nobody can use it yet.
+	ReasonNotAllocated = "NotAllocated"
+	// ReasonReleased: a deleting ElasticIP gave its address back.
+	ReasonReleased = "Released"
+	// ReasonReady: the object is ready.
+	ReasonReady = "Ready"
+	// ReasonPoolsReady: every pool of a network exists and matches its type.
+	ReasonPoolsReady = "PoolsReady"
+	// ReasonNodeAddressInPool: a Node address lies inside an AddressPool.
+	ReasonNodeAddressInPool = "NodeAddressInPool"
+	// ReasonAnswering: the node agent answers ARP for the address.
+	ReasonAnswering = "Answering"
+	// ReasonProgrammed: the node agent programmed the Pod's ElasticIP traffic.
+	ReasonProgrammed = "Programmed"
+	// ReasonNotProgrammed: the Pod's ElasticIP traffic is not programmed on its Node.
+	ReasonNotProgrammed = "NotProgrammed"
+	// ReasonAnnounced: the /32 is announced to at least one Established BGP peer.
+	ReasonAnnounced = "Announced"
+	// ReasonNoEstablishedPeer: BGPPeers select the Node but none of their sessions is
+	// Established.
+	ReasonNoEstablishedPeer = "NoEstablishedPeer"
+	// ReasonNoPeer: no BGPPeer selects the Node, so nobody hears the announcement.
+	ReasonNoPeer = "NoPeer"
+)
+
+// Reasons of Events that announce an action rather than a condition.
+const (
+	// EventAdvertisementMoved: another Node answers ARP for an ElasticIP.
+	EventAdvertisementMoved = "AdvertisementMoved"
+	// EventInvalidAnnotations: a Pod's juneau annotations cannot be read.
+	EventInvalidAnnotations = "InvalidAnnotations"
+	// EventHostNetwork: a host-network Pod asks for an automatic ElasticIP.
+	EventHostNetwork = "HostNetworkPod"
+	// EventExternalNetworkNotFound: the network a Pod names does not exist (or is deleting).
+	EventExternalNetworkNotFound = "ExternalNetworkNotFound"
+	// EventNoDefaultNetwork: a Pod names no network and none is the default.
+	EventNoDefaultNetwork = "NoDefaultExternalNetwork"
+	// EventAmbiguousDefaultNetwork: more than one network is marked as the default.
+	EventAmbiguousDefaultNetwork = "AmbiguousDefaultExternalNetwork"
+	// EventElasticIPNameTaken: a user's ElasticIP has the name of a Pod's automatic one.
+	EventElasticIPNameTaken = "ElasticIPNameTaken"
+	// EventAttachmentNameTaken: a user's attachment has the name of a Pod's automatic one.
+	EventAttachmentNameTaken = "ElasticIPAttachmentNameTaken"
+	// EventElasticIPNotFound: the ElasticIP a Pod names does not exist (or is deleting).
+	EventElasticIPNotFound = "ElasticIPNotFound"
+	// EventReleaseBlocked: an ElasticIP due for release is still referenced.
+	EventReleaseBlocked = "ReleaseBlocked"
+	// EventElasticIPCreated: an automatic ElasticIP was created for a Pod.
+	EventElasticIPCreated = "ElasticIPCreated"
+	// EventAllocated: a Pod's annotations now carry its ElasticIP's name and address.
+	EventAllocated = "ElasticIPAllocated"
+	// EventAttachmentCreated: an automatic attachment was created for a Pod.
+	EventAttachmentCreated = "ElasticIPAttachmentCreated"
+	// EventAttachmentDeleted: an automatic attachment was deleted.
+	EventAttachmentDeleted = "ElasticIPAttachmentDeleted"
+	// EventReleaseScheduled: an automatic ElasticIP will be released after a delay.
+	EventReleaseScheduled = "ReleaseScheduled"
+	// EventReleaseCancelled: the Pod came back before its ElasticIP was released.
+	EventReleaseCancelled = "ReleaseCancelled"
+	// EventReleased: an automatic ElasticIP was released.
+	EventReleased = "ElasticIPReleased"
+	// EventFailedCreate, EventFailedUpdate, EventFailedDelete: a write failed.
+	EventFailedCreate = "FailedCreate"
+	EventFailedUpdate = "FailedUpdate"
+	EventFailedDelete = "FailedDelete"
+)
+
+// severities declares the severity of every reason above, in the same order.
+var severities = map[string]string{
+	ReasonAllocated:                   corev1.EventTypeNormal,
+	ReasonNoAddressAvailable:          corev1.EventTypeWarning,
+	ReasonAddressInUse:                corev1.EventTypeWarning,
+	ReasonMissingDependency:           corev1.EventTypeWarning,
+	ReasonInvalidAddressPool:          corev1.EventTypeWarning,
+	ReasonWaitingForNetworkInterfaces: corev1.EventTypeNormal,
+	ReasonAttached:                    corev1.EventTypeNormal,
+	ReasonUnused:                      corev1.EventTypeNormal,
+	ReasonConflict:                    corev1.EventTypeWarning,
+	ReasonWaitingForHandover:          corev1.EventTypeNormal,
+	ReasonWaitingForElasticIP:         corev1.EventTypeNormal,
+	ReasonElasticIPNotReady:           corev1.EventTypeNormal,
+	ReasonWaitingForNetworkInterface:  corev1.EventTypeNormal,
+	ReasonMissingElasticIP:            corev1.EventTypeWarning,
+	ReasonMissingNetworkInterface:     corev1.EventTypeWarning,
+	ReasonWaitingForPodIP:             corev1.EventTypeNormal,
+	ReasonNotAllocated:                corev1.EventTypeNormal,
+	ReasonReleased:                    corev1.EventTypeNormal,
+	ReasonReady:                       corev1.EventTypeNormal,
+	ReasonPoolsReady:                  corev1.EventTypeNormal,
+	ReasonNodeAddressInPool:           corev1.EventTypeWarning,
+	ReasonAnswering:                   corev1.EventTypeNormal,
+	ReasonProgrammed:                  corev1.EventTypeNormal,
+	ReasonNotProgrammed:               corev1.EventTypeNormal,
+	ReasonAnnounced:                   corev1.EventTypeNormal,
+	ReasonNoEstablishedPeer:           corev1.EventTypeWarning,
+	ReasonNoPeer:                      corev1.EventTypeWarning,
+
+	EventAdvertisementMoved:      corev1.EventTypeNormal,
+	EventInvalidAnnotations:      corev1.EventTypeWarning,
+	EventHostNetwork:             corev1.EventTypeWarning,
+	EventExternalNetworkNotFound: corev1.EventTypeWarning,
+	EventNoDefaultNetwork:        corev1.EventTypeWarning,
+	EventAmbiguousDefaultNetwork: corev1.EventTypeWarning,
+	EventElasticIPNameTaken:      corev1.EventTypeWarning,
+	EventAttachmentNameTaken:     corev1.EventTypeWarning,
+	EventElasticIPNotFound:       corev1.EventTypeWarning,
+	EventReleaseBlocked:          corev1.EventTypeWarning,
+	EventElasticIPCreated:        corev1.EventTypeNormal,
+	EventAllocated:               corev1.EventTypeNormal,
+	EventAttachmentCreated:       corev1.EventTypeNormal,
+	EventAttachmentDeleted:       corev1.EventTypeNormal,
+	EventReleaseScheduled:        corev1.EventTypeNormal,
+	EventReleaseCancelled:        corev1.EventTypeNormal,
+	EventReleased:                corev1.EventTypeNormal,
+	EventFailedCreate:            corev1.EventTypeWarning,
+	EventFailedUpdate:            corev1.EventTypeWarning,
+	EventFailedDelete:            corev1.EventTypeWarning,
+}
+
+// EventType is the severity of a reason: corev1.EventTypeWarning or
+// corev1.EventTypeNormal. A reason declared nowhere is a Warning, so that a forgotten
+// declaration is noticed rather than hidden.
+func EventType(reason string) string {
+	if t, ok := severities[reason]; ok {
+		return t
+	}
+	return corev1.EventTypeWarning
+}

@@ -1,0 +1,140 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
+	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/node/nft"
+)
+
+// fakeNAT records what the agent asks of the NAT programmer; a Sync fails while fail
+// holds a true.
+type fakeNAT struct {
+	mu    sync.Mutex
+	log   []string // "invalidate" and "sync"
+	syncs chan nft.DesiredState
+	fail  chan bool
+}
+
+func (n *fakeNAT) Sync(_ context.Context, d nft.DesiredState) error {
+	// The outcome is decided before the test hears of the call, so a failure the test
+	// asks for after it is meant for the next call.
+	var err error
+	select {
+	case f := <-n.fail:
+		if f {
+			err = errors.New("injected netlink failure")
+		}
+	default:
+	}
+	n.mu.Lock()
+	n.log = append(n.log, "sync")
+	n.mu.Unlock()
+	n.syncs <- d
+	return err
+}
+
+func (n *fakeNAT) Invalidate() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.log = append(n.log, "invalidate")
+}
+
+// takeLog returns the calls since the last takeLog.
+func (n *fakeNAT) takeLog() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := n.log
+	n.log = nil
+	return out
+}
+
+type fakeARP struct{}
+
+func (fakeARP) SetAddresses([]netip.Addr) {}
+
+// TestRun drives the agent's loop on a fake clock: a full sync at start (the NAT
+// programmer forgets what it applied, then syncs), an event-triggered sync of what the
+// caches now hold, and a failed sync retried as a full one after the back-off.
+func TestRun(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(t0)
+	attachments := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	nat := &fakeNAT{syncs: make(chan nft.DesiredState, 10), fail: make(chan bool, 10)}
+	const minInterval = 100 * time.Millisecond
+	a := New(Config{NodeName: "node-a", ExternalInterface: "ext0", Resync: time.Hour, MinInterval: minInterval, Clock: clk},
+		Clients{Juneau: fake.NewClientset()},
+		Listers{
+			Attachments:    listers.NewElasticIPAttachmentLister(attachments),
+			Advertisements: listers.NewARPAdvertisementLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+			Nodes:          corelisters.NewNodeLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+		}, nat, fakeARP{}, nil, nil)
+
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	// next waits for the next NAT sync, moving the fake clock on while the loop is quiet.
+	next := func() nft.DesiredState {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case d := <-nat.syncs:
+				return d
+			case <-deadline:
+				t.Fatalf("no sync by %v on the fake clock; NAT calls %v", clk.Now().Sub(t0), nat.takeLog())
+			case <-time.After(50 * time.Millisecond):
+				clk.Step(minInterval)
+			}
+		}
+	}
+
+	if d := next(); len(d.Mappings) != 0 {
+		t.Errorf("first sync mappings %v, want none", d.Mappings)
+	}
+	if log := nat.takeLog(); !slices.Equal(log, []string{"invalidate", "sync"}) {
+		t.Errorf("first sync: %v, want a full one (invalidate, sync)", log)
+	}
+
+	// An event: the sync that follows programs what the caches now hold.
+	if err := attachments.Add(attachment("a", "node-a", "10.225.51.5", "10.244.1.5", v1alpha1.AttachmentAttached, true)); err != nil {
+		t.Fatal(err)
+	}
+	a.Trigger()
+	want := nft.Mapping{ElasticIP: netip.MustParseAddr("10.225.51.5"), PodIP: netip.MustParseAddr("10.244.1.5")}
+	if d := next(); !slices.Equal(d.Mappings, []nft.Mapping{want}) {
+		t.Errorf("mappings after the event %v, want %v", d.Mappings, want)
+	}
+	if log := nat.takeLog(); !slices.Equal(log, []string{"sync"}) {
+		t.Errorf("triggered sync: %v, want a plain sync", log)
+	}
+
+	// A failed sync: the NAT programmer forgets what it applied, and the retry is full.
+	nat.fail <- true
+	a.Trigger()
+	next()
+	next()
+	if log := nat.takeLog(); !slices.Equal(log, []string{"sync", "invalidate", "invalidate", "sync"}) {
+		t.Errorf("failure and retry: %v, want sync, invalidate (failed), then invalidate, sync (full retry)", log)
+	}
+}

@@ -1,0 +1,39 @@
+// Package status is how every juneau writer (the controllers and the node agent) turns
+// the conditions it computes into a status write and into Events: Merge lays them over
+// the recorded ones, Apply makes the server-side apply configuration of one condition,
+// and Policy with Announce and Eventf decide which changes deserve an Event and of
+// which type (the severity declared beside each reason, v1alpha1.EventType).
+package status
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metaapply "k8s.io/client-go/applyconfigurations/meta/v1"
+)
+
+// Merge lays computed over recorded: conditions of other types (other owners) are kept,
+// and a condition's lastTransitionTime only moves to now when its status flips.
+func Merge(recorded, computed []metav1.Condition, now metav1.Time) []metav1.Condition {
+	var out []metav1.Condition
+	for _, c := range recorded {
+		out = append(out, *c.DeepCopy())
+	}
+	for _, c := range computed {
+		c.LastTransitionTime = now
+		meta.SetStatusCondition(&out, c)
+	}
+	return out
+}
+
+// Apply is the server-side apply configuration of one condition, every field set.
+// Conditions are a list map keyed by type, so a writer applying only its own types
+// leaves the others' alone.
+func Apply(c metav1.Condition) *metaapply.ConditionApplyConfiguration {
+	return metaapply.Condition().
+		WithType(c.Type).
+		WithStatus(c.Status).
+		WithReason(c.Reason).
+		WithMessage(c.Message).
+		WithObservedGeneration(c.ObservedGeneration).
+		WithLastTransitionTime(c.LastTransitionTime)
+}

@@ -1,0 +1,122 @@
+package workloop
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// singleKey is the one key of a Single's queue.
+const singleKey = "sync"
+
+// FullSyncFunc syncs everything; full asks it to rebuild rather than trust what it
+// applied before (after a failure, and every resync period).
+type FullSyncFunc func(ctx context.Context, full bool) error
+
+// SingleConfig tunes a Single. Zero values take the defaults.
+type SingleConfig struct {
+	// MinInterval is the least time between the starts of two syncs (default 100ms):
+	// a burst of events costs one sync.
+	MinInterval time.Duration
+	// Resync is the period of full syncs (default 1m).
+	Resync time.Duration
+	// RetryBase and RetryMax bound the exponential back-off after failed syncs
+	// (defaults 100ms and 30s).
+	RetryBase, RetryMax time.Duration
+	// Clock drives every wait (default: the real clock).
+	Clock clock.WithTicker
+	// Metrics receives the queue's workqueue metrics; nil: client-go's global provider.
+	Metrics workqueue.MetricsProvider
+}
+
+// Single runs one sync function for a whole component (the node agent): every Trigger
+// asks for a sync; triggers arriving while one is queued or running coalesce into one;
+// syncs start at least MinInterval apart; a full sync comes at least every Resync
+// (through AddAfter); a failed sync is retried with exponential back-off and makes the
+// next one full. The queue is a rate-limited workqueue of one key.
+type Single struct {
+	name string
+	sync FullSyncFunc
+	cfg  SingleConfig
+
+	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[string]]
+	// Read and written by the one worker only.
+	last, lastFull time.Time
+	failed         bool
+}
+
+// NewSingle makes a Single; nothing runs until Run.
+func NewSingle(name string, sync FullSyncFunc, cfg SingleConfig) *Single {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.MinInterval, 100*time.Millisecond)
+	def(&cfg.Resync, time.Minute)
+	def(&cfg.RetryBase, 100*time.Millisecond)
+	def(&cfg.RetryMax, 30*time.Second)
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	return &Single{name: name, sync: sync, cfg: cfg}
+}
+
+// Trigger asks for a sync. Before Run it does nothing: Run starts with a sync anyway.
+func (s *Single) Trigger() {
+	if q := s.queue.Load(); q != nil {
+		(*q).Add(singleKey)
+	}
+}
+
+// Run syncs until ctx ends, starting at once.
+func (s *Single) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](s.cfg.RetryBase, s.cfg.RetryMax),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: s.name, Clock: s.cfg.Clock, MetricsProvider: s.cfg.Metrics})
+	s.queue.Store(&q)
+	defer q.ShutDown()
+	go func() {
+		<-ctx.Done()
+		q.ShutDown()
+	}()
+	q.Add(singleKey)
+	for s.processNext(ctx, q) {
+	}
+}
+
+func (s *Single) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) bool {
+	key, quit := q.Get()
+	if quit {
+		return false
+	}
+	defer q.Done(key)
+	now := s.cfg.Clock.Now()
+	if wait := s.cfg.MinInterval - now.Sub(s.last); !s.last.IsZero() && wait > 0 {
+		q.AddAfter(key, wait)
+		return true
+	}
+	full := s.failed || s.lastFull.IsZero() || now.Sub(s.lastFull) >= s.cfg.Resync
+	s.last = now
+	if err := s.sync(ctx, full); err != nil {
+		s.failed = true
+		klog.FromContext(ctx).Error(err, "Sync failed; the next one is full", "loop", s.name, "retries", q.NumRequeues(key))
+		q.AddRateLimited(key)
+		return true
+	}
+	s.failed = false
+	q.Forget(key)
+	if full {
+		s.lastFull = now
+	}
+	// The delaying queue keeps the earliest of several AddAfters of one key, so this
+	// brings the next full sync at most Resync after the last one.
+	q.AddAfter(key, s.cfg.Resync)
+	return true
+}

@@ -1,0 +1,175 @@
+package workloop
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2/ktesting"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// call is one sync as the loop made it: when (on the fake clock) and whether full.
+type call struct {
+	at   time.Time
+	full bool
+}
+
+// singleFixture runs a Single on a fake clock; its sync records every call and fails
+// while failing is set.
+type singleFixture struct {
+	t     *testing.T
+	clock *clocktesting.FakeClock
+	t0    time.Time
+	loop  *Single
+	calls chan call
+	fail  chan bool // the result of the next calls: true fails
+}
+
+const (
+	minInterval = 100 * time.Millisecond
+	resync      = 10 * time.Second
+	retryBase   = 400 * time.Millisecond
+)
+
+func newSingleFixture(t *testing.T, reg prometheus.Registerer) *singleFixture {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f := &singleFixture{t: t, clock: clocktesting.NewFakeClock(t0), t0: t0, calls: make(chan call, 100), fail: make(chan bool, 100)}
+	var metrics workqueue.MetricsProvider
+	if reg != nil {
+		m, err := NewQueueMetrics(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		metrics = m
+	}
+	f.loop = NewSingle("single-test", func(_ context.Context, full bool) error {
+		// The outcome is decided before the test hears of the call, so a failure the test
+		// asks for after it is meant for the next call.
+		var err error
+		select {
+		case failing := <-f.fail:
+			if failing {
+				err = errors.New("injected failure")
+			}
+		default:
+		}
+		f.calls <- call{at: f.clock.Now(), full: full}
+		return err
+	}, SingleConfig{MinInterval: minInterval, Resync: resync, RetryBase: retryBase, RetryMax: time.Minute, Clock: f.clock, Metrics: metrics})
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.loop.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return f
+}
+
+// next waits for the next sync, moving the fake clock on by step each time the loop
+// stays quiet for a while (the loop may not have scheduled its wait when the clock
+// moves, so one step may not be enough); it fails after a generous real-time budget.
+func (f *singleFixture) next(step time.Duration) call {
+	f.t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case c := <-f.calls:
+			return c
+		case <-deadline:
+			f.t.Fatalf("no sync by %v on the fake clock", f.clock.Now().Sub(f.t0))
+		case <-time.After(50 * time.Millisecond):
+			if step > 0 {
+				f.clock.Step(step)
+			}
+		}
+	}
+}
+
+// TestSingleRun walks the loop through its rules: a full sync at start, triggers
+// coalesced into one sync no sooner than the minimum interval, a full sync every resync
+// period without any trigger, and a failed sync retried with back-off as a full one.
+func TestSingleRun(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	f := newSingleFixture(t, reg)
+
+	first := f.next(0)
+	if !first.full || !first.at.Equal(f.t0) {
+		t.Fatalf("first sync %+v, want a full one at once", first)
+	}
+
+	// A burst of triggers right after a sync: one sync, not before the minimum interval.
+	for range 50 {
+		f.loop.Trigger()
+	}
+	second := f.next(minInterval)
+	if second.full || second.at.Sub(first.at) < minInterval {
+		t.Fatalf("sync after the triggers %+v (%v after the first), want a partial one at least %v later",
+			second, second.at.Sub(first.at), minInterval)
+	}
+
+	// Without triggers, the next sync is the periodic full one: the burst cost one sync.
+	third := f.next(time.Second)
+	if !third.full || third.at.Sub(first.at) < resync {
+		t.Fatalf("sync %+v (%v after the first full one), want the periodic full sync after %v",
+			third, third.at.Sub(first.at), resync)
+	}
+
+	// A failure: retried after the back-off, and the retry is full.
+	f.fail <- true
+	f.loop.Trigger()
+	failed := f.next(minInterval)
+	retry := f.next(minInterval)
+	if !retry.full || retry.at.Sub(failed.at) < retryBase {
+		t.Fatalf("retry %+v (%v after the failure), want a full sync at least %v later",
+			retry, retry.at.Sub(failed.at), retryBase)
+	}
+
+	// The queue reports on the registry it was given.
+	if got := counterValue(t, reg, "juneau_workqueue_adds_total", "single-test"); got < 4 {
+		t.Errorf("juneau_workqueue_adds_total{name=single-test} = %v, want the adds of the syncs", got)
+	}
+}
+
+func TestSingleTriggerBeforeRunIsHarmless(t *testing.T) {
+	s := NewSingle("idle", func(context.Context, bool) error { return nil }, SingleConfig{})
+	s.Trigger() // no queue yet: nothing happens, Run starts with a sync anyway
+}
+
+// counterValue reads one labelled counter from a registry.
+func counterValue(t *testing.T, reg *prometheus.Registry, name, queue string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range families {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if hasLabel(m, "name", queue) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func hasLabel(m *dto.Metric, name, value string) bool {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name && l.GetValue() == value {
+			return true
+		}
+	}
+	return false
+}
