@@ -9,10 +9,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/test/e2e/harness"
+	"github.com/loutres/juneau/test/framework"
 	"github.com/loutres/juneau/test/netns"
 )
 
@@ -24,25 +24,29 @@ type inClusterClient struct {
 	seen string
 }
 
-// eventually polls check for up to a minute and fails the test with its last error.
-func eventually(t *testing.T, what string, check func() error) {
+// eventually polls check for up to a minute and fails the test with its last error, or
+// at once when a node agent exits.
+func eventually(t *testing.T, c *harness.Cluster, what string, check func() error) {
 	t.Helper()
-	var last error
-	if err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		last = check()
-		return last == nil, nil
-	}); err != nil {
-		t.Fatalf("%s: %v", what, last)
+	var agents []*framework.Component
+	for _, n := range c.Nodes {
+		agents = append(agents, n.Agent)
 	}
+	framework.EventuallyWithin(t, time.Minute, what, func(context.Context) (bool, string) {
+		if err := check(); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	}, agents...)
 }
 
 // reachesThrough checks that client reaches the server named server through addr over
 // HTTP, UDP and ICMP echo, that every answer comes from addr, and that the server saw
 // the client as client.seen. HTTP is retried until the agents have programmed addr.
-func reachesThrough(t *testing.T, client inClusterClient, addr, server string) {
+func reachesThrough(t *testing.T, c *harness.Cluster, client inClusterClient, addr, server string) {
 	t.Helper()
 	want := server + " " + client.seen
-	eventually(t, client.name+": HTTP to "+addr, func() error {
+	eventually(t, c, client.name+": HTTP to "+addr, func() error {
 		body, peer, err := harness.HTTPGet(client.ns, addr, 80)
 		if err != nil || body != want || peer != addr {
 			return fmt.Errorf("answer %q from peer %s (%v), want %q from %s", body, peer, err, want, addr)
@@ -143,7 +147,7 @@ spec:
 		{"node-b", nodeB.NS, nodeB.IP},
 	}
 	for _, cl := range clients {
-		t.Run(cl.name, func(t *testing.T) { reachesThrough(t, cl, eip, "web") })
+		t.Run(cl.name, func(t *testing.T) { reachesThrough(t, c, cl, eip, "web") })
 	}
 	t.Run("by Pod IP, web sees the same clients", func(t *testing.T) {
 		for _, cl := range []inClusterClient{clients[0], clients[1], clients[4]} {
@@ -180,10 +184,10 @@ spec:
 		{"node-a after the move", nodeA.NS, nodeA.IP},
 		{"node-b after the move", nodeB.NS, nodeB.IP},
 	} {
-		t.Run(cl.name, func(t *testing.T) { reachesThrough(t, cl, eip, "moved") })
+		t.Run(cl.name, func(t *testing.T) { reachesThrough(t, c, cl, eip, "moved") })
 	}
 	c.Client.FlushNeighbour("eth0", eip)
-	eventually(t, "external client after the move", func() error {
+	eventually(t, c, "external client after the move", func() error {
 		if body, _, err := harness.HTTPGet(c.Client, eip, 80); err != nil || body != "moved "+harness.ClientIP {
 			return fmt.Errorf("%q (%v)", body, err)
 		}
@@ -210,7 +214,7 @@ func TestInClusterClientsDirect(t *testing.T) {
 	}{{"Pod on node-a", onA.NS}, {"Pod on the same Node", onB.NS}, {"node-a", c.Nodes["node-a"].NS}, {"node-b", c.Nodes["node-b"].NS}} {
 		t.Run(cl.name, func(t *testing.T) {
 			var body string
-			eventually(t, "HTTP to "+eip, func() error {
+			eventually(t, c, "HTTP to "+eip, func() error {
 				var peer string
 				var err error
 				body, peer, err = harness.HTTPGet(cl.ns, eip, 80)
