@@ -61,8 +61,9 @@ type Config struct {
 	QueueMetrics workqueue.MetricsProvider
 }
 
-// Listers are the agent's caches. Attachments, Advertisements, Pods and NICs are
-// field-selected to this Node by their informers. Pods, NICs, ElasticIPs and Networks
+// Listers are the agent's caches. Advertisements, Pods and NICs are field-selected to
+// this Node by their informers; Attachments hold every Node's (in-cluster clients here
+// reach ElasticIPs attached anywhere; see TrimAttachment). Pods, NICs, ElasticIPs and Networks
 // serve the readiness gate and may be nil when it is not wanted.
 type Listers struct {
 	Attachments    listers.ElasticIPAttachmentLister

@@ -54,8 +54,8 @@ func podReadiness(in Inputs, d Desired, r ReadinessInputs, p *corev1.Pod) Readin
 	var used []use
 	var missing []string
 	for _, a := range in.Attachments {
-		if !strings.HasPrefix(a.Spec.TargetRef.NetworkInterfaceName, p.Name+".") || a.Namespace != p.Namespace {
-			continue
+		if a.Status.NodeName != in.NodeName || !strings.HasPrefix(a.Spec.TargetRef.NetworkInterfaceName, p.Name+".") || a.Namespace != p.Namespace {
+			continue // attachments of other Nodes serve in-cluster clients only
 		}
 		u := use{eip: a.Spec.ElasticIPRef.Name, addr: a.Status.ElasticIP}
 		m, ok := mapping(in.NodeName, a)

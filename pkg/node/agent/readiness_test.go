@@ -33,7 +33,11 @@ func TestComputeReadiness(t *testing.T) {
 	eip := func(name, network string) *v1alpha1.ElasticIP {
 		return &v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: v1alpha1.ElasticIPSpec{ExternalNetwork: network}}
 	}
-	in := Inputs{NodeName: "node-a", ExternalInterface: "ext0", Attachments: []*v1alpha1.ElasticIPAttachment{natAttach}}
+	// The same Pod name's attachment on another Node (the Pod was there before) serves
+	// in-cluster clients only and never counts for this Node's gate.
+	elsewhere := attachment("web-attach", "node-b", "10.225.51.9", "10.244.2.9", v1alpha1.AttachmentAttached, true)
+	elsewhere.Spec.TargetRef.NetworkInterfaceName = "web.eth0"
+	in := Inputs{NodeName: "node-a", ExternalInterface: "ext0", Attachments: []*v1alpha1.ElasticIPAttachment{natAttach, elsewhere}}
 	programmed := Compute(in)
 	programmed.ARP = []netip.Addr{netip.MustParseAddr("10.225.51.5"), netip.MustParseAddr("10.225.51.6")}
 	routed := func(a netip.Addr) bool { return a == netip.MustParseAddr("10.225.51.6") }

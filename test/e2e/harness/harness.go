@@ -6,7 +6,8 @@
 // exactly as a container runtime does.
 //
 // Addresses exist only inside the namespaces the harness creates: the external segment
-// is 10.225.51.0/24 (client .100, Nodes .2, .3, ...), Pods 10.244.<n>.0/24 per Node.
+// is 10.225.51.0/24 (client .100, Nodes .2, .3, ...), Pods 10.244.<n>.0/24 per Node,
+// each Node routing the others' Pod ranges through them.
 package harness
 
 import (
@@ -127,6 +128,15 @@ func New(t testing.TB, cp *framework.ControlPlane, opts Options) *Cluster {
 		c.Nodes[name] = c.addNode(name, i)
 		if opts.FarClient {
 			c.Nodes[name].NS.Route(FarPrefix, RouterIP, extIface)
+		}
+	}
+	// A routed Pod network, as a primary CNI provides one: every Node reaches the
+	// others' Pod ranges through them, over the segment.
+	for _, n := range c.Nodes {
+		for _, o := range c.Nodes {
+			if o != n {
+				n.NS.Route(o.PodCIDR, o.IP, extIface)
+			}
 		}
 	}
 	c.waitForNodeScope(opts.Nodes[0])

@@ -131,8 +131,14 @@ func hasPodCondition(pod *corev1.Pod, typ corev1.PodConditionType, status corev1
 // authorizer answers: reads of what it programs and the two status patches, nothing else.
 func TestNodeAgentAccessTable(t *testing.T) {
 	cp := framework.Shared(t)
-	kube, _ := nodeClients(t, cp)
+	kube, jn := nodeClients(t, cp)
+	// What the agent's informer does: every attachment of the cluster, no selector.
+	if _, err := jn.JuneauV1alpha1().ElasticIPAttachments(metav1.NamespaceAll).List(testContext(t, time.Minute), metav1.ListOptions{}); err != nil {
+		t.Errorf("node agent cannot list the attachments of every namespace: %v", err)
+	}
 	var allowed []access
+	// In every namespace: the agent lists and watches every Node's attachments, for
+	// in-cluster clients, without a field selector.
 	for _, r := range []string{"elasticips", "externalnetworks", "elasticipattachments", "networkinterfaces", "arpadvertisements", "bgpadvertisements", "bgppeers"} {
 		allowed = append(allowed, every(juneau, r, "list", "watch")...)
 	}
