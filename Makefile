@@ -6,30 +6,59 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 TEST_TIMEOUT ?= 40m
 
-.PHONY: all build test unit-test control-plane cni-plugins test-deps generate verify fmt-check vet demo sandbox sandbox-down sandbox-deps bench clean
+.PHONY: all build box image test unit-test fuzz control-plane cni-plugins test-deps generate verify fmt-check vet demo sandbox sandbox-down sandbox-deps bench clean
 
 all: build
 
+# Statically linked: the binary is also the CNI plugin the runtime runs on every Node,
+# and goes into images without a C library.
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN_DIR)/juneau ./cmd/juneau
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN_DIR)/juneau ./cmd/juneau
 
-# Control-plane binaries (kube-apiserver, kubectl, etcd) built from the Go module proxy
-# into ~/.cache/juneau; rebuilt only when missing.
+# The juneau image without Docker or a registry: bin/juneau in the Dockerfile's layout on
+# Debian's busybox-static, as a docker-archive (ctr -n k8s.io images import bin/juneau-image.tar).
+IMAGE ?= ghcr.io/loutres/juneau:$(VERSION)
+image: build test-deps
+	$(GO) run ./test/images/mkimage -juneau $(BIN_DIR)/juneau -o $(BIN_DIR)/juneau-image.tar -name $(IMAGE)
+
+# Kubernetes binaries (kube-apiserver, kubectl, etcd; kubelet, kube-controller-manager,
+# kube-scheduler, kube-proxy for the real cluster) built from the Go module proxy into
+# ~/.cache/juneau; each rebuilt only when missing.
 control-plane:
 	hack/build-control-plane.sh >/dev/null
 
-# The reference CNI plugins (ptp, host-local) the tests use as the primary CNI.
+# The reference CNI plugins (ptp, host-local, loopback) the tests use as the primary CNI.
 cni-plugins:
 	hack/build-cni-plugins.sh >/dev/null
 
-# Debian packages the datapath and end-to-end tests use (as root, only when missing).
+# Debian packages the datapath and end-to-end tests use, and containerd, runc and
+# busybox-static for the real cluster (as root, only when missing).
 test-deps:
 	hack/install-test-deps.sh
 
+# The workload binary of the real cluster's images (test/images/box).
+box:
+	@CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(BIN_DIR)/box ./test/images/box
+
 # Every test: unit, API integration (real etcd + kube-apiserver + kubectl), datapath
-# (network namespaces, needs root) and end to end.
-test: control-plane cni-plugins test-deps build
-	JUNEAU_BINARY=$(BIN_DIR)/juneau $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+# (network namespaces, needs root) and end to end on simulated Nodes; then, alone, the
+# real-cluster tier (test/realcluster: kubelets, containerd, kube-proxy, juneau installed
+# with kubectl apply -k), whose component logs are kept in _output/realcluster-logs/;
+# then every fuzzer for FUZZTIME.
+TEST_ENV := JUNEAU_BINARY=$(BIN_DIR)/juneau JUNEAU_BOX_BINARY=$(BIN_DIR)/box
+REALCLUSTER_TIMEOUT ?= 30m
+test: control-plane cni-plugins test-deps build box
+	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/realcluster)
+	$(TEST_ENV) JUNEAU_REALCLUSTER_LOGS=$(CURDIR)/_output/realcluster-logs \
+		$(GO) test -count=1 -timeout $(REALCLUSTER_TIMEOUT) ./test/realcluster/
+	$(MAKE) --no-print-directory fuzz
+
+# Native Go fuzzing: every fuzzer of untrusted input (hack/fuzz.sh lists them) in turn,
+# each for FUZZTIME; about 3 minutes in all with the default. Failing inputs land in
+# the package's testdata/fuzz/ as regression seeds.
+FUZZTIME ?= 20s
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
 # Unit tests only: no root, no control plane.
 unit-test:
@@ -47,25 +76,25 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
-# The main job: a local sandbox (control plane, two simulated Nodes, an external client)
-# showing ElasticIPs end to end; exits 0 only when every check held, and tears down.
-# Component logs go to _output/sandbox.log.
-SANDBOX_LOG := $(CURDIR)/_output/sandbox.log
+# The main job: a real two-Node Kubernetes cluster on this machine (test/cluster), juneau
+# installed with kubectl apply -k manifests/, manifests/examples/ applied, the ElasticIPs
+# checked from an external client; exits 0 only when every check held, and tears down.
+# Component logs are kept in _output/demo-logs/.
 demo: sandbox-deps
-	@mkdir -p _output
-	@JUNEAU_BINARY=$(BIN_DIR)/juneau $(BIN_DIR)/sandbox demo 2>$(SANDBOX_LOG) || { echo "demo failed; component logs: $(SANDBOX_LOG)" >&2; exit 1; }
+	@$(TEST_ENV) $(BIN_DIR)/sandbox demo
 
-# The same sandbox kept running in the background; make sandbox-down removes it.
+# The same cluster kept running in the background; prints how to use kubectl against it.
+# make sandbox-down removes it (logs kept in _output/sandbox-logs/).
 sandbox: sandbox-deps
 	@mkdir -p _output
-	@JUNEAU_BINARY=$(BIN_DIR)/juneau setsid $(BIN_DIR)/sandbox up >_output/sandbox.out 2>$(SANDBOX_LOG) </dev/null &
-	@$(BIN_DIR)/sandbox wait || { cat _output/sandbox.out; echo "logs: $(SANDBOX_LOG)" >&2; exit 1; }
+	@$(TEST_ENV) setsid $(BIN_DIR)/sandbox up >_output/sandbox.log 2>&1 </dev/null & \
+		$(BIN_DIR)/sandbox wait -pid $$! -log _output/sandbox.log
 
 sandbox-down:
-	@if [ -x $(BIN_DIR)/sandbox ]; then $(BIN_DIR)/sandbox down; else echo "no sandbox is running"; fi
+	@$(GO) build -o $(BIN_DIR)/sandbox ./test/sandbox && $(BIN_DIR)/sandbox down
 
-sandbox-deps: control-plane cni-plugins test-deps build
-	$(GO) build -o $(BIN_DIR)/sandbox ./test/sandbox
+sandbox-deps: control-plane cni-plugins test-deps build box
+	@$(GO) build -o $(BIN_DIR)/sandbox ./test/sandbox
 
 # Benchmarks (not part of make test): allocation, time to attach, datapath, rule sync, ARP
 # and controller memory, each next to a baseline measured in the same run; prints one

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Builds the local control-plane binaries (kube-apiserver, kubectl, etcd) from the
-# Go module proxy into a cache outside the repository, and only when they are missing.
+# Builds the local Kubernetes binaries from the Go module proxy into a cache outside the
+# repository, each only when it is missing: kube-apiserver, kubectl and etcd (the control
+# plane of the integration tests), and kubelet, kube-controller-manager, kube-scheduler and
+# kube-proxy (the real cluster of test/cluster). The build flags never change, so the Go
+# build cache serves every later build.
 # Prints the directory holding them on the last line of stdout.
 set -euo pipefail
 
@@ -10,8 +13,11 @@ source "${root}/hack/lib.sh"
 
 mkdir -p "${JUNEAU_BIN_DIR}"
 
+k8s_commands=(kube-apiserver kubectl kubelet kube-controller-manager kube-scheduler kube-proxy)
+
+# build_k8s builds the named commands of k8s.io/kubernetes in one go build.
 build_k8s() {
-  local ldflags="-s -w"
+  local ldflags="-s -w" pkgs=() cmd
   ldflags+=" -X k8s.io/component-base/version.gitVersion=${K8S_VERSION}"
   ldflags+=" -X k8s.io/component-base/version.gitMajor=1"
   ldflags+=" -X k8s.io/component-base/version.gitMinor=${K8S_MINOR}"
@@ -19,9 +25,9 @@ build_k8s() {
   ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=${K8S_VERSION}"
   ldflags+=" -X k8s.io/client-go/pkg/version.gitMajor=1"
   ldflags+=" -X k8s.io/client-go/pkg/version.gitMinor=${K8S_MINOR}"
-  echo "building kube-apiserver and kubectl ${K8S_VERSION} (cold build takes several minutes)" >&2
-  (cd "${root}/hack/tools/k8s" && go build -ldflags "${ldflags}" -o "${JUNEAU_BIN_DIR}/" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl)
+  for cmd in "$@"; do pkgs+=("k8s.io/kubernetes/cmd/${cmd}"); done
+  echo "building $* ${K8S_VERSION} (a cold build takes several minutes)" >&2
+  (cd "${root}/hack/tools/k8s" && go build -ldflags "${ldflags}" -o "${JUNEAU_BIN_DIR}/" "${pkgs[@]}")
 }
 
 build_etcd() {
@@ -29,8 +35,12 @@ build_etcd() {
   (cd "${root}/hack/tools/etcd" && go build -o "${JUNEAU_BIN_DIR}/etcd" go.etcd.io/etcd/server/v3)
 }
 
-if [[ ! -x "${JUNEAU_BIN_DIR}/kube-apiserver" || ! -x "${JUNEAU_BIN_DIR}/kubectl" ]]; then
-  build_k8s
+missing=()
+for cmd in "${k8s_commands[@]}"; do
+  [[ -x "${JUNEAU_BIN_DIR}/${cmd}" ]] || missing+=("${cmd}")
+done
+if ((${#missing[@]} > 0)); then
+  build_k8s "${missing[@]}"
 fi
 if [[ ! -x "${JUNEAU_BIN_DIR}/etcd" ]]; then
   build_etcd

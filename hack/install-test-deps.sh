@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the datapath and end-to-end tests use, only when missing.
+# Installs the Debian packages the datapath, end-to-end and real-cluster tests use, only
+# when missing. For the real cluster: containerd and runc, and a static busybox (the
+# shell of the images it builds without a registry).
 #
 # bird2 and frr are the BGP routers the tests peer with. The tests start their own
 # daemons inside network namespaces, with their own configuration, control socket and
@@ -12,11 +14,15 @@ declare -A want=(
   [conntrack]=conntrack [nft]=nftables [ethtool]=ethtool [traceroute]=traceroute
   [iptables]=iptables [iperf3]=iperf3 [ncat]=ncat
   [bird]=bird2 [birdc]=bird2
+  [containerd]=containerd [ctr]=containerd [runc]=runc
 )
 # Programs that are not on PATH, by absolute path.
 declare -A want_files=(
   [/usr/lib/frr/bgpd]=frr [/usr/bin/vtysh]=frr
 )
+# Packages checked by name: the binary alone does not say which package provides it
+# (busybox-static, not the dynamically linked busybox, goes into images).
+want_packages=(busybox-static)
 # System services the packages above may install.
 services=(bird frr)
 
@@ -27,6 +33,9 @@ done
 for file in "${!want_files[@]}"; do
   [[ -x "${file}" ]] || missing+=("${want_files[${file}]}")
 done
+for pkg in "${want_packages[@]}"; do
+  [[ $(dpkg-query -W -f='${Status}' "${pkg}" 2>/dev/null) == "install ok installed" ]] || missing+=("${pkg}")
+done
 if ((${#missing[@]} == 0)); then
   exit 0
 fi
@@ -36,6 +45,12 @@ if [[ $(id -u) -ne 0 ]]; then
   exit 1
 fi
 echo "installing: ${missing[*]}" >&2
+# The tests start their own containerd, with their own configuration and sockets: the
+# machine's service stays off when it comes with the package now (one that was already
+# installed is left as it is).
+if [[ " ${missing[*]} " == *" containerd "* ]]; then
+  services+=(containerd)
+fi
 
 # Keep maintainer scripts from starting services during the installation: invoke-rc.d
 # and deb-systemd-invoke ask /usr/sbin/policy-rc.d, and exit code 101 means "not now".
@@ -51,7 +66,7 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 
-# Make sure the router services stay off (also across reboots).
+# Make sure these services stay off (also across reboots).
 for svc in "${services[@]}"; do
   if [[ -d /run/systemd/system ]] && systemctl list-unit-files "${svc}.service" >/dev/null 2>&1; then
     systemctl disable --now "${svc}.service" >/dev/null 2>&1 || true

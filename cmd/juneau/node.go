@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
@@ -24,6 +25,7 @@ import (
 	"github.com/loutres/juneau/pkg/node/arp"
 	"github.com/loutres/juneau/pkg/node/cniserver"
 	"github.com/loutres/juneau/pkg/node/nft"
+	"github.com/loutres/juneau/pkg/node/shutdown"
 	"github.com/loutres/juneau/pkg/node/sysctl"
 	"github.com/loutres/juneau/pkg/workloop"
 )
@@ -37,6 +39,9 @@ type nodeOptions struct {
 	metricsAddr  string
 	sysctls      bool
 	cniSocket    string
+	podName      string
+	podNamespace string
+	verdictFile  string
 }
 
 func newNodeCommand(common *commonOptions) *cobra.Command {
@@ -55,6 +60,9 @@ func newNodeCommand(common *commonOptions) *cobra.Command {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9091", "address serving /metrics, /healthz and /readyz; empty disables")
 	fs.BoolVar(&o.sysctls, "set-sysctls", true, "set ip_forward and the ARP sysctls of the external interface")
 	fs.StringVar(&o.cniSocket, "cni-socket", cniserver.DefaultSocket, "unix socket the juneau CNI plugin asks about direct NICs; empty disables")
+	fs.StringVar(&o.podName, "pod-name", os.Getenv("POD_NAME"), "this agent's Pod (default $POD_NAME): at SIGTERM, the agent removes its datapath if the DaemonSet owning the Pod is being deleted")
+	fs.StringVar(&o.podNamespace, "pod-namespace", os.Getenv("POD_NAMESPACE"), "namespace of --pod-name (default $POD_NAMESPACE)")
+	fs.StringVar(&o.verdictFile, "shutdown-verdict-file", "", "file the agent writes at SIGTERM: \"uninstall: <reason>\" or \"restart: <reason>\", for the container that removes the CNI entry")
 	return cmd
 }
 
@@ -80,6 +88,12 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("external interface %q: %w", iface, err)
 	}
+	if o.verdictFile != "" {
+		// A verdict of a previous run of this container is no answer for the next stop.
+		if err := os.Remove(o.verdictFile); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("--shutdown-verdict-file: %w", err)
+		}
+	}
 	if o.sysctls {
 		if err := sysctl.New().Apply(sysctl.ExternalInterface(iface)); err != nil {
 			return err
@@ -103,13 +117,15 @@ func (o *nodeOptions) run(ctx context.Context) error {
 		return err
 	}
 
-	// Each kind is watched only where it names this Node.
+	// Each kind but the attachments is watched only where it names this Node.
 	onNode := func(field string) juneauinformers.SharedInformerOption {
 		return juneauinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.FieldSelector = fields.OneTermEqualSelector(field, o.nodeName).String()
 		})
 	}
-	attachInf := juneauinformers.NewSharedInformerFactoryWithOptions(juneau, o.resync, onNode("status.nodeName"))
+	// Every Node's attachments: in-cluster clients here reach ElasticIPs attached
+	// anywhere (docs/datapath.md). Cached trimmed to what the agent reads.
+	attachInf := juneauinformers.NewSharedInformerFactoryWithOptions(juneau, o.resync, juneauinformers.WithTransform(agent.TrimAttachment))
 	advertInf := juneauinformers.NewSharedInformerFactoryWithOptions(juneau, o.resync, onNode("spec.nodeName"))
 	kubeInf := kubeinformers.NewSharedInformerFactory(kube, o.resync)
 	allInf := juneauinformers.NewSharedInformerFactory(juneau, o.resync)
@@ -125,6 +141,7 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	networks := allInf.Juneau().V1alpha1().ExternalNetworks()
 	nodes := kubeInf.Core().V1().Nodes()
 	serviceCIDRs := kubeInf.Networking().V1().ServiceCIDRs()
+	nat := nft.NewProgrammer(nft.Options{})
 	a := agent.New(agent.Config{
 		NodeName: o.nodeName, ExternalInterface: iface, ExternalMAC: link.HardwareAddr.String(),
 		ClusterCIDRs: cidrs, Resync: o.resync, QueueMetrics: queues,
@@ -132,7 +149,7 @@ func (o *nodeOptions) run(ctx context.Context) error {
 		Attachments: attachments.Lister(), Advertisements: adverts.Lister(),
 		Nodes: nodes.Lister(), ServiceCIDRs: serviceCIDRs.Lister(),
 		Pods: pods.Lister(), NICs: nics.Lister(), ElasticIPs: eips.Lister(), Networks: networks.Lister(),
-	}, nft.NewProgrammer(nft.Options{}), responder, hostInterface, metrics)
+	}, nat, responder, hostInterface, metrics)
 	if err := a.Watch(attachments.Informer(), adverts.Informer(), nodes.Informer(), serviceCIDRs.Informer(),
 		pods.Informer(), nics.Informer(), eips.Informer(), networks.Informer()); err != nil {
 		return err
@@ -152,10 +169,43 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	var g errgroup.Group
 	g.Go(func() error { return responder.Run(ctx) })
 	g.Go(func() error { return a.Run(ctx) })
+	// In-cluster clients follow an ElasticIP that moves (pkg/node/nft/flows.go).
+	g.Go(func() error { return nat.RunFlowCleanup(ctx) })
 	if o.cniSocket != "" {
 		g.Go(func() error { return cniserver.New(source).Run(ctx, o.cniSocket) })
 	}
-	return g.Wait()
+	err = g.Wait()
+	if ctx.Err() != nil {
+		o.shutdown(logger, kube, pods.Lister(), nat)
+	}
+	return err
+}
+
+// shutdown decides, once stopped by a signal, whether juneau is being uninstalled
+// (pkg/node/shutdown): then it removes the nftables table, otherwise it leaves the
+// datapath to the next agent. The verdict goes to --shutdown-verdict-file.
+func (o *nodeOptions) shutdown(logger klog.Logger, kube kubernetes.Interface, pods corelisters.PodLister, nat *nft.Programmer) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	verdict := shutdown.Verdict{Reason: "not run by a DaemonSet"}
+	if pod, err := pods.Pods(o.podNamespace).Get(o.podName); err == nil {
+		if owner, ok := shutdown.OwnerOf(pod); ok {
+			verdict = shutdown.Check(ctx, kube, owner)
+		}
+	}
+	if verdict.Uninstall {
+		if err := nat.Remove(ctx); err != nil {
+			logger.Error(err, "Uninstalling: could not remove the nftables table")
+		}
+		logger.Info("Uninstalled from this Node: the nftables table is removed", "reason", verdict.Reason)
+	} else {
+		logger.Info("Stopping; the datapath stays for the next agent", "reason", verdict.Reason)
+	}
+	if o.verdictFile != "" {
+		if err := shutdown.WriteVerdict(o.verdictFile, verdict); err != nil {
+			logger.Error(err, "Writing the shutdown verdict", "file", o.verdictFile)
+		}
+	}
 }
 
 // externalInterface is --external-interface, or the interface holding the Node's InternalIP.

@@ -148,12 +148,15 @@ spec:
 	}
 }
 
+// throughputWindow is how long throughput measures, after a one-second warmup.
+const throughputWindow = 4 * time.Second
+
 // throughput receives on a fresh TCP listener in recv for warmup+window after the
 // first byte while send streams to addr, and returns Mbit/s of IP traffic (payload
 // scaled by 1500/1448, the IP bytes per full segment).
 func throughput(t *testing.T, send, recv *netns.NS, addr string, port int) float64 {
 	t.Helper()
-	const warmup, window = time.Second, 3 * time.Second
+	const warmup, window = time.Second, throughputWindow
 	var l net.Listener
 	recv.MustDo(func() (err error) { l, err = net.Listen("tcp4", fmt.Sprintf(":%d", port)); return err })
 	defer l.Close()

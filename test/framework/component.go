@@ -12,50 +12,74 @@ import (
 	"time"
 )
 
-var juneauBinary struct {
-	once  sync.Once
-	path  string
-	built string // temp dir of a binary built here, removed by Main
-	err   error
-	out   []byte
+// builtBinary is a binary of the repository built once per process.
+type builtBinary struct {
+	once sync.Once
+	path string
+	dir  string // temp dir of a binary built here, removed by RemoveBuiltBinary
+	err  error
+	out  []byte
 }
 
-// RemoveBuiltBinary removes the juneau binary JuneauBinary built, if any; Main calls it.
+var juneauBinary, boxBinary builtBinary
+
+// RemoveBuiltBinary removes the binaries JuneauBinary and BoxBinary built, if any; Main
+// calls it.
 func RemoveBuiltBinary() {
-	if juneauBinary.built != "" {
-		_ = os.RemoveAll(juneauBinary.built)
+	for _, b := range []*builtBinary{&juneauBinary, &boxBinary} {
+		if b.dir != "" {
+			_ = os.RemoveAll(b.dir)
+		}
 	}
+}
+
+// get returns $env, or pkg built statically (it also goes into images) once per process.
+func (b *builtBinary) get(t testing.TB, env, pkg string) string {
+	t.Helper()
+	b.once.Do(func() {
+		if p := os.Getenv(env); p != "" {
+			b.path = p
+			return
+		}
+		b.path, b.dir, b.out, b.err = BuildStatic(pkg)
+	})
+	if b.err != nil {
+		t.Fatalf("building %s: %v\n%s", pkg, b.err, b.out)
+	}
+	return b.path
+}
+
+// BuildStatic builds the repository's package pkg (./cmd/juneau) without cgo into a new
+// temp dir and returns the binary's path, the dir and the compiler's output.
+func BuildStatic(pkg string) (path, dir string, out []byte, err error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", "", nil, err
+	}
+	dir, err = os.MkdirTemp("", "juneau-bin-")
+	if err != nil {
+		return "", "", nil, err
+	}
+	path = filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", path, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err = cmd.CombinedOutput()
+	return path, dir, out, err
 }
 
 // JuneauBinary returns the juneau binary under test: $JUNEAU_BINARY (make test sets it
 // to bin/juneau), or one built once per test package.
 func JuneauBinary(t testing.TB) string {
 	t.Helper()
-	juneauBinary.once.Do(func() {
-		if p := os.Getenv("JUNEAU_BINARY"); p != "" {
-			juneauBinary.path = p
-			return
-		}
-		root, err := RepoRoot()
-		if err != nil {
-			juneauBinary.err = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "juneau-bin-")
-		if err != nil {
-			juneauBinary.err = err
-			return
-		}
-		juneauBinary.built = dir
-		juneauBinary.path = filepath.Join(dir, "juneau")
-		cmd := exec.Command("go", "build", "-o", juneauBinary.path, "./cmd/juneau")
-		cmd.Dir = root
-		juneauBinary.out, juneauBinary.err = cmd.CombinedOutput()
-	})
-	if juneauBinary.err != nil {
-		t.Fatalf("building juneau: %v\n%s", juneauBinary.err, juneauBinary.out)
-	}
-	return juneauBinary.path
+	return juneauBinary.get(t, "JUNEAU_BINARY", "./cmd/juneau")
+}
+
+// BoxBinary returns the workload binary of the real cluster's images (test/images/box):
+// $JUNEAU_BOX_BINARY, or one built once per test package.
+func BoxBinary(t testing.TB) string {
+	t.Helper()
+	return boxBinary.get(t, "JUNEAU_BOX_BINARY", "./test/images/box")
 }
 
 // Component is a juneau process (controller, webhook, node agent) started by a test.

@@ -137,7 +137,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 		}
 	}
 	saKey := filepath.Join(cp.Dir, "sa.key")
-	if err := writeRSAKey(saKey); err != nil {
+	if err := WriteRSAKey(saKey); err != nil {
 		return err
 	}
 	cp.apiserver, err = startProcess("kube-apiserver", filepath.Join(cp.Dir, "kube-apiserver.log"),

@@ -27,7 +27,13 @@ func (cp *ControlPlane) Kubectl(ctx context.Context, stdin string, args ...strin
 
 // KubectlAs runs the built kubectl with the given kubeconfig.
 func (cp *ControlPlane) KubectlAs(ctx context.Context, kubeconfig, stdin string, args ...string) KubectlResult {
-	cmd := exec.CommandContext(ctx, cp.Binaries.Kubectl(), append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
+	return RunKubectl(ctx, cp.Binaries.Kubectl(), kubeconfig, stdin, args...)
+}
+
+// RunKubectl runs kubectl (the built one: the path of Binaries.Kubectl) with kubeconfig;
+// stdin may be empty. The error carries kubectl's stderr.
+func RunKubectl(ctx context.Context, kubectl, kubeconfig, stdin string, args ...string) KubectlResult {
+	cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)

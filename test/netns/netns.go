@@ -68,6 +68,29 @@ func New(t testing.TB, prefix string) *NS {
 	return n
 }
 
+// Attach wraps a namespace something else created and will delete (a real
+// cluster's external client, for example) so a test can use the helpers on it.
+// Only the handles opened here are closed when the test ends.
+func Attach(t testing.TB, name, path string) *NS {
+	t.Helper()
+	require.Root(t)
+	h, err := netns.GetFromPath(path)
+	if err != nil {
+		t.Fatalf("open network namespace %s: %v", path, err)
+	}
+	nl, err := netlink.NewHandleAt(h)
+	if err != nil {
+		h.Close()
+		t.Fatalf("netlink handle in %s: %v", path, err)
+	}
+	n := &NS{Name: name, t: t, path: path, handle: h, nl: nl}
+	t.Cleanup(func() {
+		nl.Close()
+		h.Close()
+	})
+	return n
+}
+
 // UniqueName returns prefix followed by a dash and six random hex digits.
 func UniqueName(prefix string) string {
 	b := make([]byte, 3)
@@ -156,7 +179,20 @@ func (n *NS) Netlink() *netlink.Handle { return n.nl }
 // Do runs fn on an OS thread switched into the namespace and returns its
 // error. Sockets fn opens stay in the namespace after fn returns; goroutines fn
 // starts do not run in it.
-func (n *NS) Do(fn func() error) error {
+func (n *NS) Do(fn func() error) error { return doIn(n.handle, n.Name, fn) }
+
+// DoPath is Do for the namespace kept alive at path (see Create), for code
+// that holds no NS: fn runs on an OS thread switched into it.
+func DoPath(path string, fn func() error) error {
+	h, err := netns.GetFromPath(path)
+	if err != nil {
+		return fmt.Errorf("open network namespace %s: %w", path, err)
+	}
+	defer h.Close()
+	return doIn(h, path, fn)
+}
+
+func doIn(h netns.NsHandle, name string, fn func() error) error {
 	type result struct{ err, switchErr error }
 	done := make(chan result, 1)
 	go func() {
@@ -168,15 +204,15 @@ func (n *NS) Do(fn func() error) error {
 			return
 		}
 		defer orig.Close()
-		if err := netns.Set(n.handle); err != nil {
+		if err := netns.Set(h); err != nil {
 			runtime.UnlockOSThread()
-			done <- result{switchErr: fmt.Errorf("enter %s: %w", n.Name, err)}
+			done <- result{switchErr: fmt.Errorf("enter %s: %w", name, err)}
 			return
 		}
 		ferr := fn()
 		if err := netns.Set(orig); err != nil {
 			// Leave the thread locked: it is discarded when this goroutine ends.
-			done <- result{err: ferr, switchErr: fmt.Errorf("leave %s: %w", n.Name, err)}
+			done <- result{err: ferr, switchErr: fmt.Errorf("leave %s: %w", name, err)}
 			return
 		}
 		runtime.UnlockOSThread()

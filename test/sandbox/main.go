@@ -1,45 +1,53 @@
-// Command sandbox runs juneau end to end on this machine, as a user would see it: a
-// local control plane, two simulated Nodes and an external client in network
-// namespaces, the controller, the webhook and a node agent per Node; it applies
-// manifests/examples/ and shows the ElasticIPs working.
+// Command sandbox runs juneau on a real two-Node Kubernetes cluster on this machine
+// (test/cluster), installed as the README says, and shows the ElasticIPs working from
+// an external client.
 //
-//	sandbox demo   set up, show, check, tear down (exit 0 only when every check held)
-//	sandbox up     set up and keep running until SIGINT/SIGTERM (see `sandbox down`)
-//	sandbox down   stop a sandbox started with `up`
+//	sandbox demo        start, install, apply manifests/examples, check, tear down
+//	                    (exit 0 only when every check held and nothing was left behind)
+//	sandbox up          the same cluster kept running until SIGINT/SIGTERM
+//	sandbox wait -pid P wait until the sandbox `up` (process P) is ready, print how to use it
+//	sandbox down        stop the sandboxes of this clone, whatever state they are in
+//
+// Every run has its own directory; a demo can run while a sandbox is up.
 package main
 
 import (
+	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/loutres/juneau/test/cluster"
 	"github.com/loutres/juneau/test/framework"
-	"github.com/loutres/juneau/test/runner"
 )
 
-const stateDir = "/run/juneau-sandbox"
-
 func main() {
-	mode := "demo"
-	if len(os.Args) > 1 {
-		mode = os.Args[1]
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: sandbox demo | up | wait -pid PID | down")
+		os.Exit(2)
 	}
-	var err error
-	switch mode {
-	case "demo", "up":
-		err = run(mode == "up")
-	case "down":
-		err = down()
-	case "wait":
-		err = waitReady()
-	default:
-		err = fmt.Errorf("unknown mode %q: use demo, up, wait or down", mode)
+	root, err := framework.RepoRoot()
+	if err == nil {
+		switch mode := os.Args[1]; mode {
+		case "demo", "up":
+			err = run(root, mode == "up")
+		case "wait":
+			fs := flag.NewFlagSet("wait", flag.ExitOnError)
+			pid := fs.Int("pid", 0, "process id of `sandbox up`")
+			log := fs.String("log", "", "output of `sandbox up`, shown if it fails")
+			_ = fs.Parse(os.Args[2:])
+			err = waitReady(root, *pid, *log)
+		case "down":
+			err = down(root)
+		default:
+			err = fmt.Errorf("unknown mode %q: use demo, up, wait or down", mode)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sandbox:", err)
@@ -51,106 +59,152 @@ func step(format string, args ...any) {
 	fmt.Printf("\n==> "+format+"\n", args...)
 }
 
-// run sets the sandbox up; demo mode checks and tears down, up mode waits for a signal.
-func run(keep bool) (err error) {
-	r, err := runner.New("sandbox")
-	if err != nil {
-		return err
-	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	interrupted := make(chan struct{})
-	go func() {
-		<-sigs
-		close(interrupted)
-		if !keep {
-			// Ctrl-C in the middle of the demo: tear down now, whatever the main flow does.
-			step("Interrupted: tearing down")
-			r.Teardown()
-			os.Exit(130)
+// run starts the cluster and installs juneau; demo mode checks and tears down, up mode
+// serves until a signal. A signal during the start tears down at once.
+func run(root string, keep bool) (err error) {
+	kind := "demo"
+	if keep {
+		kind = "sandbox"
+		if err := refuseSecondSandbox(root); err != nil {
+			return err
 		}
-	}()
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	started := time.Now()
+	var built []string // binaries built here, not by make
 	defer func() {
-		if p := recover(); p != nil {
-			f, ok := p.(runner.Abort)
-			if !ok {
-				r.Teardown()
-				panic(p)
-			}
-			err = errors.New(f.Msg)
-		}
-		step("Tearing down")
-		r.Teardown()
-		framework.RemoveBuiltBinary()
-		_ = os.RemoveAll(stateDir)
-		if err == nil && r.Failed() {
-			err = errors.New("some checks failed")
-		}
-		if err == nil {
-			fmt.Println("Done: nothing of the sandbox is left running.")
+		for _, d := range built {
+			_ = os.RemoveAll(d)
 		}
 	}()
-
-	s := setup(r)
-	if !keep {
-		s.demo()
-		if !r.Failed() {
-			step("Every check held: both ElasticIPs are Attached and reachable, and the Pods' traffic leaves with them")
-		}
-		return nil
+	s, err := start(ctx, root, kind, &built)
+	if s != nil {
+		defer func() {
+			step("Tearing down")
+			if terr := s.c.Stop(); terr != nil {
+				err = errors.Join(err, terr)
+			} else {
+				fmt.Printf("    nothing of the cluster is left (its directory %s is gone); logs: %s\n", s.c.Dir, logDir(root, kind))
+			}
+		}()
 	}
-	if err := s.writeState(); err != nil {
+	if err != nil {
+		if ctx.Err() != nil {
+			return errors.New("interrupted")
+		}
 		return err
 	}
-	s.printUsage()
-	<-interrupted
+	if keep {
+		return s.serve(ctx, started)
+	}
+	s.demo(ctx)
+	if ctx.Err() != nil {
+		return errors.New("interrupted")
+	}
+	if s.failed {
+		return errors.New("some checks failed")
+	}
+	step("Every check held: both ElasticIPs are Attached and reachable from outside, and the Pods' traffic leaves with them (%s)", time.Since(started).Round(time.Second))
 	return nil
 }
 
-// down signals the sandbox started with `up` and waits until it is gone.
-func down() error {
-	data, err := os.ReadFile(filepath.Join(stateDir, "pid"))
-	if errors.Is(err, os.ErrNotExist) {
-		fmt.Println("no sandbox is running")
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		return err
-	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		_ = os.RemoveAll(stateDir)
-		return nil // already gone
-	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		if syscall.Kill(pid, 0) != nil {
-			fmt.Println("sandbox stopped")
-			return nil
-		}
-		time.Sleep(200 * time.Millisecond) // polling another process's exit
-	}
-	return fmt.Errorf("sandbox (pid %d) did not stop within 2 minutes", pid)
+// logDir is where a run's logs are kept after its teardown.
+func logDir(root, kind string) string {
+	return filepath.Join(root, "_output", kind+"-logs")
 }
 
-// waitReady waits until a sandbox started in the background with `up` is ready and
-// prints its usage, or reports that it failed.
-func waitReady() error {
-	deadline := time.Now().Add(10 * time.Minute)
-	for time.Now().Before(deadline) {
-		if usage, err := os.ReadFile(filepath.Join(stateDir, "usage")); err == nil {
-			fmt.Print(string(usage))
-			return nil
+// refuseSecondSandbox refuses to start a sandbox while another of this clone runs.
+func refuseSecondSandbox(root string) error {
+	runs, err := cluster.Runs(root)
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		if r.Kind == "sandbox" && r.Owner.Alive() {
+			return fmt.Errorf("a sandbox of this clone is already running (process %d, directory %s, since %s); use it (kubeconfig %s) or stop it with make sandbox-down",
+				r.Owner.PID, r.Dir, r.Started.Format(time.TimeOnly), filepath.Join(r.Dir, "kubeconfig"))
 		}
-		if pid, err := os.ReadFile(filepath.Join(stateDir, "starting")); err == nil {
-			if p, _ := strconv.Atoi(strings.TrimSpace(string(pid))); p > 0 && syscall.Kill(p, 0) != nil {
-				return errors.New("the sandbox failed to start; see its log")
+	}
+	return nil
+}
+
+// waitReady waits until the sandbox started by process pid is ready and prints its
+// usage, or the end of its output if it failed.
+func waitReady(root string, pid int, log string) error {
+	deadline := time.Now().Add(20 * time.Minute)
+	for time.Now().Before(deadline) {
+		runs, err := cluster.Runs(root)
+		if err != nil {
+			return err
+		}
+		for _, r := range runs {
+			if r.Kind != "sandbox" || r.Owner.PID != pid {
+				continue
 			}
+			if usage, err := os.ReadFile(filepath.Join(r.Dir, "usage")); err == nil {
+				fmt.Print(string(usage))
+				return nil
+			}
+		}
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err != nil || strings.Contains(string(st), ") Z ") {
+			out, _ := os.ReadFile(log)
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			return fmt.Errorf("the sandbox failed to start (all its output: %s):\n%s", log, strings.Join(lines[max(0, len(lines)-20):], "\n"))
 		}
 		time.Sleep(500 * time.Millisecond) // polling another process's progress
 	}
-	return errors.New("the sandbox did not become ready within 10 minutes")
+	return errors.New("the sandbox did not become ready within 20 minutes")
+}
+
+// down stops every sandbox of this clone: it asks a running one to tear itself down,
+// and tears down from its directory one whose process is gone (or did not finish).
+func down(root string) error {
+	runs, err := cluster.Runs(root)
+	if err != nil {
+		return err
+	}
+	var problems []error
+	found := 0
+	for _, r := range runs {
+		if r.Kind != "sandbox" {
+			continue
+		}
+		found++
+		if r.Owner.Alive() {
+			_ = syscall.Kill(r.Owner.PID, syscall.SIGTERM)
+			deadline := time.Now().Add(2 * time.Minute)
+			for r.Owner.Alive() && time.Now().Before(deadline) {
+				time.Sleep(200 * time.Millisecond) // polling another process's exit
+			}
+		}
+		if r.Owner.Alive() {
+			problems = append(problems, fmt.Errorf("sandbox process %d did not stop within 2 minutes", r.Owner.PID))
+			continue
+		}
+		// Its own teardown removed the directory, unless it was killed or failed.
+		if err := cluster.Teardown(r.Dir); err != nil {
+			problems = append(problems, err)
+			continue
+		}
+		fmt.Printf("sandbox %s stopped; nothing of it is left (logs: %s)\n", r.Dir, logDir(root, "sandbox"))
+	}
+	if found == 0 {
+		fmt.Println("no sandbox of this clone is running")
+	}
+	return errors.Join(problems...)
+}
+
+func indent(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return ""
+	}
+	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ") + "\n"
+}
+
+func orError(s string, err error) string {
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return s
 }

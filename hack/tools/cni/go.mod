@@ -4,6 +4,7 @@ go 1.26.8
 
 tool (
 	github.com/containernetworking/plugins/plugins/ipam/host-local
+	github.com/containernetworking/plugins/plugins/main/loopback
 	github.com/containernetworking/plugins/plugins/main/ptp
 )
 

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/node/nft"
 )
 
 // ReadinessInputs adds to Inputs what the readiness gate needs.
@@ -74,14 +73,12 @@ func podReadiness(in Inputs, d Desired, r ReadinessInputs, p *corev1.Pod) Readin
 		})
 	}
 	for _, a := range in.Attachments {
-		if a.Namespace != p.Namespace || !ownNIC(a.Namespace, a.Spec.TargetRef.NetworkInterfaceName) {
-			continue
+		if a.Status.NodeName != in.NodeName || a.Namespace != p.Namespace || !ownNIC(a.Namespace, a.Spec.TargetRef.NetworkInterfaceName) {
+			continue // attachments of other Nodes serve in-cluster clients only
 		}
 		u := use{eip: a.Spec.ElasticIPRef.Name, addr: a.Status.ElasticIP}
-		// The programmed mapping carries the ElasticIP's bandwidth limit too: compare the
-		// address pair only.
 		m, ok := mapping(in.NodeName, a)
-		if !ok || !slices.ContainsFunc(d.NAT.Mappings, func(x nft.Mapping) bool { return x.ElasticIP == m.ElasticIP && x.PodIP == m.PodIP }) {
+		if !ok || d.Programmed.Mappings[m.ElasticIP] != m.PodIP {
 			missing = append(missing, fmt.Sprintf("NAT of ElasticIPAttachment %q", a.Name))
 		}
 		used = append(used, u)

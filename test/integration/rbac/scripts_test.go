@@ -320,6 +320,53 @@ func TestInstallCNIWaitsAndKeeps(t *testing.T) {
 	}
 }
 
+// TestKeepCNIStops: at SIGTERM keep-cni waits for the agent's verdict; it removes the
+// entry on "uninstall" only, and keeps it on "restart" or when no verdict comes.
+func TestKeepCNIStops(t *testing.T) {
+	for name, tc := range map[string]struct {
+		verdict string // written after the SIGTERM; empty: none
+		kept    bool
+	}{
+		"uninstall": {verdict: "uninstall: DaemonSet juneau-system/juneau-node no longer exists\n"},
+		"restart":   {verdict: "restart: DaemonSet juneau-system/juneau-node still exists\n", kept: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := newCNIDirs(t)
+			verdict := filepath.Join(t.TempDir(), "verdict")
+			d.write(t, "10-ptp.conflist", ptpConflist, 0o644)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			keep := d.command(ctx, "keep", "JUNEAU_SHUTDOWN_VERDICT="+verdict)
+			var out bytes.Buffer
+			keep.Stdout, keep.Stderr = &out, &out
+			if err := keep.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+				return chained(d.read(t, "10-ptp.conflist")), nil
+			}); err != nil {
+				t.Fatalf("keep did not chain: %v\n%s", err, out.String())
+			}
+			if err := keep.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			// The agent decides after the signal reached both containers.
+			if err := os.WriteFile(verdict, []byte(tc.verdict), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := keep.Wait(); err != nil {
+				t.Fatalf("keep on SIGTERM: %v\n%s", err, out.String())
+			}
+			if got := chained(d.read(t, "10-ptp.conflist")); got != tc.kept {
+				t.Errorf("after %q: entry kept %v, want %v\n%s", tc.verdict, got, tc.kept, out.String())
+			}
+			if !tc.kept && d.read(t, "10-ptp.conflist") != ptpConflist {
+				t.Errorf("the configuration is not back to its bytes before install:\n%s", d.read(t, "10-ptp.conflist"))
+			}
+		})
+	}
+}
+
 // TestSetSysctls: the init container sets exactly what the agent's sysctl package asks
 // for, on the interface the agent would choose.
 func TestSetSysctls(t *testing.T) {

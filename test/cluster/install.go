@@ -1,0 +1,129 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/loutres/juneau/test/framework"
+	"github.com/loutres/juneau/test/images"
+)
+
+// SystemNamespace is where the manifests install juneau.
+const SystemNamespace = "juneau-system"
+
+// KubectlRun runs the built kubectl as the admin; stdin may be empty. The error carries
+// kubectl's stderr.
+func (c *Cluster) KubectlRun(ctx context.Context, stdin string, args ...string) (string, error) {
+	r := framework.RunKubectl(ctx, c.Kubectl, c.Kubeconfig, stdin, args...)
+	return r.Stdout, r.Err
+}
+
+// overlay writes a kustomization in the run directory that takes base (a directory of
+// the clone) and overrides images the way kustomize does, as a user would to install
+// their own image. inOrder keeps the resources in the order the base lists them, as the
+// base itself asks (sortOptions fifo); otherwise kustomize sorts them by kind.
+func (c *Cluster) overlay(name, base string, inOrder bool, imageOverrides map[string]string) (string, error) {
+	dir := c.run.path("kustomize", name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(dir, filepath.Join(c.opts.RepoRoot, base))
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n")
+	if inOrder {
+		b.WriteString("sortOptions:\n  order: fifo\n")
+	}
+	fmt.Fprintf(&b, "resources:\n  - %s\nimages:\n", rel)
+	for from, to := range imageOverrides {
+		newName, newTag, _ := strings.Cut(to, ":")
+		fmt.Fprintf(&b, "  - name: %s\n    newName: %s\n    newTag: %q\n", from, newName, newTag)
+	}
+	return dir, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(b.String()), 0o644)
+}
+
+// InstallDir is the kustomization Install applies: manifests/ with the juneau image
+// replaced by the one loaded into the Nodes.
+func (c *Cluster) InstallDir() (string, error) {
+	return c.overlay("install", "manifests", false, map[string]string{images.JuneauRepository: c.JuneauImage})
+}
+
+// Install installs juneau as the README says, `kubectl apply -k`, and waits until the
+// controller, the webhook and the node DaemonSet are rolled out and the webhook answers
+// through its Service. It returns what kubectl printed.
+func (c *Cluster) Install(ctx context.Context) (string, error) {
+	dir, err := c.InstallDir()
+	if err != nil {
+		return "", err
+	}
+	out, err := c.KubectlRun(ctx, "", "apply", "-k", dir)
+	if err != nil {
+		return out, err
+	}
+	for _, w := range []string{"daemonset/juneau-node", "deployment/juneau-controller", "deployment/juneau-webhook"} {
+		if _, err := c.KubectlRun(ctx, "", "-n", SystemNamespace, "rollout", "status", w, "--timeout=5m"); err != nil {
+			return out, fmt.Errorf("%w\n%s", err, c.describeSystem(ctx))
+		}
+	}
+	return out, c.WaitWebhook(ctx)
+}
+
+// WaitWebhook waits until the webhook answers through its Service: a server-side dry
+// run of a Pod with an invalid juneau annotation is denied by it.
+func (c *Cluster) WaitWebhook(ctx context.Context) error {
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "juneau-webhook-probe", Namespace: "default",
+			Annotations: map[string]string{"juneau.loutres.me/pod-with-eip": "maybe"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: images.Box}}},
+	}
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, last = c.Kube.CoreV1().Pods("default").Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return last != nil && strings.Contains(last.Error(), `admission webhook "pods.validate.juneau.loutres.me" denied the request`), nil
+	})
+	if err != nil {
+		return fmt.Errorf("the webhook does not answer through its Service (last: %v): %w", last, err)
+	}
+	return nil
+}
+
+// describeSystem summarises juneau-system for an error message.
+func (c *Cluster) describeSystem(ctx context.Context) string {
+	out, _ := c.KubectlRun(ctx, "", "-n", SystemNamespace, "get", "pods", "-o", "wide")
+	events, _ := c.KubectlRun(ctx, "", "-n", SystemNamespace, "get", "events", "--sort-by=.lastTimestamp")
+	lines := strings.Split(strings.TrimSpace(events), "\n")
+	if len(lines) > 25 {
+		lines = lines[len(lines)-25:]
+	}
+	return out + strings.Join(lines, "\n")
+}
+
+// Uninstall removes juneau as the manifests' README says: `kubectl delete -k` of what
+// Install applied; it waits until everything is gone.
+func (c *Cluster) Uninstall(ctx context.Context) (string, error) {
+	dir, err := c.InstallDir()
+	if err != nil {
+		return "", err
+	}
+	return c.KubectlRun(ctx, "", "delete", "-k", dir, "--wait=true", "--timeout=5m")
+}
+
+// ApplyExamples applies manifests/examples with the Pods' image replaced by the box
+// image, which answers HTTP on port 80 like the nginx the examples name.
+func (c *Cluster) ApplyExamples(ctx context.Context) (string, error) {
+	dir, err := c.overlay("examples", filepath.Join("manifests", "examples"), true, map[string]string{"nginx": images.Box})
+	if err != nil {
+		return "", err
+	}
+	return c.KubectlRun(ctx, "", "apply", "-k", dir)
+}

@@ -1,0 +1,403 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/loutres/juneau/test/images"
+)
+
+// Node is one Node of the cluster: a network namespace on the segment and a mount
+// namespace of its own, in which containerd, the kubelet and kube-proxy run.
+type Node struct {
+	Name    string
+	IP      string // on eth0, the segment; the Node's InternalIP
+	PodCIDR string
+	// NS is the Node's network namespace file (nsenter --net=NS).
+	NS string
+	// Dir holds its configuration, containerd's data and its CNI directories:
+	// Dir/cni/net.d is /etc/cni/net.d on the Node, Dir/cni/bin is /opt/cni/bin.
+	Dir string
+
+	index  int
+	cgroup string
+	mntNS  uint64
+	holder *proc
+	c      *Cluster
+}
+
+// ConfDir is the Node's /etc/cni/net.d, seen from the root mount namespace.
+func (n *Node) ConfDir() string { return filepath.Join(n.Dir, "cni", "net.d") }
+
+// Socket is the Node's containerd socket.
+func (n *Node) Socket() string { return filepath.Join(n.Dir, "containerd", "containerd.sock") }
+
+// command builds a command run on the Node: in its network and mount namespaces, as a
+// process of the Node's host would (nft, ip, ls /opt/cni/bin, ...).
+func (n *Node) command(ctx context.Context, argv ...string) *exec.Cmd {
+	args := append([]string{fmt.Sprintf("--target=%d", n.holder.pid), "--mount", "--net", "--"}, argv...)
+	cmd := exec.CommandContext(ctx, "nsenter", args...)
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// Output runs argv on the Node (nft, ip, ...: in its network and mount namespaces, as a
+// process of the Node's host would) and returns its combined output.
+func (n *Node) Output(ctx context.Context, argv ...string) (string, error) {
+	if err := n.holder.inNamespaces(n.netInode(), n.mntNS); err != nil {
+		return "", err
+	}
+	out, err := n.command(ctx, argv...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s on %s: %w: %s", strings.Join(argv, " "), n.Name, err, out)
+	}
+	return string(out), nil
+}
+
+func (n *Node) netInode() uint64 {
+	ino, _ := nsInode(n.NS)
+	return ino
+}
+
+// kubeletTunables are the kernel settings the kubelet insists on. They are global to
+// the machine: each Node's mount namespace shows the kubelet files holding the values
+// it wants over them in /proc/sys, so it finds them set and changes nothing on the host.
+var kubeletTunables = map[string]string{
+	"vm.overcommit_memory": "1", "vm.panic_on_oom": "0", "kernel.panic": "10", "kernel.panic_on_oops": "1",
+	"kernel.keys.root_maxkeys": "1000000", "kernel.keys.root_maxbytes": "25000000",
+}
+
+// holderScript prepares a Node's mount namespace and then keeps it alive as `box
+// pause`: a tmpfs on /run and overlays (upper layers in the Node's directory) on /opt,
+// /var/lib, /var/log and /etc, so the paths the kubelet, containerd and CNI hard-code
+// (/var/lib/kubelet/device-plugins, /var/log/pods, /run/containerd, /run/netns,
+// /opt/cni/bin, /etc/cni/net.d) are the Node's own and vanish with it.
+const holderScript = `set -eu
+nd=$1 box=$2
+mount -t tmpfs -o mode=755 juneau-node-run /run
+for d in opt var/lib var/log etc; do
+	mount -t overlay juneau-node -o "lowerdir=/$d,upperdir=$nd/root/$d/upper,workdir=$nd/root/$d/work" "/$d"
+done
+mkdir -p /opt/cni/bin /etc/cni/net.d /var/lib/kubelet /var/log/pods /var/log/containers
+mount --bind "$nd/cni/bin" /opt/cni/bin
+mount --bind "$nd/cni/net.d" /etc/cni/net.d
+for f in "$nd"/sysctl/*; do mount --bind "$f" "/proc/sys/$(basename "$f" | tr . /)"; done
+exec "$box" pause "$nd"
+`
+
+// prepare writes the Node's directories and configuration.
+func (n *Node) prepare() error {
+	for _, d := range []string{"cni/bin", "cni/net.d", "containerd", "runc", "kubelet", "sysctl",
+		"root/opt/upper", "root/opt/work", "root/var/lib/upper", "root/var/lib/work",
+		"root/var/log/upper", "root/var/log/work", "root/etc/upper", "root/etc/work"} {
+		if err := os.MkdirAll(filepath.Join(n.Dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	for key, value := range kubeletTunables {
+		if err := os.WriteFile(filepath.Join(n.Dir, "sysctl", key), []byte(value+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	for _, plugin := range []string{"ptp", "host-local", "loopback"} {
+		if err := os.Symlink(filepath.Join(n.c.cniDir, plugin), filepath.Join(n.Dir, "cni", "bin", plugin)); err != nil {
+			return err
+		}
+	}
+	files := map[string]string{
+		"cni/net.d/10-ptp.conflist": n.conflist(),
+		"containerd/config.toml":    n.containerdConfig(),
+		"kubelet/config.yaml":       n.kubeletConfig(),
+		"kube-proxy.yaml":           n.kubeProxyConfig(),
+		"resolv.conf":               "",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(n.Dir, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// conflist is the primary network, as a CNI installer would write it: ptp with
+// host-local IPAM in the Node's Pod CIDR, masquerading Pod egress.
+func (n *Node) conflist() string {
+	return fmt.Sprintf(`{
+  "cniVersion": "1.0.0",
+  "name": "cluster",
+  "plugins": [
+    {
+      "type": "ptp",
+      "ipMasq": true,
+      "mtu": 1500,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": %q}]],
+        "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    }
+  ]
+}
+`, n.PodCIDR)
+}
+
+// containerdConfig: Debian's containerd 1.6 with its own root, state, sockets and runc
+// root; the CNI directories at their usual paths (the Node's own); pulls of docker.io
+// and juneau.local names served by the cluster's registry.
+func (n *Node) containerdConfig() string {
+	ctrd := filepath.Join(n.Dir, "containerd")
+	registry := fmt.Sprintf("http://%s:%d", ControlPlaneIP, RegistryPort)
+	return fmt.Sprintf(`version = 2
+root = %[1]q
+state = %[2]q
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs",
+  "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+[grpc]
+  address = %[3]q
+[ttrpc]
+  address = %[4]q
+[metrics]
+  address = ""
+[plugins."io.containerd.internal.v1.opt"]
+  path = %[5]q
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %[6]q
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  # Root here lacks CAP_SYS_RESOURCE: the -998 oom_score_adj of sandboxes would make
+  # runc fail every one of them.
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = %[7]q
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/opt/cni/bin"
+    conf_dir = "/etc/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."docker.io"]
+    endpoint = [%[8]q]
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."juneau.local"]
+    endpoint = [%[8]q]
+`, filepath.Join(ctrd, "root"), filepath.Join(ctrd, "state"), n.Socket(), n.Socket()+".ttrpc",
+		filepath.Join(ctrd, "opt"), images.Pause, filepath.Join(n.Dir, "runc"), registry)
+}
+
+// kubeletConfig: cgroup v1 with cgroupfs under the Node's own cgroup root; serving on
+// the Node's address to the API server only (client certificates of the cluster's CA).
+func (n *Node) kubeletConfig() string {
+	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupRoot: /%[1]s
+containerRuntimeEndpoint: unix://%[2]s
+address: %[3]s
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: false}
+  x509: {clientCAFile: %[4]s}
+authorization: {mode: AlwaysAllow}
+makeIPTablesUtilChains: false
+resolvConf: %[5]s
+clusterDomain: cluster.local
+failSwapOn: false
+maxPods: 60
+serializeImagePulls: false
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: 100Mi, nodefs.available: 1%%, imagefs.available: 1%%, nodefs.inodesFree: 1%%}
+nodeStatusUpdateFrequency: 2s
+syncFrequency: 10s
+fileCheckFrequency: 10s
+`, n.cgroup, n.Socket(), n.IP, n.c.run.path("pki", "ca.crt"), filepath.Join(n.Dir, "resolv.conf"))
+}
+
+// kubeProxyConfig: nftables mode, so juneau's table is seen to live beside kube-proxy's.
+// The conntrack settings are the machine's: left alone.
+func (n *Node) kubeProxyConfig() string {
+	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: nftables
+clientConnection: {kubeconfig: %[1]s}
+hostnameOverride: %[2]s
+bindAddress: %[3]s
+clusterCIDR: %[4]s
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+`, n.c.run.path("kubeconfigs", "kube-proxy"), n.Name, n.IP, ClusterCIDR)
+}
+
+// cgroupHierarchies lists the mounted cgroup hierarchies (v1 controllers, the named
+// systemd one and the unified v2 one of a hybrid setup).
+func cgroupHierarchies() ([]string, error) {
+	entries, err := os.ReadDir("/sys/fs/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.procs"); err == nil {
+		out = append(out, "/sys/fs/cgroup") // pure v2
+	}
+	for _, e := range entries {
+		p := filepath.Join("/sys/fs/cgroup", e.Name())
+		if _, err := os.Stat(filepath.Join(p, "cgroup.procs")); err == nil && e.IsDir() {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// startHolder creates the Node's cgroup root and its mount namespace, kept by the
+// holder process, and verifies where the holder runs.
+func (n *Node) startHolder(ctx context.Context) error {
+	if err := n.c.run.record(recCgroup, n.cgroup); err != nil {
+		return err
+	}
+	hs, err := cgroupHierarchies()
+	if err != nil {
+		return err
+	}
+	for _, h := range hs {
+		if err := os.Mkdir(filepath.Join(h, n.cgroup), 0o755); err != nil {
+			return fmt.Errorf("cgroup %s: %w", n.cgroup, err)
+		}
+	}
+	box := n.c.opts.BoxBinary
+	p, err := n.c.run.startProc(n.Name+"-mountns", inNS(n.NS, "unshare", "--mount", "--propagation", "private", "--",
+		"sh", "-c", holderScript, "holder", n.Dir, box)...)
+	if err != nil {
+		return err
+	}
+	if err := p.execd(ctx, box); err != nil {
+		return err
+	}
+	mnt, err := procNS(p.pid, "mnt")
+	if err != nil {
+		return err
+	}
+	if err := p.inNamespaces(n.netInode(), mnt); err != nil {
+		return err
+	}
+	n.holder, n.mntNS = p, mnt
+	n.c.addProc(p)
+	return n.c.run.record(recMntns, n.Name, mnt, p.pid, p.start)
+}
+
+// startOnNode starts a component in the Node's namespaces and verifies it runs there.
+func (n *Node) startOnNode(ctx context.Context, name string, argv ...string) (*proc, error) {
+	if err := n.holder.inNamespaces(n.netInode(), n.mntNS); err != nil {
+		return nil, err
+	}
+	p, err := n.c.run.startProc(n.Name+"-"+name, append([]string{"nsenter",
+		fmt.Sprintf("--target=%d", n.holder.pid), "--mount", "--net", "--"}, argv...)...)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.execd(ctx, argv[0]); err != nil {
+		return nil, err
+	}
+	if err := p.inNamespaces(n.netInode(), n.mntNS); err != nil {
+		return nil, err
+	}
+	n.c.addProc(p)
+	return p, nil
+}
+
+func (n *Node) startContainerd(ctx context.Context) (*proc, error) {
+	containerd, err := exec.LookPath("containerd")
+	if err != nil {
+		return nil, err
+	}
+	p, err := n.startOnNode(ctx, "containerd", containerd, "--config", filepath.Join(n.Dir, "containerd", "config.toml"))
+	if err != nil {
+		return nil, err
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if p.exited() {
+			return false, p.failure()
+		}
+		return exec.CommandContext(ctx, "ctr", "--address", n.Socket(), "version").Run() == nil, nil
+	})
+	return p, err
+}
+
+func (n *Node) startKubelet(ctx context.Context) (*proc, error) {
+	return n.startOnNode(ctx, "kubelet", n.c.bins.path("kubelet"),
+		"--config="+filepath.Join(n.Dir, "kubelet", "config.yaml"),
+		"--kubeconfig="+n.c.run.path("kubeconfigs", n.Name),
+		"--root-dir="+filepath.Join(n.Dir, "kubelet"),
+		"--cert-dir="+filepath.Join(n.Dir, "kubelet", "pki"),
+		"--hostname-override="+n.Name, "--node-ip="+n.IP,
+		"--volume-plugin-dir="+filepath.Join(n.Dir, "kubelet", "volume-plugins"))
+}
+
+func (n *Node) startKubeProxy(ctx context.Context) (*proc, error) {
+	return n.startOnNode(ctx, "kube-proxy", n.c.bins.path("kube-proxy"), "--config="+filepath.Join(n.Dir, "kube-proxy.yaml"))
+}
+
+// importImages loads the images archive into the Node's containerd.
+func (n *Node) importImages(ctx context.Context, archive string) error {
+	out, err := exec.CommandContext(ctx, "ctr", "--address", n.Socket(), "--namespace", "k8s.io",
+		"images", "import", archive).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ctr images import on %s: %w: %s", n.Name, err, out)
+	}
+	return nil
+}
+
+// register waits for the kubelet's Node object, gives it its Pod CIDR (as a CNI's IPAM
+// or the controller-manager would) and waits until it is Ready.
+func (n *Node) register(ctx context.Context, kubelet *proc) error {
+	nodes := n.c.Kube.CoreV1().Nodes()
+	patched := false
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if kubelet.exited() {
+			return false, kubelet.failure()
+		}
+		node, err := nodes.Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		if !patched && len(node.Spec.PodCIDRs) == 0 {
+			patch := fmt.Sprintf(`{"spec":{"podCIDR":%q,"podCIDRs":[%q]}}`, n.PodCIDR, n.PodCIDR)
+			if _, err := nodes.Patch(ctx, n.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+				last = err.Error()
+				return false, nil
+			}
+			patched = true
+		}
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				last = fmt.Sprintf("Ready=%s: %s", c.Status, c.Message)
+				return c.Status == corev1.ConditionTrue, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("Node %s not Ready (%s): %w; kubelet log: %s", n.Name, last, err, kubelet.log)
+	}
+	return nil
+}

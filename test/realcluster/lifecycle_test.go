@@ -1,0 +1,288 @@
+package realcluster
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/test/cluster"
+	"github.com/loutres/juneau/test/images"
+)
+
+// testGarbageCollection: a Pod's NetworkInterface is owned by the Pod, and the
+// garbage collector of kube-controller-manager deletes it with the Pod, even while no
+// juneau controller runs.
+func testGarbageCollection(t *testing.T, c *cluster.Cluster) {
+	ns := namespace(t, c, "gc")
+	kubectl(t, c, boxPodYAML("owner", ""), "-n", ns, "apply", "-f", "-")
+	waitPods(t, c, ns, "owner")
+	pod, err := c.Kube.CoreV1().Pods(ns).Get(context.Background(), "owner", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nics := c.Juneau.JuneauV1alpha1().NetworkInterfaces(ns)
+	if err := wait.PollUntilContextTimeout(testContext(t, 2*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		nic, err := nics.Get(ctx, "owner.eth0", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		owner := metav1.GetControllerOf(nic)
+		return owner != nil && owner.UID == pod.UID && owner.Kind == "Pod", nil
+	}); err != nil {
+		t.Fatalf("NetworkInterface owner.eth0 owned by the Pod: %v", err)
+	}
+
+	scaleController(t, c, 0)
+	defer scaleController(t, c, 2)
+	kubectl(t, c, "", "-n", ns, "delete", "pod", "owner", "--wait=true")
+	gone(t, "NetworkInterface owner.eth0 (its Pod deleted, no juneau controller running)", 2*time.Minute, func(ctx context.Context) error {
+		_, err := nics.Get(ctx, "owner.eth0", metav1.GetOptions{})
+		return err
+	})
+}
+
+// scaleController sets the controller's replicas and waits until they run (or are gone).
+func scaleController(t *testing.T, c *cluster.Cluster, replicas int) {
+	t.Helper()
+	kubectl(t, c, "", "-n", cluster.SystemNamespace, "scale", "deployment/juneau-controller", fmt.Sprintf("--replicas=%d", replicas))
+	kubectl(t, c, "", "-n", cluster.SystemNamespace, "rollout", "status", "deployment/juneau-controller", "--timeout=3m")
+	if err := wait.PollUntilContextTimeout(testContext(t, 2*time.Minute), 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.Kube.CoreV1().Pods(cluster.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=controller"})
+		return err == nil && len(pods.Items) == replicas, nil
+	}); err != nil {
+		t.Fatalf("controller Pods not %d: %v", replicas, err)
+	}
+}
+
+// testWebhook: what the webhook refuses is refused through its Service, with the
+// field and the object in the way named, as kubectl shows it to the user.
+func testWebhook(t *testing.T, c *cluster.Cluster) {
+	ns := namespace(t, c, "admission")
+	for _, tc := range []struct {
+		name, manifest, want string
+	}{
+		{"an ElasticIP on a network that does not exist", `apiVersion: juneau.loutres.me/v1alpha1
+kind: ElasticIP
+metadata: {name: lost}
+spec: {externalNetwork: nowhere}
+`, `spec.externalNetwork: Invalid value: "nowhere": ExternalNetwork "nowhere" does not exist`},
+		{"a Pod with an invalid annotation", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: maybe
+  annotations: {juneau.loutres.me/pod-with-eip: "maybe"}
+spec:
+  containers: [{name: web, image: %s}]
+`, images.Box), `metadata.annotations[juneau.loutres.me/pod-with-eip]: Unsupported value: "maybe"`},
+	} {
+		out, err := c.KubectlRun(testContext(t, time.Minute), tc.manifest, "-n", ns, "create", "-f", "-")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: kubectl create: %v %s; want a refusal saying %s", tc.name, err, out, tc.want)
+		}
+	}
+	// The same refusals come from the webhook itself (its name is in the API error).
+	_, err := c.Juneau.JuneauV1alpha1().ElasticIPs(ns).Create(context.Background(), mustEIP(ns), metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), `admission webhook "validate.juneau.loutres.me" denied the request`) {
+		t.Errorf("creating an ElasticIP on a missing network: %v, want the webhook's denial", err)
+	}
+}
+
+// testRollout: a rolling update of the node DaemonSet, every agent replaced one by one,
+// under continuous UDP traffic from the external client to a Pod behind NAT: not one
+// datagram is lost, since a stopping agent leaves its rules to the next one.
+func testRollout(t *testing.T, c *cluster.Cluster) {
+	ns := namespace(t, c, "rollout")
+	kubectl(t, c, boxPodYAML("echo", "")+"    args: [serve, -udp, \":7\"]\n---\n"+natYAML("echo"), "-n", ns, "apply", "-f", "-")
+	waitPods(t, c, ns, "echo")
+	addr := attachedAddress(t, c, ns, "echo-eip")
+	reach(t, c, addr, "echo")
+
+	agents := agentPods(t, c)
+	f := startFlow(t, c, addr+":7", 20*time.Millisecond)
+	kubectl(t, c, "", "-n", cluster.SystemNamespace, "rollout", "restart", "daemonset/juneau-node")
+	kubectl(t, c, "", "-n", cluster.SystemNamespace, "rollout", "status", "daemonset/juneau-node", "--timeout=5m")
+	for name := range agentPods(t, c) {
+		if agents[name] {
+			t.Errorf("agent Pod %s was not replaced", name)
+		}
+	}
+	// The new agents have taken over: a hundred more round trips through them.
+	if err := f.waitEchoes(100, time.Minute); err != nil {
+		t.Fatalf("after the rollout: %v", err)
+	}
+	sent, lost := f.stop()
+	t.Logf("%d datagrams through the ElasticIP during the rollout, %d lost", sent, len(lost))
+	if sent < 100 || len(lost) > 0 {
+		t.Fatalf("%d datagrams sent, %d lost (sequence numbers %v)", sent, len(lost), lost)
+	}
+}
+
+// agentPods lists the node agents' Pods.
+func agentPods(t *testing.T, c *cluster.Cluster) map[string]bool {
+	t.Helper()
+	pods, err := c.Kube.CoreV1().Pods(cluster.SystemNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=node"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+			out[p.Name] = true
+		}
+	}
+	return out
+}
+
+// flow sends numbered datagrams from the external client and records the echoes.
+type flow struct {
+	conn     net.Conn
+	stopSend chan struct{}
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	sent     uint64
+	got      map[uint64]bool
+}
+
+func startFlow(t *testing.T, c *cluster.Cluster, addr string, every time.Duration) *flow {
+	t.Helper()
+	conn, err := c.ClientDial(context.Background(), "udp4", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &flow{conn: conn, stopSend: make(chan struct{}), got: map[uint64]bool{}}
+	f.wg.Go(func() {
+		buf := make([]byte, 64)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			if n >= 8 {
+				f.mu.Lock()
+				f.got[binary.BigEndian.Uint64(buf)] = true
+				f.mu.Unlock()
+			}
+		}
+	})
+	f.wg.Go(func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		msg := make([]byte, 8)
+		for {
+			select {
+			case <-f.stopSend:
+				return
+			case <-tick.C:
+				f.mu.Lock()
+				binary.BigEndian.PutUint64(msg, f.sent)
+				f.sent++
+				f.mu.Unlock()
+				_, _ = conn.Write(msg)
+			}
+		}
+	})
+	t.Cleanup(func() { conn.Close() })
+	return f
+}
+
+// waitEchoes waits until n more echoes than now have come back.
+func (f *flow) waitEchoes(n int, timeout time.Duration) error {
+	f.mu.Lock()
+	want := len(f.got) + n
+	f.mu.Unlock()
+	return wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.got) >= want, nil
+	})
+}
+
+// stop ends the flow, waits for the last echoes and returns what was sent and lost.
+func (f *flow) stop() (sent uint64, lost []uint64) {
+	close(f.stopSend)
+	_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return uint64(len(f.got)) >= f.sent, nil
+	})
+	f.conn.Close()
+	f.wg.Wait()
+	for i := uint64(0); i < f.sent; i++ {
+		if !f.got[i] {
+			lost = append(lost, i)
+		}
+	}
+	return f.sent, lost
+}
+
+// testUninstall: once the ElasticIPs are released, kubectl delete -k removes juneau,
+// and every Node's CNI configuration, nftables and routes are as before the install.
+func testUninstall(t *testing.T, c *cluster.Cluster) {
+	ctx := testContext(t, 10*time.Minute)
+	// The scenarios' namespaces go with their Pods; then the addresses are released
+	// while the controller still runs, as manifests/README.md says.
+	nss, err := c.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nss.Items {
+		if n.Status.Phase == corev1.NamespaceTerminating {
+			gone(t, "namespace "+n.Name, 3*time.Minute, func(ctx context.Context) error {
+				_, err := c.Kube.CoreV1().Namespaces().Get(ctx, n.Name, metav1.GetOptions{})
+				return err
+			})
+		}
+	}
+	kubectl(t, c, "", "delete", "elasticipattachments,elasticips", "--all", "--all-namespaces", "--wait=true")
+	kubectl(t, c, "", "delete", "externalnetworks,addresspools", "--all", "--wait=true")
+	kubectl(t, c, "", "delete", "pods", "--all", "-n", "default", "--wait=true")
+
+	start := time.Now()
+	dir, err := c.InstallDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := c.KubectlRun(ctx, "", "delete", "-k", dir, "--wait=true", "--timeout=5m"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	t.Logf("kubectl delete -k took %s", time.Since(start).Round(100*time.Millisecond))
+	for _, crd := range []string{"elasticips.juneau.loutres.me", "addresspools.juneau.loutres.me"} {
+		if _, err := c.Kube.Discovery().RESTClient().Get().AbsPath("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + crd).DoRaw(ctx); !apierrors.IsNotFound(err) {
+			t.Errorf("CRD %s still there: %v", crd, err)
+		}
+	}
+	var diffs string
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var now string
+		for _, n := range c.Nodes {
+			s, err := readNodeState(ctx, n)
+			if err != nil {
+				return false, nil // retried; diffs keeps the last complete comparison
+			}
+			if d := shared.before[n.Name].diff(s); d != "" {
+				now += n.Name + ":\n" + d
+			}
+		}
+		diffs = now
+		return diffs == "", nil
+	})
+	if err != nil {
+		t.Fatalf("after kubectl delete -k the Nodes differ from before the install (%v):\n%s", err, diffs)
+	}
+}
+
+func mustEIP(ns string) *v1alpha1.ElasticIP {
+	return &v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lost-again"},
+		Spec: v1alpha1.ElasticIPSpec{ExternalNetwork: "nowhere"}}
+}
