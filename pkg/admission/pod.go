@@ -26,7 +26,8 @@ func (v *Validators) podRules() rules[*corev1.Pod] {
 	return rules[*corev1.Pod]{
 		create: func(ctx context.Context, p *corev1.Pod) (field.ErrorList, error) { return v.checkPod(ctx, p, nil) },
 		update: func(ctx context.Context, p, old *corev1.Pod) (field.ErrorList, error) {
-			if errs := directAnnotationsChanged(p, old); len(errs) > 0 {
+			// The grammar's errors come first: they say the most about the annotations.
+			if errs := append(annotations.ValidatePod(p.Annotations), directAnnotationsChanged(p, old)...); len(errs) > 0 {
 				return errs, nil
 			}
 			return v.checkPod(ctx, p, old)
