@@ -19,11 +19,14 @@ import (
 )
 
 // dpTopology is an external client, a node that forwards, and a Pod behind the node,
-// each in a namespace of its own:
+// each in a namespace of its own; for in-cluster configurations a second Pod on the node
+// is the client:
 //
 //	client (eth0 10.225.51.100) ── (ext0 10.225.51.2) node (vpod) ── (eth0 10.244.1.5) pod
+//	                                                   node (vcpod) ── (eth0 10.244.1.6) client Pod
 type dpTopology struct {
 	client, node, pod *netns.NS
+	clientPod         *netns.NS // nil unless addClientPod
 	sink              *net.UDPConn
 }
 
@@ -36,12 +39,7 @@ func newDPTopology(e *env) *dpTopology {
 	netns.Veth(tp.node, extIf, tp.client, "eth0")
 	tp.node.Addr(extIf, nodeIP.String()+"/24")
 	tp.client.Addr("eth0", clientIP.String()+"/24")
-	netns.Veth(tp.node, "vpod", tp.pod, "eth0")
-	tp.node.Addr("vpod", podGW.String()+"/32")
-	tp.node.Route(podIP.String()+"/32", "", "vpod")
-	tp.pod.Addr("eth0", podIP.String()+"/32")
-	tp.pod.Route(podGW.String()+"/32", "", "eth0")
-	tp.pod.Route("default", podGW.String(), "eth0")
+	plugPod(tp.node, "vpod", tp.pod, podIP)
 	tp.node.Sysctl("net/ipv4/ip_forward", "1")
 	tp.node.MustDo(func() error { return sysctl.New().Apply(sysctl.ExternalInterface(extIf)) })
 	// Static neighbours: the benchmark measures forwarding, not address resolution (row 5
@@ -50,9 +48,7 @@ func newDPTopology(e *env) *dpTopology {
 	tp.client.Route("10.244.0.0/16", nodeIP.String(), "")
 	tp.client.Neigh("eth0", elasticIP.String(), tp.node.MAC(extIf))
 	tp.client.Neigh("eth0", nodeIP.String(), tp.node.MAC(extIf))
-	tp.node.Neigh("vpod", podIP.String(), tp.pod.MAC("eth0"))
 	tp.node.Neigh(extIf, clientIP.String(), tp.client.MAC("eth0"))
-	tp.pod.Neigh("eth0", podGW.String(), tp.node.MAC("vpod"))
 	tp.pod.MustDo(func() error {
 		var err error
 		tp.sink, err = net.ListenUDP("udp4", &net.UDPAddr{Port: sinkPort})
@@ -65,6 +61,47 @@ func newDPTopology(e *env) *dpTopology {
 	return tp
 }
 
+// plugPod connects pod to node through a veth whose node end, hostDev, holds the Pod
+// gateway: the Pod holds ip/32 and routes everything through the gateway; both sides
+// know each other's MAC (static neighbours, like the rest).
+func plugPod(node *netns.NS, hostDev string, pod *netns.NS, ip netip.Addr) {
+	netns.Veth(node, hostDev, pod, "eth0")
+	node.Addr(hostDev, podGW.String()+"/32")
+	node.Route(ip.String()+"/32", "", hostDev)
+	pod.Addr("eth0", ip.String()+"/32")
+	pod.Route(podGW.String()+"/32", "", "eth0")
+	pod.Route("default", podGW.String(), "eth0")
+	node.Neigh(hostDev, ip.String(), pod.MAC("eth0"))
+	pod.Neigh("eth0", podGW.String(), node.MAC(hostDev))
+}
+
+// addClientPod adds the in-cluster client: a Pod on the node beside the target.
+func (tp *dpTopology) addClientPod(e *env) {
+	tp.clientPod = netns.New(e, "dpcpod")
+	plugPod(tp.node, "vcpod", tp.clientPod, clientPodIP)
+}
+
+// sender is where blasted frames come from: the external client, or the client Pod for
+// in-cluster configurations. newSource gives the i-th frame's source address when every
+// frame is a new flow.
+type sender struct {
+	ns        *netns.NS
+	src       netip.Addr
+	toMAC     net.HardwareAddr // the node's end of the link
+	newSource func(i int) netip.Addr
+}
+
+func (tp *dpTopology) sender(inCluster bool) sender {
+	if inCluster {
+		// Sources in the node's Pod range, which the cluster ranges cover: in-cluster
+		// clients.
+		return sender{ns: tp.clientPod, src: clientPodIP, toMAC: tp.node.MAC("vcpod"),
+			newSource: func(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 244, 1, byte(100 + i%100)}) }}
+	}
+	return sender{ns: tp.client, src: clientIP, toMAC: tp.node.MAC(extIf),
+		newSource: func(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 225, 51, byte(100 + i%100)}) }}
+}
+
 // podReceived is the number of frames the Pod's interface received so far.
 func (tp *dpTopology) podReceived(e *env) uint64 {
 	l := tp.pod.Link("eth0")
@@ -74,17 +111,17 @@ func (tp *dpTopology) podReceived(e *env) uint64 {
 	return l.Attrs().Statistics.RxPackets
 }
 
-// blast sends 60-byte UDP frames from the client towards dst for d (at most limit
-// frames) from one thread, and returns the rate at which they reached the Pod, per
-// second of the sending thread's CPU time. With
-// newFlows every frame has a source address and port no earlier frame had (10.225.51.100
-// to .199 × ports 1024-65535), so every packet is a new flow for connection tracking.
-func (tp *dpTopology) blast(e *env, dst netip.Addr, newFlows bool, d time.Duration, limit int) float64 {
+// blast sends 60-byte UDP frames from s towards dst for d (at most limit frames) from
+// one thread, and returns the rate at which they reached the Pod, per second of the
+// sending thread's CPU time. With newFlows every frame has a source address and port no
+// earlier frame had (100 addresses × ports 1024-65535), so every packet is a new flow
+// for connection tracking.
+func (tp *dpTopology) blast(e *env, s sender, dst netip.Addr, newFlows bool, d time.Duration, limit int) float64 {
 	var sock *pkt.Socket
-	tp.client.MustDo(func() (err error) { sock, err = pkt.Open("eth0", 0); return err })
+	s.ns.MustDo(func() (err error) { sock, err = pkt.Open("eth0", 0); return err })
 	defer sock.Close()
-	src := pkt.Endpoint{MAC: tp.client.MAC("eth0"), IP: clientIP, Port: 40000}
-	to := pkt.Endpoint{MAC: tp.node.MAC(extIf), IP: dst, Port: sinkPort}
+	src := pkt.Endpoint{MAC: s.ns.MAC("eth0"), IP: s.src, Port: 40000}
+	to := pkt.Endpoint{MAC: s.toMAC, IP: dst, Port: sinkPort}
 	bufs := make([][]byte, 64*2)
 	for i := range bufs {
 		bufs[i] = pkt.UDP(src, to, pkt.MinFrameLen)
@@ -93,7 +130,7 @@ func (tp *dpTopology) blast(e *env, dst netip.Addr, newFlows bool, d time.Durati
 	if newFlows {
 		next = func(i int) []byte {
 			f := bufs[i%len(bufs)]
-			pkt.SetUDPSource(f, netip.AddrFrom4([4]byte{10, 225, 51, byte(100 + i%100)}), uint16(1024+(i/100)%64512))
+			pkt.SetUDPSource(f, s.newSource(i), uint16(1024+(i/100)%64512))
 			return f
 		}
 	}
@@ -129,14 +166,14 @@ func (tp *dpTopology) settledReceived(e *env) uint64 {
 	return last
 }
 
-// tcpThroughput runs one iperf3 flow from the client to dst:5201, served in the Pod, and
-// returns the bits per second the receiver counted.
-func (tp *dpTopology) tcpThroughput(e *env, dst netip.Addr, d time.Duration) float64 {
+// tcpThroughput runs one iperf3 flow from s to dst:5201, served in the Pod, and returns
+// the bits per second the receiver counted.
+func (tp *dpTopology) tcpThroughput(e *env, s sender, dst netip.Addr, d time.Duration) float64 {
 	server := tp.pod.Start("iperf3", "-s", "-1", "-p", "5201", "--forceflush")
 	if err := server.WaitForOutput("Server listening", 10*time.Second); err != nil {
 		e.Fatalf("iperf3 server: %v", err)
 	}
-	out, err := tp.client.Output("iperf3", "-c", dst.String(), "-p", "5201", "-J", "-t", fmt.Sprint(max(1, int(d.Seconds()))))
+	out, err := s.ns.Output("iperf3", "-c", dst.String(), "-p", "5201", "-J", "-t", fmt.Sprint(max(1, int(d.Seconds()))))
 	if err != nil {
 		e.Fatalf("iperf3 client: %v\n%s", err, out)
 	}
@@ -170,6 +207,8 @@ type dpConfig struct {
 	setup   func(e *env, tp *dpTopology)
 	// afterRun runs between repetitions (flushing conntrack, so new flows stay new).
 	afterRun func(e *env, tp *dpTopology)
+	// inCluster sends from the client Pod (addClientPod) instead of the external client.
+	inCluster bool
 }
 
 // juneauConfig is juneau's NAT with n mappings on a node where conntrack is loaded.
@@ -183,9 +222,21 @@ func juneauConfig(ctx context.Context, n int) dpConfig {
 	}}
 }
 
-// floorConfig is the bare stateless map NAT (bareMapNAT) with n mappings, conntrack loaded.
+// floorConfig is the floor of juneau's design: the bare stateless map NAT (bareMapNAT)
+// with n mappings, conntrack loaded, and the kernel's NAT hooks registered, which
+// juneau's conntrack NAT for in-cluster clients needs (registerNATHooks).
 func floorConfig(n int) dpConfig {
-	return dpConfig{name: fmt.Sprintf("bare nftables map NAT, %d mappings", n), profile: fmt.Sprintf("floor-%d", n), dst: elasticIP,
+	c := floorNoNATHooksConfig(n)
+	c.name, c.profile = fmt.Sprintf("bare nftables map NAT + NAT hooks, %d mappings", n), fmt.Sprintf("floor-%d", n)
+	setup := c.setup
+	c.setup = func(e *env, tp *dpTopology) { registerNATHooks(e, tp.node); setup(e, tp) }
+	return c
+}
+
+// floorNoNATHooksConfig is the bare stateless map NAT alone, conntrack loaded: the
+// floor before juneau served in-cluster clients.
+func floorNoNATHooksConfig(n int) dpConfig {
+	return dpConfig{name: fmt.Sprintf("bare nftables map NAT, %d mappings", n), profile: fmt.Sprintf("floor-no-nat-hooks-%d", n), dst: elasticIP,
 		setup: func(e *env, tp *dpTopology) {
 			loadConntrack(e, tp.node)
 			bareMapNAT(e, tp.node, benchMappings(n))
@@ -197,6 +248,25 @@ func floorConfig(n int) dpConfig {
 func plainConntrackConfig() dpConfig {
 	return dpConfig{name: "plain routing, conntrack loaded", profile: "plain-conntrack", dst: podIP,
 		setup:    func(e *env, tp *dpTopology) { loadConntrack(e, tp.node) },
+		afterRun: func(e *env, tp *dpTopology) { tp.node.MustRun("conntrack", "-F") },
+	}
+}
+
+// inClusterConfig is a Pod of the node sending to dst, with juneau's table holding n
+// mappings (every one also an in-cluster mapping, as on every node of a cluster with n
+// attached ElasticIPs), conntrack loaded. To the ElasticIP, each new flow is translated
+// by conntrack at the sender's node; to the Pod IP it is tracked as ordinary Pod traffic.
+func inClusterConfig(ctx context.Context, n int, dst netip.Addr, what string) dpConfig {
+	return dpConfig{name: fmt.Sprintf("in-cluster Pod → %s, juneau %d mappings", what, n), profile: "incluster-" + what, dst: dst, inCluster: true,
+		setup: func(e *env, tp *dpTopology) {
+			tp.addClientPod(e)
+			loadConntrack(e, tp.node)
+			st := natState(benchMappings(n))
+			st.InCluster = st.Mappings
+			if err := nft.NewProgrammer(nft.Options{NetNS: tp.node.FD()}).Sync(ctx, st); err != nil {
+				e.Fatalf("programming %d mappings: %v", n, err)
+			}
+		},
 		afterRun: func(e *env, tp *dpTopology) { tp.node.MustRun("conntrack", "-F") },
 	}
 }
@@ -240,7 +310,7 @@ func measureAll(e *env, cfgs []dpConfig, reps int, d time.Duration, limit int) [
 		}
 	}
 	run := func(c *dpCase, newFlows bool) float64 {
-		v := c.tp.blast(e, c.cfg.dst, newFlows, d, limit)
+		v := c.tp.blast(e, c.tp.sender(c.cfg.inCluster), c.cfg.dst, newFlows, d, limit)
 		after(c)
 		return v
 	}
@@ -258,8 +328,9 @@ func measureAll(e *env, cfgs []dpConfig, reps int, d time.Duration, limit int) [
 		if c.cfg.afterRun != nil {
 			perfLimit = limit
 		}
-		e.perfRecord("datapath-"+c.cfg.profile, func() { c.tp.blast(e, c.cfg.dst, true, 4*d, perfLimit); after(c) })
-		c.tcp = c.tp.tcpThroughput(e, c.cfg.dst, 2*time.Second)
+		from := c.tp.sender(c.cfg.inCluster)
+		e.perfRecord("datapath-"+c.cfg.profile, func() { c.tp.blast(e, from, c.cfg.dst, true, 4*d, perfLimit); after(c) })
+		c.tcp = c.tp.tcpThroughput(e, from, c.cfg.dst, 2*time.Second)
 		out[i] = c.result()
 		e.Logf("%-45s long flow %10.0f pps   new flows %10.0f pps   TCP %6.2f Gbit/s", c.cfg.name, out[i].longFlow, out[i].newFlows, out[i].tcp/1e9)
 	}
@@ -295,13 +366,15 @@ func benchDatapath(ctx context.Context, e *env) []Row {
 	limit := 200000
 	res := measureAll(e, []dpConfig{
 		{name: "plain routing", profile: "plain", dst: podIP},
-		juneauConfig(ctx, 1), juneauConfig(ctx, n), floorConfig(n), plainConntrackConfig(), iptablesConfig(1), iptablesConfig(n),
+		juneauConfig(ctx, 1), juneauConfig(ctx, n), floorConfig(n), floorNoNATHooksConfig(n), plainConntrackConfig(), iptablesConfig(1), iptablesConfig(n),
+		inClusterConfig(ctx, n, elasticIP, "eip"), inClusterConfig(ctx, n, podIP, "podip"),
 	}, reps, d, limit)
-	plain, j1, jN, floor, plainCT, i1, iN := res[0], res[1], res[2], res[3], res[4], res[5], res[6]
+	plain, j1, jN, floor, floorBare, plainCT, i1, iN := res[0], res[1], res[2], res[3], res[4], res[5], res[6], res[7]
+	inEIP, inPod := res[8], res[9]
 
 	how := fmt.Sprintf("60-byte UDP frames sent by one thread (sendmmsg on a packet socket) for %s (≤ %d frames), counted at the Pod's interface, per second of the sending thread's CPU time (it also forwards them, in its softirq; time waiting for a CPU held by other work is left out); median of %d runs, configurations taken in turn; namespaces of their own per configuration; conntrack loaded in the node (a `ct state` rule in the output hook registers its hooks, as kube-proxy's rules do on every node) for every configuration but the informative plain routing without it",
 		d, limit, reps)
-	floorHow := fmt.Sprintf("floor: table of its own with the maps eip2vpc and vpc2eip (%d elements each) and two rules, `ip daddr set ip daddr map @eip2vpc notrack` at raw prerouting and `ip saddr set ip saddr map @vpc2eip` at srcnat+10 postrouting, conntrack loaded; floor / plain routing with conntrack loaded: new flows %.2f, one flow %.2f",
+	floorHow := fmt.Sprintf("floor: table of its own with the maps eip2vpc and vpc2eip (%d elements each) and two rules, `ip daddr set ip daddr map @eip2vpc notrack` at raw prerouting and `ip saddr set ip saddr map @vpc2eip` at srcnat+10 postrouting, conntrack loaded, the kernel's NAT hooks registered (3m); floor / plain routing with conntrack loaded: new flows %.2f, one flow %.2f",
 		n, floor.newFlows/plainCT.newFlows, floor.longFlow/plainCT.longFlow)
 	all := fmt.Sprintf("all figures, long flow / new flows: plain (conntrack loaded) %s / %s; plain without conntrack %s / %s; juneau 1 %s / %s; juneau %d %s / %s; floor %d %s / %s; iptables 1 %s / %s; iptables %d %s / %s",
 		pps(plainCT.longFlow), pps(plainCT.newFlows), pps(plain.longFlow), pps(plain.newFlows), pps(j1.longFlow), pps(j1.newFlows), n, pps(jN.longFlow), pps(jN.newFlows),
@@ -310,12 +383,12 @@ func benchDatapath(ctx context.Context, e *env) []Row {
 		{ID: "3a", What: "pps, new flow per packet: juneau 10k / plain", Figure: pps(jN.newFlows), Baseline: pps(plainCT.newFlows),
 			BaselineWhat: "plain routing, conntrack loaded", Target: ratioAtLeast(0.85), Note: how},
 		{ID: "3b", What: "pps, new flow per packet: juneau 10k / bare map NAT 10k", Figure: pps(jN.newFlows), Baseline: pps(floor.newFlows),
-			BaselineWhat: "bare stateless nftables map NAT", Target: ratioAtLeast(0.97), Note: floorHow,
+			BaselineWhat: "bare stateless nftables map NAT, NAT hooks", Target: ratioAtLeast(0.97), Note: floorHow,
 			PairedRatio: pairedRatio(jN.newRuns, floor.newRuns)},
 		{ID: "3c", What: "pps, one long flow: juneau 10k / plain", Figure: pps(jN.longFlow), Baseline: pps(plainCT.longFlow),
 			BaselineWhat: "plain routing, conntrack loaded", Target: ratioAtLeast(0.85)},
 		{ID: "3d", What: "pps, one long flow: juneau 10k / bare map NAT 10k", Figure: pps(jN.longFlow), Baseline: pps(floor.longFlow),
-			BaselineWhat: "bare stateless nftables map NAT", Target: ratioAtLeast(0.97),
+			BaselineWhat: "bare stateless nftables map NAT, NAT hooks", Target: ratioAtLeast(0.97),
 			PairedRatio: pairedRatio(jN.longRuns, floor.longRuns),
 			Note: fmt.Sprintf("3b, 3d: ratio = median over the %d rounds of juneau's rate / the floor's, measured back to back in each round (juneau 10k is the configuration just before the floor); ratio of the medians: new flows %.2f, one flow %.2f; juneau 1 / floor: new flows %.2f, one flow %.2f",
 				reps, jN.newFlows/floor.newFlows, jN.longFlow/floor.longFlow, pairedRatio(j1.newRuns, floor.newRuns), pairedRatio(j1.longRuns, floor.longRuns))},
@@ -333,5 +406,16 @@ func benchDatapath(ctx context.Context, e *env) []Row {
 		{ID: "3j", What: "TCP throughput, one flow: juneau 10k / iptables 10k", Figure: bitsPerSecond(jN.tcp), Baseline: bitsPerSecond(iN.tcp),
 			BaselineWhat: "iptables+conntrack", Note: strings.TrimSpace(fmt.Sprintf("TCP: plain without conntrack %s, plain with conntrack loaded %s, juneau 1 %s, juneau %d %s, floor %d %s, iptables 1 %s, iptables %d %s",
 				bitsPerSecond(plain.tcp), bitsPerSecond(plainCT.tcp), bitsPerSecond(j1.tcp), n, bitsPerSecond(jN.tcp), n, bitsPerSecond(floor.tcp), bitsPerSecond(i1.tcp), n, bitsPerSecond(iN.tcp)))},
+		{ID: "3k", What: "pps, in-cluster Pod, one long flow: to an ElasticIP / to its Pod IP", Figure: pps(inEIP.longFlow), Baseline: pps(inPod.longFlow),
+			BaselineWhat: "the same Pod IP directly", PairedRatio: pairedRatio(inEIP.longRuns, inPod.longRuns),
+			Note: fmt.Sprintf("a Pod on the node sends to a Pod beside it, through its ElasticIP (DNAT by conntrack at the sender's node, juneau's in-cluster path) or by Pod IP (tracked, not translated), juneau's table holding %d mappings and as many in-cluster ones, conntrack loaded and flushed between runs; same method as 3a; ratio = median over the %d rounds of the paired rates (to the Pod IP measured just after); ratio of the medians %.2f; TCP (iperf3, 2 s): to the ElasticIP %s, to the Pod IP %s",
+				n, reps, inEIP.longFlow/inPod.longFlow, bitsPerSecond(inEIP.tcp), bitsPerSecond(inPod.tcp))},
+		{ID: "3l", What: "pps, in-cluster Pod, new flow per packet: to an ElasticIP / to its Pod IP", Figure: pps(inEIP.newFlows), Baseline: pps(inPod.newFlows),
+			BaselineWhat: "the same Pod IP directly", PairedRatio: pairedRatio(inEIP.newRuns, inPod.newRuns),
+			Note: fmt.Sprintf("every packet a new connection (sources 10.244.1.100-199 × ports): each costs a conntrack entry either way, plus the NAT binding through the ElasticIP; ratio of the medians %.2f", inEIP.newFlows/inPod.newFlows)},
+		{ID: "3m", What: "pps, one long flow: juneau 10k / bare map NAT 10k without NAT hooks", Figure: pps(jN.longFlow), Baseline: pps(floorBare.longFlow),
+			BaselineWhat: "the floor without the kernel's NAT hooks", PairedRatio: pairedRatio(jN.longRuns, floorBare.longRuns),
+			Note: fmt.Sprintf("the floor of 3b and 3d has the kernel's NAT hooks registered (an empty NAT chain in the output hook), which juneau's NAT chains for in-cluster clients register, and every packet then passes (an untracked one returns at once); kube-proxy and masquerading CNIs register them on every node anyway. Without them (the floor before in-cluster clients): new flows %s, one flow %s; juneau 10k / it, new flows (paired): %.2f; the floor with / without them: new flows %.2f, one flow %.2f",
+				pps(floorBare.newFlows), pps(floorBare.longFlow), pairedRatio(jN.newRuns, floorBare.newRuns), floor.newFlows/floorBare.newFlows, floor.longFlow/floorBare.longFlow)},
 	}
 }

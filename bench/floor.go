@@ -107,3 +107,22 @@ func loadConntrack(e *env, ns *netns.NS) {
 		e.Fatalf("loading conntrack: %v", err)
 	}
 }
+
+// registerNATHooks registers the kernel's NAT hooks in ns, as every node where kube-proxy
+// or a masquerading CNI runs has them: an empty NAT chain, in the output hook like the
+// rule of loadConntrack. The kernel registers its NAT hooks for all four hook points at
+// the first NAT chain of a family, and every packet then passes them (an untracked one
+// returns at once). juneau's own NAT chains (in-cluster clients) register them too.
+func registerNATHooks(e *env, ns *netns.NS) {
+	c, err := nftables.New(nftables.WithNetNSFd(ns.FD()))
+	if err != nil {
+		e.Fatal(err)
+	}
+	t := c.AddTable(&nftables.Table{Name: "nat-hooks", Family: nftables.TableFamilyIPv4})
+	accept := nftables.ChainPolicyAccept
+	c.AddChain(&nftables.Chain{Name: "output", Table: t, Type: nftables.ChainTypeNAT, Hooknum: nftables.ChainHookOutput,
+		Priority: nftables.ChainPriorityNATDest, Policy: &accept})
+	if err := c.Flush(); err != nil {
+		e.Fatalf("registering NAT hooks: %v", err)
+	}
+}

@@ -16,6 +16,8 @@ var (
 	elasticIP = netip.MustParseAddr("10.225.51.5")
 	podIP     = netip.MustParseAddr("10.244.1.5")
 	podGW     = netip.MustParseAddr("10.244.1.1")
+	// clientPodIP is an in-cluster client, a Pod beside podIP on the same node.
+	clientPodIP = netip.MustParseAddr("10.244.1.6")
 )
 
 const extIf = "ext0"

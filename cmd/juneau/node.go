@@ -117,13 +117,15 @@ func (o *nodeOptions) run(ctx context.Context) error {
 		return err
 	}
 
-	// Each kind is watched only where it names this Node.
+	// Each kind but the attachments is watched only where it names this Node.
 	onNode := func(field string) juneauinformers.SharedInformerOption {
 		return juneauinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.FieldSelector = fields.OneTermEqualSelector(field, o.nodeName).String()
 		})
 	}
-	attachInf := juneauinformers.NewSharedInformerFactoryWithOptions(juneau, o.resync, onNode("status.nodeName"))
+	// Every Node's attachments: in-cluster clients here reach ElasticIPs attached
+	// anywhere (docs/datapath.md). Cached trimmed to what the agent reads.
+	attachInf := juneauinformers.NewSharedInformerFactoryWithOptions(juneau, o.resync, juneauinformers.WithTransform(agent.TrimAttachment))
 	advertInf := juneauinformers.NewSharedInformerFactoryWithOptions(juneau, o.resync, onNode("spec.nodeName"))
 	kubeInf := kubeinformers.NewSharedInformerFactory(kube, o.resync)
 	allInf := juneauinformers.NewSharedInformerFactory(juneau, o.resync)
@@ -152,8 +154,8 @@ func (o *nodeOptions) run(ctx context.Context) error {
 		pods.Informer(), nics.Informer(), eips.Informer(), networks.Informer()); err != nil {
 		return err
 	}
-	source := &agent.DirectSource{Pods: pods.Lister(), NICs: nics.Lister(), Synced: func() bool {
-		return pods.Informer().HasSynced() && nics.Informer().HasSynced()
+	source := &agent.DirectSource{Pods: pods.Lister(), NICs: nics.Lister(), ElasticIPs: eips.Lister(), Synced: func() bool {
+		return pods.Informer().HasSynced() && nics.Informer().HasSynced() && eips.Informer().HasSynced()
 	}}
 	for _, f := range []interface {
 		Start(<-chan struct{})
@@ -167,6 +169,8 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	var g errgroup.Group
 	g.Go(func() error { return responder.Run(ctx) })
 	g.Go(func() error { return a.Run(ctx) })
+	// In-cluster clients follow an ElasticIP that moves (pkg/node/nft/flows.go).
+	g.Go(func() error { return nat.RunFlowCleanup(ctx) })
 	if o.cniSocket != "" {
 		g.Go(func() error { return cniserver.New(source).Run(ctx, o.cniSocket) })
 	}

@@ -3,8 +3,9 @@
 // then every guide step of the pages (test/doctest), then exercised through what only a
 // real cluster does (the scheduler placing Pods, the kubelet evaluating readiness gates,
 // the StatefulSet controller re-creating Pods, the garbage collector, DaemonSet rollouts,
-// Services), and uninstalled with the uninstall steps of docs/operations.md. The tests
-// run in order on one cluster; the uninstall comes last.
+// Services, the Pod-bound tokens the node-scope policy reads), and uninstalled with the
+// uninstall steps of docs/operations.md. The tests run in order on one cluster; the
+// uninstall comes last.
 package realcluster
 
 import (
@@ -63,6 +64,7 @@ func TestRealCluster(t *testing.T) {
 		{"deployment-with-eip", testDeployment},
 		{"statefulset-keeps-its-address", testStatefulSet},
 		{"readiness-gate", testReadinessGate},
+		{"node-scoped-authority", testNodeScope},
 		{"networkinterface-garbage-collected", testGarbageCollection},
 		{"webhook-through-its-service", testWebhook},
 		{"node-rollout-under-traffic", testRollout},

@@ -5,8 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/controllers/indexes"
 )
 
 // trafficInput is what says whether the user of an ElasticIP can carry its traffic
@@ -87,9 +87,11 @@ func (c *Controller) trafficBlocked(eip *v1alpha1.ElasticIP, network *v1alpha1.E
 			}
 		}
 	}
-	if ad, err := c.adverts.Get(v1alpha1.ARPAdvertisementName(eip.Namespace, eip.Name)); err == nil &&
-		ad.Annotations[v1alpha1.AnnotationOwner] == indexes.Key(eip.Namespace, eip.Name) {
-		in.advert = ad
+	for _, ad := range c.advertisementsOf(advertisement.Of(eip)) {
+		if ad.DeletionTimestamp == nil && ad.Spec.Address == claim.Name {
+			in.advert = ad
+			break
+		}
 	}
 	return trafficBlocked(in)
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -62,8 +63,9 @@ type Config struct {
 	QueueMetrics workqueue.MetricsProvider
 }
 
-// Listers are the agent's caches. Attachments, Advertisements, Pods and NICs are
-// field-selected to this Node by their informers. Pods, NICs, ElasticIPs and Networks
+// Listers are the agent's caches. Advertisements, Pods and NICs are field-selected to
+// this Node by their informers; Attachments hold every Node's (in-cluster clients here
+// reach ElasticIPs attached anywhere; see TrimAttachment). Pods, NICs, ElasticIPs and Networks
 // serve the readiness gate and may be nil when it is not wanted.
 type Listers struct {
 	Attachments    listers.ElasticIPAttachmentLister
@@ -165,7 +167,10 @@ func (a *Agent) sync(ctx context.Context) error {
 	d := Compute(in)
 	err = a.nat.Sync(ctx, d.NAT)
 	a.metrics.observeSync(time.Since(start), len(d.NAT.Mappings), err)
-	if err != nil {
+	// Mappings left out as invalid or conflicting must not hold up the rest: ARP, the
+	// Answering conditions and the readiness gates follow what was programmed (Compute
+	// leaves the left-out ones out of them too), and the error is still returned.
+	if err != nil && !errors.Is(err, nft.ErrInvalidMapping) {
 		return fmt.Errorf("programming NAT: %w", err)
 	}
 	a.arp.SetGratuitous(d.Gratuitous)
@@ -173,7 +178,13 @@ func (a *Agent) sync(ctx context.Context) error {
 	if err := a.markAnswering(ctx, in, d.Answering); err != nil {
 		return err
 	}
-	return a.writeReadiness(ctx, in, d)
+	if err := a.writeReadiness(ctx, in, d); err != nil {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("programming NAT: %w", err)
+	}
+	return nil
 }
 
 func (a *Agent) inputs() (Inputs, error) {

@@ -1,10 +1,12 @@
 // Package agent is the node agent's control loop: it watches the objects naming this
-// Node, computes the whole desired datapath state with a pure function, and applies it
-// (NAT rules, ARP answers, Answering conditions) — level-triggered, one coalesced
-// trigger, periodic full resync.
+// Node (and every Attached ElasticIPAttachment, for in-cluster clients), computes the
+// whole desired datapath state with a pure function, and applies it (NAT rules, ARP
+// answers, Answering conditions) — level-triggered, one coalesced trigger, periodic
+// full resync.
 package agent
 
 import (
+	"cmp"
 	"net/netip"
 	"slices"
 
@@ -23,7 +25,9 @@ type Inputs struct {
 	NodeName          string
 	ExternalInterface string
 	// ClusterCIDRs given on the command line (Pod CIDRs the API does not know).
-	ClusterCIDRs   []netip.Prefix
+	ClusterCIDRs []netip.Prefix
+	// Attachments of every Node: this Node's are translated here, all of them serve
+	// in-cluster clients.
 	Attachments    []*v1alpha1.ElasticIPAttachment
 	Advertisements []*v1alpha1.ARPAdvertisement
 	Nodes          []*corev1.Node
@@ -42,6 +46,11 @@ type Inputs struct {
 // Desired is the whole datapath state of this Node.
 type Desired struct {
 	NAT nft.DesiredState
+	// Programmed is what the NAT programmer keeps of NAT (nft.Check): every side of a
+	// conflict (one ElasticIP attached to two Pods on this Node, say) is left out, and
+	// NATRejected says what and why (nil when nothing was).
+	Programmed  nft.Programmed
+	NATRejected error
 	// ARP are the addresses the responder answers for, sorted.
 	ARP []netip.Addr
 	// Answering are the advertisements (by name) this Node answers for, sorted.
@@ -54,7 +63,10 @@ type Desired struct {
 // Compute is the node agent's one decision, a pure function of its inputs:
 //   - NAT for every ElasticIPAttachment that is Attached and Ready on this Node (the
 //     ElasticIP controller alone decided it uses the address);
-//   - ARP answers for every ARPAdvertisement naming this Node whose address it serves,
+//   - for in-cluster clients, the mapping of every such attachment on any Node
+//     (docs/datapath.md, "In-cluster clients");
+//   - ARP answers for every ARPAdvertisement naming this Node whose address it serves
+//     (translates or routes to a direct NIC, as the NAT programmer keeps them),
 //     announced with gratuitous ARP when its network asks for it;
 //   - never translated: Pod CIDRs (flags and Node spec.podCIDRs), ServiceCIDRs and
 //     every Node address.
@@ -64,28 +76,41 @@ func Compute(in Inputs) Desired {
 		ClusterCIDRs:      clusterCIDRs(in),
 	}}}
 	for _, a := range in.Attachments {
-		if m, ok := mapping(in.NodeName, a); ok {
+		m, ok := attached(a)
+		if !ok {
+			continue
+		}
+		d.NAT.InCluster = append(d.NAT.InCluster, m)
+		if a.Status.NodeName == in.NodeName {
 			m.BandwidthMbps = in.bandwidth(a.Namespace, a.Spec.ElasticIPRef.Name)
 			d.NAT.Mappings = append(d.NAT.Mappings, m)
 		}
 	}
-	slices.SortFunc(d.NAT.Mappings, func(a, b nft.Mapping) int { return a.ElasticIP.Compare(b.ElasticIP) })
+	// Sorted on every field, so that the lists' order (which the caches do not keep)
+	// never shows.
+	byEIP := func(a, b nft.Mapping) int {
+		return cmp.Or(a.ElasticIP.Compare(b.ElasticIP), a.PodIP.Compare(b.PodIP), cmp.Compare(a.BandwidthMbps, b.BandwidthMbps))
+	}
+	slices.SortFunc(d.NAT.Mappings, byEIP)
+	slices.SortFunc(d.NAT.InCluster, byEIP)
 	d.NAT.Direct = directNICs(in)
 	// Answer ARP only for addresses this Node can deliver now (a NAT mapping or a direct
-	// NIC's host route): answering earlier would draw traffic into a black hole.
-	served := map[netip.Addr]bool{}
-	for _, m := range d.NAT.Mappings {
-		served[m.ElasticIP] = true
-	}
-	for _, n := range d.NAT.Direct {
-		served[n.Address] = true
+	// NIC's host route the programmer keeps): answering earlier, or for an address whose
+	// mapping is left out as a conflict, would draw traffic into a black hole.
+	// In-cluster mappings decide nothing about this Node's own (the programmer judges
+	// them apart) and are ten times the work: they are left out of this check.
+	d.Programmed, d.NATRejected = nft.Check(nft.DesiredState{Config: d.NAT.Config, Mappings: d.NAT.Mappings, Direct: d.NAT.Direct})
+	served := func(a netip.Addr) bool {
+		_, nat := d.Programmed.Mappings[a]
+		_, direct := d.Programmed.Direct[a]
+		return nat || direct
 	}
 	for _, ad := range in.Advertisements {
 		if ad.Spec.NodeName != in.NodeName || ad.DeletionTimestamp != nil {
 			continue
 		}
 		addr, err := netip.ParseAddr(ad.Spec.Address)
-		if err != nil || !addr.Is4() || !served[addr] {
+		if err != nil || !addr.Is4() || !served(addr) {
 			continue
 		}
 		d.ARP = append(d.ARP, addr)
@@ -104,8 +129,16 @@ func Compute(in Inputs) Desired {
 
 // mapping is the NAT pair of an attachment translated on node, if any.
 func mapping(node string, a *v1alpha1.ElasticIPAttachment) (nft.Mapping, bool) {
+	if a.Status.NodeName != node {
+		return nft.Mapping{}, false
+	}
+	return attached(a)
+}
+
+// attached is the NAT pair of an attachment that is Attached and Ready, on any Node.
+func attached(a *v1alpha1.ElasticIPAttachment) (nft.Mapping, bool) {
 	st := a.Status
-	if st.NodeName != node || st.Phase != v1alpha1.AttachmentAttached || a.DeletionTimestamp != nil ||
+	if st.NodeName == "" || st.Phase != v1alpha1.AttachmentAttached || a.DeletionTimestamp != nil ||
 		!meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) {
 		return nft.Mapping{}, false
 	}
@@ -176,7 +209,9 @@ func directNICs(in Inputs) []nft.DirectNIC {
 			out = append(out, nft.DirectNIC{HostInterface: dev, Address: p.Addr(), BandwidthMbps: in.bandwidth(nic.Namespace, nic.Spec.ElasticIP)})
 		}
 	}
-	slices.SortFunc(out, func(a, b nft.DirectNIC) int { return a.Address.Compare(b.Address) })
+	slices.SortFunc(out, func(a, b nft.DirectNIC) int {
+		return cmp.Or(a.Address.Compare(b.Address), cmp.Compare(a.HostInterface, b.HostInterface), cmp.Compare(a.BandwidthMbps, b.BandwidthMbps))
+	})
 	return out
 }
 

@@ -2,7 +2,9 @@ package agent
 
 import (
 	"net/netip"
+	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +38,8 @@ func TestCompute(t *testing.T) {
 			attachment("a", "node-a", "10.225.51.5", "10.244.1.5", v1alpha1.AttachmentAttached, true),
 			attachment("pending", "node-a", "10.225.51.7", "10.244.1.7", v1alpha1.AttachmentPending, false),
 			attachment("elsewhere", "node-b", "10.225.51.8", "10.244.2.8", v1alpha1.AttachmentAttached, true),
+			attachment("elsewhere-pending", "node-b", "10.225.51.12", "10.244.2.12", v1alpha1.AttachmentPending, false),
+			attachment("no-node", "", "10.225.51.13", "10.244.2.13", v1alpha1.AttachmentAttached, true),
 			attachment("not-ready", "node-a", "10.225.51.10", "10.244.1.10", v1alpha1.AttachmentAttached, false),
 			attachment("no-pod-ip", "node-a", "10.225.51.11", "", v1alpha1.AttachmentAttached, true),
 			deleting,
@@ -81,6 +85,15 @@ func TestCompute(t *testing.T) {
 	if d.NAT.ExternalInterface != "ext0" {
 		t.Errorf("interface = %q", d.NAT.ExternalInterface)
 	}
+	// In-cluster clients: every Node's Attached and Ready mappings, no bandwidth.
+	wantInCluster := []nft.Mapping{
+		{ElasticIP: netip.MustParseAddr("10.225.51.5"), PodIP: netip.MustParseAddr("10.244.1.5")},
+		{ElasticIP: netip.MustParseAddr("10.225.51.6"), PodIP: netip.MustParseAddr("10.244.1.6")},
+		{ElasticIP: netip.MustParseAddr("10.225.51.8"), PodIP: netip.MustParseAddr("10.244.2.8")},
+	}
+	if !slices.Equal(d.NAT.InCluster, wantInCluster) {
+		t.Errorf("in-cluster mappings = %v, want %v", d.NAT.InCluster, wantInCluster)
+	}
 	wantARP := []netip.Addr{netip.MustParseAddr("10.225.51.5"), netip.MustParseAddr("10.225.51.6")}
 	if !slices.Equal(d.ARP, wantARP) {
 		t.Errorf("ARP = %v, want %v", d.ARP, wantARP)
@@ -96,7 +109,7 @@ func TestCompute(t *testing.T) {
 
 func TestComputeEmpty(t *testing.T) {
 	d := Compute(Inputs{NodeName: "node-a", ExternalInterface: "ext0"})
-	if len(d.NAT.Mappings) != 0 || len(d.ARP) != 0 || len(d.Answering) != 0 {
+	if len(d.NAT.Mappings) != 0 || len(d.NAT.InCluster) != 0 || len(d.ARP) != 0 || len(d.Answering) != 0 {
 		t.Errorf("empty inputs gave %+v", d)
 	}
 }
@@ -136,5 +149,56 @@ func TestComputeDirectNICs(t *testing.T) {
 	}
 	if got := Compute(in).NAT.Direct; !slices.Equal(got, want) {
 		t.Errorf("direct = %v, want %v", got, want)
+	}
+}
+
+// TestTrimAttachment: the cached attachment keeps what Compute reads and loses the rest;
+// trimming is idempotent and leaves other objects alone.
+func TestTrimAttachment(t *testing.T) {
+	a := attachment("a", "node-b", "10.225.51.8", "10.244.2.8", v1alpha1.AttachmentAttached, true)
+	a.UID, a.ResourceVersion, a.Generation = "uid-a", "42", 3
+	a.DeletionTimestamp = &metav1.Time{}
+	a.Spec.ElasticIPRef.Name = "eip"
+	a.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...}"}
+	a.Labels = map[string]string{"app": "web"}
+	a.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	a.Finalizers = []string{"x"}
+	want := a.DeepCopy()
+	want.ObjectMeta = metav1.ObjectMeta{Name: "a", Namespace: "default", UID: "uid-a", ResourceVersion: "42", Generation: 3, DeletionTimestamp: a.DeletionTimestamp}
+	for range 2 {
+		got, err := TrimAttachment(a)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("TrimAttachment = %+v, %v; want %+v", got, err, want)
+		}
+	}
+	live := attachment("b", "node-b", "10.225.51.8", "10.244.2.8", v1alpha1.AttachmentAttached, true)
+	live.Annotations = map[string]string{"x": "y"}
+	trimmed, _ := TrimAttachment(live.DeepCopy())
+	if a, b := Compute(Inputs{NodeName: "node-b", Attachments: []*v1alpha1.ElasticIPAttachment{live}}),
+		Compute(Inputs{NodeName: "node-b", Attachments: []*v1alpha1.ElasticIPAttachment{trimmed.(*v1alpha1.ElasticIPAttachment)}}); !reflect.DeepEqual(a, b) {
+		t.Errorf("trimming changed the desired state: %+v, then %+v", a, b)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"a": "b"}}}
+	if got, err := TrimAttachment(node); err != nil || got != node || node.Labels["a"] != "b" {
+		t.Errorf("TrimAttachment changed a Node")
+	}
+}
+
+// BenchmarkComputeClusterWide: the desired state of a Node in a cluster of 10,000 NAT
+// attachments, 100 of them on this Node: every agent computes it on every change.
+func BenchmarkComputeClusterWide(b *testing.B) {
+	in := Inputs{NodeName: "node-0", ExternalInterface: "ext0"}
+	for i := range 10000 {
+		node := "node-" + strconv.Itoa(i%100)
+		in.Attachments = append(in.Attachments, attachment("a"+strconv.Itoa(i), node,
+			netip.AddrFrom4([4]byte{10, 225, byte(i >> 8), byte(i)}).String(),
+			netip.AddrFrom4([4]byte{10, 244, byte(i >> 8), byte(i)}).String(), v1alpha1.AttachmentAttached, true))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		d := Compute(in)
+		if len(d.NAT.InCluster) != 10000 || len(d.NAT.Mappings) != 100 {
+			b.Fatalf("%d in-cluster, %d local mappings", len(d.NAT.InCluster), len(d.NAT.Mappings))
+		}
 	}
 }

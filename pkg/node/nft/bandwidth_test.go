@@ -168,7 +168,7 @@ func TestRulesetLimitChains(t *testing.T) {
 	}
 	rs := buildRuleset(s)
 	var names []string
-	for _, c := range rs.chains[7:] {
+	for _, c := range rs.chains[10:] {
 		names = append(names, c.Name)
 		if c.Hooknum != nil {
 			t.Errorf("limit chain %s has a hook", c.Name)
@@ -287,7 +287,7 @@ func TestFirstSyncWithLimits(t *testing.T) {
 		t.Fatalf("%d batches, want 1", len(r.batches))
 	}
 	k := kinds(r.batches[0])
-	if k["newchain"] != 7+20000 || k["newrule"] != 22+20000 || k["newset"] != 10 {
+	if k["newchain"] != 10+20000 || k["newrule"] != 26+20000 || k["newset"] != 11 {
 		t.Errorf("batch = %v", k)
 	}
 	limitElems := 0
@@ -386,8 +386,10 @@ func TestOneLimitChangeTouchesOnlyItsChains(t *testing.T) {
 			name:   "limited ElasticIP moved to another Pod",
 			change: func() { ms[42].PodIP = netip.MustParseAddr("10.244.250.42") },
 			log: []string{"delsetelem eip2vpc", "delsetelem vpc2eip", "delsetelem eip2vpc_quoted", "delsetelem vpc2eip_quoted", "delsetelem " + MapLimitOut,
-				"newsetelem eip2vpc", "newsetelem vpc2eip", "newsetelem eip2vpc_quoted", "newsetelem vpc2eip_quoted", "newsetelem " + MapLimitOut},
-			stats: SyncStats{Removed: 1, Added: 1},
+				"delsetelem " + MapClusterEIP2VPC,
+				"newsetelem eip2vpc", "newsetelem vpc2eip", "newsetelem eip2vpc_quoted", "newsetelem vpc2eip_quoted", "newsetelem " + MapLimitOut,
+				"newsetelem " + MapClusterEIP2VPC},
+			stats: SyncStats{Removed: 1, Added: 1, InClusterRemoved: 1, InClusterAdded: 1},
 		},
 		{
 			name:   "direct NIC limit changed",
@@ -420,7 +422,7 @@ func TestOneLimitChangeTouchesOnlyItsChains(t *testing.T) {
 			}
 			got := p.LastSync()
 			got.Duration = 0
-			step.stats.Mappings, step.stats.Direct, step.stats.Limited = 1000, 1, limited()
+			step.stats.Mappings, step.stats.Direct, step.stats.Limited, step.stats.InCluster = 1000, 1, limited(), 1000
 			if got != step.stats {
 				t.Errorf("stats = %+v, want %+v", got, step.stats)
 			}

@@ -15,7 +15,8 @@ func benchState(n int) DesiredState {
 }
 
 // BenchmarkSync10k programs 10,000 mappings into an empty namespace: one
-// transaction with the table, its rules and 40,000 map elements.
+// transaction with the table, its rules and 50,000 map elements (the four
+// NAT maps and the in-cluster map).
 func BenchmarkSync10k(b *testing.B) {
 	syncFromEmpty(b, benchState(10000))
 }
@@ -137,6 +138,6 @@ func BenchmarkIndexFull10k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ix.apply(nil, st.Mappings, nil, st.Direct)
+		ix.apply(nil, st.Mappings, nil, st.Direct, nil, st.InCluster)
 	}
 }

@@ -88,10 +88,11 @@ func deltaOf(t *testing.T, old, new DesiredState) delta {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix.apply(nil, old.Mappings, nil, old.Direct)
+	ix.apply(nil, old.Mappings, nil, old.Direct, nil, old.InCluster)
 	remM, addM := changed(old.Mappings, new.Mappings)
 	remD, addD := changed(old.Direct, new.Direct)
-	return ix.apply(remM, addM, remD, addD)
+	remC, addC := changed(old.InCluster, new.InCluster)
+	return ix.apply(remM, addM, remD, addD, remC, addC)
 }
 
 func TestDiffMappings(t *testing.T) {
@@ -130,6 +131,13 @@ func TestIncrementalMatchesWhole(t *testing.T) {
 		{Mappings: []Mapping{m("10.225.51.2", "10.244.1.3"), m("10.244.1.3", "10.244.1.4")}, Direct: []DirectNIC{dnbw("jn1", "10.225.51.9", 3), dnbw("jn1", "10.244.1.3", 4)}},
 		{Mappings: []Mapping{m("10.225.51.2", "10.244.1.3")}, Direct: []DirectNIC{dnbw("jn1", "10.225.51.9", 3), dnbw("jn2", "10.225.51.9", 3), dnbw("jn1", "10.244.1.3", 4)}},
 		{Direct: []DirectNIC{dnbw("jn2", "10.225.51.9", 3), dnbw("jn1", "10.244.1.3", 4), {HostInterface: "jn3"}}},
+		// In-cluster mappings: the node's own count too; an ElasticIP of
+		// another node moving to this one; conflicts appearing and going.
+		{Mappings: []Mapping{m("10.225.51.2", "10.244.1.3")}, InCluster: []Mapping{m("10.225.51.2", "10.244.1.3"), m("10.225.51.20", "10.244.2.20")}},
+		{Mappings: []Mapping{m("10.225.51.2", "10.244.1.3"), m("10.225.51.20", "10.244.1.20")}, InCluster: []Mapping{m("10.225.51.2", "10.244.1.3"), m("10.225.51.20", "10.244.2.20")}},
+		{Mappings: []Mapping{m("10.225.51.2", "10.244.1.3"), m("10.225.51.20", "10.244.1.20")}, InCluster: []Mapping{m("10.225.51.2", "10.244.1.3"), m("10.225.51.20", "10.244.1.20"), m("10.225.51.21", "10.225.51.2")}},
+		{InCluster: []Mapping{m("10.225.51.21", "10.244.2.21"), mbw("10.225.51.21", "10.244.2.21", 9), m("10.225.51.22", "10.244.2.21"), m("10.225.51.23", "10.225.51.23")}},
+		{InCluster: []Mapping{m("10.225.51.22", "10.244.2.21")}},
 		{},
 	}
 	ix, err := newIndex(cfg)
@@ -141,7 +149,8 @@ func TestIncrementalMatchesWhole(t *testing.T) {
 		st.Config = cfg
 		remM, addM := changed(prev.Mappings, st.Mappings)
 		remD, addD := changed(prev.Direct, st.Direct)
-		ix.apply(remM, addM, remD, addD)
+		remC, addC := changed(prev.InCluster, st.InCluster)
+		ix.apply(remM, addM, remD, addD, remC, addC)
 		prev = st
 		whole, wholeErr := normalize(st)
 		if !reflect.DeepEqual(ix.s, whole) {

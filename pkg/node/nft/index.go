@@ -23,7 +23,10 @@ import (
 //     with one bandwidth only; an interface is filtered when at least one
 //     entry with a usable name lists it, whatever its address;
 //   - a kept ElasticIP with a bandwidth is limited; so is an allowed direct
-//     NIC address with a bandwidth unless a kept mapping uses it.
+//     NIC address with a bandwidth unless a kept mapping uses it;
+//   - an in-cluster mapping E -> P is kept when E is given (in InCluster or
+//     Mappings) with one Pod IP only and is no such mapping's Pod IP (see
+//     incluster.go).
 type index struct {
 	s *state
 
@@ -37,6 +40,7 @@ type index struct {
 	ifaces   map[string]int             // entries with a usable interface name, by name
 	dirBad   map[DirectNIC]int          // malformed entries, as given
 	dirIssue map[netip.Addr]struct{}    // addresses with a conflict to report
+	cl       clusterIndex
 }
 
 // delta is what a change of the desired state changes in the kernel.
@@ -47,12 +51,16 @@ type delta struct {
 	removed, added, reflagged []Mapping
 	direct                    directChange
 	limits                    limitChange
+	// Elements of the in-cluster map: a new Pod IP for an ElasticIP is a
+	// removal and an addition.
+	clusterRemoved, clusterAdded []Mapping
 }
 
 func (d *delta) empty() bool {
 	return len(d.removed)+len(d.added)+len(d.reflagged)+len(d.direct.removedIfaces)+len(d.direct.addedIfaces)+
 		len(d.direct.removedPairs)+len(d.direct.addedPairs)+len(d.limits.removed)+len(d.limits.added)+
-		len(d.limits.changed)+len(d.limits.removedSrc)+len(d.limits.addedSrc) == 0
+		len(d.limits.changed)+len(d.limits.removedSrc)+len(d.limits.addedSrc)+
+		len(d.clusterRemoved)+len(d.clusterAdded) == 0
 }
 
 // directChange is what a sync writes to the anti-spoofing sets.
@@ -73,6 +81,7 @@ func newIndex(c Config) (*index, error) {
 		natBad: map[Mapping]int{}, natIssue: map[netip.Addr]struct{}{},
 		dirCount: map[DirectNIC]int{}, byAddr: map[netip.Addr][]DirectNIC{}, ifaces: map[string]int{},
 		dirBad: map[DirectNIC]int{}, dirIssue: map[netip.Addr]struct{}{},
+		cl: newClusterIndex(),
 	}, nil
 }
 
@@ -86,16 +95,24 @@ func (a addrSet) add(x ...netip.Addr) {
 }
 
 // apply takes entries out of and into the desired state (an entry given
-// twice counts twice), updates the applied state and returns what changed.
-func (ix *index) apply(remM, addM []Mapping, remD, addD []DirectNIC) delta {
-	nm, nd := 2*(len(remM)+len(addM)), len(remD)+len(addD)
+// twice counts twice), updates the applied state and returns what changed:
+// mappings (M), direct NICs (D) and in-cluster mappings (C).
+func (ix *index) apply(remM, addM []Mapping, remD, addD []DirectNIC, remC, addC []Mapping) delta {
+	nm, nd, nc := 2*(len(remM)+len(addM)), len(remD)+len(addD), 2*(len(remC)+len(addC))
 	eips, natAddrs := make(addrSet, nm), make(addrSet, nm)
 	dirAddrs, names := make(addrSet, nd), make(map[string]struct{}, nd)
+	clAddrs := make(addrSet, nm+nc)
 	for _, m := range remM {
-		ix.mapping(m, -1, eips, natAddrs)
+		ix.mapping(m, -1, eips, natAddrs, clAddrs)
 	}
 	for _, m := range addM {
-		ix.mapping(m, 1, eips, natAddrs)
+		ix.mapping(m, 1, eips, natAddrs, clAddrs)
+	}
+	for _, m := range remC {
+		ix.cl.entry(m, -1, clAddrs)
+	}
+	for _, m := range addC {
+		ix.cl.entry(m, 1, clAddrs)
 	}
 	for _, d := range remD {
 		ix.directNIC(d, -1, dirAddrs, names)
@@ -109,6 +126,10 @@ func (ix *index) apply(remM, addM []Mapping, remD, addD []DirectNIC) delta {
 	ix.updateNAT(eips, &dl, limitAddrs)
 	ix.updateDirect(dirAddrs, names, &dl, limitAddrs)
 	ix.updateLimits(limitAddrs, &dl)
+	ix.updateCluster(clAddrs, &dl)
+	for a := range clAddrs {
+		noteIssues(ix.cl.issue, a, ix.cl.issues)
+	}
 	for a := range natAddrs {
 		noteIssues(ix.natIssue, a, ix.natIssues)
 	}
@@ -122,13 +143,14 @@ func (ix *index) apply(remM, addM []Mapping, remD, addD []DirectNIC) delta {
 
 // mapping counts one mapping entry in (n = 1) or out (n = -1) and records
 // the ElasticIPs whose decision may change and the addresses whose conflicts
-// may change.
-func (ix *index) mapping(m Mapping, n int, eips, natAddrs addrSet) {
+// may change. A well-formed entry also counts as an in-cluster mapping.
+func (ix *index) mapping(m Mapping, n int, eips, natAddrs, clAddrs addrSet) {
 	t := Mapping{ElasticIP: m.ElasticIP.Unmap(), PodIP: m.PodIP.Unmap(), BandwidthMbps: m.BandwidthMbps}
 	if !usable(t.ElasticIP) || !usable(t.PodIP) || t.ElasticIP == t.PodIP || !validBandwidth(t.BandwidthMbps) {
 		count(ix.natBad, m, n)
 		return
 	}
+	ix.cl.entry(t, n, clAddrs)
 	switch count(ix.natCount, t, n) {
 	case 1: // first of its kind
 		if n > 0 {
@@ -433,7 +455,7 @@ func distinct[T any, K comparable](l []T, key func(T) K) []K {
 // err reports everything left out, wrapping ErrInvalidMapping, or nil. It
 // looks only at what is wrong, so it costs nothing when all is well.
 func (ix *index) err() error {
-	if len(ix.natBad)+len(ix.natIssue)+len(ix.dirBad)+len(ix.dirIssue) == 0 {
+	if len(ix.natBad)+len(ix.natIssue)+len(ix.dirBad)+len(ix.dirIssue)+len(ix.cl.bad)+len(ix.cl.issue) == 0 {
 		return nil
 	}
 	var errs []error
@@ -462,6 +484,7 @@ func (ix *index) err() error {
 	for _, a := range sortedKeys(ix.dirIssue) {
 		errs = append(errs, ix.dirIssues(a)...)
 	}
+	errs = append(errs, ix.cl.errs()...)
 	return fmt.Errorf("%w: %w", ErrInvalidMapping, errors.Join(errs...))
 }
 

@@ -62,7 +62,11 @@ type SyncStats struct {
 	// applied state; LimitsRemoved, LimitsAdded and LimitsChanged count the
 	// ElasticIPs whose limit chains were deleted, created or given a new rate.
 	Limited, LimitsRemoved, LimitsAdded, LimitsChanged int
-	Duration                                           time.Duration
+	// InCluster is the number of in-cluster mappings in the applied state;
+	// InClusterRemoved and InClusterAdded count those written element by
+	// element (a new Pod IP counts in both).
+	InCluster, InClusterRemoved, InClusterAdded int
+	Duration                                    time.Duration
 }
 
 // Programmer applies DesiredStates to the kernel. The first Sync, and the one
@@ -93,6 +97,9 @@ type Programmer struct {
 	// ifindex returns the index of an interface in the namespace programmed
 	// (0 when it cannot tell).
 	ifindex func(name string) uint32
+	// deleteFlows deletes the connection-tracking entries match selects in
+	// the namespace programmed (flows.go, CleanupFlows); tests replace it.
+	deleteFlows func(match flowMatcher) (int, error)
 
 	mu     sync.Mutex
 	conn   *nftables.Conn // the lasting connection, nil before the first Sync and after an error
@@ -103,12 +110,17 @@ type Programmer struct {
 	cfg   Config
 	prevM []Mapping
 	prevD []DirectNIC
+	prevC []Mapping
 	last  SyncStats
+	// flows tracks the in-cluster mappings the kernel holds, across full
+	// syncs, and the ElasticIPs whose connections must be cleaned up
+	// (CleanupFlows, RunFlowCleanup).
+	flows flowCleanup
 }
 
 // NewProgrammer returns a Programmer. It opens nothing until Sync.
 func NewProgrammer(opts Options) *Programmer {
-	p := &Programmer{opts: opts}
+	p := &Programmer{opts: opts, flows: newFlowCleanup()}
 	p.dial = func(receiveBuffer int, lasting bool) (*nftables.Conn, func(int) error, error) {
 		var sock *mnl.Conn
 		o := []nftables.ConnOption{nftables.WithNetNSFd(p.opts.NetNS), nftables.WithSockOptions(func(c *mnl.Conn) error {
@@ -142,6 +154,7 @@ func NewProgrammer(opts Options) *Programmer {
 		}
 		return uint32(l.Attrs().Index)
 	}
+	p.deleteFlows = func(match flowMatcher) (int, error) { return deleteFlows(p.opts.NetNS, match) }
 	return p
 }
 
@@ -177,7 +190,7 @@ func (p *Programmer) closeConn() {
 // rebuilds the whole table over a new connection.
 func (p *Programmer) reset() {
 	p.ix = nil
-	p.prevM, p.prevD = nil, nil
+	p.prevM, p.prevD, p.prevC = nil, nil, nil
 	p.closeConn()
 }
 
@@ -185,6 +198,8 @@ func (p *Programmer) reset() {
 // returns an error wrapping ErrInvalidConfig; invalid or conflicting mappings
 // or direct NICs are left out, the rest is applied, and the error wraps
 // ErrInvalidMapping. Syncing the state that is already applied writes nothing.
+// The connection-tracking entries of in-cluster clients translated for an
+// ElasticIP that went or moved are left to CleanupFlows (RunFlowCleanup).
 // The caller may change desired once Sync has returned (it keeps a copy).
 func (p *Programmer) Sync(ctx context.Context, desired DesiredState) error {
 	start := time.Now()
@@ -206,11 +221,15 @@ func (p *Programmer) Sync(ctx context.Context, desired DesiredState) error {
 	} else {
 		remM, addM := changed(p.prevM, desired.Mappings)
 		remD, addD := changed(p.prevD, desired.Direct)
-		dl := p.ix.apply(remM, addM, remD, addD)
+		remC, addC := changed(p.prevC, desired.InCluster)
+		dl := p.ix.apply(remM, addM, remD, addD, remC, addC)
 		if dl.empty() {
 			stats.Skipped = true
 		} else {
 			stats, err = p.syncElements(dl)
+			if err == nil {
+				p.flows.applied(dl.clusterRemoved, dl.clusterAdded)
+			}
 		}
 	}
 	if err != nil {
@@ -222,10 +241,12 @@ func (p *Programmer) Sync(ctx context.Context, desired DesiredState) error {
 	p.cfg = Config{ExternalInterface: desired.ExternalInterface, ClusterCIDRs: slices.Clone(desired.ClusterCIDRs)}
 	p.prevM = append(p.prevM[:0], desired.Mappings...)
 	p.prevD = append(p.prevD[:0], desired.Direct...)
+	p.prevC = append(p.prevC[:0], desired.InCluster...)
 	s := p.ix.s
 	stats.Mappings = len(s.eip2vpc)
 	stats.Direct = len(s.directOf)
 	stats.Limited = len(s.limits)
+	stats.InCluster = len(s.cluster)
 	stats.Duration = time.Since(start)
 	p.last = stats
 	return p.ix.err()
@@ -262,7 +283,7 @@ func (p *Programmer) syncFull(desired DesiredState) (SyncStats, error) {
 	if err != nil {
 		return SyncStats{}, err
 	}
-	ix.apply(nil, desired.Mappings, nil, desired.Direct)
+	ix.apply(nil, desired.Mappings, nil, desired.Direct, nil, desired.InCluster)
 	want := ix.s
 	want.extIndex = p.ifindex(want.iface)
 	c, err := p.connFor(receiveBufferFor(4 * len(want.limits)))
@@ -299,6 +320,8 @@ func (p *Programmer) syncFull(desired DesiredState) (SyncStats, error) {
 	addDirect(byset, rs.sets, ifaces, pairs)
 	// After the chains: a verdict map element must name an existing chain.
 	limitElements(byset, rs.sets, sortedKeys(want.limits), limitSources(want.limitSrc), false)
+	cluster := want.clusterMappings()
+	addCluster(byset, rs.sets, cluster, false)
 	for _, s := range rs.sets.dynamic() {
 		if err := addChunked(c, s, byset[s]); err != nil {
 			return SyncStats{}, err
@@ -308,7 +331,8 @@ func (p *Programmer) syncFull(desired DesiredState) (SyncStats, error) {
 		return SyncStats{}, fmt.Errorf("replace table %s: %w", TableName, err)
 	}
 	p.ix = ix
-	return SyncStats{Full: true, Added: len(mappings), DirectAdded: len(pairs), LimitsAdded: len(want.limits)}, nil
+	p.flows.replaced(want.cluster)
+	return SyncStats{Full: true, Added: len(mappings), DirectAdded: len(pairs), LimitsAdded: len(want.limits), InClusterAdded: len(cluster)}, nil
 }
 
 // syncElements deletes stale and adds new map and set elements in one
@@ -334,6 +358,8 @@ func (p *Programmer) syncElements(dl delta) (SyncStats, error) {
 	addDirect(add, sets, direct.addedIfaces, direct.addedPairs)
 	limitElements(del, sets, limits.removed, limits.removedSrc, true)
 	limitElements(add, sets, limits.added, limits.addedSrc, false)
+	addCluster(del, sets, dl.clusterRemoved, true)
+	addCluster(add, sets, dl.clusterAdded, false)
 	for _, s := range sets.dynamic() {
 		for _, part := range chunk(del[s]) {
 			if err := c.SetDeleteElements(s, part); err != nil {
@@ -354,6 +380,7 @@ func (p *Programmer) syncElements(dl delta) (SyncStats, error) {
 		Removed: len(dl.removed), Added: len(dl.added),
 		DirectRemoved: len(direct.removedPairs), DirectAdded: len(direct.addedPairs),
 		LimitsRemoved: len(limits.removed), LimitsAdded: len(limits.added), LimitsChanged: len(limits.changed),
+		InClusterRemoved: len(dl.clusterRemoved), InClusterAdded: len(dl.clusterAdded),
 	}, nil
 }
 

@@ -21,6 +21,8 @@ type recorder struct {
 	failNext bool
 	// dials counts the connections opened, lasting ones in lasting.
 	dials, lasting int
+	// cleanups records the connection-tracking clean-ups asked for.
+	cleanups []flowMatcher
 }
 
 func (r *recorder) dial(_ int, lasting bool) (*nftables.Conn, func(int) error, error) {
@@ -55,6 +57,11 @@ func newRecorded() (*Programmer, *recorder) {
 	p := NewProgrammer(Options{})
 	r := &recorder{}
 	p.dial = r.dial
+	// Never the test process's own connection-tracking table.
+	p.deleteFlows = func(m flowMatcher) (int, error) {
+		r.cleanups = append(r.cleanups, m)
+		return 0, nil
+	}
 	return p, r
 }
 
@@ -134,7 +141,7 @@ func TestFirstSyncIsOneTransaction(t *testing.T) {
 		t.Fatalf("%d batches, want 1", len(r.batches))
 	}
 	k := kinds(r.batches[0])
-	if k["begin"] != 1 || k["end"] != 1 || k["newtable"] != 2 || k["deltable"] != 1 || k["newset"] != 10 || k["newchain"] != 7 {
+	if k["begin"] != 1 || k["end"] != 1 || k["newtable"] != 2 || k["deltable"] != 1 || k["newset"] != 11 || k["newchain"] != 10 {
 		t.Errorf("batch = %v", k)
 	}
 	elems := 0
@@ -146,9 +153,10 @@ func TestFirstSyncIsOneTransaction(t *testing.T) {
 			elems += elementCount(t, msg)
 		}
 	}
-	// 4 elements per mapping, 5 ICMP types, 2 interval bounds per cluster
-	// range, an interface and a pair per direct NIC
-	if want := 4*10000 + 5 + 4 + 2*500; elems != want {
+	// 4 elements per mapping and one more in the in-cluster map, 5 ICMP
+	// types, 2 interval bounds per cluster range, an interface and a pair per
+	// direct NIC
+	if want := 5*10000 + 5 + 4 + 2*500; elems != want {
 		t.Errorf("%d elements, want %d", elems, want)
 	}
 	if st := p.LastSync(); !st.Full || st.Mappings != 10000 || st.Direct != 500 {
@@ -183,8 +191,9 @@ func TestOneChangeTouchesOnlyItsElements(t *testing.T) {
 		t.Fatalf("%d batches", len(r.batches))
 	}
 	k := kinds(r.batches[1])
-	if k["delsetelem"] != 4 || k["newsetelem"] != 4 || k["begin"] != 1 || k["end"] != 1 || len(k) != 4 {
-		t.Errorf("incremental batch = %v, want 4 element deletions and 4 additions only", k)
+	// The four NAT maps and the in-cluster map.
+	if k["delsetelem"] != 5 || k["newsetelem"] != 5 || k["begin"] != 1 || k["end"] != 1 || len(k) != 4 {
+		t.Errorf("incremental batch = %v, want 5 element deletions and 5 additions only", k)
 	}
 	for _, msg := range r.batches[1] {
 		if tp := uint16(msg.Header.Type) & 0xff; uint16(msg.Header.Type)>>8 == unix.NFNL_SUBSYS_NFTABLES &&
@@ -431,7 +440,7 @@ func TestOneDirectChangeTouchesOnlyItsElements(t *testing.T) {
 			}
 			got := p.LastSync()
 			got.Duration = 0
-			step.stats.Mappings, step.stats.Direct = 10, len(st.Direct)
+			step.stats.Mappings, step.stats.Direct, step.stats.InCluster = 10, len(st.Direct), 10
 			if got != step.stats {
 				t.Errorf("stats = %+v, want %+v", got, step.stats)
 			}
@@ -441,7 +450,7 @@ func TestOneDirectChangeTouchesOnlyItsElements(t *testing.T) {
 	if err := p.Sync(context.Background(), st); err != nil {
 		t.Fatal(err)
 	}
-	if k := kinds(r.batches[len(r.batches)-1]); k["deltable"] != 1 || k["newset"] != 10 {
+	if k := kinds(r.batches[len(r.batches)-1]); k["deltable"] != 1 || k["newset"] != 11 {
 		t.Errorf("sync after Invalidate = %v, want the whole table in one transaction", k)
 	}
 }

@@ -19,6 +19,13 @@ const (
 	ChainDNATICMPError = "dnat_icmp_error"
 	ChainSNAT          = "snat"
 	ChainSNATICMPError = "snat_icmp_error"
+	// The in-cluster chains translate cluster clients' connections to an
+	// ElasticIP with connection tracking (README.md, "In-cluster clients"):
+	// DNAT of this node's Pods (prerouting) and of the node itself (output),
+	// and the hairpin SNAT of a Pod reaching its own ElasticIP.
+	ChainInClusterDNAT    = "incluster_dnat"
+	ChainInClusterOutput  = "incluster_output"
+	ChainInClusterHairpin = "incluster_hairpin"
 
 	// MapEIP2VPC maps an ElasticIP to its Pod IP and a flag saying whether
 	// it has a bandwidth limit (see eip2vpcValue); MapVPC2EIP maps the Pod
@@ -47,6 +54,9 @@ const (
 	// to a jump to its outbound limit chain. See LimitChainNames.
 	MapLimitIn  = "bw_in"
 	MapLimitOut = "bw_out"
+	// MapClusterEIP2VPC maps every NAT-attached ElasticIP of the cluster,
+	// on any node, to its Pod IP, for in-cluster clients.
+	MapClusterEIP2VPC = "cluster_eip2vpc"
 )
 
 // Hook priorities. Prerouting runs at raw (-300): after defragmentation
@@ -55,9 +65,21 @@ const (
 // Postrouting runs just after srcnat (100): conntrack-based masquerade never
 // sees our untracked packets anyway, and rules ordered around srcnat still
 // see the Pod's own address.
+//
+// The in-cluster chains are NAT chains, which see only the first packet of a
+// tracked connection (never our untracked ones): DNAT at dstnat (-100), as
+// kube-proxy's Service DNAT, whose addresses are never ElasticIPs; the
+// hairpin SNAT at srcnat + 5, after the masquerades at srcnat, so that a
+// connection kube-proxy or the CNI already masqueraded keeps its binding (a
+// Pod reaching itself through a Service).
 const (
-	PriorityPrerouting  = -300
-	PriorityPostrouting = 110
+	PriorityPrerouting    = -300
+	PriorityPostrouting   = 110
+	PriorityInClusterDNAT = -100
+	PriorityInClusterSNAT = 105
+
+	// ipsDstNAT is IPS_DST_NAT in a connection's status.
+	ipsDstNAT = 1 << 5
 )
 
 // ICMPErrorTypes are the ICMP types that carry a quote of the packet that
@@ -120,10 +142,11 @@ type setsOf struct {
 	cluster, icmpErrors                            *nftables.Set
 	directIfaces, directAllowed                    *nftables.Set
 	limitIn, limitOut                              *nftables.Set
+	clusterEIP2VPC                                 *nftables.Set
 }
 
 func (s setsOf) all() []*nftables.Set {
-	return append(s.maps(), s.cluster, s.icmpErrors, s.directIfaces, s.directAllowed, s.limitIn, s.limitOut)
+	return append(s.maps(), s.cluster, s.icmpErrors, s.directIfaces, s.directAllowed, s.limitIn, s.limitOut, s.clusterEIP2VPC)
 }
 
 func (s setsOf) maps() []*nftables.Set {
@@ -131,9 +154,10 @@ func (s setsOf) maps() []*nftables.Set {
 }
 
 // dynamic are the sets whose elements follow the desired state, element by
-// element: the NAT maps, the anti-spoofing sets and the limit verdict maps.
+// element: the NAT maps, the anti-spoofing sets, the limit verdict maps and
+// the in-cluster map.
 func (s setsOf) dynamic() []*nftables.Set {
-	return append(s.maps(), s.directIfaces, s.directAllowed, s.limitIn, s.limitOut)
+	return append(s.maps(), s.directIfaces, s.directAllowed, s.limitIn, s.limitOut, s.clusterEIP2VPC)
 }
 
 func newTable() *nftables.Table {
@@ -177,8 +201,9 @@ func newSets(t *nftables.Table) setsOf {
 			Table: t, ID: 8, Name: SetDirectAllowed, Concatenation: true,
 			KeyType: nftables.MustConcatSetType(nftables.TypeIFName, nftables.TypeIPAddr),
 		},
-		limitIn:  &nftables.Set{Table: t, ID: 9, Name: MapLimitIn, IsMap: true, KeyType: nftables.TypeIPAddr, DataType: nftables.TypeVerdict},
-		limitOut: &nftables.Set{Table: t, ID: 10, Name: MapLimitOut, IsMap: true, KeyType: nftables.TypeIPAddr, DataType: nftables.TypeVerdict},
+		limitIn:        &nftables.Set{Table: t, ID: 9, Name: MapLimitIn, IsMap: true, KeyType: nftables.TypeIPAddr, DataType: nftables.TypeVerdict},
+		limitOut:       &nftables.Set{Table: t, ID: 10, Name: MapLimitOut, IsMap: true, KeyType: nftables.TypeIPAddr, DataType: nftables.TypeVerdict},
+		clusterEIP2VPC: m(11, MapClusterEIP2VPC, nftables.TypeIPAddr),
 	}
 }
 
@@ -201,11 +226,20 @@ func buildRuleset(s *state) *ruleset {
 	dnatErr := &nftables.Chain{Name: ChainDNATICMPError, Table: t}
 	snat := &nftables.Chain{Name: ChainSNAT, Table: t}
 	snatErr := &nftables.Chain{Name: ChainSNATICMPError, Table: t}
+	nat := func(name string, hook *nftables.ChainHook, prio nftables.ChainPriority) *nftables.Chain {
+		return &nftables.Chain{
+			Name: name, Table: t, Type: nftables.ChainTypeNAT,
+			Hooknum: hook, Priority: nftables.ChainPriorityRef(prio), Policy: &accept,
+		}
+	}
+	inDNAT := nat(ChainInClusterDNAT, nftables.ChainHookPrerouting, PriorityInClusterDNAT)
+	inOutput := nat(ChainInClusterOutput, nftables.ChainHookOutput, PriorityInClusterDNAT)
+	inHairpin := nat(ChainInClusterHairpin, nftables.ChainHookPostrouting, PriorityInClusterSNAT)
 
 	rs := &ruleset{
 		table:        t,
 		sets:         sets,
-		chains:       []*nftables.Chain{pre, post, outside, dnat, dnatErr, snat, snatErr},
+		chains:       []*nftables.Chain{pre, post, outside, dnat, dnatErr, snat, snatErr, inDNAT, inOutput, inHairpin},
 		clusterElems: intervalElements(ranges(s.cidrs)),
 		icmpElems:    icmpErrorElements(),
 	}
@@ -221,6 +255,9 @@ func buildRuleset(s *state) *ruleset {
 	add(post, postroutingRules(sets, s.iface)...)
 	add(snat, snatRules(sets)...)
 	add(snatErr, quoteRules(sets.vpc2eipQuoted, offIPSrc, offQuoteDst)...)
+	add(inDNAT, inClusterDNATRules(sets)...)
+	add(inOutput, inClusterOutputRules(sets)...)
+	add(inHairpin, inClusterHairpinRules(sets)...)
 	rs.addLimitChains(s)
 	return rs
 }
@@ -237,6 +274,12 @@ func buildRuleset(s *state) *ruleset {
 // ElasticIP); traffic to an ElasticIP is translated (chain dnat); a
 // translated Pod's traffic to outside the cluster is kept out of conntrack,
 // so the primary CNI's masquerade and kube-proxy never see it.
+//
+// Right after anti-spoofing, traffic from a cluster address to any
+// ElasticIP of the cluster (an in-cluster client, or the replies of a Pod
+// reaching its own ElasticIP) is accepted as it is: it stays tracked and is
+// translated by the NAT chain incluster_dnat, not by the stateless rules,
+// and it is never limited.
 //
 // When the external interface's index is known, a first rule matches it by
 // index (a 4-byte compare, where a name costs a 16-byte copy) and translates
@@ -264,6 +307,8 @@ func preroutingRules(s setsOf, iface string, extIndex uint32) [][]expr.Any {
 			loadNH(offIPSrc, reg4), notIn(s.directAllowed, regName),
 			&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop},
 		},
+		// ip daddr @cluster_eip2vpc ip saddr @cluster_cidrs accept
+		{loadNH(offIPDst, reg0), in(s.clusterEIP2VPC, reg0), loadNH(offIPSrc, reg1), in(s.cluster, reg1), &expr.Verdict{Kind: expr.VerdictAccept}},
 		// ip saddr vmap @bw_out (a miss continues)
 		{loadNH(offIPSrc, reg0), lookupVerdict(s.limitOut, reg0)},
 		// ip daddr vmap @bw_in
@@ -342,6 +387,44 @@ func snatRules(s setsOf) [][]expr.Any {
 		isICMPError(s, jumpChain(ChainSNATICMPError)),
 		{loadNH(offIPSrc, reg0), lookupMap(s.vpc2eip, reg0, reg0), writeNH(offIPSrc, reg0)},
 	}
+}
+
+// inClusterDNATRules: a new connection from a cluster address to an
+// ElasticIP of the cluster gets the ElasticIP's Pod IP as destination;
+// conntrack gives the replies the ElasticIP back as source. Only the first
+// packet of a tracked connection comes here. The source must be a cluster
+// address: the target's replies to any other address are kept out of
+// conntrack (and translated statelessly) on the target's node, so such a
+// client is left to the external path.
+func inClusterDNATRules(s setsOf) [][]expr.Any {
+	// ip saddr @cluster_cidrs dnat ip to ip daddr map @cluster_eip2vpc
+	return [][]expr.Any{{
+		loadNH(offIPDst, reg0), lookupMap(s.clusterEIP2VPC, reg0, reg0),
+		loadNH(offIPSrc, reg1), in(s.cluster, reg1),
+		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg0},
+	}}
+}
+
+// inClusterOutputRules: the same for connections the node itself opens
+// (its source address is chosen before the output hook).
+func inClusterOutputRules(s setsOf) [][]expr.Any { return inClusterDNATRules(s) }
+
+// inClusterHairpinRules: a Pod that reached its own ElasticIP gets, after the
+// DNAT, a packet from itself to itself, which its kernel would drop as a
+// martian; its source becomes the ElasticIP instead, so the Pod sees its own
+// ElasticIP as the client, and its replies, to the ElasticIP, go back
+// through the same connection. The key "source . destination" is "P . P",
+// whose element vpc2eip_quoted already holds for every Pod of this node.
+func inClusterHairpinRules(s setsOf) [][]expr.Any {
+	// ct status dnat snat ip to ip saddr . ip daddr map @vpc2eip_quoted
+	return [][]expr.Any{{
+		&expr.Ct{Key: expr.CtKeySTATUS, Register: reg0},
+		&expr.Bitwise{SourceRegister: reg0, DestRegister: reg0, Len: 4,
+			Mask: binaryutil.NativeEndian.PutUint32(ipsDstNAT), Xor: binaryutil.NativeEndian.PutUint32(0)},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: reg0, Data: binaryutil.NativeEndian.PutUint32(0)},
+		loadNH(offIPSrc, reg0), loadNH(offIPDst, reg1), lookupMap(s.vpc2eipQuoted, reg0, reg0),
+		&expr.NAT{Type: expr.NATTypeSourceNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg0},
+	}}
 }
 
 // isICMPError matches ICMP messages that quote a packet and applies verdict.

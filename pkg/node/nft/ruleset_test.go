@@ -47,14 +47,20 @@ func TestBaseChains(t *testing.T) {
 	base := map[string]struct {
 		hook nftables.ChainHook
 		prio nftables.ChainPriority
+		typ  nftables.ChainType
 	}{
-		ChainPrerouting:  {*nftables.ChainHookPrerouting, -300},
-		ChainPostrouting: {*nftables.ChainHookPostrouting, 110},
+		ChainPrerouting:  {*nftables.ChainHookPrerouting, -300, nftables.ChainTypeFilter},
+		ChainPostrouting: {*nftables.ChainHookPostrouting, 110, nftables.ChainTypeFilter},
+		// In-cluster clients: conntrack NAT at dstnat, and the hairpin SNAT
+		// after the masquerades at srcnat.
+		ChainInClusterDNAT:    {*nftables.ChainHookPrerouting, -100, nftables.ChainTypeNAT},
+		ChainInClusterOutput:  {*nftables.ChainHookOutput, -100, nftables.ChainTypeNAT},
+		ChainInClusterHairpin: {*nftables.ChainHookPostrouting, 105, nftables.ChainTypeNAT},
 	}
 	for _, c := range rs.chains {
 		want, isBase := base[c.Name]
 		switch {
-		case isBase && (c.Hooknum == nil || *c.Hooknum != want.hook || *c.Priority != want.prio || c.Type != nftables.ChainTypeFilter || *c.Policy != nftables.ChainPolicyAccept):
+		case isBase && (c.Hooknum == nil || *c.Hooknum != want.hook || *c.Priority != want.prio || c.Type != want.typ || *c.Policy != nftables.ChainPolicyAccept):
 			t.Errorf("base chain %s: %+v", c.Name, c)
 		case !isBase && c.Hooknum != nil:
 			t.Errorf("regular chain %s has a hook", c.Name)
@@ -83,6 +89,11 @@ func TestPreroutingRules(t *testing.T) {
 			&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: unix.NFT_REG32_04, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
 			&expr.Lookup{SourceRegister: unix.NFT_REG_1, SetName: SetDirectAllowed, SetID: s.directAllowed.ID, Invert: true},
 			&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}},
+		// In-cluster clients: from a cluster address to any ElasticIP of the
+		// cluster, left to conntrack (and never limited).
+		{loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapClusterEIP2VPC, SetID: s.clusterEIP2VPC.ID},
+			loadNH(12, reg1), &expr.Lookup{SourceRegister: reg1, SetName: SetClusterCIDRs, SetID: s.cluster.ID},
+			&expr.Verdict{Kind: expr.VerdictAccept}},
 		// Limits see the addresses before any translation; a miss continues.
 		{loadNH(12, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: unix.NFT_REG_VERDICT, IsDestRegSet: true, SetName: MapLimitOut, SetID: s.limitOut.ID}},
 		{loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: unix.NFT_REG_VERDICT, IsDestRegSet: true, SetName: MapLimitIn, SetID: s.limitIn.ID}},
@@ -112,7 +123,7 @@ func TestFastPathByIndex(t *testing.T) {
 		&expr.Meta{Key: expr.MetaKeyIIF, Register: reg0},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: reg0, Data: binaryutil.NativeEndian.PutUint32(7)},
 	}, rulesOf(rs, ChainFromOutside)[0]...)
-	if len(rules) != 7 || !reflect.DeepEqual(rules[0], want) {
+	if len(rules) != 8 || !reflect.DeepEqual(rules[0], want) {
 		t.Errorf("first prerouting rule %#v, want %#v", rules[0], want)
 	}
 	if !reflect.DeepEqual(rules[1:], rulesOf(testRuleset(t), ChainPrerouting)) {

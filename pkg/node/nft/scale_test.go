@@ -97,8 +97,9 @@ func TestTenThousandMappings(t *testing.T) {
 			t.Errorf("unexpected change %v in the transaction", ev.Type)
 		}
 	}
-	if dels != 4 || adds != 4 {
-		t.Errorf("transaction deleted %d and added %d elements, want 4 and 4", dels, adds)
+	// The four NAT maps and the in-cluster map.
+	if dels != 5 || adds != 5 {
+		t.Errorf("transaction deleted %d and added %d elements, want 5 and 5", dels, adds)
 	}
 	if n := len(kernelElements(t, tp.node, MapEIP2VPC)); n != 10000 {
 		t.Errorf("after the change eip2vpc holds %d elements", n)

@@ -56,11 +56,21 @@ func (d DirectNIC) String() string {
 // DesiredState is everything the datapath should translate on this node.
 type DesiredState struct {
 	Config
+	// Mappings are the ElasticIPs attached to Pods of this node: translated
+	// statelessly between the ElasticIP and the outside.
 	Mappings []Mapping
 	// Direct lists the direct NICs: IPv4 packets entering the node through
 	// one of their host interfaces with a source address not listed for that
 	// interface are dropped. Interfaces not listed are not filtered.
 	Direct []DirectNIC
+	// InCluster lists the NAT mappings of the whole cluster, on any node.
+	// Cluster clients on this node (its Pods, from a cluster address, and
+	// the node itself) that connect to one of these ElasticIPs are
+	// translated here, at their origin, to its Pod IP, with connection
+	// tracking reversing the replies; see README.md, "In-cluster clients".
+	// Mappings are always part of it, listed here or not. BandwidthMbps is
+	// ignored: traffic within the cluster is never limited.
+	InCluster []Mapping
 }
 
 // ErrInvalidConfig means Sync refused the state and changed nothing.
@@ -96,6 +106,8 @@ type state struct {
 	limits    map[netip.Addr]int32
 	limitSrc  map[netip.Addr]netip.Addr
 	limitFrom map[netip.Addr]netip.Addr
+	// cluster maps every kept in-cluster ElasticIP to its Pod IP.
+	cluster map[netip.Addr]netip.Addr
 }
 
 func newState(c Config) *state {
@@ -104,6 +116,7 @@ func newState(c Config) *state {
 		eip2vpc: map[netip.Addr]netip.Addr{}, vpc2eip: map[netip.Addr]netip.Addr{}, natBW: map[netip.Addr]int32{},
 		directIfaces: map[string]struct{}{}, directOf: map[netip.Addr]string{},
 		limits: map[netip.Addr]int32{}, limitSrc: map[netip.Addr]netip.Addr{}, limitFrom: map[netip.Addr]netip.Addr{},
+		cluster: map[netip.Addr]netip.Addr{},
 	}
 }
 
@@ -126,7 +139,7 @@ func normalize(d DesiredState) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix.apply(nil, d.Mappings, nil, d.Direct)
+	ix.apply(nil, d.Mappings, nil, d.Direct, nil, d.InCluster)
 	return ix.s, ix.err()
 }
 
@@ -159,6 +172,16 @@ func (s *state) mappings() []Mapping {
 	out := make([]Mapping, 0, len(s.eip2vpc))
 	for eip, pod := range s.eip2vpc {
 		out = append(out, Mapping{ElasticIP: eip, PodIP: pod, BandwidthMbps: s.natBW[eip]})
+	}
+	slices.SortFunc(out, func(a, b Mapping) int { return a.ElasticIP.Compare(b.ElasticIP) })
+	return out
+}
+
+// clusterMappings returns the kept in-cluster mappings sorted by ElasticIP.
+func (s *state) clusterMappings() []Mapping {
+	out := make([]Mapping, 0, len(s.cluster))
+	for eip, pod := range s.cluster {
+		out = append(out, Mapping{ElasticIP: eip, PodIP: pod})
 	}
 	slices.SortFunc(out, func(a, b Mapping) int { return a.ElasticIP.Compare(b.ElasticIP) })
 	return out

@@ -14,17 +14,20 @@ import (
 	metaapply "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	"github.com/loutres/juneau/test/framework"
 )
 
-// nodeClients are clients acting as the node agent's ServiceAccount.
+// nodeClients are clients acting as the node agent of node-a: its ServiceAccount, with a
+// token bound to Node node-a (see node_scope_test.go for what that binding allows).
 func nodeClients(t *testing.T, cp *framework.ControlPlane) (kubernetes.Interface, versioned.Interface) {
 	t.Helper()
 	cp.ApplyRBAC(t)
-	cfg := cp.ServiceAccountConfig(t, framework.SystemNamespace, framework.NodeServiceAccount)
+	ensureNodes(t, cp, "node-a")
+	cfg := cp.NodeBoundConfig(t, framework.SystemNamespace, framework.NodeServiceAccount, "node-a")
 	return kubernetes.NewForConfigOrDie(cfg), versioned.NewForConfigOrDie(cfg)
 }
 
@@ -96,7 +99,7 @@ func nodeFixtures(t *testing.T, cp *framework.ControlPlane, ns string) (*v1alpha
 	t.Helper()
 	ctx := context.Background()
 	ad, err := cp.Juneau.JuneauV1alpha1().ARPAdvertisements().Create(ctx, &v1alpha1.ARPAdvertisement{
-		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ARPAdvertisementName(ns, "web")},
+		ObjectMeta: metav1.ObjectMeta{Name: advertisement.PreferredName(ns, "web")},
 		Spec:       v1alpha1.ARPAdvertisementSpec{ExternalNetwork: "ext-net", Address: "10.225.51.77", NodeName: "node-a"},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -129,8 +132,14 @@ func hasPodCondition(pod *corev1.Pod, typ corev1.PodConditionType, status corev1
 // authorizer answers: reads of what it programs and the two status patches, nothing else.
 func TestNodeAgentAccessTable(t *testing.T) {
 	cp := framework.Shared(t)
-	kube, _ := nodeClients(t, cp)
+	kube, jn := nodeClients(t, cp)
+	// What the agent's informer does: every attachment of the cluster, no selector.
+	if _, err := jn.JuneauV1alpha1().ElasticIPAttachments(metav1.NamespaceAll).List(testContext(t, time.Minute), metav1.ListOptions{}); err != nil {
+		t.Errorf("node agent cannot list the attachments of every namespace: %v", err)
+	}
 	var allowed []access
+	// In every namespace: the agent lists and watches every Node's attachments, for
+	// in-cluster clients, without a field selector.
 	for _, r := range []string{"elasticips", "externalnetworks", "elasticipattachments", "networkinterfaces", "arpadvertisements", "bgpadvertisements", "bgppeers"} {
 		allowed = append(allowed, every(juneau, r, "list", "watch")...)
 	}
