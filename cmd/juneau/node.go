@@ -24,6 +24,7 @@ import (
 	"github.com/loutres/juneau/pkg/node/agent"
 	"github.com/loutres/juneau/pkg/node/arp"
 	"github.com/loutres/juneau/pkg/node/cniserver"
+	"github.com/loutres/juneau/pkg/node/handover"
 	"github.com/loutres/juneau/pkg/node/nft"
 	"github.com/loutres/juneau/pkg/node/shutdown"
 	"github.com/loutres/juneau/pkg/node/sysctl"
@@ -42,6 +43,7 @@ type nodeOptions struct {
 	podName      string
 	podNamespace string
 	verdictFile  string
+	stateDir     string
 }
 
 func newNodeCommand(common *commonOptions) *cobra.Command {
@@ -63,6 +65,7 @@ func newNodeCommand(common *commonOptions) *cobra.Command {
 	fs.StringVar(&o.podName, "pod-name", os.Getenv("POD_NAME"), "this agent's Pod (default $POD_NAME): at SIGTERM, the agent removes its datapath if the DaemonSet owning the Pod is being deleted")
 	fs.StringVar(&o.podNamespace, "pod-namespace", os.Getenv("POD_NAMESPACE"), "namespace of --pod-name (default $POD_NAMESPACE)")
 	fs.StringVar(&o.verdictFile, "shutdown-verdict-file", "", "file the agent writes at SIGTERM: \"uninstall: <reason>\" or \"restart: <reason>\", for the container that removes the CNI entry")
+	fs.StringVar(&o.stateDir, "state-dir", "/run/juneau", "host directory of the datapath lock and the addresses answered for, shared with the next agent of this Node (docs/operations.md#restarts-and-rollouts)")
 	return cmd
 }
 
@@ -103,6 +106,24 @@ func (o *nodeOptions) run(ctx context.Context) error {
 
 	health := newHealth()
 	responder := arp.NewResponder(iface)
+	// Answer at once for what the previous agent of this Node answered: the kernel kept
+	// its NAT rules, and the caches will take over at the first sync.
+	if saved, err := handover.LoadAnswering(o.stateDir); err != nil {
+		logger.Error(err, "Not answering ARP before the first sync", "stateDir", o.stateDir)
+	} else {
+		responder.SetAddresses(saved)
+		logger.Info("Answering ARP for the addresses of the previous agent until the first sync", "addresses", len(saved))
+	}
+	var g errgroup.Group
+	g.Go(func() error { return responder.Run(ctx) })
+	lock := handover.NewLock(o.stateDir)
+	held, err := lock.TryAcquire()
+	if err != nil {
+		return err
+	}
+	if !held {
+		logger.Info("Another agent of this Node holds the datapath; answering ARP and standing by until it stops", "lock", lock.Path())
+	}
 	srv, reg, err := startMetricsServer(ctx, o.metricsAddr, health)
 	if err != nil {
 		return err
@@ -145,6 +166,9 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	a := agent.New(agent.Config{
 		NodeName: o.nodeName, ExternalInterface: iface, ExternalMAC: link.HardwareAddr.String(),
 		ClusterCIDRs: cidrs, Resync: o.resync, QueueMetrics: queues,
+		Holds:    lock.Held,
+		Answered: func(addrs []netip.Addr) error { return handover.SaveAnswering(o.stateDir, addrs) },
+		Synced:   health.setReady,
 	}, agent.Clients{Juneau: juneau, Kube: kube}, agent.Listers{
 		Attachments: attachments.Lister(), Advertisements: adverts.Lister(),
 		Nodes: nodes.Lister(), ServiceCIDRs: serviceCIDRs.Lister(),
@@ -164,19 +188,34 @@ func (o *nodeOptions) run(ctx context.Context) error {
 		f.Start(ctx.Done())
 		defer f.Shutdown()
 	}
-	health.setReady()
 
-	var g errgroup.Group
-	g.Go(func() error { return responder.Run(ctx) })
 	g.Go(func() error { return a.Run(ctx) })
-	// In-cluster clients follow an ElasticIP that moves (pkg/node/nft/flows.go).
-	g.Go(func() error { return nat.RunFlowCleanup(ctx) })
-	if o.cniSocket != "" {
-		g.Go(func() error { return cniserver.New(source).Run(ctx, o.cniSocket) })
-	}
+	// What only the holder of the datapath lock does, from the moment it holds it.
+	g.Go(func() error {
+		if !held {
+			if err := lock.Acquire(ctx); err != nil {
+				return nil // stopped while standing by
+			}
+			logger.Info("Took over the datapath from the previous agent of this Node")
+			a.Trigger()
+		}
+		var h errgroup.Group
+		// In-cluster clients follow an ElasticIP that moves (pkg/node/nft/flows.go).
+		h.Go(func() error { return nat.RunFlowCleanup(ctx) })
+		if o.cniSocket != "" {
+			h.Go(func() error { return cniserver.New(source).Run(ctx, o.cniSocket) })
+		}
+		return h.Wait()
+	})
 	err = g.Wait()
-	if ctx.Err() != nil {
+	switch {
+	case ctx.Err() != nil && lock.Held():
 		o.shutdown(logger, kube, pods.Lister(), nat)
+	case ctx.Err() != nil && o.verdictFile != "":
+		// The datapath is another agent's: nothing of it is this one's to remove.
+		if err := shutdown.WriteVerdict(o.verdictFile, shutdown.Verdict{Reason: "stopped while another agent of this Node holds the datapath"}); err != nil {
+			logger.Error(err, "Writing the shutdown verdict", "file", o.verdictFile)
+		}
 	}
 	return err
 }

@@ -61,6 +61,16 @@ type Config struct {
 	Clock clock.WithTicker
 	// QueueMetrics receives the loop's workqueue metrics; may be nil.
 	QueueMetrics workqueue.MetricsProvider
+	// Holds reports whether this agent holds the Node's datapath lock
+	// (pkg/node/handover). While it does not, a sync only sets the ARP answers: the
+	// NAT rules, conditions and readiness gates belong to the holder. The first sync
+	// after it is taken is full. nil: always held.
+	Holds func() bool
+	// Answered is told the addresses ARP is answered for whenever they change while
+	// the lock is held (handover.SaveAnswering); may be nil.
+	Answered func([]netip.Addr) error
+	// Synced is called once, after the first sync from synced caches; may be nil.
+	Synced func()
 }
 
 // Listers are the agent's caches. Advertisements, Pods and NICs are field-selected to
@@ -91,6 +101,12 @@ type Agent struct {
 
 	loop   *workloop.Single
 	synced []cache.InformerSynced
+
+	// Read and written by the loop's one worker only.
+	held       bool
+	answered   []netip.Addr
+	saved      bool
+	syncedOnce bool
 }
 
 // Clients the agent writes with: the Answering condition and the Pod readiness gate.
@@ -147,6 +163,14 @@ func (a *Agent) Run(ctx context.Context) error {
 
 // syncOnce is one turn of the loop.
 func (a *Agent) syncOnce(ctx context.Context, full bool) error {
+	holds := a.cfg.Holds == nil || a.cfg.Holds()
+	if !holds {
+		return a.standby(ctx)
+	}
+	if !a.held {
+		// Whatever the programmer believes applied, another agent wrote since.
+		a.held, full = true, true
+	}
 	if full {
 		a.nat.Invalidate()
 	}
@@ -154,6 +178,45 @@ func (a *Agent) syncOnce(ctx context.Context, full bool) error {
 		a.nat.Invalidate()
 		return err
 	}
+	a.markSynced()
+	return nil
+}
+
+// standby is the sync of an agent waiting for the datapath lock: it answers ARP for
+// what this Node serves according to its caches, and writes nothing else.
+func (a *Agent) standby(ctx context.Context) error {
+	in, err := a.inputs()
+	if err != nil {
+		return err
+	}
+	d := Compute(in)
+	a.arp.SetGratuitous(d.Gratuitous)
+	a.arp.SetAddresses(d.ARP)
+	if !a.syncedOnce {
+		klog.FromContext(ctx).Info("Answering ARP from the caches while another agent holds the datapath", "addresses", len(d.ARP))
+	}
+	a.markSynced()
+	return nil
+}
+
+func (a *Agent) markSynced() {
+	if !a.syncedOnce {
+		a.syncedOnce = true
+		if a.cfg.Synced != nil {
+			a.cfg.Synced()
+		}
+	}
+}
+
+// saveAnswered hands the answered addresses to cfg.Answered when they changed.
+func (a *Agent) saveAnswered(addrs []netip.Addr) error {
+	if a.cfg.Answered == nil || (a.saved && slices.Equal(a.answered, addrs)) {
+		return nil
+	}
+	if err := a.cfg.Answered(addrs); err != nil {
+		return err
+	}
+	a.answered, a.saved = slices.Clone(addrs), true
 	return nil
 }
 
@@ -175,6 +238,9 @@ func (a *Agent) sync(ctx context.Context) error {
 	}
 	a.arp.SetGratuitous(d.Gratuitous)
 	a.arp.SetAddresses(d.ARP)
+	if err := a.saveAnswered(d.ARP); err != nil {
+		return err
+	}
 	if err := a.markAnswering(ctx, in, d.Answering); err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -230,9 +231,18 @@ func (c *Cluster) addNode(name string, i int) *Node {
 	n.Socket = filepath.Join(n.dir, "cni.sock")
 	n.agentArgs = []string{"node", "--kubeconfig=" + n.Kubeconfig, "--node-name=" + name,
 		"--cluster-cidr=" + ClusterCIDR, "--metrics-bind-address=127.0.0.1:0", "--resync-period=30s",
-		"--cni-socket=" + n.Socket, "-v=2"}
+		"--cni-socket=" + n.Socket, "--state-dir=" + n.dir, "-v=2"}
 	c.StartAgent(n)
 	return n
+}
+
+// StartAnotherAgent starts one more agent inside the Node's namespace, with the Node's
+// arguments followed by extra (a later flag wins), as a DaemonSet rolling update with
+// maxSurge does, or a restart with other settings. It does not wait for anything and
+// does not replace n.Agent.
+func (c *Cluster) StartAnotherAgent(n *Node, name string, extra ...string) *framework.Component {
+	args := n.NS.Wrap(framework.JuneauBinary(c.t), append(slices.Clone(n.agentArgs), extra...)...)
+	return framework.StartCommand(c.t, "agent-"+n.Name+"-"+name, require.Binary(c.t, "nsenter"), args...)
 }
 
 // StartAgent (re)starts the node agent inside the Node's namespace.
