@@ -12,14 +12,18 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sync/errgroup"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/component-helpers/apimachinery/lease"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
 	"github.com/loutres/juneau/pkg/node/agent"
 	"github.com/loutres/juneau/pkg/node/arp"
@@ -44,6 +48,8 @@ type nodeOptions struct {
 	podNamespace string
 	verdictFile  string
 	stateDir     string
+	leaseNS      string
+	leaseTTL     time.Duration
 }
 
 func newNodeCommand(common *commonOptions) *cobra.Command {
@@ -66,6 +72,8 @@ func newNodeCommand(common *commonOptions) *cobra.Command {
 	fs.StringVar(&o.podNamespace, "pod-namespace", os.Getenv("POD_NAMESPACE"), "namespace of --pod-name (default $POD_NAMESPACE)")
 	fs.StringVar(&o.verdictFile, "shutdown-verdict-file", "", "file the agent writes at SIGTERM: \"uninstall: <reason>\" or \"restart: <reason>\", for the container that removes the CNI entry")
 	fs.StringVar(&o.stateDir, "state-dir", "/run/juneau", "host directory of the datapath lock and the addresses answered for, shared with the next agent of this Node (docs/operations.md#restarts-and-rollouts)")
+	fs.StringVar(&o.leaseNS, "heartbeat-lease-namespace", envOr("POD_NAMESPACE", "juneau-system"), "namespace of the agent's heartbeat Lease, juneau-node-<node>")
+	fs.DurationVar(&o.leaseTTL, "heartbeat-lease-duration", 40*time.Second, "how long the heartbeat Lease lasts unrenewed (renewed every quarter of it); once it expires the controller marks this Node's ARPAdvertisements Answering=Unknown")
 	return cmd
 }
 
@@ -200,6 +208,7 @@ func (o *nodeOptions) run(ctx context.Context) error {
 			a.Trigger()
 		}
 		var h errgroup.Group
+		h.Go(func() error { o.heartbeat(kube).Run(ctx); return nil })
 		// In-cluster clients follow an ElasticIP that moves (pkg/node/nft/flows.go).
 		h.Go(func() error { return nat.RunFlowCleanup(ctx) })
 		if o.cniSocket != "" {
@@ -245,6 +254,31 @@ func (o *nodeOptions) shutdown(logger klog.Logger, kube kubernetes.Interface, po
 			logger.Error(err, "Writing the shutdown verdict", "file", o.verdictFile)
 		}
 	}
+}
+
+// heartbeat renews the agent's Lease (as a kubelet renews its node Lease), owned by
+// the Node so that it goes with it.
+func (o *nodeOptions) heartbeat(kube kubernetes.Interface) lease.Controller {
+	ttl := max(o.leaseTTL, 4*time.Second)
+	return lease.NewController(clock.RealClock{}, kube, o.nodeName, int32(ttl/time.Second), nil, ttl/4,
+		v1alpha1.NodeLeasePrefix+o.nodeName, o.leaseNS, func(l *coordinationv1.Lease) error {
+			if l.Labels == nil {
+				l.Labels = map[string]string{}
+			}
+			l.Labels["app.kubernetes.io/name"] = "juneau"
+			l.Labels["app.kubernetes.io/component"] = "node"
+			if len(l.OwnerReferences) > 0 {
+				return nil
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			node, err := kube.CoreV1().Nodes().Get(ctx, o.nodeName, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("reading Node %q to own the heartbeat Lease: %w", o.nodeName, err)
+			}
+			l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}
+			return nil
+		})
 }
 
 // externalInterface is --external-interface, or the interface holding the Node's InternalIP.

@@ -223,3 +223,39 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// TestAnsweringUnknownWhenAgentGone: the agent of a Node renews its heartbeat Lease; once
+// it is killed and the Lease expires, the controller turns the Node's advertisement
+// Answering=Unknown (AgentNotReporting) and the ElasticIP's Attached False saying so;
+// the agent back, both are True again.
+func TestAnsweringUnknownWhenAgentGone(t *testing.T) {
+	c, ns := setup(t)
+	attachSteady(t, c, ns)
+	node := c.Nodes["node-a"]
+	waitAnswering(t, c, ns, node)
+	lease, err := c.CP.Kube.CoordinationV1().Leases(framework.SystemNamespace).Get(testContext(t), v1alpha1.NodeLeasePrefix+"node-a", metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "node-a" || len(lease.OwnerReferences) != 1 || lease.OwnerReferences[0].Name != "node-a" {
+		t.Fatalf("heartbeat Lease of node-a: %+v, %v; want one held by node-a and owned by its Node", lease, err)
+	}
+
+	node.Agent.Kill()
+	name := advertisement.PreferredName(ns, "steady-eip")
+	c.WaitGone("Answering Unknown after the agent's Lease expired", func(ctx context.Context) bool {
+		ad, err := c.CP.Juneau.JuneauV1alpha1().ARPAdvertisements().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		cond := meta.FindStatusCondition(ad.Status.Conditions, v1alpha1.ConditionAnswering)
+		return cond != nil && cond.Status == metav1.ConditionUnknown && cond.Reason == v1alpha1.ReasonAgentNotReporting &&
+			strings.Contains(cond.Message, `"juneau-system/juneau-node-node-a"`)
+	})
+	eip := c.WaitElasticIPCondition(ns, "steady-eip", v1alpha1.ConditionAttached, v1alpha1.ReasonAgentNotReporting)
+	if at := meta.FindStatusCondition(eip.Status.Conditions, v1alpha1.ConditionAttached); at.Status != metav1.ConditionFalse ||
+		!strings.Contains(at.Message, `Node "node-a" may no longer answer ARP`) {
+		t.Errorf("ElasticIP Attached %s: %q, want False saying the Node may no longer answer", at.Status, at.Message)
+	}
+
+	c.StartAgent(node)
+	waitAnswering(t, c, ns, node)
+	c.WaitElasticIPCondition(ns, "steady-eip", v1alpha1.ConditionAttached, v1alpha1.ReasonAttached)
+}

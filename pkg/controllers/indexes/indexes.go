@@ -31,6 +31,8 @@ const (
 	AdvertisementByOwner = "juneau.arpadvertisement.owner"
 	// AdvertisementByAddress: ARPAdvertisements by spec.address.
 	AdvertisementByAddress = "juneau.arpadvertisement.address"
+	// AdvertisementByNode indexes ARPAdvertisements by spec.nodeName.
+	AdvertisementByNode = "juneau.arpadvertisement.node"
 )
 
 var funcs = map[string]cache.IndexFunc{
@@ -89,6 +91,13 @@ var funcs = map[string]cache.IndexFunc{
 			return nil, nil
 		}
 		return []string{ad.Spec.Address}, nil
+	},
+	AdvertisementByNode: func(obj any) ([]string, error) {
+		ad, ok := obj.(*v1alpha1.ARPAdvertisement)
+		if !ok || ad.Spec.NodeName == "" {
+			return nil, nil
+		}
+		return []string{ad.Spec.NodeName}, nil
 	},
 	ElasticIPByUID: func(obj any) ([]string, error) {
 		e, ok := obj.(*v1alpha1.ElasticIP)

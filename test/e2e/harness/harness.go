@@ -231,7 +231,7 @@ func (c *Cluster) addNode(name string, i int) *Node {
 	n.Socket = filepath.Join(n.dir, "cni.sock")
 	n.agentArgs = []string{"node", "--kubeconfig=" + n.Kubeconfig, "--node-name=" + name,
 		"--cluster-cidr=" + ClusterCIDR, "--metrics-bind-address=127.0.0.1:0", "--resync-period=30s",
-		"--cni-socket=" + n.Socket, "--state-dir=" + n.dir, "-v=2"}
+		"--cni-socket=" + n.Socket, "--state-dir=" + n.dir, "--heartbeat-lease-duration=4s", "-v=2"}
 	c.StartAgent(n)
 	return n
 }

@@ -64,6 +64,9 @@ const (
 	ReasonNodeAddressInPool = "NodeAddressInPool"
 	// ReasonAnswering: the node agent answers ARP for the address.
 	ReasonAnswering = "Answering"
+	// ReasonAgentNotReporting: the node agent of the advertisement's Node stopped renewing
+	// its heartbeat Lease, so nobody can tell whether it still answers (Answering Unknown).
+	ReasonAgentNotReporting = "AgentNotReporting"
 	// ReasonNotAnswering: an ElasticIP is used, but the Node of its user does not answer
 	// ARP for it (yet), so no traffic reaches it.
 	ReasonNotAnswering = "NotAnswering"
@@ -150,6 +153,7 @@ var severities = map[string]string{
 	ReasonNodeAddressInPool:           corev1.EventTypeWarning,
 	ReasonAnswering:                   corev1.EventTypeNormal,
 	ReasonNotAnswering:                corev1.EventTypeNormal,
+	ReasonAgentNotReporting:           corev1.EventTypeWarning,
 	ReasonProgrammed:                  corev1.EventTypeNormal,
 	ReasonNotProgrammed:               corev1.EventTypeNormal,
 	ReasonAnnounced:                   corev1.EventTypeNormal,
