@@ -174,9 +174,10 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	a := agent.New(agent.Config{
 		NodeName: o.nodeName, ExternalInterface: iface, ExternalMAC: link.HardwareAddr.String(),
 		ClusterCIDRs: cidrs, Resync: o.resync, QueueMetrics: queues,
-		Holds:    lock.Held,
-		Answered: func(addrs []netip.Addr) error { return handover.SaveAnswering(o.stateDir, addrs) },
-		Synced:   health.setReady,
+		Holds:           lock.Held,
+		Answered:        func(addrs []netip.Addr) error { return handover.SaveAnswering(o.stateDir, addrs) },
+		Synced:          health.setReady,
+		ExternalSubnets: func() []netip.Prefix { return subnetsOf(iface) },
 	}, agent.Clients{Juneau: juneau, Kube: kube}, agent.Listers{
 		Attachments: attachments.Lister(), Advertisements: adverts.Lister(),
 		Nodes: nodes.Lister(), ServiceCIDRs: serviceCIDRs.Lister(),
@@ -324,6 +325,30 @@ func parsePrefixes(in []string) ([]netip.Prefix, error) {
 		out = append(out, p.Masked())
 	}
 	return out, nil
+}
+
+// subnetsOf lists the IPv4 prefixes of the interface's addresses.
+func subnetsOf(iface string) []netip.Prefix {
+	link, err := netlink.LinkByName(iface)
+	if err != nil {
+		return nil
+	}
+	addrs, err := netlink.AddrList(link, netlink.FAMILY_V4)
+	if err != nil {
+		return nil
+	}
+	var out []netip.Prefix
+	for _, a := range addrs {
+		if a.IPNet == nil {
+			continue
+		}
+		ip, ok := netip.AddrFromSlice(a.IPNet.IP.To4())
+		ones, _ := a.IPNet.Mask.Size()
+		if ok {
+			out = append(out, netip.PrefixFrom(ip, ones))
+		}
+	}
+	return out
 }
 
 // hostInterface names the interface of the node's host route for addr: the /32 the CNI

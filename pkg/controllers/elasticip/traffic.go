@@ -69,6 +69,9 @@ func trafficBlocked(in trafficInput) *conditionError {
 		return blocked(v1alpha1.ReasonNotAnswering, "Node %q does not answer ARP for %q yet (no ARPAdvertisement names it)", d.NodeName, in.address)
 	}
 	answering := meta.FindStatusCondition(ad.Status.Conditions, v1alpha1.ConditionAnswering)
+	if answering != nil && answering.Status == metav1.ConditionFalse && answering.ObservedGeneration == ad.Generation {
+		return blocked(v1alpha1.ReasonNotAnswering, "Node %q does not answer ARP for %q: %s", d.NodeName, in.address, answering.Message)
+	}
 	if answering != nil && answering.Status == metav1.ConditionUnknown {
 		return blocked(v1alpha1.ReasonAgentNotReporting, "Node %q may no longer answer ARP for %q: %s", d.NodeName, in.address, answering.Message)
 	}

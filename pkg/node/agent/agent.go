@@ -71,6 +71,9 @@ type Config struct {
 	Answered func([]netip.Addr) error
 	// Synced is called once, after the first sync from synced caches; may be nil.
 	Synced func()
+	// ExternalSubnets lists the IPv4 prefixes of the external interface's addresses
+	// (read at every sync); may be nil.
+	ExternalSubnets func() []netip.Prefix
 }
 
 // Listers are the agent's caches. Advertisements, Pods and NICs are field-selected to
@@ -241,7 +244,7 @@ func (a *Agent) sync(ctx context.Context) error {
 	if err := a.saveAnswered(d.ARP); err != nil {
 		return err
 	}
-	if err := a.markAnswering(ctx, in, d.Answering); err != nil {
+	if err := a.markAnswering(ctx, in, d.Answering, d.Refused); err != nil {
 		return err
 	}
 	if err := a.writeReadiness(ctx, in, d); err != nil {
@@ -255,6 +258,9 @@ func (a *Agent) sync(ctx context.Context) error {
 
 func (a *Agent) inputs() (Inputs, error) {
 	in := Inputs{NodeName: a.cfg.NodeName, ExternalInterface: a.cfg.ExternalInterface, ClusterCIDRs: a.cfg.ClusterCIDRs, HostInterface: a.host}
+	if a.cfg.ExternalSubnets != nil {
+		in.ExternalSubnets = a.cfg.ExternalSubnets()
+	}
 	var err error
 	if a.listers.NICs != nil {
 		if in.NICs, err = a.listers.NICs.List(labels.Everything()); err != nil {
@@ -299,13 +305,18 @@ func (a *Agent) inputs() (Inputs, error) {
 }
 
 // markAnswering writes the Answering condition on the advertisements this agent now
-// answers for, with server-side apply so it owns only that condition.
-func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string) error {
+// answers for (True) or refuses to (False, with why), with server-side apply so it owns
+// only that condition.
+func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string, refused map[string]string) error {
 	for _, ad := range in.Advertisements {
-		if !slices.Contains(names, ad.Name) {
+		var want metav1.Condition
+		if why, ok := refused[ad.Name]; ok {
+			want = refusedCondition(why, ad.Generation)
+		} else if slices.Contains(names, ad.Name) {
+			want = answeringCondition(a.cfg.ExternalInterface, a.cfg.ExternalMAC, ad.Generation)
+		} else {
 			continue
 		}
-		want := answeringCondition(a.cfg.ExternalInterface, a.cfg.ExternalMAC, ad.Generation)
 		merged := status.Merge(ad.Status.Conditions, []metav1.Condition{want}, metav1.NewTime(a.cfg.Clock.Now()))
 		have := meta.FindStatusCondition(ad.Status.Conditions, v1alpha1.ConditionAnswering)
 		cur := meta.FindStatusCondition(merged, v1alpha1.ConditionAnswering)
@@ -316,6 +327,10 @@ func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string) er
 		if _, err := a.client.JuneauV1alpha1().ARPAdvertisements().ApplyStatus(ctx, apply,
 			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); err != nil {
 			return fmt.Errorf("writing Answering on ARPAdvertisement %q: %w", ad.Name, err)
+		}
+		if cur.Status != metav1.ConditionTrue {
+			klog.FromContext(ctx).Info("Not answering ARP", "advertisement", ad.Name, "address", ad.Spec.Address, "reason", cur.Reason, "message", cur.Message)
+			continue
 		}
 		klog.FromContext(ctx).Info("Answering ARP", "advertisement", ad.Name, "address", ad.Spec.Address)
 	}
