@@ -1,6 +1,8 @@
 package elasticip
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/loutres/juneau/pkg/workloop"
@@ -11,6 +13,7 @@ type Metrics struct {
 	allocations   prometheus.Counter
 	orphanClaims  prometheus.Counter
 	reconcileErrs prometheus.Counter
+	attach        prometheus.Histogram
 }
 
 // NewMetrics registers the controller's metrics on reg.
@@ -28,8 +31,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: "juneau", Subsystem: "elasticip", Name: "sync_errors_total",
 			Help: "Failed ElasticIP and claim syncs.",
 		}),
+		attach: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "juneau", Subsystem: "elasticip", Name: "attach_seconds",
+			Help:    "Time from an ElasticIP's creation until its Attached condition turned True (its user can carry traffic).",
+			Buckets: prometheus.ExponentialBuckets(0.25, 2, 12),
+		}),
 	}
-	for _, col := range []prometheus.Collector{m.allocations, m.orphanClaims, m.reconcileErrs} {
+	for _, col := range []prometheus.Collector{m.allocations, m.orphanClaims, m.reconcileErrs, m.attach} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
 		}
@@ -47,6 +55,12 @@ func (m *Metrics) errorCounter() workloop.ErrorCounter {
 func (m *Metrics) allocated() {
 	if m != nil {
 		m.allocations.Inc()
+	}
+}
+
+func (m *Metrics) attached(d time.Duration) {
+	if m != nil {
+		m.attach.Observe(d.Seconds())
 	}
 }
 

@@ -11,6 +11,7 @@ type Metrics struct {
 	mappings prometheus.Gauge
 	duration prometheus.Histogram
 	errors   prometheus.Counter
+	podReady prometheus.Histogram
 }
 
 // Counts reads ARP counters (arp.Responder).
@@ -18,6 +19,8 @@ type Counts interface {
 	Requests() uint64
 	Replies() uint64
 	Gratuitous() uint64
+	// Drops counts unanswered frames by reason.
+	Drops() map[string]uint64
 }
 
 // NewMetrics registers the agent's metrics on reg; arp may be nil.
@@ -30,7 +33,10 @@ func NewMetrics(reg prometheus.Registerer, arp Counts) (*Metrics, error) {
 		errors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "sync_errors_total",
 			Help: "Failed datapath syncs."}),
 	}
-	cols := []prometheus.Collector{m.mappings, m.duration, m.errors}
+	m.podReady = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "juneau", Subsystem: "node", Name: "pod_ready_seconds",
+		Help:    "Time from a Pod's creation until this agent set its ElasticIP readiness gate True (Pods with the gate).",
+		Buckets: prometheus.ExponentialBuckets(0.25, 2, 12)})
+	cols := []prometheus.Collector{m.mappings, m.duration, m.errors, m.podReady}
 	if arp != nil {
 		cols = append(cols,
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "arp_requests_total",
@@ -38,7 +44,8 @@ func NewMetrics(reg prometheus.Registerer, arp Counts) (*Metrics, error) {
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "arp_replies_total",
 				Help: "ARP replies sent for ElasticIPs."}, func() float64 { return float64(arp.Replies()) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "arp_gratuitous_total",
-				Help: "Gratuitous ARP replies sent for ElasticIPs of networks with spec.gratuitousARP."}, func() float64 { return float64(arp.Gratuitous()) }))
+				Help: "Gratuitous ARP replies sent for ElasticIPs of networks with spec.gratuitousARP."}, func() float64 { return float64(arp.Gratuitous()) }),
+			dropCollector{arp})
 	}
 	for _, c := range cols {
 		if err := reg.Register(c); err != nil {
@@ -46,6 +53,26 @@ func NewMetrics(reg prometheus.Registerer, arp Counts) (*Metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+func (m *Metrics) observePodReady(d time.Duration) {
+	if m != nil {
+		m.podReady.Observe(d.Seconds())
+	}
+}
+
+// dropCollector reports the ARP responder's unanswered frames by reason.
+type dropCollector struct{ arp Counts }
+
+var dropDesc = prometheus.NewDesc("juneau_node_arp_dropped_total",
+	"ARP frames seen on the external interface and not answered, by reason (not_owned: a request for another address).", []string{"reason"}, nil)
+
+func (dropCollector) Describe(ch chan<- *prometheus.Desc) { ch <- dropDesc }
+
+func (c dropCollector) Collect(ch chan<- prometheus.Metric) {
+	for reason, n := range c.arp.Drops() {
+		ch <- prometheus.MustNewConstMetric(dropDesc, prometheus.CounterValue, float64(n), reason)
+	}
 }
 
 func (m *Metrics) observeSync(d time.Duration, mappings int, err error) {
