@@ -65,16 +65,22 @@ func advert(name, node string, answering metav1.ConditionStatus) *v1alpha1.ARPAd
 
 func TestUnknownOnlyReplacesTrue(t *testing.T) {
 	dead := Judge(nil, "juneau-system", "node-a", t0)
-	if c := Unknown(advert("a", "node-a", metav1.ConditionTrue), dead); c == nil || c.Status != metav1.ConditionUnknown || c.Reason != v1alpha1.ReasonAgentNotReporting {
+	if c, _ := Unknown(advert("a", "node-a", metav1.ConditionTrue), dead, t0); c == nil || c.Status != metav1.ConditionUnknown || c.Reason != v1alpha1.ReasonAgentNotReporting {
 		t.Errorf("True under a dead agent: %+v, want Unknown/AgentNotReporting", c)
 	}
 	for _, s := range []metav1.ConditionStatus{"", metav1.ConditionFalse, metav1.ConditionUnknown} {
-		if c := Unknown(advert("a", "node-a", s), dead); c != nil {
+		if c, _ := Unknown(advert("a", "node-a", s), dead, t0); c != nil {
 			t.Errorf("Answering %q under a dead agent: %+v, want nothing written", s, c)
 		}
 	}
-	if c := Unknown(advert("a", "node-a", metav1.ConditionTrue), Heartbeat{Alive: true}); c != nil {
+	if c, _ := Unknown(advert("a", "node-a", metav1.ConditionTrue), Heartbeat{Alive: true}, t0); c != nil {
 		t.Errorf("live agent: %+v, want nothing written", c)
+	}
+	// A True written 10s ago by an agent without a Lease stands for the rest of the grace.
+	fresh := advert("a", "node-a", metav1.ConditionTrue)
+	fresh.Status.Conditions[0].LastTransitionTime = metav1.NewTime(t0.Add(-10 * time.Second))
+	if c, wait := Unknown(fresh, dead, t0); c != nil || wait != DefaultGrace-10*time.Second {
+		t.Errorf("fresh True under a dead agent: %+v, wait %v; want nothing written for %v", c, wait, DefaultGrace-10*time.Second)
 	}
 }
 

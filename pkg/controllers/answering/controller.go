@@ -128,7 +128,10 @@ func (c *Controller) sync(ctx context.Context, node string) error {
 		return err
 	}
 	for _, ad := range ads {
-		cond := Unknown(ad, hb)
+		cond, wait := Unknown(ad, hb, now)
+		if wait > 0 {
+			c.loop.AddAfter(node, wait+100*time.Millisecond)
+		}
 		if cond == nil || ad.DeletionTimestamp != nil {
 			continue
 		}
