@@ -171,6 +171,10 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	g.Go(func() error { return a.Run(ctx) })
 	// In-cluster clients follow an ElasticIP that moves (pkg/node/nft/flows.go).
 	g.Go(func() error { return nat.RunFlowCleanup(ctx) })
+	// Changes others make to the table are repaired at once, not at the next resync.
+	g.Go(func() error {
+		return nft.NewDriftWatcher(nft.Options{}).Run(ctx, func(d nft.Drift) { a.RepairDrift(ctx, d) })
+	})
 	if o.cniSocket != "" {
 		g.Go(func() error { return cniserver.New(source).Run(ctx, o.cniSocket) })
 	}
