@@ -238,3 +238,12 @@ func (p *Prober) icmpEcho(conn *icmp.PacketConn, addr string) error {
 		}
 	}
 }
+
+// ARPAnswered reports whether anything on the segment answers an ARP request for addr
+// from the client within ProbeTimeout.
+func (c *Cluster) ARPAnswered(addr string) bool {
+	c.t.Helper()
+	cl := c.arpClient(c.linkOf(c.Client, "eth0"))
+	defer cl.Close()
+	return arpAsk(cl, addr) == nil
+}

@@ -18,6 +18,14 @@ import (
 // re-created by Pod.RestartSandbox, as the kubelet does after a reboot.
 func (c *Cluster) Reboot(n *Node) {
 	c.t.Helper()
+	c.PowerOff(n)
+	c.PowerOn(n)
+}
+
+// PowerOff is the first half of Reboot: the Node is down (agent killed, namespaces
+// gone) until PowerOn, so a test can change the API meanwhile.
+func (c *Cluster) PowerOff(n *Node) {
+	c.t.Helper()
 	n.Agent.Kill()
 	for _, p := range c.podsOn(n) {
 		if p.NS != nil {
@@ -39,6 +47,11 @@ func (c *Cluster) Reboot(n *Node) {
 	if err := os.Remove(n.Socket); err != nil && !os.IsNotExist(err) {
 		c.t.Fatal(err)
 	}
+}
+
+// PowerOn is the second half of Reboot: the Node boots with what it kept on disk.
+func (c *Cluster) PowerOn(n *Node) {
+	c.t.Helper()
 	c.bootNode(n)
 	c.routePods(n)
 	c.StartAgent(n)
@@ -56,3 +69,8 @@ func (c *Cluster) podsOn(n *Node) []*Pod {
 	}
 	return out
 }
+
+// Dir is the Node's disk: its CNI configuration's state (host-local's reservations
+// under ipam/, juneau's under cni-state/, libcni's cache under cni-cache/), which a
+// reboot keeps.
+func (n *Node) Dir() string { return n.dir }
