@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/test/e2e/harness"
 	"github.com/loutres/juneau/test/framework"
 )
@@ -168,7 +168,7 @@ func snapshot(t *testing.T, c *harness.Cluster, ns string) state {
 			t.Fatal(err)
 		}
 		st.versions["ElasticIP "+name] = eip.ResourceVersion
-		ad, err := j.ARPAdvertisements().Get(ctx, v1alpha1.ARPAdvertisementName(ns, name), metav1.GetOptions{})
+		ad, err := j.ARPAdvertisements().Get(ctx, advertisement.PreferredName(ns, name), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/test/e2e/harness"
 	"github.com/loutres/juneau/test/framework"
@@ -203,7 +204,7 @@ func checkProbes(t *testing.T, r harness.ProbeReport, d time.Duration) {
 // answering reports whether the advertisement of the ElasticIP says the Node
 // answers ARP for it.
 func answering(ctx context.Context, c *harness.Cluster, ns, eip string) bool {
-	ad, err := c.CP.Juneau.JuneauV1alpha1().ARPAdvertisements().Get(ctx, v1alpha1.ARPAdvertisementName(ns, eip), metav1.GetOptions{})
+	ad, err := c.CP.Juneau.JuneauV1alpha1().ARPAdvertisements().Get(ctx, advertisement.PreferredName(ns, eip), metav1.GetOptions{})
 	if err != nil {
 		return false
 	}

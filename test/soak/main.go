@@ -54,6 +54,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
@@ -355,7 +356,7 @@ func (s *soak) attachNewest(ctx context.Context) {
 			if err != nil || e.Status.Phase != v1alpha1.ElasticIPAttached {
 				continue
 			}
-			ad, err := s.ads.Get(v1alpha1.ARPAdvertisementName(s.ns, eipName(i)))
+			ad, err := s.ads.Get(advertisement.PreferredName(s.ns, eipName(i)))
 			if err != nil {
 				continue
 			}

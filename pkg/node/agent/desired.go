@@ -39,6 +39,8 @@ type Inputs struct {
 	HostInterface func(addr netip.Addr) (string, bool)
 	// ElasticIPs by "<namespace>/<name>", for their bandwidth limits.
 	ElasticIPs map[string]*v1alpha1.ElasticIP
+	// Networks by name, for their spec.gratuitousARP.
+	Networks map[string]*v1alpha1.ExternalNetwork
 }
 
 // Desired is the whole datapath state of this Node.
@@ -53,6 +55,9 @@ type Desired struct {
 	ARP []netip.Addr
 	// Answering are the advertisements (by name) this Node answers for, sorted.
 	Answering []string
+	// Gratuitous are the addresses of ARP on networks with spec.gratuitousARP: the
+	// responder announces each when it starts answering for it. Sorted.
+	Gratuitous []netip.Addr
 }
 
 // Compute is the node agent's one decision, a pure function of its inputs:
@@ -61,7 +66,8 @@ type Desired struct {
 //   - for in-cluster clients, the mapping of every such attachment on any Node
 //     (docs/datapath.md, "In-cluster clients");
 //   - ARP answers for every ARPAdvertisement naming this Node whose address it serves
-//     (translates or routes to a direct NIC, as the NAT programmer keeps them);
+//     (translates or routes to a direct NIC, as the NAT programmer keeps them),
+//     announced with gratuitous ARP when its network asks for it;
 //   - never translated: Pod CIDRs (flags and Node spec.podCIDRs), ServiceCIDRs and
 //     every Node address.
 func Compute(in Inputs) Desired {
@@ -109,9 +115,14 @@ func Compute(in Inputs) Desired {
 		}
 		d.ARP = append(d.ARP, addr)
 		d.Answering = append(d.Answering, ad.Name)
+		if n := in.Networks[ad.Spec.ExternalNetwork]; n != nil && n.Spec.GratuitousARP {
+			d.Gratuitous = append(d.Gratuitous, addr)
+		}
 	}
 	slices.SortFunc(d.ARP, netip.Addr.Compare)
 	d.ARP = slices.Compact(d.ARP)
+	slices.SortFunc(d.Gratuitous, netip.Addr.Compare)
+	d.Gratuitous = slices.Compact(d.Gratuitous)
 	slices.Sort(d.Answering)
 	return d
 }
