@@ -42,6 +42,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -52,6 +53,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
@@ -161,6 +163,8 @@ type soak struct {
 	rows []row
 	// done counts what the churn did so far.
 	created, deleted, attached, detached int
+	// retried counts requests retried after a transient error.
+	retried atomic.Int64
 }
 
 // row is one line of the table: the system after a phase.
@@ -229,6 +233,9 @@ func (s *soak) createPods(ctx context.Context) {
 			Spec: corev1.PodSpec{NodeName: n.Name, TerminationGracePeriodSeconds: ptr.To[int64](0),
 				Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
 		}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) { // a retry after a create that timed out but went through
+			pod, err = pods.Get(ctx, name, metav1.GetOptions{})
+		}
 		if err != nil {
 			return err
 		}
@@ -311,6 +318,9 @@ func (s *soak) create(ctx context.Context, n int) {
 			ObjectMeta: metav1.ObjectMeta{Name: eipName(first + i)},
 			Spec:       v1alpha1.ElasticIPSpec{ExternalNetwork: network},
 		}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) { // a retry after a create that timed out but went through
+			return nil
+		}
 		return err
 	})
 	if err != nil {
@@ -343,6 +353,9 @@ func (s *soak) attachNewest(ctx context.Context) {
 			Spec: v1alpha1.ElasticIPAttachmentSpec{ElasticIPRef: v1alpha1.ElasticIPReference{Name: eipName(newest[i])},
 				TargetRef: v1alpha1.AttachmentTarget{NetworkInterfaceName: v1alpha1.NetworkInterfaceName(s.pods[i], v1alpha1.DefaultInterface)}},
 		}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) { // a retry after a create that timed out but went through
+			return nil
+		}
 		return err
 	})
 	if err != nil {
@@ -427,7 +440,11 @@ func (s *soak) deleteOldest(ctx context.Context, n int) {
 // interfaces to go.
 func (s *soak) deletePods(ctx context.Context) {
 	err := s.parallel(ctx, len(s.pods), func(ctx context.Context, i int) error {
-		return s.cp.Kube.CoreV1().Pods(s.ns).Delete(ctx, s.pods[i], metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		err := s.cp.Kube.CoreV1().Pods(s.ns).Delete(ctx, s.pods[i], metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
 	})
 	if err != nil {
 		s.r.Fatalf("deleting Pods: %v", err)
@@ -585,7 +602,8 @@ func (s *soak) printTable(w io.Writer, growth []string, leaks []leak) {
 			rw.took.Round(time.Second), mib(rw.rss["controller"]), mib(rw.rss["agent node-a"]), mib(rw.rss["agent node-b"]))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nRSS after the last round against warm-up (limit %+.0f%%): %s\n\nleft after the teardown:\n", 100*cfg.maxGrowth, strings.Join(growth, ", "))
+	fmt.Fprintf(w, "\nRSS after the last round against warm-up (limit %+.0f%%): %s\n", 100*cfg.maxGrowth, strings.Join(growth, ", "))
+	fmt.Fprintf(w, "requests retried after a transient error (timeout, internal error, throttling): %d\n\nleft after the teardown:\n", s.retried.Load())
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, l := range leaks {
 		fmt.Fprintf(tw, "  %s\t%d\n", l.what, l.left)
@@ -595,8 +613,17 @@ func (s *soak) printTable(w io.Writer, growth []string, leaks []leak) {
 
 func mib(b float64) string { return fmt.Sprintf("%.1f MiB", b/(1<<20)) }
 
+// transient tells the errors a client retries: the API server or the webhook timing
+// out or failing internally on a loaded machine, throttling. Anything else (a refusal)
+// is an error of the soak.
+func transient(err error) bool {
+	return apierrors.IsInternalError(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) || errors.Is(err, context.DeadlineExceeded) ||
+		strings.Contains(err.Error(), "context deadline exceeded")
+}
+
 // parallel runs fn for 0..n-1 on the configured number of workers and returns the first
-// error. Conflicts and throttling are retried by client-go; anything else is an error.
+// error. Transient errors are retried with a back-off, and counted.
 func (s *soak) parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
 	work := make(chan int, n)
 	for i := range n {
@@ -611,7 +638,15 @@ func (s *soak) parallel(ctx context.Context, n int, fn func(ctx context.Context,
 	for range s.cfg.workers {
 		wg.Go(func() {
 			for i := range work {
-				if err := fn(ctx, i); err != nil {
+				backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 6, Cap: 10 * time.Second}
+				err := retry.OnError(backoff, func(err error) bool {
+					if transient(err) && ctx.Err() == nil {
+						s.retried.Add(1)
+						return true
+					}
+					return false
+				}, func() error { return fn(ctx, i) })
+				if err != nil {
 					mu.Lock()
 					first = errors.Join(first, err)
 					mu.Unlock()
