@@ -34,7 +34,7 @@ const (
 // and every other one deleted (half at once, before the controller may have seen it,
 // half after every create). At the end: no address given twice, exactly one claim
 // per remaining ElasticIP, no claim of a deleted one, every remaining ElasticIP
-// Available.
+// Available. Then they are all deleted and no claim is left.
 func TestLeaderFailoverChurn(t *testing.T) {
 	cp := framework.Shared(t)
 	ns := cp.NewNamespace(t, "failover")
@@ -104,6 +104,9 @@ func TestLeaderFailoverChurn(t *testing.T) {
 			t.Errorf("ElasticIP %s should have been deleted", e.Name)
 		}
 	}
+	// The last replicas release everything, leaving the shared control plane as found.
+	deleteAll(t, cp, ns)
+	waitReleased(t, cp, ns)
 }
 
 // settled reports whether the namespace holds exactly n ElasticIPs, each Available,
