@@ -199,7 +199,8 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	}
 
 	g.Go(func() error { return a.Run(ctx) })
-	// What only the holder of the datapath lock does, from the moment it holds it.
+	// What only the holder of the datapath lock does, from the moment it holds it: a
+	// standing-by agent would see the holder's writes as drift.
 	g.Go(func() error {
 		if !held {
 			if err := lock.Acquire(ctx); err != nil {
@@ -212,6 +213,10 @@ func (o *nodeOptions) run(ctx context.Context) error {
 		h.Go(func() error { o.heartbeat(kube).Run(ctx); return nil })
 		// In-cluster clients follow an ElasticIP that moves (pkg/node/nft/flows.go).
 		h.Go(func() error { return nat.RunFlowCleanup(ctx) })
+		// Changes others make to the table are repaired at once, not at the next resync.
+		h.Go(func() error {
+			return nft.NewDriftWatcher(nft.Options{}).Run(ctx, func(d nft.Drift) { a.RepairDrift(ctx, d) })
+		})
 		if o.cniSocket != "" {
 			h.Go(func() error { return cniserver.New(source).Run(ctx, o.cniSocket) })
 		}

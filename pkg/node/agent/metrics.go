@@ -12,7 +12,16 @@ type Metrics struct {
 	duration prometheus.Histogram
 	errors   prometheus.Counter
 	podReady prometheus.Histogram
+	drift    *prometheus.CounterVec
 }
+
+// Reasons of drift repairs (the reason label of juneau_node_drift_repairs_total).
+const (
+	// driftChanged: another process changed the table.
+	driftChanged = "changed"
+	// driftLost: change notifications were lost, so a change may have gone unseen.
+	driftLost = "notifications_lost"
+)
 
 // Counts reads ARP counters (arp.Responder).
 type Counts interface {
@@ -32,11 +41,17 @@ func NewMetrics(reg prometheus.Registerer, arp Counts) (*Metrics, error) {
 			Help: "Duration of datapath syncs.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "sync_errors_total",
 			Help: "Failed datapath syncs."}),
+		drift: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "drift_repairs_total",
+			Help: "Full syncs made because another process changed juneau's nftables table (reason=changed) or change notifications were lost (reason=notifications_lost)."},
+			[]string{"reason"}),
 	}
 	m.podReady = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "juneau", Subsystem: "node", Name: "pod_ready_seconds",
 		Help:    "Time from a Pod's creation until this agent set its ElasticIP readiness gate True (Pods with the gate).",
 		Buckets: prometheus.ExponentialBuckets(0.25, 2, 12)})
-	cols := []prometheus.Collector{m.mappings, m.duration, m.errors, m.podReady}
+	for _, r := range []string{driftChanged, driftLost} {
+		m.drift.WithLabelValues(r) // exported at 0 before the first repair
+	}
+	cols := []prometheus.Collector{m.mappings, m.duration, m.errors, m.podReady, m.drift}
 	if arp != nil {
 		cols = append(cols,
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "arp_requests_total",
@@ -85,4 +100,11 @@ func (m *Metrics) observeSync(d time.Duration, mappings int, err error) {
 		return
 	}
 	m.mappings.Set(float64(mappings))
+}
+
+func (m *Metrics) driftRepair(reason string) {
+	if m == nil {
+		return
+	}
+	m.drift.WithLabelValues(reason).Inc()
 }
