@@ -2,9 +2,11 @@ package elasticip
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -157,4 +159,84 @@ func (f *fixture) writes(resource string) []string {
 		}
 	}
 	return out
+}
+
+// The Attached condition of an ElasticIP on a bgp network is True only while its
+// holder's Node announces the address to an Established peer; the phase stays Attached.
+func TestAnnouncementBlocked(t *testing.T) {
+	nat := HolderDecision{Holder: &v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindElasticIPAttachment, Name: "nginx-eip-attach"},
+		NodeName: "node-a", Reason: v1alpha1.ReasonAttached, Message: `used by ElasticIPAttachment "nginx-eip-attach"`}
+	advert := func(node string, generation, observed int64, status metav1.ConditionStatus) *v1alpha1.BGPAdvertisement {
+		ad := &v1alpha1.BGPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-x", Generation: generation},
+			Spec: v1alpha1.BGPAdvertisementSpec{ExternalNetwork: "ext-net", Address: "10.225.53.5", NodeName: node}}
+		if status != "" {
+			reason, msg := v1alpha1.ReasonAnnounced, "announced to 1 of 1 BGP peers"
+			if status != metav1.ConditionTrue {
+				reason, msg = v1alpha1.ReasonNoEstablishedPeer, `no session is Established: "tor-a" is WrongASN`
+			}
+			ad.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionAnnounced, Status: status, Reason: reason, Message: msg,
+				ObservedGeneration: observed}}
+		}
+		return ad
+	}
+	for _, tc := range []struct {
+		name string
+		d    HolderDecision
+		ad   *v1alpha1.BGPAdvertisement
+		says string // "" means not blocked
+	}{
+		{"announced", nat, advert("node-a", 2, 2, metav1.ConditionTrue), ""},
+		{"no advertisement yet", nat, nil, `Node "node-a" does not announce "10.225.53.5" to BGP routers yet (no BGPAdvertisement names it)`},
+		{"advertisement still on the old Node", nat, advert("node-b", 1, 1, metav1.ConditionTrue), "no BGPAdvertisement names it"},
+		{"not reported yet", nat, advert("node-a", 1, 0, ""), `BGPAdvertisement "eip-default-x" has no Announced condition`},
+		{"reported for an older generation", nat, advert("node-a", 3, 2, metav1.ConditionTrue), "has no Announced condition"},
+		{"no Established peer", nat, advert("node-a", 1, 1, metav1.ConditionFalse),
+			`does not announce "10.225.53.5" to any Established BGP peer (BGPAdvertisement "eip-default-x": NoEstablishedPeer: no session is Established: "tor-a" is WrongASN)`},
+		{"unused", HolderDecision{Reason: v1alpha1.ReasonUnused}, nil, ""},
+		{"conflict", HolderDecision{Holder: nat.Holder, Conflict: true, NodeName: "node-a"}, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := announcementBlocked(tc.d, "10.225.53.5", tc.ad)
+			switch {
+			case tc.says == "" && got != nil:
+				t.Fatalf("blocked: %+v", got)
+			case tc.says == "":
+				return
+			case got == nil:
+				t.Fatalf("not blocked, want %q", tc.says)
+			case got.reason != v1alpha1.ReasonNotAnnounced || !strings.Contains(got.message, tc.says) || !strings.HasPrefix(got.message, tc.d.Message+"; "):
+				t.Fatalf("%s: %q, want NotAnnounced saying %q after the holder's message", got.reason, got.message, tc.says)
+			}
+			eip := &v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default"}}
+			claim := &v1alpha1.AllocationClaim{ObjectMeta: metav1.ObjectMeta{Name: "10.225.53.5"}}
+			st := desiredStatus(statusInput{eip: eip, alloc: allocation{claim: claim}, decision: tc.d, blocked: got})
+			at := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAttached)
+			if st.Phase != v1alpha1.ElasticIPAttached || st.Attachment == nil || at.Status != metav1.ConditionFalse || at.Reason != v1alpha1.ReasonNotAnnounced {
+				t.Errorf("status %s %v, Attached %s/%s; want phase Attached with its user, Attached False/NotAnnounced", st.Phase, st.Attachment, at.Status, at.Reason)
+			}
+		})
+	}
+}
+
+// Through sync: Attached turns True once the agent reports the advertisement Announced.
+func TestAttachedFollowsAnnounced(t *testing.T) {
+	f := newFixture(t, append(bgpNetwork("10.225.53.0/24"), usedElasticIP("default", "e", "uid-1", "10.225.53.5", "node-a")...))
+	got := f.sync("default/e")
+	if at := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAttached); got.Status.Phase != v1alpha1.ElasticIPAttached ||
+		at == nil || at.Status != metav1.ConditionFalse || at.Reason != v1alpha1.ReasonNotAnnounced {
+		t.Fatalf("before any announcement: %s %+v, want Attached with Attached=False/NotAnnounced", got.Status.Phase, at)
+	}
+	ad := f.bgpAdvertisements()["eip-default-e"].DeepCopy()
+	ad.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionAnnounced, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAnnounced,
+		Message: "announced to 1 of 1 BGP peers", ObservedGeneration: ad.Generation, LastTransitionTime: metav1.Now()}}
+	if err := f.inf.Juneau().V1alpha1().BGPAdvertisements().Informer().GetIndexer().Update(ad); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.inf.Juneau().V1alpha1().ElasticIPs().Informer().GetIndexer().Update(got); err != nil {
+		t.Fatal(err)
+	}
+	got = f.sync("default/e")
+	if at := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAttached); at == nil || at.Status != metav1.ConditionTrue || at.Reason != v1alpha1.ReasonAttached {
+		t.Errorf("once announced: Attached %+v, want True/Attached", at)
+	}
 }
