@@ -54,8 +54,11 @@ func TestBGPAdvertisementRules(t *testing.T) {
 			setup: func(f *fixture) { base(f); f.cached(advertisement("first", "net", "10.225.53.7", "node-b")) },
 			want:  allowed()},
 		{name: "the other advertisement is being deleted", obj: bgpAdvertisement("ad", "bgp-net", "10.225.53.7", "node-a"),
-			setup: func(f *fixture) { base(f); f.cached(deleting(bgpAdvertisement("first", "bgp-net", "10.225.53.7", "node-b"))) },
-			want:  allowed()},
+			setup: func(f *fixture) {
+				base(f)
+				f.cached(deleting(bgpAdvertisement("first", "bgp-net", "10.225.53.7", "node-b")))
+			},
+			want: allowed()},
 		{name: "nodeName may move", op: admissionv1.Update, setup: base,
 			obj: bgpAdvertisement("ad", "bgp-net", "10.225.53.7", "node-b"), old: bgpAdvertisement("ad", "bgp-net", "10.225.53.7", "node-a"), want: allowed()},
 		{name: "nodeName moves to a missing Node", op: admissionv1.Update, setup: base,
