@@ -39,6 +39,13 @@ type Inputs struct {
 	HostInterface func(addr netip.Addr) (string, bool)
 	// ElasticIPs by "<namespace>/<name>", for their bandwidth limits.
 	ElasticIPs map[string]*v1alpha1.ElasticIP
+	// BGPPeers of the cluster (those selecting this Node are peered with) and the
+	// BGPAdvertisements naming this Node.
+	BGPPeers          []*v1alpha1.BGPPeer
+	BGPAdvertisements []*v1alpha1.BGPAdvertisement
+	// Password returns the TCP-MD5 password a BGPPeer names, ErrPasswordPending while
+	// its Secret is being read; nil: no Secret can be read.
+	Password func(ref v1alpha1.SecretKeyReference) (string, error)
 }
 
 // Desired is the whole datapath state of this Node.
@@ -53,6 +60,8 @@ type Desired struct {
 	ARP []netip.Addr
 	// Answering are the advertisements (by name) this Node answers for, sorted.
 	Answering []string
+	// BGP is what the BGP speaker announces, and to whom.
+	BGP BGPDesired
 }
 
 // Compute is the node agent's one decision, a pure function of its inputs:
@@ -62,6 +71,8 @@ type Desired struct {
 //     (docs/datapath.md, "In-cluster clients");
 //   - ARP answers for every ARPAdvertisement naming this Node whose address it serves
 //     (translates or routes to a direct NIC, as the NAT programmer keeps them);
+//   - BGP announcements of the /32 of every BGPAdvertisement naming this Node whose
+//     address it serves, to every BGPPeer selecting this Node (docs/bgp.md);
 //   - never translated: Pod CIDRs (flags and Node spec.podCIDRs), ServiceCIDRs and
 //     every Node address.
 func Compute(in Inputs) Desired {
@@ -113,6 +124,7 @@ func Compute(in Inputs) Desired {
 	slices.SortFunc(d.ARP, netip.Addr.Compare)
 	d.ARP = slices.Compact(d.ARP)
 	slices.Sort(d.Answering)
+	d.BGP = computeBGP(in, served)
 	return d
 }
 
