@@ -220,7 +220,13 @@ func TestAnnouncementBlocked(t *testing.T) {
 
 // Through sync: Attached turns True once the agent reports the advertisement Announced.
 func TestAttachedFollowsAnnounced(t *testing.T) {
-	f := newFixture(t, append(bgpNetwork("10.225.53.0/24"), usedElasticIP("default", "e", "uid-1", "10.225.53.5", "node-a")...))
+	used := usedElasticIP("default", "e", "uid-1", "10.225.53.5", "node-a")
+	// The attachment's target exists, on node-a with a Pod IP: only the announcement
+	// is missing.
+	used[2].(*v1alpha1.ElasticIPAttachment).Spec.TargetRef.NetworkInterfaceName = "e.eth0"
+	used = append(used, &v1alpha1.NetworkInterface{ObjectMeta: metav1.ObjectMeta{Name: "e.eth0", Namespace: "default"},
+		Spec: v1alpha1.NetworkInterfaceSpec{NodeName: "node-a"}, Status: v1alpha1.NetworkInterfaceStatus{Address: "10.244.1.5"}})
+	f := newFixture(t, append(bgpNetwork("10.225.53.0/24"), used...))
 	got := f.sync("default/e")
 	if at := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAttached); got.Status.Phase != v1alpha1.ElasticIPAttached ||
 		at == nil || at.Status != metav1.ConditionFalse || at.Reason != v1alpha1.ReasonNotAnnounced {

@@ -45,7 +45,7 @@ func (c *Controller) syncDeleting(ctx context.Context, eip *v1alpha1.ElasticIP) 
 			}
 		}
 		return c.writeStatus(ctx, eip, desiredStatus(statusInput{eip: eip, alloc: alloc, decision: decision, waitingFor: names,
-			blocked: c.announcementBlocked(eip, deps.network, alloc.claim, decision), now: metav1.NewTime(c.clock.Now())}))
+			blocked: c.trafficBlocked(eip, deps.network, alloc.claim, decision), now: metav1.NewTime(c.clock.Now())}))
 	}
 
 	if err := c.deleteAdvertisements(ctx, eip); err != nil {

@@ -27,8 +27,8 @@ type statusInput struct {
 	decision HolderDecision
 	// waitingFor lists the NICs a deleting ElasticIP waits for (sorted); nil otherwise.
 	waitingFor []string
-	// blocked says why the holder cannot carry traffic yet (announcementBlocked); nil
-	// when it can or when nobody holds the address.
+	// blocked says why the holder cannot carry traffic yet (trafficBlocked); nil when it
+	// can or when nobody holds the address.
 	blocked *conditionError
 	// now stamps the conditions whose status flips.
 	now metav1.Time

@@ -67,7 +67,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 	}
 	st := desiredStatus(statusInput{eip: eip, deps: deps.err, alloc: alloc, decision: decision,
-		blocked: c.announcementBlocked(eip, deps.network, alloc.claim, decision), now: metav1.NewTime(c.clock.Now())})
+		blocked: c.trafficBlocked(eip, deps.network, alloc.claim, decision), now: metav1.NewTime(c.clock.Now())})
 	return c.writeStatus(ctx, eip, st)
 }
 

@@ -36,8 +36,10 @@ type NAT interface {
 	Invalidate()
 }
 
-// ARP answers ARP for a set of addresses (arp.Responder).
+// ARP answers ARP for a set of addresses, announcing those named by SetGratuitous
+// when it starts answering for them (arp.Responder).
 type ARP interface {
+	SetGratuitous(addrs []netip.Addr)
 	SetAddresses(addrs []netip.Addr)
 }
 
@@ -204,6 +206,7 @@ func (a *Agent) sync(ctx context.Context) error {
 	if err != nil && !errors.Is(err, nft.ErrInvalidMapping) {
 		return fmt.Errorf("programming NAT: %w", err)
 	}
+	a.arp.SetGratuitous(d.Gratuitous)
 	a.arp.SetAddresses(d.ARP)
 	if err := a.markAnswering(ctx, in, d.Answering); err != nil {
 		return err
@@ -237,6 +240,16 @@ func (a *Agent) inputs() (Inputs, error) {
 		in.ElasticIPs = make(map[string]*v1alpha1.ElasticIP, len(eips))
 		for _, e := range eips {
 			in.ElasticIPs[e.Namespace+"/"+e.Name] = e
+		}
+	}
+	if a.listers.Networks != nil {
+		nets, err := a.listers.Networks.List(labels.Everything())
+		if err != nil {
+			return in, err
+		}
+		in.Networks = make(map[string]*v1alpha1.ExternalNetwork, len(nets))
+		for _, n := range nets {
+			in.Networks[n.Name] = n
 		}
 	}
 	if in.Attachments, err = a.listers.Attachments.List(labels.Everything()); err != nil {

@@ -39,6 +39,8 @@ type Inputs struct {
 	HostInterface func(addr netip.Addr) (string, bool)
 	// ElasticIPs by "<namespace>/<name>", for their bandwidth limits.
 	ElasticIPs map[string]*v1alpha1.ElasticIP
+	// Networks by name, for their spec.gratuitousARP.
+	Networks map[string]*v1alpha1.ExternalNetwork
 	// BGPPeers of the cluster (those selecting this Node are peered with) and the
 	// BGPAdvertisements naming this Node.
 	BGPPeers          []*v1alpha1.BGPPeer
@@ -60,6 +62,9 @@ type Desired struct {
 	ARP []netip.Addr
 	// Answering are the advertisements (by name) this Node answers for, sorted.
 	Answering []string
+	// Gratuitous are the addresses of ARP on networks with spec.gratuitousARP: the
+	// responder announces each when it starts answering for it. Sorted.
+	Gratuitous []netip.Addr
 	// BGP is what the BGP speaker announces, and to whom.
 	BGP BGPDesired
 }
@@ -70,7 +75,8 @@ type Desired struct {
 //   - for in-cluster clients, the mapping of every such attachment on any Node
 //     (docs/datapath.md, "In-cluster clients");
 //   - ARP answers for every ARPAdvertisement naming this Node whose address it serves
-//     (translates or routes to a direct NIC, as the NAT programmer keeps them);
+//     (translates or routes to a direct NIC, as the NAT programmer keeps them),
+//     announced with gratuitous ARP when its network asks for it;
 //   - BGP announcements of the /32 of every BGPAdvertisement naming this Node whose
 //     address it serves, to every BGPPeer selecting this Node (docs/bgp.md);
 //   - never translated: Pod CIDRs (flags and Node spec.podCIDRs), ServiceCIDRs and
@@ -120,9 +126,14 @@ func Compute(in Inputs) Desired {
 		}
 		d.ARP = append(d.ARP, addr)
 		d.Answering = append(d.Answering, ad.Name)
+		if n := in.Networks[ad.Spec.ExternalNetwork]; n != nil && n.Spec.GratuitousARP {
+			d.Gratuitous = append(d.Gratuitous, addr)
+		}
 	}
 	slices.SortFunc(d.ARP, netip.Addr.Compare)
 	d.ARP = slices.Compact(d.ARP)
+	slices.SortFunc(d.Gratuitous, netip.Addr.Compare)
+	d.Gratuitous = slices.Compact(d.Gratuitous)
 	slices.Sort(d.Answering)
 	d.BGP = computeBGP(in, served)
 	return d

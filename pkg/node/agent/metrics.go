@@ -22,6 +22,7 @@ type Metrics struct {
 type Counts interface {
 	Requests() uint64
 	Replies() uint64
+	Gratuitous() uint64
 }
 
 // NewMetrics registers the agent's metrics on reg; arp may be nil.
@@ -44,7 +45,9 @@ func NewMetrics(reg prometheus.Registerer, arp Counts) (*Metrics, error) {
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "arp_requests_total",
 				Help: "ARP requests seen on the external interface."}, func() float64 { return float64(arp.Requests()) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "arp_replies_total",
-				Help: "ARP replies sent for ElasticIPs."}, func() float64 { return float64(arp.Replies()) }))
+				Help: "ARP replies sent for ElasticIPs."}, func() float64 { return float64(arp.Replies()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "arp_gratuitous_total",
+				Help: "Gratuitous ARP replies sent for ElasticIPs of networks with spec.gratuitousARP."}, func() float64 { return float64(arp.Gratuitous()) }))
 	}
 	for _, c := range cols {
 		if err := reg.Register(c); err != nil {
