@@ -228,13 +228,7 @@ func TestBGPWithBIRD(t *testing.T) {
 	}
 
 	// The ElasticIP goes: its route is withdrawn.
-	j := c.CP.Juneau.JuneauV1alpha1()
-	if err := j.ElasticIPAttachments(ns).Delete(ctx, "nat-attach", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := j.ElasticIPs(ns).Delete(ctx, "nat-eip", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	deleteNatEIP(t, c, ns)
 	bird.WaitRoutes(time.Minute, map[string]string{webRoute: nodeB.IP})
 
 	// A second router, whose password node-a gets wrong and whose AS node-b expects
@@ -271,7 +265,6 @@ func TestBGPWithBIRD(t *testing.T) {
 // right Node, the NAT'ed one follows its Pod, and goes with its ElasticIP.
 func TestBGPWithFRR(t *testing.T) {
 	c, ns := setupBGP(t)
-	ctx := testContext(t)
 	frr := bgprouter.StartFRR(t, c.Router, routerConfig(c, false))
 	nodeA, nodeB := c.Nodes["node-a"], c.Nodes["node-b"]
 	natAddr, webAddr, nat := usedPair(t, c, ns)
@@ -284,14 +277,22 @@ func TestBGPWithFRR(t *testing.T) {
 	frr.WaitRoutes(time.Minute, map[string]string{natRoute: nodeB.IP, webRoute: nodeB.IP})
 	t.Logf("the route followed the Pod to node-b %s after it started there", time.Since(start))
 
-	j := c.CP.Juneau.JuneauV1alpha1()
-	if err := j.ElasticIPAttachments(ns).Delete(ctx, "nat-attach", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := j.ElasticIPs(ns).Delete(ctx, "nat-eip", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	deleteNatEIP(t, c, ns)
 	frr.WaitRoutes(time.Minute, map[string]string{webRoute: nodeB.IP})
+}
+
+// deleteNatEIP deletes nat-attach, then nat-eip once the webhook no longer sees the
+// attachment (it refuses to delete an ElasticIP an attachment references).
+func deleteNatEIP(t *testing.T, c *harness.Cluster, ns string) {
+	t.Helper()
+	j := c.CP.Juneau.JuneauV1alpha1()
+	if err := j.ElasticIPAttachments(ns).Delete(testContext(t), "nat-attach", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.EventuallyWithin(t, time.Minute, "deleting ElasticIP nat-eip", func(ctx context.Context) (bool, string) {
+		err := j.ElasticIPs(ns).Delete(ctx, "nat-eip", metav1.DeleteOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
 }
 
 // waitSessions waits until the Node's BGPNodeStatus shows exactly these sessions.
