@@ -177,28 +177,38 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	source := &agent.DirectSource{Pods: pods.Lister(), NICs: nics.Lister(), ElasticIPs: eips.Lister(), Synced: func() bool {
 		return pods.Informer().HasSynced() && nics.Informer().HasSynced() && eips.Informer().HasSynced()
 	}}
+	// A BGP speaker that cannot start stops the agent (runCtx), which then exits with
+	// its error, to be restarted.
+	runCtx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
 	for _, f := range []interface {
 		Start(<-chan struct{})
 		Shutdown()
 	}{attachInf, advertInf, kubeInf, podInf, allInf} {
-		f.Start(ctx.Done())
+		f.Start(runCtx.Done())
 		defer f.Shutdown()
 	}
 	health.setReady()
 
 	speakerDone := make(chan error, 1)
 	if speaker != nil {
-		go func() { speakerDone <- speaker.Run(speakerCtx) }()
+		go func() {
+			err := speaker.Run(speakerCtx)
+			if err != nil {
+				stopRun(err)
+			}
+			speakerDone <- err
+		}()
 	} else {
 		close(speakerDone)
 	}
 	var g errgroup.Group
-	g.Go(func() error { return responder.Run(ctx) })
-	g.Go(func() error { return a.Run(ctx) })
+	g.Go(func() error { return responder.Run(runCtx) })
+	g.Go(func() error { return a.Run(runCtx) })
 	// In-cluster clients follow an ElasticIP that moves (pkg/node/nft/flows.go).
-	g.Go(func() error { return nat.RunFlowCleanup(ctx) })
+	g.Go(func() error { return nat.RunFlowCleanup(runCtx) })
 	if o.cniSocket != "" {
-		g.Go(func() error { return cniserver.New(source).Run(ctx, o.cniSocket) })
+		g.Go(func() error { return cniserver.New(source).Run(runCtx, o.cniSocket) })
 	}
 	err = g.Wait()
 	uninstall := false
