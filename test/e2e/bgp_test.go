@@ -262,14 +262,29 @@ func TestBGPWithBIRD(t *testing.T) {
 }
 
 // TestBGPWithFRR: the same ElasticIPs announced to FRR's bgpd: both routes via the
-// right Node, the NAT'ed one follows its Pod, and goes with its ElasticIP.
+// right Node, the NAT'ed one follows its Pod, and goes with its ElasticIP. Before the
+// router runs, the ElasticIPs are used but not ATTACHED and the Pod is not Ready.
 func TestBGPWithFRR(t *testing.T) {
 	c, ns := setupBGP(t)
-	frr := bgprouter.StartFRR(t, c.Router, routerConfig(c, false))
 	nodeA, nodeB := c.Nodes["node-a"], c.Nodes["node-b"]
 	natAddr, webAddr, nat := usedPair(t, c, ns)
+	c.WaitElasticIPCondition(ns, "web-eip", v1alpha1.ConditionAttached, v1alpha1.ReasonNotAnnounced)
+	c.WaitElasticIPCondition(ns, "nat-eip", v1alpha1.ConditionAttached, v1alpha1.ReasonNotAnnounced)
+	pod, err := c.CP.Kube.CoreV1().Pods(ns).Get(testContext(t), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == v1alpha1.PodConditionElasticIP && (cond.Status != corev1.ConditionFalse || !strings.Contains(cond.Message, "BGP announcement")) {
+			t.Errorf("readiness gate with no router: %s %q, want False waiting for the BGP announcement", cond.Status, cond.Message)
+		}
+	}
+
+	frr := bgprouter.StartFRR(t, c.Router, routerConfig(c, false))
 	natRoute, webRoute := natAddr+"/32", webAddr+"/32"
 	frr.WaitRoutes(time.Minute, map[string]string{natRoute: nodeA.IP, webRoute: nodeB.IP})
+	waitPodReady(t, c, ns, "web")
+	c.WaitElasticIPCondition(ns, "web-eip", v1alpha1.ConditionAttached, v1alpha1.ReasonAttached)
 
 	nat.Gone()
 	c.RunPod(harness.PodSpec{Namespace: ns, Name: "nat", Node: "node-b"})
