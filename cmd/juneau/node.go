@@ -207,6 +207,10 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	g.Go(func() error { return a.Run(runCtx) })
 	// In-cluster clients follow an ElasticIP that moves (pkg/node/nft/flows.go).
 	g.Go(func() error { return nat.RunFlowCleanup(runCtx) })
+	// Changes others make to the table are repaired at once, not at the next resync.
+	g.Go(func() error {
+		return nft.NewDriftWatcher(nft.Options{}).Run(runCtx, func(d nft.Drift) { a.RepairDrift(runCtx, d) })
+	})
 	if o.cniSocket != "" {
 		g.Go(func() error { return cniserver.New(source).Run(runCtx, o.cniSocket) })
 	}

@@ -143,6 +143,20 @@ func (a *Agent) Watch(informers ...cache.SharedIndexInformer) error {
 // Trigger asks for a sync; triggers coalesce into one.
 func (a *Agent) Trigger() { a.loop.Trigger() }
 
+// RepairDrift answers a change another process made to juneau's nftables table
+// (nft.DriftWatcher): the next sync rebuilds the whole table, and it comes at once.
+func (a *Agent) RepairDrift(ctx context.Context, d nft.Drift) {
+	reason := driftChanged
+	if d.Lost && d.Changes == 0 {
+		reason = driftLost
+	}
+	a.metrics.driftRepair(reason)
+	a.nat.Invalidate()
+	a.Trigger()
+	klog.FromContext(ctx).Info("Repairing the nftables table changed behind the agent's back", "node", a.cfg.NodeName,
+		"table", nft.TableName, "processes", d.Processes, "objects", d.Changes, "notificationsLost", d.Lost)
+}
+
 // Run syncs at once, then on every trigger (at most one sync per MinInterval) and every
 // resync period, until ctx ends: the loop is a workloop.Single. A full sync (the first,
 // each periodic one, and the retry of a failed one, with back-off) first drops what the
