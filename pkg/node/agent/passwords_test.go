@@ -54,7 +54,7 @@ func TestPasswords(t *testing.T) {
 	})
 	select {
 	case <-changes:
-	default:
+	case <-time.After(30 * time.Second):
 		t.Error("no onChange once the Secret's cache synced")
 	}
 	if _, err := p.Password(v1alpha1.SecretKeyReference{Namespace: "juneau-system", Name: "juneau-bgp-passwords", Key: "tor-b"}); err == nil ||
