@@ -89,7 +89,7 @@ func TestPrintTable(t *testing.T) {
 
 func TestSelectBenchmarks(t *testing.T) {
 	all, err := selectBenchmarks("")
-	if err != nil || len(all) != 6 {
+	if err != nil || len(all) != 7 {
 		t.Fatalf("all: %d benchmarks, %v", len(all), err)
 	}
 	some, err := selectBenchmarks("arp, 1")

@@ -27,6 +27,7 @@ import (
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
 	"github.com/loutres/juneau/pkg/node/agent"
 	"github.com/loutres/juneau/pkg/node/arp"
+	"github.com/loutres/juneau/pkg/node/bgp"
 	"github.com/loutres/juneau/pkg/node/cniserver"
 	"github.com/loutres/juneau/pkg/node/handover"
 	"github.com/loutres/juneau/pkg/node/nft"
@@ -50,6 +51,8 @@ type nodeOptions struct {
 	stateDir     string
 	leaseNS      string
 	leaseTTL     time.Duration
+	routerID     string
+	bgpRetry     time.Duration
 }
 
 func newNodeCommand(common *commonOptions) *cobra.Command {
@@ -74,6 +77,8 @@ func newNodeCommand(common *commonOptions) *cobra.Command {
 	fs.StringVar(&o.stateDir, "state-dir", "/run/juneau", "host directory of the datapath lock and the addresses answered for, shared with the next agent of this Node (docs/operations.md#restarts-and-rollouts)")
 	fs.StringVar(&o.leaseNS, "heartbeat-lease-namespace", envOr("POD_NAMESPACE", "juneau-system"), "namespace of the agent's heartbeat Lease, juneau-node-<node>")
 	fs.DurationVar(&o.leaseTTL, "heartbeat-lease-duration", 40*time.Second, "how long the heartbeat Lease lasts unrenewed (renewed every quarter of it); once it expires the controller marks this Node's ARPAdvertisements Answering=Unknown")
+	fs.StringVar(&o.routerID, "bgp-router-id", "", "BGP identifier of this Node, an IPv4 address of it (default: the Node's IPv4 InternalIP); without one the Node announces nothing on bgp networks")
+	fs.DurationVar(&o.bgpRetry, "bgp-connect-retry", bgp.DefaultConnectRetry, "interval between connection attempts to a BGP router (at least 2s)")
 	return cmd
 }
 
@@ -122,8 +127,12 @@ func (o *nodeOptions) run(ctx context.Context) error {
 		responder.SetAddresses(saved)
 		logger.Info("Answering ARP for the addresses of the previous agent until the first sync", "addresses", len(saved))
 	}
+	// A BGP speaker that cannot start stops the agent (runCtx), which then exits with
+	// its error, to be restarted.
+	runCtx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
 	var g errgroup.Group
-	g.Go(func() error { return responder.Run(ctx) })
+	g.Go(func() error { return responder.Run(runCtx) })
 	lock := handover.NewLock(o.stateDir)
 	held, err := lock.TryAcquire()
 	if err != nil {
@@ -166,6 +175,8 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	adverts := advertInf.Juneau().V1alpha1().ARPAdvertisements()
 	nics := advertInf.Juneau().V1alpha1().NetworkInterfaces() // also selected by spec.nodeName
 	pods := podInf.Core().V1().Pods()
+	bgpAdverts := advertInf.Juneau().V1alpha1().BGPAdvertisements() // also selected by spec.nodeName
+	bgpPeers := allInf.Juneau().V1alpha1().BGPPeers()
 	eips := allInf.Juneau().V1alpha1().ElasticIPs()
 	networks := allInf.Juneau().V1alpha1().ExternalNetworks()
 	nodes := kubeInf.Core().V1().Nodes()
@@ -180,12 +191,25 @@ func (o *nodeOptions) run(ctx context.Context) error {
 		ExternalSubnets: func() []netip.Prefix { return subnetsOf(iface) },
 	}, agent.Clients{Juneau: juneau, Kube: kube}, agent.Listers{
 		Attachments: attachments.Lister(), Advertisements: adverts.Lister(),
+		BGPPeers: bgpPeers.Lister(), BGPAdvertisements: bgpAdverts.Lister(),
 		Nodes: nodes.Lister(), ServiceCIDRs: serviceCIDRs.Lister(),
 		Pods: pods.Lister(), NICs: nics.Lister(), ElasticIPs: eips.Lister(), Networks: networks.Lister(),
 	}, nat, responder, hostInterface, metrics)
 	if err := a.Watch(attachments.Informer(), adverts.Informer(), nodes.Informer(), serviceCIDRs.Informer(),
-		pods.Informer(), nics.Informer(), eips.Informer(), networks.Informer()); err != nil {
+		pods.Informer(), nics.Informer(), eips.Informer(), networks.Informer(), bgpPeers.Informer(), bgpAdverts.Informer()); err != nil {
 		return err
+	}
+	// The BGP speaker stops after the shutdown decision, which tells it whether to
+	// withdraw its routes (uninstall) or leave them to graceful restart (docs/bgp.md).
+	speakerCtx, stopSpeaker := context.WithCancel(klog.NewContext(context.Background(), logger))
+	defer stopSpeaker()
+	var speaker *bgp.Speaker
+	if id, err := o.bgpRouterID(ctx, kube); err != nil {
+		logger.Error(err, "This Node announces nothing on bgp networks")
+		a.UseBGP(nil, nil)
+	} else {
+		speaker = bgp.New(bgp.Config{RouterID: id, ConnectRetry: o.bgpRetry})
+		a.UseBGP(speaker, agent.NewPasswords(kube, o.resync, a.Trigger))
 	}
 	source := &agent.DirectSource{Pods: pods.Lister(), NICs: nics.Lister(), ElasticIPs: eips.Lister(), Synced: func() bool {
 		return pods.Informer().HasSynced() && nics.Informer().HasSynced() && eips.Informer().HasSynced()
@@ -194,51 +218,92 @@ func (o *nodeOptions) run(ctx context.Context) error {
 		Start(<-chan struct{})
 		Shutdown()
 	}{attachInf, advertInf, kubeInf, podInf, allInf} {
-		f.Start(ctx.Done())
+		f.Start(runCtx.Done())
 		defer f.Shutdown()
 	}
 
-	g.Go(func() error { return a.Run(ctx) })
+	speakerDone := make(chan error, 1)
+	if speaker != nil {
+		go func() {
+			err := speaker.Run(speakerCtx)
+			if err != nil {
+				stopRun(err)
+			}
+			speakerDone <- err
+		}()
+	} else {
+		close(speakerDone)
+	}
+	g.Go(func() error { return a.Run(runCtx) })
 	// What only the holder of the datapath lock does, from the moment it holds it: a
 	// standing-by agent would see the holder's writes as drift.
 	g.Go(func() error {
 		if !held {
-			if err := lock.Acquire(ctx); err != nil {
+			if err := lock.Acquire(runCtx); err != nil {
 				return nil // stopped while standing by
 			}
 			logger.Info("Took over the datapath from the previous agent of this Node")
 			a.Trigger()
 		}
 		var h errgroup.Group
-		h.Go(func() error { o.heartbeat(kube).Run(ctx); return nil })
+		h.Go(func() error { o.heartbeat(kube).Run(runCtx); return nil })
 		// In-cluster clients follow an ElasticIP that moves (pkg/node/nft/flows.go).
-		h.Go(func() error { return nat.RunFlowCleanup(ctx) })
+		h.Go(func() error { return nat.RunFlowCleanup(runCtx) })
 		// Changes others make to the table are repaired at once, not at the next resync.
 		h.Go(func() error {
-			return nft.NewDriftWatcher(nft.Options{}).Run(ctx, func(d nft.Drift) { a.RepairDrift(ctx, d) })
+			return nft.NewDriftWatcher(nft.Options{}).Run(runCtx, func(d nft.Drift) { a.RepairDrift(runCtx, d) })
 		})
 		if o.cniSocket != "" {
-			h.Go(func() error { return cniserver.New(source).Run(ctx, o.cniSocket) })
+			h.Go(func() error { return cniserver.New(source).Run(runCtx, o.cniSocket) })
 		}
 		return h.Wait()
 	})
 	err = g.Wait()
+	uninstall := false
 	switch {
 	case ctx.Err() != nil && lock.Held():
-		o.shutdown(logger, kube, pods.Lister(), nat)
+		uninstall = o.shutdown(logger, kube, pods.Lister(), nat)
 	case ctx.Err() != nil && o.verdictFile != "":
 		// The datapath is another agent's: nothing of it is this one's to remove.
 		if err := shutdown.WriteVerdict(o.verdictFile, shutdown.Verdict{Reason: "stopped while another agent of this Node holds the datapath"}); err != nil {
 			logger.Error(err, "Writing the shutdown verdict", "file", o.verdictFile)
 		}
 	}
+	if speaker != nil {
+		speaker.SetWithdrawOnStop(uninstall)
+	}
+	stopSpeaker()
+	if serr := <-speakerDone; serr != nil && err == nil {
+		err = serr
+	}
 	return err
+}
+
+// bgpRouterID is --bgp-router-id, or the Node's IPv4 InternalIP.
+func (o *nodeOptions) bgpRouterID(ctx context.Context, kube kubernetes.Interface) (netip.Addr, error) {
+	if o.routerID != "" {
+		id, err := netip.ParseAddr(o.routerID)
+		if err != nil || !id.Is4() {
+			return netip.Addr{}, fmt.Errorf("--bgp-router-id %q is not an IPv4 address", o.routerID)
+		}
+		return id, nil
+	}
+	node, err := kube.CoreV1().Nodes().Get(ctx, o.nodeName, metav1.GetOptions{})
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("reading Node %q for its BGP router ID: %w", o.nodeName, err)
+	}
+	for _, a := range node.Status.Addresses {
+		if id, err := netip.ParseAddr(a.Address); err == nil && a.Type == corev1.NodeInternalIP && id.Is4() {
+			return id, nil
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("Node %q has no IPv4 InternalIP for a BGP router ID; set --bgp-router-id", o.nodeName)
 }
 
 // shutdown decides, once stopped by a signal, whether juneau is being uninstalled
 // (pkg/node/shutdown): then it removes the nftables table, otherwise it leaves the
 // datapath to the next agent. The verdict goes to --shutdown-verdict-file.
-func (o *nodeOptions) shutdown(logger klog.Logger, kube kubernetes.Interface, pods corelisters.PodLister, nat *nft.Programmer) {
+func (o *nodeOptions) shutdown(logger klog.Logger, kube kubernetes.Interface, pods corelisters.PodLister, nat *nft.Programmer) (uninstall bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	verdict := shutdown.Verdict{Reason: "not run by a DaemonSet"}
@@ -260,6 +325,7 @@ func (o *nodeOptions) shutdown(logger klog.Logger, kube kubernetes.Interface, po
 			logger.Error(err, "Writing the shutdown verdict", "file", o.verdictFile)
 		}
 	}
+	return verdict.Uninstall
 }
 
 // heartbeat renews the agent's Lease (as a kubelet renews its node Lease), owned by

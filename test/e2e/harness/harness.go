@@ -59,6 +59,9 @@ type Options struct {
 	// FarClient adds a client behind a router whose far link has a small MTU
 	// (RouterMTU), for Path MTU Discovery through the NAT.
 	FarClient bool
+	// Router adds the same router and far client with a full-size far link, for tests
+	// that run a BGP daemon in the router (Cluster.Router).
+	Router bool
 	// NoWebhook leaves admission out, to produce the races the webhook exists to stop.
 	NoWebhook bool
 	// AgentArgs are extra flags of `juneau node` (given last, so they override the
@@ -73,7 +76,8 @@ type Cluster struct {
 	Dir     string
 	Ext     *netns.NS // holds the external bridge
 	Client  *netns.NS // the external client, ClientIP on eth0
-	Far     *netns.NS // with Options.FarClient: FarClientIP behind a router
+	Far     *netns.NS // with Options.FarClient or Router: FarClientIP behind a router
+	Router  *netns.NS // with Options.FarClient or Router: RouterIP on the segment
 	Nodes   map[string]*Node
 	Plugins string // CNI plugin directory: ptp, host-local, juneau
 
@@ -134,13 +138,13 @@ func New(t testing.TB, cp *framework.ControlPlane, opts Options) *Cluster {
 	c.Controller = framework.StartComponent(t, "controller", append([]string{"controller",
 		"--kubeconfig=" + controllerKubeconfig, "--leader-elect=false", "--metrics-bind-address=127.0.0.1:0",
 		"--kube-api-qps=200", "--kube-api-burst=400", "-v=2"}, opts.ControllerArgs...)...)
-	if opts.FarClient {
-		c.addFarClient()
+	if opts.FarClient || opts.Router {
+		c.addFarClient(opts.FarClient)
 	}
 	if !opts.NoWebhook {
 		c.Webhook, _ = cp.StartWebhook(t, cp.ServiceAccountKubeconfig(t, framework.SystemNamespace, framework.WebhookServiceAccount))
 	}
-	c.farClient = opts.FarClient
+	c.farClient = opts.FarClient || opts.Router
 	for i, name := range opts.Nodes {
 		c.Nodes[name] = c.addNode(name, i)
 	}
@@ -226,6 +230,10 @@ func (c *Cluster) pluginDir(ref string) string {
 	return dir
 }
 
+// AttachToSegment connects a namespace of the test to the external segment with a veth
+// called dev inside it (port: the bridge's end), for extra routers.
+func (c *Cluster) AttachToSegment(ns *netns.NS, dev, port string) { c.attach(ns, dev, port) }
+
 // attach connects ns to the external bridge with a veth called dev inside ns.
 func (c *Cluster) attach(ns *netns.NS, dev, port string) {
 	netns.Veth(ns, dev, c.Ext, port)
@@ -234,10 +242,12 @@ func (c *Cluster) attach(ns *netns.NS, dev, port string) {
 	ns.Up(dev)
 }
 
-// addFarClient puts a router on the external segment and a client behind it on a link
-// with a small MTU, so the router answers DF packets with "fragmentation needed".
-func (c *Cluster) addFarClient() {
+// addFarClient puts a router on the external segment and a client behind it; with
+// smallMTU on a link with a small MTU, so the router answers DF packets with
+// "fragmentation needed".
+func (c *Cluster) addFarClient(smallMTU bool) {
 	router := netns.New(c.t, "rtr")
+	c.Router = router
 	c.attach(router, "eth0", "rtr")
 	router.Addr("eth0", RouterIP+"/24")
 	c.Far = netns.New(c.t, "far")
@@ -246,7 +256,9 @@ func (c *Cluster) addFarClient() {
 	c.Far.Up("eth0")
 	// Only the router's side is small: the far client still advertises a 1460-byte MSS,
 	// so the Pod sends full-size DF segments and must learn the path MTU.
-	router.SetMTU("far0", RouterMTU)
+	if smallMTU {
+		router.SetMTU("far0", RouterMTU)
+	}
 	router.Addr("far0", FarRouterIP+"/24")
 	c.Far.Addr("eth0", FarClientIP+"/24")
 	c.Far.Route("0.0.0.0/0", FarRouterIP, "eth0")
