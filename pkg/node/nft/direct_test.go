@@ -75,7 +75,7 @@ func directDrops(t *testing.T, ns *netns.NS) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules, err := c.GetRules(newTable(), &nftables.Chain{Name: ChainPrerouting, Table: newTable()})
+	rules, err := c.GetRules(newTable(fam4), &nftables.Chain{Name: ChainPrerouting, Table: newTable(fam4)})
 	if err != nil {
 		t.Fatalf("list %s: %v", ChainPrerouting, err)
 	}

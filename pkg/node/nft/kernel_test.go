@@ -54,7 +54,7 @@ func kernelElements(t testing.TB, ns *netns.NS, set string) []nftables.SetElemen
 	if err != nil {
 		t.Fatal(err)
 	}
-	elems, err := c.GetSetElements(&nftables.Set{Table: newTable(), Name: set})
+	elems, err := c.GetSetElements(&nftables.Set{Table: newTable(fam4), Name: set})
 	if err != nil {
 		t.Fatalf("read %s: %v", set, err)
 	}
