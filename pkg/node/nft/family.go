@@ -78,18 +78,31 @@ func (f *family) loadNH(off, reg uint32) *expr.Payload {
 }
 
 // writeNH writes an address into the network header, updating the IPv4
-// header checksum (IPv6 has none) and the TCP, UDP or ICMPv6 checksum, whose
-// pseudo-header covers the address (the kernel skips the L4 update for ICMP,
-// whose checksum does not cover the addresses, and for non-first fragments).
-func (f *family) writeNH(off, reg uint32) *expr.Payload {
+// header checksum and the TCP, UDP or ICMPv6 checksum, whose pseudo-header
+// covers the address (the kernel skips the L4 update for ICMP, whose
+// checksum does not cover the addresses, and for non-first fragments).
+//
+// The kernel updates the L4 checksum only for a write that also updates a
+// checksum of the header itself (csum_type inet), which IPv6 has not. So over
+// IPv6 the write names the flow label's low 16 bits (bytes 2-3) as that
+// checksum, which is saved in scratch before and written back after: the
+// kernel's own L4 update, which also handles partial checksums of offloaded
+// packets, at the price of two 2-byte copies.
+func (f *family) writeNH(off, reg, scratch uint32) []expr.Any {
 	p := &expr.Payload{
 		OperationType: expr.PayloadWrite, SourceRegister: reg, Base: expr.PayloadBaseNetworkHeader,
-		Offset: off, Len: f.addrLen, CsumFlags: unix.NFT_PAYLOAD_L4CSUM_PSEUDOHDR,
+		Offset: off, Len: f.addrLen, CsumType: expr.CsumTypeInet, CsumOffset: offIPChecksum,
+		CsumFlags: unix.NFT_PAYLOAD_L4CSUM_PSEUDOHDR,
 	}
 	if f == fam4 {
-		p.CsumType, p.CsumOffset = expr.CsumTypeInet, offIPChecksum
+		return []expr.Any{p}
 	}
-	return p
+	p.CsumOffset = offIP6FlowLow
+	return []expr.Any{
+		&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: scratch, Base: expr.PayloadBaseNetworkHeader, Offset: offIP6FlowLow, Len: 2},
+		p,
+		&expr.Payload{OperationType: expr.PayloadWrite, SourceRegister: scratch, Base: expr.PayloadBaseNetworkHeader, Offset: offIP6FlowLow, Len: 2},
+	}
 }
 
 // writeTH writes an address at off from the transport header, folding the
@@ -122,8 +135,9 @@ func (f *family) notICMP(reg uint32) []expr.Any {
 // bytes), so with no extension header the quoted transport header starts at
 // +48.
 const (
-	offIP6Src = 8
-	offIP6Dst = 24
+	offIP6FlowLow = 2
+	offIP6Src     = 8
+	offIP6Dst     = 24
 
 	offQuote6NextHdr = 8 + 6
 	offQuote6Src     = 8 + offIP6Src

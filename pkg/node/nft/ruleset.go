@@ -402,7 +402,8 @@ func translateUnlimited(s setsOf) []expr.Any {
 	r0 := f.reg(0)
 	e := []expr.Any{f.loadDst(r0), lookupMap(s.eip2vpc, r0, r0), eq(f.reg(1), flagUnlimited[:])}
 	e = append(e, f.notICMP(f.reg(2))...)
-	return append(e, f.writeNH(f.offDst, r0), &expr.Notrack{}, &expr.Verdict{Kind: expr.VerdictAccept})
+	e = append(e, f.writeNH(f.offDst, r0, f.reg(3))...)
+	return append(e, &expr.Notrack{}, &expr.Verdict{Kind: expr.VerdictAccept})
 }
 
 // Values of the flag that follows the Pod IP in MapEIP2VPC.
@@ -430,10 +431,9 @@ func dnatRules(s setsOf) [][]expr.Any {
 			&expr.Cmp{Op: expr.CmpOpLte, Register: r0, Data: []byte{ndpLastType}},
 			&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}))
 	}
-	return append(out,
-		isICMPError(s, jumpChain(ChainDNATICMPError)),
-		[]expr.Any{f.loadDst(r0), lookupMap(s.eip2vpc, r0, r0), f.writeNH(f.offDst, r0), &expr.Notrack{}},
-	)
+	out = append(out, isICMPError(s, jumpChain(ChainDNATICMPError)))
+	rewrite := append([]expr.Any{f.loadDst(r0), lookupMap(s.eip2vpc, r0, r0)}, f.writeNH(f.offDst, r0, f.reg(3))...)
+	return append(out, append(rewrite, &expr.Notrack{}))
 }
 
 // postroutingRules: a translated Pod's traffic leaving through the external
@@ -452,10 +452,8 @@ func postroutingRules(s setsOf, iface string) [][]expr.Any {
 func snatRules(s setsOf) [][]expr.Any {
 	f := s.fam
 	r0 := f.reg(0)
-	return [][]expr.Any{
-		isICMPError(s, jumpChain(ChainSNATICMPError)),
-		{f.loadSrc(r0), lookupMap(s.vpc2eip, r0, r0), f.writeNH(f.offSrc, r0)},
-	}
+	out := [][]expr.Any{isICMPError(s, jumpChain(ChainSNATICMPError))}
+	return append(out, append([]expr.Any{f.loadSrc(r0), lookupMap(s.vpc2eip, r0, r0)}, f.writeNH(f.offSrc, r0, f.reg(3))...))
 }
 
 // inClusterDNATRules: a new connection from a cluster address to an

@@ -143,7 +143,7 @@ func TestFromOutsideRules(t *testing.T) {
 			&expr.Cmp{Op: expr.CmpOpEq, Register: unix.NFT_REG32_01, Data: []byte{0, 0, 0, 0}},
 			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg2},
 			&expr.Cmp{Op: expr.CmpOpNeq, Register: reg2, Data: []byte{unix.IPPROTO_ICMP}},
-			fam4.writeNH(16, reg0), &expr.Notrack{}, &expr.Verdict{Kind: expr.VerdictAccept}},
+			fam4.writeNH(16, reg0, reg3)[0], &expr.Notrack{}, &expr.Verdict{Kind: expr.VerdictAccept}},
 		{fam4.loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: unix.NFT_REG_VERDICT, IsDestRegSet: true, SetName: MapLimitIn, SetID: s.limitIn.ID}},
 		{fam4.loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapEIP2VPC, SetID: s.eip2vpc.ID},
 			&expr.Verdict{Kind: expr.VerdictGoto, Chain: ChainDNAT}},
