@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -34,7 +35,8 @@ type NAT interface {
 	Invalidate()
 }
 
-// ARP answers ARP for a set of addresses (arp.Responder).
+// ARP answers ARP for a set of addresses (arp.Responder); NDP uses the same interface
+// (ndp.Responder).
 type ARP interface {
 	SetAddresses(addrs []netip.Addr)
 }
@@ -84,6 +86,7 @@ type Agent struct {
 	listers Listers
 	nat     NAT
 	arp     ARP
+	ndp     ARP
 	metrics *Metrics
 
 	loop   *workloop.Single
@@ -97,12 +100,13 @@ type Clients struct {
 }
 
 // New makes an agent; it starts nothing. Register informers with Watch before they
-// start. host names the Node interface routing an address to a Pod (direct NICs).
-func New(cfg Config, clients Clients, l Listers, nat NAT, arp ARP, host func(netip.Addr) (string, bool), metrics *Metrics) *Agent {
+// start. arp answers for the IPv4 addresses, ndp for the IPv6 ones. host names the
+// Node interface routing an address to a Pod (direct NICs).
+func New(cfg Config, clients Clients, l Listers, nat NAT, arp, ndp ARP, host func(netip.Addr) (string, bool), metrics *Metrics) *Agent {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	a := &Agent{cfg: cfg, client: clients.Juneau, kube: clients.Kube, host: host, listers: l, nat: nat, arp: arp, metrics: metrics}
+	a := &Agent{cfg: cfg, client: clients.Juneau, kube: clients.Kube, host: host, listers: l, nat: nat, arp: arp, ndp: ndp, metrics: metrics}
 	a.loop = workloop.NewSingle("node-agent", a.syncOnce, workloop.SingleConfig{
 		MinInterval: cfg.MinInterval, Resync: cfg.Resync, Clock: cfg.Clock, Metrics: cfg.QueueMetrics,
 	})
@@ -164,10 +168,17 @@ func (a *Agent) sync(ctx context.Context) error {
 	d := Compute(in)
 	err = a.nat.Sync(ctx, d.NAT)
 	a.metrics.observeSync(time.Since(start), len(d.NAT.Mappings), err)
-	if err != nil {
+	switch {
+	case errors.Is(err, nft.ErrInvalidMapping):
+		// The others were applied: one broken attachment stops nobody else.
+		klog.FromContext(ctx).Error(err, "Some NAT mappings were refused")
+	case err != nil:
 		return fmt.Errorf("programming NAT: %w", err)
 	}
 	a.arp.SetAddresses(d.ARP)
+	if a.ndp != nil {
+		a.ndp.SetAddresses(d.NDP)
+	}
 	if err := a.markAnswering(ctx, in, d.Answering); err != nil {
 		return err
 	}
@@ -216,7 +227,7 @@ func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string) er
 		if !slices.Contains(names, ad.Name) {
 			continue
 		}
-		want := answeringCondition(a.cfg.ExternalInterface, a.cfg.ExternalMAC, ad.Generation)
+		want := answeringCondition(ad.Spec.Address, a.cfg.ExternalInterface, a.cfg.ExternalMAC, ad.Generation)
 		merged := status.Merge(ad.Status.Conditions, []metav1.Condition{want}, metav1.NewTime(a.cfg.Clock.Now()))
 		have := meta.FindStatusCondition(ad.Status.Conditions, v1alpha1.ConditionAnswering)
 		cur := meta.FindStatusCondition(merged, v1alpha1.ConditionAnswering)
@@ -228,7 +239,7 @@ func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string) er
 			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); err != nil {
 			return fmt.Errorf("writing Answering on ARPAdvertisement %q: %w", ad.Name, err)
 		}
-		klog.FromContext(ctx).Info("Answering ARP", "advertisement", ad.Name, "address", ad.Spec.Address)
+		klog.FromContext(ctx).Info("Answering", "advertisement", ad.Name, "address", ad.Spec.Address)
 	}
 	return nil
 }

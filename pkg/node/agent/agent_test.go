@@ -81,7 +81,7 @@ func TestRun(t *testing.T) {
 			Attachments:    listers.NewElasticIPAttachmentLister(attachments),
 			Advertisements: listers.NewARPAdvertisementLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 			Nodes:          corelisters.NewNodeLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
-		}, nat, fakeARP{}, nil, nil)
+		}, nat, fakeARP{}, fakeARP{}, nil, nil)
 
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)

@@ -13,14 +13,14 @@ type Metrics struct {
 	errors   prometheus.Counter
 }
 
-// Counts reads ARP counters (arp.Responder).
+// Counts reads ARP or NDP counters (arp.Responder, ndp.Responder).
 type Counts interface {
 	Requests() uint64
 	Replies() uint64
 }
 
-// NewMetrics registers the agent's metrics on reg; arp may be nil.
-func NewMetrics(reg prometheus.Registerer, arp Counts) (*Metrics, error) {
+// NewMetrics registers the agent's metrics on reg; arp and ndp may be nil.
+func NewMetrics(reg prometheus.Registerer, arp, ndp Counts) (*Metrics, error) {
 	m := &Metrics{
 		mappings: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "juneau", Subsystem: "node", Name: "nat_mappings",
 			Help: "ElasticIP to Pod IP mappings programmed on this node."}),
@@ -36,6 +36,13 @@ func NewMetrics(reg prometheus.Registerer, arp Counts) (*Metrics, error) {
 				Help: "ARP requests seen on the external interface."}, func() float64 { return float64(arp.Requests()) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "arp_replies_total",
 				Help: "ARP replies sent for ElasticIPs."}, func() float64 { return float64(arp.Replies()) }))
+	}
+	if ndp != nil {
+		cols = append(cols,
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "ndp_solicitations_total",
+				Help: "IPv6 neighbor solicitations seen on the external interface."}, func() float64 { return float64(ndp.Requests()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "ndp_advertisements_total",
+				Help: "IPv6 neighbor advertisements sent for ElasticIPs."}, func() float64 { return float64(ndp.Replies()) }))
 	}
 	for _, c := range cols {
 		if err := reg.Register(c); err != nil {

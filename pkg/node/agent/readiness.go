@@ -84,8 +84,8 @@ func podReadiness(in Inputs, d Desired, r ReadinessInputs, p *corev1.Pod) Readin
 		if eip := r.ElasticIPs[p.Namespace+"/"+u.eip]; eip != nil {
 			if net := r.Networks[eip.Spec.ExternalNetwork]; net != nil && net.Spec.Type == v1alpha1.AdvertiseARP {
 				a, err := netip.ParseAddr(u.addr)
-				if err != nil || !slices.Contains(d.ARP, a) {
-					missing = append(missing, fmt.Sprintf("ARP answer for %q", u.addr))
+				if err != nil || !d.Answers(a) {
+					missing = append(missing, fmt.Sprintf("%s answer for %q", neighbourProtocol(a), u.addr))
 				}
 			}
 		} else {
@@ -102,6 +102,14 @@ func podReadiness(in Inputs, d Desired, r ReadinessInputs, p *corev1.Pod) Readin
 }
 
 type use struct{ eip, addr string }
+
+// neighbourProtocol names what answers for a on an arp network.
+func neighbourProtocol(a netip.Addr) string {
+	if a.IsValid() && !a.Is4() {
+		return "NDP"
+	}
+	return "ARP"
+}
 
 // changed reports whether the Pod's gate condition differs from r.
 func (r Readiness) changed() bool {
