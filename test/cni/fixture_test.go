@@ -70,6 +70,10 @@ func newFixtureWith(t *testing.T, o ChainOptions) *fixture {
 	f.stateDir = filepath.Join(dir, "state")
 	logFile := filepath.Join(dir, "juneau.log")
 	o.Name, o.Subnet, o.IPAMDataDir = netns.UniqueName("jtest"), podSubnet, filepath.Join(dir, "ipam")
+	if o.Subnet6 != "" {
+		// The Node routes IPv6 between its Pods and outside.
+		f.node.Sysctl("net/ipv6/conf/all/forwarding", "1")
+	}
 	o.AgentSocket, o.StateDir, o.LogFile = f.agent.Socket, f.stateDir, logFile
 	f.conflist = Chain(o)
 	f.rt = NewRuntime(t, f.node, path, f.conflist)
