@@ -86,12 +86,15 @@ func TestBuildPlanErrors(t *testing.T) {
 		mutate func(*cniserver.Interface)
 		want   string
 	}{
-		"not holding":     {func(n *cniserver.Interface) { n.Holds = false }, "does not hold"},
-		"no address":      {func(n *cniserver.Interface) { n.Address = "" }, "address"},
-		"not a /32":       {func(n *cniserver.Interface) { n.Address = "10.225.51.0/24" }, "not an IPv4 /32 or an IPv6 /128"},
-		"not a /128":      {func(n *cniserver.Interface) { n.Address = "fd00::1/64" }, "not an IPv4 /32 or an IPv6 /128"},
-		"mapped IPv4":     {func(n *cniserver.Interface) { n.Address = "::ffff:10.225.51.7/128" }, "not an IPv4 /32"},
-		"mixed families":  {func(n *cniserver.Interface) { n.Address = "fd00::1/128"; n.Routes = []v1alpha1.Route{{Destination: "0.0.0.0/0"}} }, "not of the family"},
+		"not holding": {func(n *cniserver.Interface) { n.Holds = false }, "does not hold"},
+		"no address":  {func(n *cniserver.Interface) { n.Address = "" }, "address"},
+		"not a /32":   {func(n *cniserver.Interface) { n.Address = "10.225.51.0/24" }, "not an IPv4 /32 or an IPv6 /128"},
+		"not a /128":  {func(n *cniserver.Interface) { n.Address = "fd00::1/64" }, "not an IPv4 /32 or an IPv6 /128"},
+		"mapped IPv4": {func(n *cniserver.Interface) { n.Address = "::ffff:10.225.51.7/128" }, "not an IPv4 /32"},
+		"mixed families": {func(n *cniserver.Interface) {
+			n.Address = "fd00::1/128"
+			n.Routes = []v1alpha1.Route{{Destination: "0.0.0.0/0"}}
+		}, "not of the family"},
 		"long name":       {func(n *cniserver.Interface) { n.Interface = "abcdefghijklmnop" }, "invalid interface name"},
 		"slash in name":   {func(n *cniserver.Interface) { n.Interface = "a/b" }, "invalid interface name"},
 		"bad route":       {func(n *cniserver.Interface) { n.Routes = []v1alpha1.Route{{Destination: "x"}} }, "route destination"},
