@@ -128,3 +128,57 @@ func ARPRequestFrame(mac net.HardwareAddr, ip, target netip.Addr) []byte {
 	copy(a[24:28], t[:])
 	return f
 }
+
+// IPv6HeaderLen is the length of an IPv6 header without extension headers.
+const IPv6HeaderLen = 40
+
+const etherTypeIPv6 = 0x86dd
+
+// UDP6 returns an Ethernet frame carrying an IPv6 UDP datagram from src to dst, padded
+// with UDP payload to frameLen bytes (at least MinFrameLen + IPv6HeaderLen -
+// IPHeaderLen, so that the datagram matches UDP's IPv4 frames payload for payload),
+// with a valid UDP checksum.
+func UDP6(src, dst Endpoint, frameLen int) []byte {
+	frameLen = max(frameLen, MinFrameLen+IPv6HeaderLen-IPHeaderLen)
+	f := make([]byte, frameLen)
+	copy(f[0:6], dst.MAC)
+	copy(f[6:12], src.MAC)
+	binary.BigEndian.PutUint16(f[12:14], etherTypeIPv6)
+	ip := f[EthHeaderLen:]
+	udpLen := frameLen - EthHeaderLen - IPv6HeaderLen
+	ip[0] = 6 << 4
+	binary.BigEndian.PutUint16(ip[4:6], uint16(udpLen))
+	ip[6], ip[7] = protoUDP, 64
+	s, d := src.IP.As16(), dst.IP.As16()
+	copy(ip[8:24], s[:])
+	copy(ip[24:40], d[:])
+	udp := ip[IPv6HeaderLen:]
+	binary.BigEndian.PutUint16(udp[0:2], src.Port)
+	binary.BigEndian.PutUint16(udp[2:4], dst.Port)
+	binary.BigEndian.PutUint16(udp[4:6], uint16(udpLen))
+	FixChecksums6(f)
+	return f
+}
+
+// SetUDPSource6 rewrites the source address and port of a frame made by UDP6 and
+// recomputes its checksum.
+func SetUDPSource6(f []byte, ip netip.Addr, port uint16) {
+	a := ip.As16()
+	copy(f[EthHeaderLen+8:EthHeaderLen+24], a[:])
+	binary.BigEndian.PutUint16(f[EthHeaderLen+IPv6HeaderLen:], port)
+	FixChecksums6(f)
+}
+
+// FixChecksums6 recomputes the UDP checksum of a frame made by UDP6.
+func FixChecksums6(f []byte) {
+	ip := f[EthHeaderLen:]
+	udpLen := int(binary.BigEndian.Uint16(ip[4:6]))
+	udp := ip[IPv6HeaderLen : IPv6HeaderLen+udpLen]
+	udp[6], udp[7] = 0, 0
+	pseudo := sum(ip[8:40], uint32(protoUDP)+uint32(udpLen))
+	c := ^fold(sum(udp, pseudo))
+	if c == 0 {
+		c = 0xffff
+	}
+	binary.BigEndian.PutUint16(udp[6:8], c)
+}
