@@ -144,19 +144,15 @@ func (tp *dpTopology) blast(e *env, s sender, dst netip.Addr, newFlows bool, d t
 	defer sock.Close()
 	src := pkt.Endpoint{MAC: s.ns.MAC("eth0"), IP: s.src, Port: 40000}
 	to := pkt.Endpoint{MAC: s.toMAC, IP: dst, Port: sinkPort}
-	build, setSource := pkt.UDP, pkt.SetUDPSource
-	if dst.Is6() {
-		build, setSource = pkt.UDP6, pkt.SetUDPSource6
-	}
 	bufs := make([][]byte, 64*2)
 	for i := range bufs {
-		bufs[i] = build(src, to, pkt.MinFrameLen)
+		bufs[i] = pkt.UDP(src, to, pkt.MinFrameLen)
 	}
 	next := func(i int) []byte { return bufs[0] }
 	if newFlows {
 		next = func(i int) []byte {
 			f := bufs[i%len(bufs)]
-			setSource(f, s.newSource(i), uint16(1024+(i/100)%64512))
+			pkt.SetUDPSource(f, s.newSource(i), uint16(1024+(i/100)%64512))
 			return f
 		}
 	}

@@ -93,10 +93,11 @@ func TestChecksumOfValidHeaderIsZero(t *testing.T) {
 	}
 }
 
-func TestUDP6(t *testing.T) {
+// TestUDPOverIPv6: the same datagram behind an IPv6 header, with a valid checksum.
+func TestUDPOverIPv6(t *testing.T) {
 	src := Endpoint{MAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, IP: netip.MustParseAddr("2001:db8::100"), Port: 40000}
 	dst := Endpoint{MAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}, IP: netip.MustParseAddr("2001:db8::5"), Port: 9}
-	f := UDP6(src, dst, 0)
+	f := UDP(src, dst, 0)
 	if len(f) != 80 || binary.BigEndian.Uint16(f[12:14]) != 0x86dd {
 		t.Fatalf("frame of %d bytes, ethertype %#x", len(f), binary.BigEndian.Uint16(f[12:14]))
 	}
@@ -109,7 +110,7 @@ func TestUDP6(t *testing.T) {
 		}
 	}
 	check()
-	SetUDPSource6(f, netip.MustParseAddr("2001:db8::101"), 1234)
+	SetUDPSource(f, netip.MustParseAddr("2001:db8::101"), 1234)
 	check()
 	if binary.BigEndian.Uint16(f[EthHeaderLen+IPv6HeaderLen:]) != 1234 || f[EthHeaderLen+23] != 0x01 {
 		t.Error("source not rewritten")

@@ -133,7 +133,13 @@ func (f *fixture) checkJuneau() error {
 // addrs lists the IPv4 addresses of dev in ns.
 func addrs(t *testing.T, ns *netns.NS, dev string) []netip.Prefix {
 	t.Helper()
-	list, err := ns.Netlink().AddrList(ns.Link(dev), unix.AF_INET)
+	return addrsOf(t, ns, dev, unix.AF_INET)
+}
+
+// addrsOf lists the addresses of a family of dev in ns, IPv6 link-local ones left out.
+func addrsOf(t *testing.T, ns *netns.NS, dev string, family int) []netip.Prefix {
+	t.Helper()
+	list, err := ns.Netlink().AddrList(ns.Link(dev), family)
 	if err != nil {
 		t.Fatalf("%s: addresses of %s: %v", ns.Name, dev, err)
 	}
@@ -141,7 +147,9 @@ func addrs(t *testing.T, ns *netns.NS, dev string) []netip.Prefix {
 	for _, a := range list {
 		ip, _ := netip.AddrFromSlice(a.IP)
 		ones, _ := a.Mask.Size()
-		out = append(out, netip.PrefixFrom(ip.Unmap(), ones))
+		if !ip.IsLinkLocalUnicast() {
+			out = append(out, netip.PrefixFrom(ip.Unmap(), ones))
+		}
 	}
 	return out
 }
@@ -149,10 +157,16 @@ func addrs(t *testing.T, ns *netns.NS, dev string) []netip.Prefix {
 // routes lists the IPv4 routes of dev in table (0: main) in ns.
 func routes(t *testing.T, ns *netns.NS, dev string, table int) []netlink.Route {
 	t.Helper()
+	return routesOf(t, ns, dev, table, unix.AF_INET)
+}
+
+// routesOf lists the routes of a family of dev in table (0: main) in ns.
+func routesOf(t *testing.T, ns *netns.NS, dev string, table, family int) []netlink.Route {
+	t.Helper()
 	if table == 0 {
 		table = unix.RT_TABLE_MAIN
 	}
-	list, err := ns.Netlink().RouteListFiltered(unix.AF_INET,
+	list, err := ns.Netlink().RouteListFiltered(family,
 		&netlink.Route{LinkIndex: ns.Link(dev).Attrs().Index, Table: table}, netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
 	if err != nil {
 		t.Fatalf("%s: routes of %s: %v", ns.Name, dev, err)

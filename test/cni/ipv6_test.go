@@ -40,36 +40,14 @@ func (f *fixture) withClient6(eips ...string) {
 	}
 }
 
-// addrs6 lists the global IPv6 addresses of dev in ns.
 func addrs6(t *testing.T, ns *netns.NS, dev string) []netip.Prefix {
 	t.Helper()
-	list, err := ns.Netlink().AddrList(ns.Link(dev), unix.AF_INET6)
-	if err != nil {
-		t.Fatalf("%s: addresses of %s: %v", ns.Name, dev, err)
-	}
-	var out []netip.Prefix
-	for _, a := range list {
-		ip, _ := netip.AddrFromSlice(a.IP)
-		ones, _ := a.Mask.Size()
-		if !ip.IsLinkLocalUnicast() {
-			out = append(out, netip.PrefixFrom(ip, ones))
-		}
-	}
-	return out
+	return addrsOf(t, ns, dev, unix.AF_INET6)
 }
 
-// routes6 lists the IPv6 routes of dev in table (0: main) in ns.
 func routes6(t *testing.T, ns *netns.NS, dev string, table int) []netlink.Route {
 	t.Helper()
-	if table == 0 {
-		table = unix.RT_TABLE_MAIN
-	}
-	list, err := ns.Netlink().RouteListFiltered(unix.AF_INET6,
-		&netlink.Route{LinkIndex: ns.Link(dev).Attrs().Index, Table: table}, netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
-	if err != nil {
-		t.Fatalf("%s: routes of %s: %v", ns.Name, dev, err)
-	}
-	return list
+	return routesOf(t, ns, dev, table, unix.AF_INET6)
 }
 
 func isDefaultVia6(r netlink.Route) bool {

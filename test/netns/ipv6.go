@@ -3,7 +3,10 @@ package netns
 import (
 	"encoding/binary"
 	"errors"
+	"net"
 	"net/netip"
+
+	"golang.org/x/net/ipv6"
 )
 
 // IPv6 next header numbers used by the packet helpers.
@@ -55,12 +58,7 @@ func ParseFrame6(frame []byte) (*IPv6, bool) {
 }
 
 // Ports returns the transport ports of a TCP or UDP packet.
-func (p *IPv6) Ports() (src, dst uint16, ok bool) {
-	if (p.Next != ProtoTCP && p.Next != ProtoUDP) || len(p.Payload) < 4 {
-		return 0, 0, false
-	}
-	return binary.BigEndian.Uint16(p.Payload[0:2]), binary.BigEndian.Uint16(p.Payload[2:4]), true
-}
+func (p *IPv6) Ports() (src, dst uint16, ok bool) { return ports(p.Next, p.Payload) }
 
 // L4ChecksumOK verifies the TCP, UDP or ICMPv6 checksum, each of which covers
 // the pseudo-header. checked is false when the payload is incomplete.
@@ -148,4 +146,27 @@ func BuildTCP6(src, dst netip.Addr, sport, dport uint16, seq uint32, data []byte
 	copy(seg[20:], data)
 	binary.BigEndian.PutUint16(seg[16:18], Checksum(seg, pseudoHeaderSum6(src, dst, ProtoTCP, len(seg))))
 	return BuildIPv6(src, dst, ProtoTCP, 64, seg)
+}
+
+// SendNeighborSolicitation sends from n a neighbor solicitation for target to
+// the target address itself (a unicast reachability check), with hop limit
+// 255 as Neighbor Discovery requires; the kernel routes it, resolving target
+// first if n does not know it.
+func (n *NS) SendNeighborSolicitation(target string) {
+	n.t.Helper()
+	t := netip.MustParseAddr(target).As16()
+	msg := append([]byte{135, 0, 0, 0, 0, 0, 0, 0}, t[:]...) // the kernel fills in the checksum
+	n.MustDo(func() error {
+		c, err := net.ListenPacket("ip6:ipv6-icmp", "::")
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		pc := ipv6.NewPacketConn(c)
+		if err := pc.SetHopLimit(255); err != nil {
+			return err
+		}
+		_, err = pc.WriteTo(msg, nil, &net.IPAddr{IP: net.IP(t[:])})
+		return err
+	})
 }

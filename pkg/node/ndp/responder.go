@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"sync"
@@ -26,6 +27,7 @@ import (
 	"github.com/mdlayher/packet"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 )
 
@@ -153,24 +155,20 @@ func (r *Responder) membership(op int, group [macLen]byte) error {
 }
 
 // Run answers solicitations until ctx ends, then closes its socket and
-// returns nil. If the interface is missing or the socket fails it retries
-// with backoff.
+// returns nil. If the interface is missing or the socket fails it opens it
+// again, backing off from minRetry to maxRetry.
 func (r *Responder) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("interface", r.iface)
-	retry := minRetry
-	for {
+	backoff := wait.Backoff{Duration: minRetry, Factor: 2, Cap: maxRetry, Steps: math.MaxInt32}
+	_ = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
 		err := r.serveOnce(ctx)
 		if ctx.Err() != nil {
-			return nil
+			return true, nil
 		}
-		logger.Error(err, "NDP responder stopped; retrying", "after", retry)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(retry):
-		}
-		retry = min(2*retry, maxRetry)
-	}
+		logger.Error(err, "NDP responder stopped; opening its socket again")
+		return false, nil
+	})
+	return nil
 }
 
 // nsFilter passes IPv6 neighbor solicitations that this host did not send,

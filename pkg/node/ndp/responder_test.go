@@ -2,7 +2,6 @@ package ndp
 
 import (
 	"context"
-	"net"
 	"net/netip"
 	"os"
 	"regexp"
@@ -11,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/net/ipv6"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/loutres/juneau/pkg/node/sysctl"
@@ -61,20 +59,7 @@ func startResponder(t *testing.T, ns *netns.NS, owned ...string) *Responder {
 	t.Helper()
 	r := NewResponder("ext0")
 	r.SetAddresses(addrs(owned...))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ns.Do(func() error { return r.Run(ctx) }) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("responder in %s: %v", ns.Name, err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("responder in %s did not stop", ns.Name)
-		}
-	})
+	ns.Serve(r.Run)
 	return r
 }
 
@@ -169,22 +154,7 @@ func TestResponderAnswersUnicast(t *testing.T) {
 	}
 	l.client.Neigh("eth0", eipA, l.node1.MAC("ext0"))
 	cap := l.client.Capture("eth0")
-	ns := []byte{135, 0, 0, 0, 0, 0, 0, 0}
-	target := netip.MustParseAddr(eipA).As16()
-	ns = append(ns, target[:]...)
-	l.client.MustDo(func() error {
-		c, err := net.ListenPacket("ip6:ipv6-icmp", "::")
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		pc := ipv6.NewPacketConn(c)
-		if err := pc.SetHopLimit(255); err != nil {
-			return err
-		}
-		_, err = pc.WriteTo(ns, nil, &net.IPAddr{IP: net.ParseIP(eipA)})
-		return err
-	})
+	l.client.SendNeighborSolicitation(eipA)
 	f, err := cap.WaitFor(5*time.Second, func(f netns.Frame) bool {
 		p, ok := netns.ParseFrame6(f.Data)
 		return ok && !f.Outgoing && p.Next == netns.ProtoICMPv6 && len(p.Payload) > 0 && p.Payload[0] == 136 &&
