@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 TEST_TIMEOUT ?= 40m
 
-.PHONY: all build box image test unit-test control-plane cni-plugins test-deps generate verify fmt-check vet demo sandbox sandbox-down sandbox-deps bench clean
+.PHONY: all build box image test unit-test fuzz control-plane cni-plugins test-deps generate verify fmt-check vet demo sandbox sandbox-down sandbox-deps bench clean
 
 all: build
 
@@ -43,13 +43,22 @@ box:
 # Every test: unit, API integration (real etcd + kube-apiserver + kubectl), datapath
 # (network namespaces, needs root) and end to end on simulated Nodes; then, alone, the
 # real-cluster tier (test/realcluster: kubelets, containerd, kube-proxy, juneau installed
-# with kubectl apply -k), whose component logs are kept in _output/realcluster-logs/.
+# with kubectl apply -k), whose component logs are kept in _output/realcluster-logs/;
+# then every fuzzer for FUZZTIME.
 TEST_ENV := JUNEAU_BINARY=$(BIN_DIR)/juneau JUNEAU_BOX_BINARY=$(BIN_DIR)/box
 REALCLUSTER_TIMEOUT ?= 30m
 test: control-plane cni-plugins test-deps build box
 	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/realcluster)
 	$(TEST_ENV) JUNEAU_REALCLUSTER_LOGS=$(CURDIR)/_output/realcluster-logs \
 		$(GO) test -count=1 -timeout $(REALCLUSTER_TIMEOUT) ./test/realcluster/
+	$(MAKE) --no-print-directory fuzz
+
+# Native Go fuzzing: every fuzzer of untrusted input (hack/fuzz.sh lists them) in turn,
+# each for FUZZTIME; about 3 minutes in all with the default. Failing inputs land in
+# the package's testdata/fuzz/ as regression seeds.
+FUZZTIME ?= 20s
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
 # Unit tests only: no root, no control plane.
 unit-test:

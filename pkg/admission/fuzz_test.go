@@ -3,10 +3,12 @@ package admission
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -98,6 +100,12 @@ func FuzzPodAnnotations(f *testing.F) {
 				t.Fatalf("HTTP %d for a well-formed review", code)
 			}
 			checkWellFormed(t, code, review, string(req.UID))
+			// The grammar is the reference: what it refuses, the webhook denies, naming
+			// the annotation.
+			if errs := annotations.ValidatePod(ann); len(errs) > 0 &&
+				(review.Response.Allowed || !strings.Contains(review.Response.Result.Message, errs[0].Field)) {
+				t.Fatalf("%s of a Pod the grammar refuses (%v): allowed=%v, message %q", op, errs, review.Response.Allowed, review.Response.Result)
+			}
 		}
 	})
 }

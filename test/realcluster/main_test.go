@@ -2,7 +2,8 @@
 // installed with kubectl apply -k manifests/, exercised through what only a real
 // cluster does (the scheduler placing Pods, the kubelet evaluating readiness gates and
 // refreshing downward-API volumes, the StatefulSet controller re-creating Pods, the
-// garbage collector, DaemonSet rollouts, Services), and uninstalled with kubectl delete -k.
+// garbage collector, DaemonSet rollouts, Services, the Pod-bound tokens the node-scope
+// policy reads), and uninstalled with kubectl delete -k.
 // The tests run in order on one cluster; the uninstall comes last.
 package realcluster
 
@@ -53,6 +54,7 @@ func TestRealCluster(t *testing.T) {
 		{"deployment-with-eip", testDeployment},
 		{"statefulset-keeps-its-address", testStatefulSet},
 		{"readiness-gate", testReadinessGate},
+		{"node-scoped-authority", testNodeScope},
 		{"init-container-downward-api", testInitContainer},
 		{"networkinterface-garbage-collected", testGarbageCollection},
 		{"webhook-through-its-service", testWebhook},

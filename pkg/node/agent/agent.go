@@ -168,11 +168,10 @@ func (a *Agent) sync(ctx context.Context) error {
 	d := Compute(in)
 	err = a.nat.Sync(ctx, d.NAT)
 	a.metrics.observeSync(time.Since(start), len(d.NAT.Mappings), err)
-	switch {
-	case errors.Is(err, nft.ErrInvalidMapping):
-		// The others were applied: one broken attachment stops nobody else.
-		klog.FromContext(ctx).Error(err, "Some NAT mappings were refused")
-	case err != nil:
+	// Mappings left out as invalid or conflicting must not hold up the rest: ARP, the
+	// Answering conditions and the readiness gates follow what was programmed (Compute
+	// leaves the left-out ones out of them too), and the error is still returned.
+	if err != nil && !errors.Is(err, nft.ErrInvalidMapping) {
 		return fmt.Errorf("programming NAT: %w", err)
 	}
 	a.arp.SetAddresses(d.ARP)
@@ -182,7 +181,13 @@ func (a *Agent) sync(ctx context.Context) error {
 	if err := a.markAnswering(ctx, in, d.Answering); err != nil {
 		return err
 	}
-	return a.writeReadiness(ctx, in, d)
+	if err := a.writeReadiness(ctx, in, d); err != nil {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("programming NAT: %w", err)
+	}
+	return nil
 }
 
 func (a *Agent) inputs() (Inputs, error) {

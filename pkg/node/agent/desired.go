@@ -6,6 +6,7 @@
 package agent
 
 import (
+	"cmp"
 	"net/netip"
 	"slices"
 
@@ -43,6 +44,11 @@ type Inputs struct {
 // Desired is the whole datapath state of this Node.
 type Desired struct {
 	NAT nft.DesiredState
+	// Programmed is what the NAT programmer keeps of NAT (nft.Check): every side of a
+	// conflict (one ElasticIP attached to two Pods on this Node, say) is left out, and
+	// NATRejected says what and why (nil when nothing was).
+	Programmed  nft.Programmed
+	NATRejected error
 	// ARP are the IPv4 addresses the ARP replier answers for, NDP the IPv6 ones the
 	// NDP responder answers for, each sorted.
 	ARP, NDP []netip.Addr
@@ -65,14 +71,15 @@ func (d Desired) Answers(addr netip.Addr) bool {
 //     ElasticIP controller alone decided it uses the address);
 //   - for in-cluster clients, the mapping of every such attachment on any Node
 //     (docs/datapath.md, "In-cluster clients");
-//   - answers for every ARPAdvertisement naming this Node whose address it serves: by
-//     ARP for an IPv4 address, by NDP for an IPv6 one;
+//   - answers for every ARPAdvertisement naming this Node whose address it serves
+//     (translates or routes to a direct NIC, as the NAT programmer keeps them): by ARP
+//     for an IPv4 address, by NDP for an IPv6 one;
 //   - never translated: Pod CIDRs (flags and Node spec.podCIDRs), ServiceCIDRs and
 //     every Node address, of both families.
 //
 // An attachment whose ElasticIP and Pod IP are of different families (an IPv6
 // ElasticIP on a Pod without an IPv6 address) is handed to the NAT programmer, which
-// refuses it and says why, and is not answered for.
+// refuses it and says why (NATRejected), and is not answered for.
 func Compute(in Inputs) Desired {
 	d := Desired{NAT: nft.DesiredState{Config: nft.Config{
 		ExternalInterface: in.ExternalInterface,
@@ -89,25 +96,31 @@ func Compute(in Inputs) Desired {
 			d.NAT.Mappings = append(d.NAT.Mappings, m)
 		}
 	}
-	byEIP := func(a, b nft.Mapping) int { return a.ElasticIP.Compare(b.ElasticIP) }
+	// Sorted on every field, so that the lists' order (which the caches do not keep)
+	// never shows.
+	byEIP := func(a, b nft.Mapping) int {
+		return cmp.Or(a.ElasticIP.Compare(b.ElasticIP), a.PodIP.Compare(b.PodIP), cmp.Compare(a.BandwidthMbps, b.BandwidthMbps))
+	}
 	slices.SortFunc(d.NAT.Mappings, byEIP)
 	slices.SortFunc(d.NAT.InCluster, byEIP)
 	d.NAT.Direct = directNICs(in)
 	// Answer ARP only for addresses this Node can deliver now (a NAT mapping or a direct
-	// NIC's host route): answering earlier would draw traffic into a black hole.
-	served := map[netip.Addr]bool{}
-	for _, m := range d.NAT.Mappings {
-		served[m.ElasticIP] = m.ElasticIP.Is4() == m.PodIP.Is4()
-	}
-	for _, n := range d.NAT.Direct {
-		served[n.Address] = true
+	// NIC's host route the programmer keeps): answering earlier, or for an address whose
+	// mapping is left out as a conflict, would draw traffic into a black hole.
+	// In-cluster mappings decide nothing about this Node's own (the programmer judges
+	// them apart) and are ten times the work: they are left out of this check.
+	d.Programmed, d.NATRejected = nft.Check(nft.DesiredState{Config: d.NAT.Config, Mappings: d.NAT.Mappings, Direct: d.NAT.Direct})
+	served := func(a netip.Addr) bool {
+		_, nat := d.Programmed.Mappings[a]
+		_, direct := d.Programmed.Direct[a]
+		return nat || direct
 	}
 	for _, ad := range in.Advertisements {
 		if ad.Spec.NodeName != in.NodeName || ad.DeletionTimestamp != nil {
 			continue
 		}
 		addr, err := netip.ParseAddr(ad.Spec.Address)
-		if err != nil || addr.Zone() != "" || !served[addr.Unmap()] {
+		if err != nil || addr.Zone() != "" || !served(addr.Unmap()) {
 			continue
 		}
 		if addr = addr.Unmap(); addr.Is4() {
@@ -214,7 +227,9 @@ func directNICs(in Inputs) []nft.DirectNIC {
 			out = append(out, nft.DirectNIC{HostInterface: dev, Address: p.Addr(), BandwidthMbps: in.bandwidth(nic.Namespace, nic.Spec.ElasticIP)})
 		}
 	}
-	slices.SortFunc(out, func(a, b nft.DirectNIC) int { return a.Address.Compare(b.Address) })
+	slices.SortFunc(out, func(a, b nft.DirectNIC) int {
+		return cmp.Or(a.Address.Compare(b.Address), cmp.Compare(a.HostInterface, b.HostInterface), cmp.Compare(a.BandwidthMbps, b.BandwidthMbps))
+	})
 	return out
 }
 

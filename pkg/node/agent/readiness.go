@@ -59,7 +59,7 @@ func podReadiness(in Inputs, d Desired, r ReadinessInputs, p *corev1.Pod) Readin
 		}
 		u := use{eip: a.Spec.ElasticIPRef.Name, addr: a.Status.ElasticIP}
 		m, ok := mapping(in.NodeName, a)
-		if !ok || !slices.Contains(d.NAT.Mappings, m) {
+		if !ok || d.Programmed.Mappings[m.ElasticIP] != m.PodIP {
 			missing = append(missing, fmt.Sprintf("NAT of ElasticIPAttachment %q", a.Name))
 		}
 		used = append(used, u)

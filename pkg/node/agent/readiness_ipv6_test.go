@@ -20,7 +20,7 @@ func TestReadinessIPv6(t *testing.T) {
 		a.Spec = v1alpha1.ElasticIPAttachmentSpec{ElasticIPRef: v1alpha1.ElasticIPReference{Name: a.Name},
 			TargetRef: v1alpha1.AttachmentTarget{NetworkInterfaceName: "dual.eth0"}}
 	}
-	in := Inputs{NodeName: "node-a", Attachments: []*v1alpha1.ElasticIPAttachment{v4, v6},
+	in := Inputs{NodeName: "node-a", ExternalInterface: "ext0", Attachments: []*v1alpha1.ElasticIPAttachment{v4, v6},
 		Advertisements: []*v1alpha1.ARPAdvertisement{
 			{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-dual-4"}, Spec: v1alpha1.ARPAdvertisementSpec{Address: "10.225.51.5", NodeName: "node-a"}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-dual-6"}, Spec: v1alpha1.ARPAdvertisementSpec{Address: "2001:db8::5", NodeName: "node-a"}},

@@ -37,7 +37,7 @@ func TestComputeReadiness(t *testing.T) {
 	// in-cluster clients only and never counts for this Node's gate.
 	elsewhere := attachment("web-attach", "node-b", "10.225.51.9", "10.244.2.9", v1alpha1.AttachmentAttached, true)
 	elsewhere.Spec.TargetRef.NetworkInterfaceName = "web.eth0"
-	in := Inputs{NodeName: "node-a", Attachments: []*v1alpha1.ElasticIPAttachment{natAttach, elsewhere}}
+	in := Inputs{NodeName: "node-a", ExternalInterface: "ext0", Attachments: []*v1alpha1.ElasticIPAttachment{natAttach, elsewhere}}
 	programmed := Compute(in)
 	programmed.ARP = []netip.Addr{netip.MustParseAddr("10.225.51.5"), netip.MustParseAddr("10.225.51.6")}
 	routed := func(a netip.Addr) bool { return a == netip.MustParseAddr("10.225.51.6") }
@@ -53,9 +53,9 @@ func TestComputeReadiness(t *testing.T) {
 	}{
 		{"NAT programmed and answered", gatedPod("nginx"), programmed,
 			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net")}, nil, true, `nginx-eip (10.225.51.5)`},
-		{"NAT programmed, ARP not yet", gatedPod("nginx"), Desired{NAT: programmed.NAT},
+		{"NAT programmed, ARP not yet", gatedPod("nginx"), Desired{NAT: programmed.NAT, Programmed: programmed.Programmed},
 			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net")}, nil, false, `ARP answer for "10.225.51.5"`},
-		{"NAT on a bgp network needs no ARP", gatedPod("nginx"), Desired{NAT: programmed.NAT},
+		{"NAT on a bgp network needs no ARP", gatedPod("nginx"), Desired{NAT: programmed.NAT, Programmed: programmed.Programmed},
 			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "bgp-net")}, nil, true, `nginx-eip`},
 		{"NAT rules not applied", gatedPod("nginx"), Desired{ARP: programmed.ARP},
 			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net")}, nil, false, `NAT of ElasticIPAttachment "nginx-attach"`},

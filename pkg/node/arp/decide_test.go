@@ -21,7 +21,7 @@ var (
 func owns(a netip.Addr) bool { return a == eip }
 
 // frame builds an Ethernet frame carrying an ARP packet.
-func frame(t *testing.T, dst, src net.HardwareAddr, op arp.Operation, sha net.HardwareAddr, spa netip.Addr, tha net.HardwareAddr, tpa netip.Addr) []byte {
+func frame(t testing.TB, dst, src net.HardwareAddr, op arp.Operation, sha net.HardwareAddr, spa netip.Addr, tha net.HardwareAddr, tpa netip.Addr) []byte {
 	t.Helper()
 	p := &arp.Packet{
 		HardwareType: 1, ProtocolType: uint16(ethernet.EtherTypeIPv4), HardwareAddrLength: 6, IPLength: 4,

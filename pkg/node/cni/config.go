@@ -14,10 +14,13 @@ import (
 	"github.com/loutres/juneau/pkg/node/cniserver"
 )
 
-// Defaults of the plugin configuration.
+// Defaults and bounds of the plugin configuration.
 const (
 	DefaultWait     = 10 * time.Second
 	DefaultStateDir = "/var/lib/cni/juneau"
+	// MaxWait bounds waitSeconds: the runtime gives up on a Pod sandbox long before
+	// (the kubelet's --runtime-request-timeout is 2 minutes by default).
+	MaxWait = 10 * time.Minute
 )
 
 // Config is the plugin's entry in the network configuration list:
@@ -58,7 +61,7 @@ func (c *Config) Wait() time.Duration {
 func parseConfig(stdin []byte) (*Config, error) {
 	conf := &Config{}
 	if err := json.Unmarshal(stdin, conf); err != nil {
-		return nil, fmt.Errorf("decode network configuration: %w", err)
+		return nil, bounded(fmt.Errorf("decode network configuration: %w", err))
 	}
 	if conf.AgentSocket == "" {
 		conf.AgentSocket = cniserver.DefaultSocket
@@ -66,11 +69,13 @@ func parseConfig(stdin []byte) (*Config, error) {
 	if conf.StateDir == "" {
 		conf.StateDir = DefaultStateDir
 	}
-	if conf.WaitSeconds != nil && *conf.WaitSeconds < 0 {
-		return nil, fmt.Errorf("waitSeconds must not be negative, got %v", *conf.WaitSeconds)
+	// Also refuses what no time.Duration holds (conversion would overflow).
+	if w := conf.WaitSeconds; w != nil && !(*w >= 0 && *w <= MaxWait.Seconds()) {
+		return nil, fmt.Errorf("waitSeconds must be between 0 and %v, got %v", MaxWait.Seconds(), *w)
 	}
 	if conf.RawPrevResult != nil {
 		conf.prev, conf.prevErr = parsePrevResult(&conf.PluginConf)
+		conf.prevErr = bounded(conf.prevErr)
 	}
 	return conf, nil
 }
@@ -97,7 +102,7 @@ func parsePodArgs(args string) (podRef, error) {
 		}
 		k, v, ok := strings.Cut(pair, "=")
 		if !ok {
-			return podRef{}, fmt.Errorf("CNI_ARGS: malformed pair %q", pair)
+			return podRef{}, fmt.Errorf("CNI_ARGS: malformed pair %s", quote(pair))
 		}
 		switch k {
 		case "K8S_POD_NAMESPACE":
@@ -112,7 +117,7 @@ func parsePodArgs(args string) (podRef, error) {
 		return podRef{}, errNotAPod
 	}
 	if p.Namespace == "" {
-		return podRef{}, fmt.Errorf("CNI_ARGS: K8S_POD_NAME %q without K8S_POD_NAMESPACE", p.Name)
+		return podRef{}, fmt.Errorf("CNI_ARGS: K8S_POD_NAME %s without K8S_POD_NAMESPACE", quote(p.Name))
 	}
 	return p, nil
 }

@@ -49,7 +49,7 @@ func rewritePrimary(res *current.Result, ifName string, n plumbed) error {
 		}
 	}
 	if idx < 0 {
-		return fmt.Errorf("the primary plugin's result lists no interface %q inside the Pod", ifName)
+		return fmt.Errorf("the primary plugin's result lists no interface %s inside the Pod", quote(ifName))
 	}
 	v4 := n.Address.Addr().Is4()
 	eip := &current.IPConfig{

@@ -92,7 +92,7 @@ type stateStore struct{ dir string }
 func (s stateStore) path(containerID, ifName string) (string, error) {
 	name := containerID + "-" + ifName
 	if containerID == "" || ifName == "" || strings.ContainsAny(name, "/\x00") || strings.HasPrefix(name, ".") {
-		return "", fmt.Errorf("cannot name a state file after container %q and interface %q", containerID, ifName)
+		return "", fmt.Errorf("cannot name a state file after container %s and interface %s", quote(containerID), quote(ifName))
 	}
 	return filepath.Join(s.dir, name+".json"), nil
 }

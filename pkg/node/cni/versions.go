@@ -24,11 +24,23 @@ func pluginVersions() version.PluginInfo {
 // from the address; interfaces and routes have the same shape.
 func parsePrevResult(conf *cnitypes.PluginConf) (*current.Result, error) {
 	if err := version.ParsePrevResult(conf); err != nil {
-		return nil, fmt.Errorf("parse prevResult (cniVersion %q): %w", conf.CNIVersion, err)
+		return nil, fmt.Errorf("parse prevResult (cniVersion %s): %w", quote(conf.CNIVersion), err)
 	}
 	prev, err := current.NewResultFromResult(conf.PrevResult)
 	if err != nil {
-		return nil, fmt.Errorf("convert prevResult from cniVersion %q: %w", conf.CNIVersion, err)
+		return nil, fmt.Errorf("convert prevResult from cniVersion %s: %w", quote(conf.CNIVersion), err)
+	}
+	// Decoding lets an address or a destination be absent; the result juneau writes
+	// back would then say "<nil>", which no runtime reads.
+	for i, ip := range prev.IPs {
+		if ip.Address.IP == nil || ip.Address.Mask == nil {
+			return nil, fmt.Errorf("prevResult: ips[%d] has no address", i)
+		}
+	}
+	for i, r := range prev.Routes {
+		if r.Dst.IP == nil || r.Dst.Mask == nil {
+			return nil, fmt.Errorf("prevResult: routes[%d] has no dst", i)
+		}
 	}
 	return prev, nil
 }
@@ -40,7 +52,7 @@ func parsePrevResult(conf *cnitypes.PluginConf) (*current.Result, error) {
 func resultAs(res *current.Result, cniVersion string) (cnitypes.Result, error) {
 	out, err := res.GetAsVersion(cniVersion)
 	if err != nil {
-		return nil, fmt.Errorf("convert the result to cniVersion %q: %w", cniVersion, err)
+		return nil, bounded(fmt.Errorf("convert the result to cniVersion %s: %w", quote(cniVersion), err))
 	}
 	return out, nil
 }

@@ -42,11 +42,14 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("node agent answered %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
 }
 
-// Retryable reports whether asking again may succeed: anything but a malformed request.
-func (e *StatusError) Retryable() bool { return e.Status != http.StatusBadRequest }
+// Retryable reports whether asking again may succeed: anything but a malformed request
+// or a caller the agent refuses to serve.
+func (e *StatusError) Retryable() bool {
+	return e.Status != http.StatusBadRequest && e.Status != http.StatusForbidden
+}
 
 // IsRetryable reports whether err (from a Client call) may go away on a later call:
-// connection failures (agent restarting) and answers other than 400.
+// connection failures (agent restarting) and answers other than 400 and 403.
 func IsRetryable(err error) bool {
 	var se *StatusError
 	if errors.As(err, &se) {

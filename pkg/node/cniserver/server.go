@@ -21,15 +21,15 @@ const (
 	maxBodyBytes = 64 << 10
 	// shutdownTimeout bounds how long Run waits for requests in flight on return.
 	shutdownTimeout = 5 * time.Second
-	// DefaultSocketMode lets only root (the container runtime, hence the plugin) connect.
-	DefaultSocketMode fs.FileMode = 0o600
+	// SocketMode lets only root (the container runtime, hence the plugin) connect; the
+	// server checks each peer's credentials as well (see peer.go).
+	SocketMode fs.FileMode = 0o600
 )
 
 // Server answers the CNI plugin on a unix socket.
 type Server struct {
 	source   Source
 	observer Observer
-	mode     fs.FileMode
 }
 
 // Option configures a Server.
@@ -38,12 +38,9 @@ type Option func(*Server)
 // WithObserver makes the server pass the plugin's plumbing reports to o.
 func WithObserver(o Observer) Option { return func(s *Server) { s.observer = o } }
 
-// WithSocketMode sets the socket's permissions (DefaultSocketMode, or 0660 to admit a group).
-func WithSocketMode(mode fs.FileMode) Option { return func(s *Server) { s.mode = mode } }
-
 // New returns a server backed by source. It starts nothing.
 func New(source Source, opts ...Option) *Server {
-	s := &Server{source: source, mode: DefaultSocketMode}
+	s := &Server{source: source}
 	for _, o := range opts {
 		o(s)
 	}
@@ -53,19 +50,20 @@ func New(source Source, opts ...Option) *Server {
 // Run listens on socketPath and serves until ctx ends; then it stops accepting, lets
 // requests in flight finish and removes the socket.
 func (s *Server) Run(ctx context.Context, socketPath string) error {
-	l, err := Listen(socketPath, s.mode)
+	l, err := Listen(socketPath)
 	if err != nil {
 		return err
 	}
 	return s.Serve(ctx, l)
 }
 
-// Serve serves on l until ctx ends. For a unix listener the socket file is removed on
-// return.
+// Serve serves on l until ctx ends. Only root peers are answered (see peer.go), so l
+// must be a unix socket listener. The socket file is removed on return.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	logger := klog.FromContext(ctx).WithName("cniserver")
 	srv := &http.Server{
-		Handler:           s.Handler(),
+		Handler:           onlyRoot(s.Handler()),
+		ConnContext:       withPeer,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
@@ -93,9 +91,9 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 }
 
 // Listen creates the socket's directory, removes a stale socket left by a previous
-// agent, listens and sets the socket's mode. It refuses to replace a socket another
-// process still serves, or a path that is not a socket.
-func Listen(socketPath string, mode fs.FileMode) (net.Listener, error) {
+// agent, listens and sets the socket's mode to SocketMode. It refuses to replace a
+// socket another process still serves, or a path that is not a socket.
+func Listen(socketPath string) (net.Listener, error) {
 	if err := os.MkdirAll(filepath.Dir(socketPath), 0o750); err != nil {
 		return nil, fmt.Errorf("create directory of CNI socket %s: %w", socketPath, err)
 	}
@@ -107,7 +105,7 @@ func Listen(socketPath string, mode fs.FileMode) (net.Listener, error) {
 		return nil, fmt.Errorf("listen on CNI socket %s: %w", socketPath, err)
 	}
 	// The listener removes the file when closed (net.UnixListener unlinks by default).
-	if err := os.Chmod(socketPath, mode); err != nil {
+	if err := os.Chmod(socketPath, SocketMode); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("set mode of CNI socket %s: %w", socketPath, err)
 	}
@@ -135,8 +133,8 @@ func removeStale(socketPath string) error {
 	return nil
 }
 
-// Handler is the HTTP handler of the protocol (exported for tests and for serving on
-// a listener of the caller's choice).
+// Handler is the HTTP handler of the protocol, without the check of the peer that
+// Serve adds.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathInterfaces, s.interfaces)

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -234,14 +235,22 @@ func TestSocketModeAndRemovalOnStop(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 1)
-	go func() { errc <- New(&fakeSource{}, WithSocketMode(0o660)).Run(ctx, path) }()
+	go func() { errc <- New(&fakeSource{}).Run(ctx, path) }()
 	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 		fi, err := os.Stat(path)
-		return err == nil && fi.Mode().Perm() == 0o660, nil
+		return err == nil && fi.Mode().Perm() == SocketMode, nil
 	})
 	if err != nil {
 		fi, serr := os.Stat(path)
-		t.Fatalf("socket never appeared with mode 0660: %v (%v, %v)", err, fi, serr)
+		t.Fatalf("socket never appeared with mode %v: %v (%v, %v)", SocketMode, err, fi, serr)
+	}
+	// Owned by the agent's user: root, wherever the agent runs.
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != os.Geteuid() {
+		t.Errorf("socket owned by uid %d, want the server's %d", st.Uid, os.Geteuid())
 	}
 	cancel()
 	select {
@@ -273,18 +282,18 @@ func TestListenReplacesStaleSocket(t *testing.T) {
 		t.Fatalf("stale socket not left behind: %v", err)
 	}
 
-	l2, err := Listen(path, DefaultSocketMode)
+	l2, err := Listen(path)
 	if err != nil {
 		t.Fatalf("Listen over a stale socket: %v", err)
 	}
 	defer l2.Close()
 	fi, err := os.Stat(path)
-	if err != nil || fi.Mode().Perm() != DefaultSocketMode {
-		t.Errorf("socket mode = %v (%v), want %v", fi.Mode().Perm(), err, DefaultSocketMode)
+	if err != nil || fi.Mode().Perm() != SocketMode {
+		t.Errorf("socket mode = %v (%v), want %v", fi.Mode().Perm(), err, SocketMode)
 	}
 
 	// A second server must not steal a socket that is being served.
-	if _, err := Listen(path, DefaultSocketMode); err == nil || !strings.Contains(err.Error(), "another process") {
+	if _, err := Listen(path); err == nil || !strings.Contains(err.Error(), "another process") {
 		t.Errorf("Listen on a live socket: err = %v, want refusal", err)
 	}
 }
@@ -297,7 +306,7 @@ func TestListenRefusesNonSocket(t *testing.T) {
 	if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Listen(path, DefaultSocketMode); err == nil || !strings.Contains(err.Error(), "not a socket") {
+	if _, err := Listen(path); err == nil || !strings.Contains(err.Error(), "not a socket") {
 		t.Errorf("err = %v, want refusal to remove a regular file", err)
 	}
 	if b, err := os.ReadFile(path); err != nil || string(b) != "x" {

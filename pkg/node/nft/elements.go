@@ -125,7 +125,7 @@ func directPairs(ifaceOf map[netip.Addr]string) []DirectNIC {
 }
 
 func compareDirect(a, b DirectNIC) int {
-	return cmp.Or(cmp.Compare(a.HostInterface, b.HostInterface), a.Address.Compare(b.Address))
+	return cmp.Or(cmp.Compare(a.HostInterface, b.HostInterface), a.Address.Compare(b.Address), cmp.Compare(a.BandwidthMbps, b.BandwidthMbps))
 }
 
 // addDirect adds the elements of the anti-spoofing sets to out: interface

@@ -72,8 +72,6 @@ type Cluster struct {
 
 	Controller *framework.Component
 	Webhook    *framework.Webhook
-
-	nodeKubeconfig string // the node agents' ServiceAccount
 }
 
 // Node is a simulated Node: a network namespace with its agent.
@@ -112,10 +110,11 @@ func New(t testing.TB, cp *framework.ControlPlane, opts Options) *Cluster {
 	c.Client.Addr("eth0", ClientIP+"/24")
 
 	// Every component runs with the credentials of its own ServiceAccount and the RBAC
-	// of manifests/, never as admin, so least privilege is exercised for real.
+	// of manifests/, never as admin, so least privilege is exercised for real; each node
+	// agent's token is bound to its Node, so the node-scope policy of manifests/ judges
+	// every write it makes.
 	cp.ApplyRBAC(t)
 	controllerKubeconfig := cp.ServiceAccountKubeconfig(t, framework.SystemNamespace, framework.ControllerServiceAccount)
-	c.nodeKubeconfig = cp.ServiceAccountKubeconfig(t, framework.SystemNamespace, framework.NodeServiceAccount)
 	c.Controller = framework.StartComponent(t, "controller", append([]string{"controller",
 		"--kubeconfig=" + controllerKubeconfig, "--leader-elect=false", "--metrics-bind-address=127.0.0.1:0",
 		"--kube-api-qps=200", "--kube-api-burst=400", "-v=2"}, opts.ControllerArgs...)...)
@@ -140,16 +139,18 @@ func New(t testing.TB, cp *framework.ControlPlane, opts Options) *Cluster {
 			}
 		}
 	}
+	c.waitForNodeScope(opts.Nodes[0])
 	t.Cleanup(c.deleteClusterObjects)
 	t.Cleanup(c.checkNothingForbidden)
 	return c
 }
 
-// checkNothingForbidden fails the test when a component was refused by RBAC: the
-// ServiceAccounts' permissions must cover everything the components do. An RBAC refusal
-// names the user refused ("is forbidden: User ... cannot ..."); a 403 of the webhook (a
-// deletion refused while something still references the object, which the webhook and
-// the refused controller both log) is not one.
+// checkNothingForbidden fails the test when a component was refused by RBAC or by the
+// node-scope policy: the ServiceAccounts' permissions must cover everything the
+// components do, and no agent may write another Node's objects. An RBAC refusal names
+// the user refused ("is forbidden: User ... cannot ..."), the policy's names the policy;
+// a 403 of the webhook (a deletion refused while something still references the object,
+// which the webhook and the refused controller both log) is neither.
 func (c *Cluster) checkNothingForbidden() {
 	components := []*framework.Component{c.Controller}
 	if c.Webhook != nil {
@@ -160,8 +161,8 @@ func (c *Cluster) checkNothingForbidden() {
 	}
 	for _, comp := range components {
 		for _, line := range strings.Split(comp.Log(), "\n") {
-			if strings.Contains(line, "is forbidden: User ") {
-				c.t.Errorf("%s was refused by RBAC: %s", comp.Name, line)
+			if strings.Contains(line, "is forbidden: User ") || strings.Contains(line, "ValidatingAdmissionPolicy '"+nodeScopePolicy+"'") {
+				c.t.Errorf("%s was refused by the API server (RBAC or the node-scope policy): %s", comp.Name, line)
 				break
 			}
 		}
@@ -261,10 +262,11 @@ func (c *Cluster) registerNode(n *Node) {
 	c.t.Cleanup(func() { _ = nodes.Delete(context.Background(), n.Name, metav1.DeleteOptions{}) })
 }
 
-// kubeconfigFor writes a kubeconfig for the Node's agent (its ServiceAccount) reaching
-// the API server through the forwarder on the Node's loopback.
+// kubeconfigFor writes a kubeconfig for the Node's agent (its ServiceAccount, with a
+// token bound to the Node as a DaemonSet Pod's is) reaching the API server through the
+// forwarder on the Node's loopback.
 func (c *Cluster) kubeconfigFor(n *Node, server string) string {
-	cfg, err := clientcmd.LoadFromFile(c.nodeKubeconfig)
+	cfg, err := clientcmd.LoadFromFile(c.CP.NodeBoundKubeconfig(c.t, framework.SystemNamespace, framework.NodeServiceAccount, n.Name))
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -20,11 +20,13 @@ import (
 	"github.com/loutres/juneau/test/framework"
 )
 
-// nodeClients are clients acting as the node agent's ServiceAccount.
+// nodeClients are clients acting as the node agent of node-a: its ServiceAccount, with a
+// token bound to Node node-a (see node_scope_test.go for what that binding allows).
 func nodeClients(t *testing.T, cp *framework.ControlPlane) (kubernetes.Interface, versioned.Interface) {
 	t.Helper()
 	cp.ApplyRBAC(t)
-	cfg := cp.ServiceAccountConfig(t, framework.SystemNamespace, framework.NodeServiceAccount)
+	ensureNodes(t, cp, "node-a")
+	cfg := cp.NodeBoundConfig(t, framework.SystemNamespace, framework.NodeServiceAccount, "node-a")
 	return kubernetes.NewForConfigOrDie(cfg), versioned.NewForConfigOrDie(cfg)
 }
 

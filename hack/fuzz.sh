@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs every fuzzer of untrusted input in turn, each for FUZZTIME (default 20s; a count
+# such as 1000x works too). `go test` alone replays each fuzzer's seed corpus (f.Add and
+# the committed testdata/fuzz/<FuzzName>/ of its package); this explores beyond it. A
+# failing input is written to that directory: fix the product and commit the file as a
+# regression seed.
+#
+# The list below must name every Fuzz function of the repository; the script refuses
+# to run when one is missing, so a new fuzzer cannot be forgotten.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+FUZZTIME=${FUZZTIME:-20s}
+
+fuzzers=(
+  "./pkg/admission FuzzPodAnnotations"          # the webhook's Pod rules over annotation values
+  "./pkg/admission FuzzReviewBody"              # AdmissionReview decoding in the webhook
+  "./pkg/apis/juneau/annotations FuzzParse"     # the Pod annotation grammar
+  "./pkg/apis/juneau/iprange FuzzParse"         # AddressPool entries
+  "./pkg/node/agent FuzzCompute"                # the agent's desired-state builder
+  "./pkg/node/arp FuzzDecide"                   # ARP frame decoding
+  "./pkg/node/cni FuzzPluginInput"              # the CNI plugin's stdin and arguments
+)
+
+listed=$(printf '%s\n' "${fuzzers[@]}" | sed 's/ *#.*//' | sort)
+found=$(grep -rl --include='*_test.go' '^func Fuzz' pkg cmd test bench | sort | while read -r f; do
+  grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | sed "s|^func |./$(dirname "$f") |"
+done | sort)
+if [[ "$listed" != "$found" ]]; then
+  echo "hack/fuzz.sh: its list differs from the Fuzz functions in the tree (< listed, > found):" >&2
+  diff <(echo "$listed") <(echo "$found") >&2 || true
+  exit 1
+fi
+
+start=$SECONDS
+for f in "${fuzzers[@]}"; do
+  read -r pkg name _ <<<"$f"
+  echo "fuzz: $name ($pkg) for $FUZZTIME"
+  # The progress lines every 3 s are left out; failures and the summary are kept.
+  "$GO" test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1 | { grep -v '^fuzz: elapsed' || true; }
+done
+echo "fuzz: ${#fuzzers[@]} fuzzers in $((SECONDS - start))s"
