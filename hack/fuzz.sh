@@ -20,6 +20,7 @@ fuzzers=(
   "./pkg/node/agent FuzzCompute"                # the agent's desired-state builder
   "./pkg/node/arp FuzzDecide"                   # ARP frame decoding
   "./pkg/node/cni FuzzPluginInput"              # the CNI plugin's stdin and arguments
+  "./pkg/node/ndp FuzzDecide"                   # neighbor solicitation decoding
 )
 
 listed=$(printf '%s\n' "${fuzzers[@]}" | sed 's/ *#.*//' | sort)

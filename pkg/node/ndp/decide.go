@@ -112,7 +112,7 @@ func Decide(frame []byte, ours net.HardwareAddr, owns func(netip.Addr) bool) ([]
 	switch {
 	case src.IsUnspecified():
 		return nil, DropProbe
-	case src.IsMulticast():
+	case src.IsMulticast() || src.IsLoopback() || src.Is4In6():
 		return nil, DropBadSender
 	case src == target:
 		return nil, DropSelf

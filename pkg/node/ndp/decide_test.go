@@ -36,7 +36,9 @@ func multicastNS(target netip.Addr) solicitation {
 	return solicitation{ethSrc: peerMAC, ethDst: groupMAC(g), src: peer, dst: g, target: target, hopLimit: 255, slla: slla}
 }
 
-func (s solicitation) frame(t *testing.T) []byte {
+func (s solicitation) frame(t *testing.T) []byte { return s.build(t) }
+
+func (s solicitation) build(t testing.TB) []byte {
 	t.Helper()
 	ns := &ndp.NeighborSolicitation{TargetAddress: s.target}
 	if s.slla != nil {
@@ -91,6 +93,8 @@ func TestDecide(t *testing.T) {
 			s.dst, s.ethDst = netip.MustParseAddr("ff02::1"), ours
 		}).frame, DropBadDest},
 		{"multicast source", with(func(s *solicitation) { s.src = netip.MustParseAddr("ff02::1") }).frame, DropBadSender},
+		{"loopback source", with(func(s *solicitation) { s.src = netip.IPv6Loopback() }).frame, DropBadSender},
+		{"IPv4-mapped source", with(func(s *solicitation) { s.src = netip.MustParseAddr("::ffff:10.0.0.1") }).frame, DropBadSender},
 		{"source is the target", with(func(s *solicitation) { s.src = eip }).frame, DropSelf},
 		{"ARP frame", func(*testing.T) []byte { f := make([]byte, 60); f[12], f[13] = 0x08, 0x06; return f }, DropNotNS},
 		{"advertisement", func(t *testing.T) []byte {
