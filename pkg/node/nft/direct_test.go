@@ -260,6 +260,9 @@ func TestDirectNICAntiSpoofingIPv6(t *testing.T) {
 
 	ping(t, pod, clientIP6, 3)
 	ping(t, tp.client, directEIP6, 3)
+	// From the Pod's link-local address, as its Neighbor Discovery and router
+	// solicitations are: not a listed source, and passes.
+	ping(t, pod, podGW6+"%eth0", 2)
 	if saw := tcpExchange(t, tp.client, pod, 9192, clientIP6); saw != directEIP6 {
 		t.Errorf("client saw TCP from %s, want %s", saw, directEIP6)
 	}
