@@ -139,3 +139,31 @@ func netlinkPrefix(s string) *net.IPNet {
 	_, n, _ := net.ParseCIDR(s)
 	return n
 }
+
+// TestDualStackIPv4DirectKeepsIPv6: an IPv4 ElasticIP on eth0 of a dual-stack Pod
+// replaces the IPv4 Pod IP only; the IPv6 Pod IP, its routes and its traffic stay, and
+// the result lists both.
+func TestDualStackIPv4DirectKeepsIPv6(t *testing.T) {
+	f := newFixtureWith(t, ChainOptions{WaitSeconds: 5, Subnet6: podSubnet6})
+	f.withClient6()
+	f.agent.Set(podNS, podName, holding("eth0", eipWeb))
+	res, err := f.rt.Add(f.conf)
+	if err != nil {
+		t.Fatalf("ADD: %v", err)
+	}
+	if len(res.IPs) != 2 || res.IPs[0].Address.String() != eipWeb+"/32" ||
+		!netip.MustParsePrefix(podSubnet6).Contains(netip.MustParseAddr(res.IPs[1].Address.IP.String())) {
+		t.Fatalf("result ips = %v, want the ElasticIP, then the IPv6 Pod IP", res.IPs)
+	}
+	if got := addrs6(t, f.pod, "eth0"); len(got) != 1 || !netip.MustParsePrefix(podSubnet6).Contains(got[0].Addr()) {
+		t.Errorf("eth0 IPv6 addresses = %v, want the IPv6 Pod IP", got)
+	}
+	if got := addrs(t, f.pod, "eth0"); !slices.Equal(got, []netip.Prefix{netip.MustParsePrefix(eipWeb + "/32")}) {
+		t.Errorf("eth0 IPv4 addresses = %v, want only the ElasticIP", got)
+	}
+	ping(t, f.pod, nodeExtAddr6) // IPv6 through the primary plugin's route, as before
+	ping(t, f.pod, nodeExtAddr)  // IPv4 through 169.254.0.1
+	if err := f.rt.Del(f.conf); err != nil {
+		t.Fatalf("DEL: %v", err)
+	}
+}
