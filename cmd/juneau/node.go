@@ -156,8 +156,8 @@ func (o *nodeOptions) run(ctx context.Context) error {
 		pods.Informer(), nics.Informer(), eips.Informer(), networks.Informer()); err != nil {
 		return err
 	}
-	source := &agent.DirectSource{Pods: pods.Lister(), NICs: nics.Lister(), Synced: func() bool {
-		return pods.Informer().HasSynced() && nics.Informer().HasSynced()
+	source := &agent.DirectSource{Pods: pods.Lister(), NICs: nics.Lister(), ElasticIPs: eips.Lister(), Synced: func() bool {
+		return pods.Informer().HasSynced() && nics.Informer().HasSynced() && eips.Informer().HasSynced()
 	}}
 	for _, f := range []interface {
 		Start(<-chan struct{})

@@ -294,7 +294,8 @@ func attachment(name, eipName, nicName string) *v1alpha1.ElasticIPAttachment {
 
 func nic(podName, iface, eipName string) *v1alpha1.NetworkInterface {
 	return &v1alpha1.NetworkInterface{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1alpha1.NetworkInterfaceName(podName, iface)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1alpha1.NetworkInterfaceName(podName, iface),
+			UID: types.UID("nic-" + podName + "." + iface)},
 		Spec: v1alpha1.NetworkInterfaceSpec{
 			PodRef:    v1alpha1.PodReference{Name: podName, UID: "pod-" + podName, Interface: iface},
 			NodeName:  "node-a",

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
+	"github.com/loutres/juneau/pkg/apis/juneau/holder"
 	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
@@ -19,11 +20,18 @@ import (
 // podRules: the annotation grammar (annotations.ValidatePod), then for every NIC that
 // names an ElasticIP directly: the ElasticIP is not attached by NAT and is not held by
 // another running Pod's NIC. Updates are checked only when the juneau annotations a
-// user writes change (the controller's write-back of allocated-eip-* is not one).
+// user writes change (the controller's write-back of allocated-eip-* is not one), and
+// the direct-use annotations never change on an existing Pod.
 func (v *Validators) podRules() rules[*corev1.Pod] {
 	return rules[*corev1.Pod]{
 		create: func(ctx context.Context, p *corev1.Pod) (field.ErrorList, error) { return v.checkPod(ctx, p, nil) },
-		update: func(ctx context.Context, p, old *corev1.Pod) (field.ErrorList, error) { return v.checkPod(ctx, p, old) },
+		update: func(ctx context.Context, p, old *corev1.Pod) (field.ErrorList, error) {
+			// The grammar's errors come first: they say the most about the annotations.
+			if errs := append(annotations.ValidatePod(p.Annotations), directAnnotationsChanged(p, old)...); len(errs) > 0 {
+				return errs, nil
+			}
+			return v.checkPod(ctx, p, old)
+		},
 		unchanged: func(p, old *corev1.Pod) bool {
 			return maps.Equal(requestAnnotations(p.Annotations), requestAnnotations(old.Annotations))
 		},
@@ -42,6 +50,33 @@ func requestAnnotations(all map[string]string) map[string]string {
 		}
 	}
 	return out
+}
+
+// directAnnotationsChanged refuses adding, changing or removing a direct-use annotation
+// on an existing Pod (docs/reference.md#direct-annotations): they are read when the
+// Pod's network is set up, and the CNI plugin has plumbed the Pod with what they said
+// then, so a change could only name an ElasticIP the Pod never carries.
+func directAnnotationsChanged(pod, old *corev1.Pod) field.ErrorList {
+	var errs field.ErrorList
+	for _, k := range []string{v1alpha1.AnnotationElasticIP, v1alpha1.AnnotationNetworks} {
+		was, had := old.Annotations[k]
+		is, has := pod.Annotations[k]
+		var what string
+		switch {
+		case had && has && was != is:
+			what = "changed on"
+		case had && !has:
+			what = "removed from"
+		case !had && has:
+			what = "added to"
+		default:
+			continue
+		}
+		errs = append(errs, field.Forbidden(field.NewPath("metadata", "annotations").Key(k), fmt.Sprintf(
+			"cannot be %s an existing Pod: the annotations naming ElasticIPs are read when the Pod's network is set up; delete the Pod and create it again with the annotations it should have",
+			what)))
+	}
+	return errs
 }
 
 func (v *Validators) checkPod(ctx context.Context, pod, old *corev1.Pod) (field.ErrorList, error) {
@@ -140,15 +175,18 @@ func (v *Validators) directConflict(ctx context.Context, pod *corev1.Pod, eipNam
 }
 
 // holderInTheWay describes the running Pod whose NIC holds the ElasticIP, or returns ""
-// when the NIC is no obstacle: it is the Pod's own, or a deleting NIC the ElasticIP did
-// not pick, or its Pod is gone, terminating or finished, or shares the identity.
+// when the NIC is no obstacle: it is the Pod's own, or was made after its Pod's network
+// was set up (never plumbed), or is a deleting NIC the ElasticIP did not pick (by UID),
+// or its Pod is gone, terminating or finished, or shares the identity.
 func (v *Validators) holderInTheWay(ctx context.Context, pod *corev1.Pod, eip *v1alpha1.ElasticIP,
 	nic *v1alpha1.NetworkInterface, identity string) (string, error) {
 	if nic.Spec.PodRef.UID == string(pod.UID) && pod.UID != "" {
 		return "", nil
 	}
-	picked := eip != nil && eip.Status.Attachment != nil &&
-		eip.Status.Attachment.Kind == v1alpha1.AttachmentKindNetworkInterface && eip.Status.Attachment.Name == nic.Name
+	if nic.Spec.CreatedAfterPodNetwork {
+		return "", nil // never plumbed: it carries nothing (docs/reference.md#networkinterface)
+	}
+	picked := eip != nil && holder.Is(eip.Status.Attachment, holder.Ref(v1alpha1.AttachmentKindNetworkInterface, nic.Name, nic.UID))
 	if nic.DeletionTimestamp != nil && !picked {
 		return "", nil
 	}

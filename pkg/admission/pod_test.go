@@ -80,9 +80,20 @@ func TestPodRules(t *testing.T) {
 		}, obj: pod("web", direct("e")), want: allowed()},
 		{name: "deleting NIC that still holds the ElasticIP", setup: func(f *fixture) {
 			e := eip("e", "net", "")
-			e.Status.Attachment = &v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindNetworkInterface, Name: "old.eth0"}
-			f.cached(e, pod("old", direct("e")), deleting(nic("old", "eth0", "e")))
+			n := deleting(nic("old", "eth0", "e"))
+			e.Status.Attachment = &v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindNetworkInterface, Name: "old.eth0", UID: n.UID}
+			f.cached(e, pod("old", direct("e")), n)
 		}, obj: pod("web", direct("e")), want: invalid(`NetworkInterface "old.eth0"`)},
+		{name: "deleting NIC of the name the ElasticIP records, but another object", setup: func(f *fixture) {
+			e := eip("e", "net", "")
+			e.Status.Attachment = &v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindNetworkInterface, Name: "old.eth0", UID: "earlier"}
+			f.cached(e, pod("old", direct("e")), deleting(nic("old", "eth0", "e")))
+		}, obj: pod("web", direct("e")), want: allowed()},
+		{name: "a NIC made after its Pod's network was set up holds nothing", setup: func(f *fixture) {
+			n := nic("old", "ext0", "e")
+			n.Spec.CreatedAfterPodNetwork = true
+			f.cached(eip("e", "net", ""), pod("old", nil), n)
+		}, obj: pod("web", direct("e")), want: allowed()},
 		{name: "same allocationIdentity takes over", setup: func(f *fixture) {
 			n := nic("old", "eth0", "e")
 			n.Spec.AllocationIdentity = "vmi.vm1"
@@ -102,16 +113,27 @@ func TestPodRules(t *testing.T) {
 		{name: "update writing back the allocated ElasticIP", op: admissionv1.Update,
 			obj: pod("web", map[string]string{v1alpha1.AnnotationPodWithEIP: "true", v1alpha1.AnnotationAllocatedEIPName: "web-eip"}),
 			old: pod("web", map[string]string{v1alpha1.AnnotationPodWithEIP: "true"}), want: allowed()},
-		{name: "update naming a held ElasticIP", op: admissionv1.Update, setup: held,
-			obj: pod("web", direct("e")), old: pod("web", nil), want: invalid(`NetworkInterface "old.eth0"`)},
+		{name: "direct-use annotation added to an existing Pod", op: admissionv1.Update, setup: held,
+			obj: pod("web", direct("e")), old: pod("web", map[string]string{v1alpha1.AnnotationPodWithEIP: "false"}),
+			want: invalid(`metadata.annotations[juneau.loutres.me/elastic-ip]: Forbidden: cannot be added to an existing Pod`, `delete the Pod and create it again`)},
+		{name: "direct-use annotation changed", op: admissionv1.Update,
+			obj: pod("web", direct("f")), old: pod("web", direct("e")),
+			want: invalid(`metadata.annotations[juneau.loutres.me/elastic-ip]: Forbidden: cannot be changed on an existing Pod`)},
+		{name: "direct-use annotation removed", op: admissionv1.Update,
+			obj:  pod("web", map[string]string{v1alpha1.AnnotationElasticIP: "e"}),
+			old:  pod("web", map[string]string{v1alpha1.AnnotationElasticIP: "e", v1alpha1.AnnotationNetworks: `[{"interface":"ext0","elasticIP":"g"}]`}),
+			want: invalid(`metadata.annotations[juneau.loutres.me/networks]: Forbidden: cannot be removed from an existing Pod`)},
+		{name: "direct-use annotations removed with the rest of the juneau annotations", op: admissionv1.Update,
+			obj: pod("web", map[string]string{"example.com/a": "b"}), old: pod("web", direct("e")),
+			want: invalid(`metadata.annotations[juneau.loutres.me/elastic-ip]: Forbidden: cannot be removed`)},
 		{name: "update breaking the grammar", op: admissionv1.Update,
 			obj: pod("web", map[string]string{v1alpha1.AnnotationPodWithEIP: "yes"}), old: pod("web", nil),
 			want: invalid(`metadata.annotations[juneau.loutres.me/pod-with-eip]`)},
 		{name: "update of a terminating Pod", op: admissionv1.Update,
 			obj: pod("web", map[string]string{v1alpha1.AnnotationPodWithEIP: "yes"}), old: deleting(pod("web", nil)), want: allowed()},
-		{name: "the Pod's own NIC", op: admissionv1.Update, setup: func(f *fixture) {
+		{name: "the Pod's own NIC", setup: func(f *fixture) {
 			f.cached(eip("e", "net", ""), nic("web", "eth0", "e"))
 		}, obj: pod("web", map[string]string{v1alpha1.AnnotationElasticIP: "e", v1alpha1.AnnotationNetworks: `[{"interface":"ext0"}]`}),
-			old: pod("web", direct("e")), want: allowed()},
+			want: allowed()},
 	})
 }

@@ -4,16 +4,21 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/test/e2e/harness"
@@ -28,9 +33,11 @@ func annotateDefault(t *testing.T, c *harness.Cluster) {
 	}
 }
 
-// downwardAPI plays the kubelet's downward API volume: it keeps a file with the Pod's
-// annotations ("key=\"value\"" lines) up to date until the test ends.
-func downwardAPI(t *testing.T, c *harness.Cluster, ns, pod string) string {
+// downwardAPI plays the kubelet's downward API volume of metadata.annotations for the
+// Pod object of that UID: it keeps a file with its annotations (one `key="value"` line
+// each, sorted by key, as the kubelet writes them) up to date until the test ends. The
+// kubelet refreshes such a file within its sync period; this one every 100 ms.
+func downwardAPI(t *testing.T, c *harness.Cluster, ns, pod string, uid types.UID) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "annotations")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -40,10 +47,10 @@ func downwardAPI(t *testing.T, c *harness.Cluster, ns, pod string) string {
 		defer close(done)
 		_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 			p, err := c.CP.Kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
-			if err == nil {
+			if err == nil && p.UID == uid {
 				var b strings.Builder
-				for k, v := range p.Annotations {
-					fmt.Fprintf(&b, "%s=%q\n", k, v)
+				for _, k := range slices.Sorted(maps.Keys(p.Annotations)) {
+					fmt.Fprintf(&b, "%s=%s\n", k, strconv.Quote(p.Annotations[k]))
 				}
 				_ = os.WriteFile(path+".tmp", []byte(b.String()), 0o644)
 				_ = os.Rename(path+".tmp", path)
@@ -62,14 +69,15 @@ func TestAutomaticElasticIP(t *testing.T) {
 	c, ns := setup(t)
 	annotateDefault(t, c)
 	p := c.CreatePod(harness.PodSpec{Namespace: ns, Name: "web-7d9f", Node: "node-a",
-		Labels:         map[string]string{"app": "web"},
+		Labels: map[string]string{"app": "web"}, OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d9f", UID: "web-rs-uid", Controller: ptr.To(true)}},
 		Annotations:    map[string]string{v1alpha1.AnnotationPodWithEIP: "true"},
 		ReadinessGates: []string{v1alpha1.PodConditionElasticIP}})
 	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
 	c.ServeTCP(p.NS, "web", 80)
-	file := downwardAPI(t, c, ns, "web-7d9f")
+	file := downwardAPI(t, c, ns, "web-7d9f", p.Object.UID)
 
 	// The init container: wait until the annotation exists, then read the address.
 	out := p.NS.MustRun("sh", "-c", fmt.Sprintf(`for i in $(seq 600); do grep -q '^%s=' %s 2>/dev/null && break; sleep 0.1; done; grep '^%s=' %s`,

@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/node/cniserver"
 	"github.com/loutres/juneau/test/e2e/harness"
@@ -66,7 +67,7 @@ func TestARPFollowsThePod(t *testing.T) {
 	if got, ok := c.Client.Neighbour("eth0", eip); !ok || got.String() != macA {
 		t.Errorf("client resolved %s to %v, want node-a's %s", eip, got, macA)
 	}
-	advert := v1alpha1.ARPAdvertisementName(ns, "mv-eip")
+	advert := advertisement.PreferredName(ns, "mv-eip")
 	ad, err := c.CP.Juneau.JuneauV1alpha1().ARPAdvertisements().Get(ctx, advert, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +124,7 @@ func TestDeleteElasticIPWhilePodRuns(t *testing.T) {
 	if _, err := c.CP.Juneau.JuneauV1alpha1().AllocationClaims().Get(ctx, eip, metav1.GetOptions{}); err != nil {
 		t.Errorf("claim released while the Pod carries the address: %v", err)
 	}
-	if _, err := c.CP.Juneau.JuneauV1alpha1().ARPAdvertisements().Get(ctx, v1alpha1.ARPAdvertisementName(ns, "keep-eip"), metav1.GetOptions{}); err != nil {
+	if _, err := c.CP.Juneau.JuneauV1alpha1().ARPAdvertisements().Get(ctx, advertisement.PreferredName(ns, "keep-eip"), metav1.GetOptions{}); err != nil {
 		t.Errorf("advertisement removed while the Pod carries the address: %v", err)
 	}
 	c.Client.FlushNeighbour("eth0", eip)
@@ -133,7 +134,7 @@ func TestDeleteElasticIPWhilePodRuns(t *testing.T) {
 	c.WaitGone("ElasticIP and claim released", func(ctx context.Context) bool {
 		_, e1 := c.CP.Juneau.JuneauV1alpha1().ElasticIPs(ns).Get(ctx, "keep-eip", metav1.GetOptions{})
 		_, e2 := c.CP.Juneau.JuneauV1alpha1().AllocationClaims().Get(ctx, eip, metav1.GetOptions{})
-		_, e3 := c.CP.Juneau.JuneauV1alpha1().ARPAdvertisements().Get(ctx, v1alpha1.ARPAdvertisementName(ns, "keep-eip"), metav1.GetOptions{})
+		_, e3 := c.CP.Juneau.JuneauV1alpha1().ARPAdvertisements().Get(ctx, advertisement.PreferredName(ns, "keep-eip"), metav1.GetOptions{})
 		return e1 != nil && e2 != nil && e3 != nil
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/test/e2e/harness"
 )
@@ -45,7 +46,7 @@ spec:
 
 	node := c.Nodes["node-a"]
 	mac := node.NS.MAC("ext0").String()
-	advert := v1alpha1.ARPAdvertisementName(ns, "steady-eip")
+	advert := advertisement.PreferredName(ns, "steady-eip")
 	c.WaitGone("Answering on node-a", func(ctx context.Context) bool {
 		ad, err := c.CP.Juneau.JuneauV1alpha1().ARPAdvertisements().Get(ctx, advert, metav1.GetOptions{})
 		if err != nil {

@@ -38,7 +38,7 @@ func attachmentStatus(att *v1alpha1.ElasticIPAttachment, eip *v1alpha1.ElasticIP
 		return withReady(att, st, v1alpha1.AttachmentError, v1alpha1.ReasonMissingNetworkInterface,
 			fmt.Sprintf("NetworkInterface %q does not exist", nicName))
 	}
-	self := v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindElasticIPAttachment, Name: att.Name}
+	self := holder.Ref(v1alpha1.AttachmentKindElasticIPAttachment, att.Name, att.UID)
 	if msg := holder.WaitingFor(eip, self); msg != "" {
 		return withReady(att, st, v1alpha1.AttachmentPending, v1alpha1.ReasonWaitingForElasticIP, msg)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
@@ -34,13 +35,13 @@ func testEIP(address string, opts ...eipOpt) *v1alpha1.ElasticIP {
 	return e
 }
 
-func heldBy(kind v1alpha1.AttachmentKind, name string) eipOpt {
+func heldBy(kind v1alpha1.AttachmentKind, name string, uid types.UID) eipOpt {
 	return func(e *v1alpha1.ElasticIP) {
-		e.Status.Attachment = &v1alpha1.AttachmentReference{Kind: kind, Name: name}
+		e.Status.Attachment = &v1alpha1.AttachmentReference{Kind: kind, Name: name, UID: uid}
 	}
 }
 
-var heldByUs = heldBy(v1alpha1.AttachmentKindElasticIPAttachment, "web-nat")
+var heldByUs = heldBy(v1alpha1.AttachmentKindElasticIPAttachment, "web-nat", "att-uid")
 
 func attachedCondition(reason, msg string) eipOpt {
 	return func(e *v1alpha1.ElasticIP) {
@@ -125,14 +126,21 @@ func TestAttachmentStatus(t *testing.T) {
 		},
 		{
 			name: "ElasticIP used by another attachment",
-			eip:  testEIP("10.225.51.5", heldBy(v1alpha1.AttachmentKindElasticIPAttachment, "other")),
+			eip:  testEIP("10.225.51.5", heldBy(v1alpha1.AttachmentKindElasticIPAttachment, "other", "other-uid")),
 			nic:  testNIC("10.244.1.5/32", "node-a"),
 			want: want(v1alpha1.AttachmentPending, "10.225.51.5", "10.244.1.5", "node-a", v1alpha1.ReasonWaitingForElasticIP,
 				`ElasticIP "web-eip" is used by ElasticIPAttachment "other"`),
 		},
 		{
+			name: "an earlier attachment of our name holding it is not us",
+			eip:  testEIP("10.225.51.5", heldBy(v1alpha1.AttachmentKindElasticIPAttachment, "web-nat", "earlier-uid")),
+			nic:  testNIC("10.244.1.5/32", "node-a"),
+			want: want(v1alpha1.AttachmentPending, "10.225.51.5", "10.244.1.5", "node-a", v1alpha1.ReasonWaitingForElasticIP,
+				`ElasticIP "web-eip" is used by an earlier ElasticIPAttachment of the same name "web-nat" (UID "earlier-uid"), not by this one`),
+		},
+		{
 			name: "a NetworkInterface of our name holding it is not us",
-			eip:  testEIP("10.225.51.5", heldBy(v1alpha1.AttachmentKindNetworkInterface, "web-nat")),
+			eip:  testEIP("10.225.51.5", heldBy(v1alpha1.AttachmentKindNetworkInterface, "web-nat", "nic-uid")),
 			nic:  testNIC("10.244.1.5/32", "node-a"),
 			want: want(v1alpha1.AttachmentPending, "10.225.51.5", "10.244.1.5", "node-a", v1alpha1.ReasonWaitingForElasticIP,
 				`ElasticIP "web-eip" is used by NetworkInterface "web-nat"`),

@@ -105,6 +105,7 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		inf.Claims.Informer():            {indexes.ClaimByConsumerUID},
 		inf.Attachments.Informer():       {indexes.AttachmentByElasticIP},
 		inf.NetworkInterfaces.Informer(): {indexes.NICByElasticIP},
+		inf.Advertisements.Informer():    {indexes.AdvertisementByOwnerUID, indexes.AdvertisementByOwner, indexes.AdvertisementByAddress},
 	} {
 		if err := indexes.Add(informer, names...); err != nil {
 			return nil, err
@@ -210,11 +211,19 @@ func (c *Controller) onNIC(obj any) {
 	}
 }
 
+// onAdvertisement wakes the ElasticIP the advertisement records as its owner, and the
+// one whose claim holds its address: an advertisement that goes may have stood in that
+// one's way (one advertisement per address).
 func (c *Controller) onAdvertisement(obj any) {
-	if ad, ok := obj.(*v1alpha1.ARPAdvertisement); ok {
-		if owner := ad.Annotations[v1alpha1.AnnotationOwner]; owner != "" {
-			c.eipLoop.Add(owner)
-		}
+	ad, ok := obj.(*v1alpha1.ARPAdvertisement)
+	if !ok {
+		return
+	}
+	if owner := ad.Annotations[v1alpha1.AnnotationOwner]; owner != "" {
+		c.eipLoop.Add(owner)
+	}
+	if claim, err := c.claims.Get(ad.Spec.Address); err == nil {
+		c.enqueueConsumer(claim)
 	}
 }
 

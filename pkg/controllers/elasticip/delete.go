@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/controllers/indexes"
 	"github.com/loutres/juneau/pkg/status"
 )
 
@@ -39,7 +39,7 @@ func (c *Controller) syncDeleting(ctx context.Context, eip *v1alpha1.ElasticIP) 
 		if len(claims) > 0 {
 			alloc.claim = claims[0]
 		}
-		if deps := c.resolve(eip); deps.err == nil {
+		if deps := c.resolve(eip); deps.err == nil && outsidePools(eip, deps.pools, alloc.claim) == nil {
 			if err := c.syncAdvertisement(ctx, eip, deps.network, alloc.claim, decision); err != nil {
 				return err
 			}
@@ -47,7 +47,7 @@ func (c *Controller) syncDeleting(ctx context.Context, eip *v1alpha1.ElasticIP) 
 		return c.writeStatus(ctx, eip, desiredStatus(statusInput{eip: eip, alloc: alloc, decision: decision, waitingFor: names, now: metav1.NewTime(c.clock.Now())}))
 	}
 
-	if err := c.deleteAdvertisement(ctx, v1alpha1.ARPAdvertisementName(eip.Namespace, eip.Name), indexes.Key(eip.Namespace, eip.Name)); err != nil {
+	if err := c.deleteAdvertisements(ctx, c.advertisementsOf(advertisement.Of(eip))); err != nil {
 		return err
 	}
 	for _, claim := range claims {

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/holder"
 	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
@@ -17,14 +20,18 @@ import (
 // from it is immediate). Only active attachments count in the rules below.
 type AttachmentInfo struct {
 	Name     string
+	UID      types.UID
 	Deleting bool
 	NodeName string // status.nodeName
 }
 
 // NICInfo is what the holder decision needs of a NetworkInterface whose spec.elasticIP
 // names the ElasticIP. A deleting NIC still counts: its Pod may still carry the address.
+// A NIC made after its Pod's network was set up (spec.createdAfterPodNetwork) was never
+// plumbed and is no user at all: the caller leaves it out.
 type NICInfo struct {
 	Name     string
+	UID      types.UID
 	Created  time.Time
 	Deleting bool
 	NodeName string // spec.nodeName
@@ -36,7 +43,8 @@ type HolderInput struct {
 	Name        string
 	EIPDeleting bool
 	// PreviousHolder is status.attachment as last recorded (nil: nobody, or unknown
-	// after an Error).
+	// after an Error). It names one object: a user of the same kind and name but
+	// another UID is not it (holder.Is).
 	PreviousHolder *v1alpha1.AttachmentReference
 	Attachments    []AttachmentInfo
 	NICs           []NICInfo
@@ -64,7 +72,8 @@ type HolderDecision struct {
 //  1. more than one active attachment: Conflict;
 //  2. an active attachment and any NIC (even a deleting one): Conflict;
 //  3. one active attachment: it holds the address;
-//  4. NICs only: (a) the recorded NIC holder keeps it while it exists, even deleting;
+//  4. NICs only: (a) the recorded NIC holder (the very object, by UID) keeps it while
+//     it exists, even deleting;
 //     (b) otherwise any deleting NIC blocks everyone (WaitingForHandover), because
 //     without a record of the holder it may still carry the address; (c) otherwise the
 //     oldest NIC, ties broken by name;
@@ -96,7 +105,7 @@ func DecideHolder(in HolderInput) HolderDecision {
 			quote.Kinds("ElasticIPAttachment", attachmentNames(active)), quote.Kinds("NetworkInterface", nicNames(nics))))
 	case len(active) == 1:
 		a := active[0]
-		ref := attachmentRef(a.Name)
+		ref := attachmentRef(a)
 		if in.EIPDeleting && !d.wasHolder(ref) {
 			return nobody(v1alpha1.ReasonUnused, deletingMessage)
 		}
@@ -112,10 +121,8 @@ const deletingMessage = "this ElasticIP is being deleted and is handed to no new
 // decideNICs is rule 4 (and 5) once no active attachment is left.
 func (d decider) decideNICs() HolderDecision {
 	prev := d.in.PreviousHolder
-	if prev != nil && prev.Kind == v1alpha1.AttachmentKindNetworkInterface {
-		if i := slices.IndexFunc(d.nics, func(n NICInfo) bool { return n.Name == prev.Name }); i >= 0 {
-			return d.holder(*prev, d.nics[i].NodeName) // 4(a)
-		}
+	if i := slices.IndexFunc(d.nics, func(n NICInfo) bool { return holder.Is(prev, nicRef(n)) }); i >= 0 {
+		return d.holder(*prev, d.nics[i].NodeName) // 4(a)
 	}
 	if d.in.EIPDeleting { // 5
 		return nobody(v1alpha1.ReasonUnused, deletingMessage)
@@ -136,7 +143,7 @@ func (d decider) decideNICs() HolderDecision {
 	if len(live) == 0 {
 		return nobody(v1alpha1.ReasonUnused, fmt.Sprintf("every NetworkInterface naming this ElasticIP is being deleted: %s", quote.List(nicNames(deleting))))
 	}
-	return d.holder(nicRef(live[0].Name), live[0].NodeName) // 4(c): oldest, then by name
+	return d.holder(nicRef(live[0]), live[0].NodeName) // 4(c): oldest, then by name
 }
 
 // decider holds the sorted views of one input.
@@ -147,7 +154,7 @@ type decider struct {
 }
 
 func (d decider) wasHolder(ref v1alpha1.AttachmentReference) bool {
-	return d.in.PreviousHolder != nil && *d.in.PreviousHolder == ref
+	return holder.Is(d.in.PreviousHolder, ref)
 }
 
 func (d decider) holder(ref v1alpha1.AttachmentReference, node string) HolderDecision {
@@ -161,7 +168,7 @@ func (d decider) holder(ref v1alpha1.AttachmentReference, node string) HolderDec
 	// and every other active attachment (rule 1).
 	var losers []string
 	for _, n := range d.nics {
-		if nicRef(n.Name) != ref {
+		if nicRef(n) != ref {
 			losers = append(losers, n.Name)
 		}
 	}
@@ -187,12 +194,12 @@ func (d decider) alsoNamedByNICs() string {
 	return fmt.Sprintf("; it is also named by %s", quote.Kinds("NetworkInterface", nicNames(d.nics)))
 }
 
-func attachmentRef(name string) v1alpha1.AttachmentReference {
-	return v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindElasticIPAttachment, Name: name}
+func attachmentRef(a AttachmentInfo) v1alpha1.AttachmentReference {
+	return holder.Ref(v1alpha1.AttachmentKindElasticIPAttachment, a.Name, a.UID)
 }
 
-func nicRef(name string) v1alpha1.AttachmentReference {
-	return v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindNetworkInterface, Name: name}
+func nicRef(n NICInfo) v1alpha1.AttachmentReference {
+	return holder.Ref(v1alpha1.AttachmentKindNetworkInterface, n.Name, n.UID)
 }
 
 func attachmentNames(as []AttachmentInfo) []string {

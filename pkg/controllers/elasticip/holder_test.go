@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/holder"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
@@ -15,12 +17,32 @@ import (
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// Users in these tests have the UID "uid-<name>" unless a case gives another one
+// (withUIDs fills it in).
 func att(name string) v1alpha1.AttachmentReference {
-	return v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindElasticIPAttachment, Name: name}
+	return holder.Ref(v1alpha1.AttachmentKindElasticIPAttachment, name, types.UID("uid-"+name))
 }
 
-func nic(name string) v1alpha1.AttachmentReference {
-	return v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindNetworkInterface, Name: name}
+func nic(name string) v1alpha1.AttachmentReference { return nicUID(name, types.UID("uid-"+name)) }
+
+func nicUID(name string, uid types.UID) v1alpha1.AttachmentReference {
+	return holder.Ref(v1alpha1.AttachmentKindNetworkInterface, name, uid)
+}
+
+func withUIDs(in HolderInput) HolderInput {
+	in.Attachments = slices.Clone(in.Attachments)
+	for i := range in.Attachments {
+		if in.Attachments[i].UID == "" {
+			in.Attachments[i].UID = types.UID("uid-" + in.Attachments[i].Name)
+		}
+	}
+	in.NICs = slices.Clone(in.NICs)
+	for i := range in.NICs {
+		if in.NICs[i].UID == "" {
+			in.NICs[i].UID = types.UID("uid-" + in.NICs[i].Name)
+		}
+	}
+	return in
 }
 
 func ptr(r v1alpha1.AttachmentReference) *v1alpha1.AttachmentReference { return &r }
@@ -121,6 +143,23 @@ func TestDecideHolder(t *testing.T) {
 			Message: `used by NetworkInterface "old.eth0" (also named by NetworkInterface "new.eth0")`},
 		waiting: waits{nic("new.eth0"): `ElasticIP "eip" is used by NetworkInterface "old.eth0"`},
 	}, {
+		name: "rule 4a is by UID: a Pod re-created under the holder's name has a new NIC, which is not the holder",
+		in: HolderInput{Name: "eip", PreviousHolder: ptr(nic("web.eth0")), NICs: []NICInfo{
+			{Name: "web.eth0", UID: "uid-new", Created: t0.Add(time.Hour), NodeName: "n2"},
+			{Name: "aaa.eth0", Created: t0, NodeName: "n1"},
+		}},
+		// The recorded NIC is gone: 4(c) picks the oldest, not the namesake.
+		want: HolderDecision{Holder: ptr(nic("aaa.eth0")), NodeName: "n1", Reason: v1alpha1.ReasonAttached,
+			Message: `used by NetworkInterface "aaa.eth0" (also named by NetworkInterface "web.eth0")`},
+		waiting: waits{nicUID("web.eth0", "uid-new"): `ElasticIP "eip" is used by NetworkInterface "aaa.eth0"`},
+	}, {
+		name: "a record without a UID names nobody: decided afresh",
+		in: HolderInput{Name: "eip", PreviousHolder: &v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindNetworkInterface, Name: "old.eth0"},
+			NICs: []NICInfo{{Name: "new.eth0", Created: t0.Add(-time.Hour), NodeName: "n2"}, {Name: "old.eth0", Created: t0, NodeName: "n1"}}},
+		want: HolderDecision{Holder: ptr(nic("new.eth0")), NodeName: "n2", Reason: v1alpha1.ReasonAttached,
+			Message: `used by NetworkInterface "new.eth0" (also named by NetworkInterface "old.eth0")`},
+		waiting: waits{nic("old.eth0"): `ElasticIP "eip" is used by NetworkInterface "new.eth0"`},
+	}, {
 		name: "rule 4b: without a record, a deleting non-holder blocks everyone",
 		in: HolderInput{Name: "eip", NICs: []NICInfo{
 			{Name: "new.eth0", Created: t0.Add(time.Hour)},
@@ -205,6 +244,12 @@ func TestDecideHolder(t *testing.T) {
 		want:    HolderDecision{Reason: v1alpha1.ReasonUnused, Message: "this ElasticIP is being deleted and is handed to no new user"},
 		waiting: waits{nic("web.eth0"): `ElasticIP "eip" is being deleted`},
 	}, {
+		name: "rule 5 is by UID: a deleting ElasticIP gives nothing to the new NIC of a Pod re-created under the holder's name",
+		in: HolderInput{Name: "eip", EIPDeleting: true, PreviousHolder: ptr(nic("web.eth0")),
+			NICs: []NICInfo{{Name: "web.eth0", UID: "uid-new", Created: t0.Add(time.Hour), NodeName: "n2"}}},
+		want:    HolderDecision{Reason: v1alpha1.ReasonUnused, Message: "this ElasticIP is being deleted and is handed to no new user"},
+		waiting: waits{nicUID("web.eth0", "uid-new"): `ElasticIP "eip" is being deleted`},
+	}, {
 		name: "rule 5: a deleting ElasticIP keeps its recorded attachment holder",
 		in: HolderInput{Name: "eip", EIPDeleting: true, PreviousHolder: ptr(att("a")),
 			Attachments: []AttachmentInfo{{Name: "a", NodeName: "n1"}}},
@@ -221,6 +266,7 @@ func TestDecideHolder(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			tc.in = withUIDs(tc.in)
 			got := DecideHolder(tc.in)
 			assertDecision(t, got, tc.want)
 			assertWaiting(t, tc.in, got, tc.waiting)
@@ -260,11 +306,11 @@ func assertWaiting(t *testing.T, in HolderInput, d HolderDecision, want waits) {
 	users := map[v1alpha1.AttachmentReference]bool{}
 	for _, a := range in.Attachments {
 		if !a.Deleting {
-			users[att(a.Name)] = true
+			users[attachmentRef(a)] = true
 		}
 	}
 	for _, n := range in.NICs {
-		users[nic(n.Name)] = true
+		users[nicRef(n)] = true
 	}
 	for u := range want {
 		if !users[u] {

@@ -56,6 +56,9 @@ func computeStatus(in statusInput) v1alpha1.ElasticIPStatus {
 		// Address and holder kept as recorded: nothing is decided on broken dependencies.
 		st.Phase = v1alpha1.ElasticIPError
 		st.Address = eip.Status.Address
+		if claim != nil {
+			st.Address = claim.Name
+		}
 		st.Attachment = eip.Status.Attachment
 		setCond(v1alpha1.ConditionAllocated, claim != nil, in.deps.reason, in.deps.message)
 		setCond(v1alpha1.ConditionAttached, false, in.deps.reason, in.deps.message)

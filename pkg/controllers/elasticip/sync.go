@@ -31,7 +31,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if apierrors.IsNotFound(err) {
 		// Gone without its finalizer (forced): its advertisement must not outlive it.
 		// Its claim, if any, is an orphan the claim loop removes after the grace period.
-		return c.deleteAdvertisement(ctx, v1alpha1.ARPAdvertisementName(namespace, name), key)
+		return c.deleteGoneAdvertisements(ctx, key)
 	}
 	if err != nil {
 		return err
@@ -55,6 +55,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if err != nil {
 			return err
 		}
+		deps.err = outsidePools(eip, deps.pools, alloc.claim)
 	} else if len(claims) > 0 {
 		alloc = allocation{claim: claims[0]}
 	}
@@ -67,6 +68,29 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	st := desiredStatus(statusInput{eip: eip, deps: deps.err, alloc: alloc, decision: decision, now: metav1.NewTime(c.clock.Now())})
 	return c.writeStatus(ctx, eip, st)
+}
+
+// outsidePools reports a reserved address that no pool of the network contains any more
+// (a pool deleted and made again without it): docs/reference.md#allocation. The claim
+// stays while the ElasticIP exists, so the address is handed to nobody else, and once
+// released it is never handed out again, since automatic allocation and requestedIP
+// only take addresses inside the pools. Like any inconsistent dependency it is an
+// Error that keeps the address and its user as they were recorded.
+func outsidePools(eip *v1alpha1.ElasticIP, pools []ipam.Pool, claim *v1alpha1.AllocationClaim) *conditionError {
+	if claim == nil {
+		return nil
+	}
+	addr, err := netip.ParseAddr(claim.Name)
+	if err != nil {
+		return nil
+	}
+	if _, ok := ipam.PoolFor(pools, addr); ok {
+		return nil
+	}
+	return &conditionError{v1alpha1.ReasonAddressOutsidePools, fmt.Sprintf(
+		"address %q was reserved from AddressPool %q, which no longer contains it, and no AddressPool of ExternalNetwork %q does (%s): "+
+			"it stays reserved for this ElasticIP and whoever uses it now, and is never handed out again once released; delete the ElasticIP to get an address from the pools",
+		claim.Name, claim.Spec.AddressPool, eip.Spec.ExternalNetwork, poolNames(pools))}
 }
 
 // dependencies is the ExternalNetwork of an ElasticIP and its pools, in order.
@@ -269,17 +293,22 @@ func (c *Controller) decide(eip *v1alpha1.ElasticIP, deleting bool) HolderDecisi
 	in := HolderInput{Name: eip.Name, EIPDeleting: deleting, PreviousHolder: eip.Status.Attachment}
 	attachments, _ := indexes.ByIndex[*v1alpha1.ElasticIPAttachment](c.inf.Attachments.Informer(), indexes.AttachmentByElasticIP, key)
 	for _, a := range attachments {
-		in.Attachments = append(in.Attachments, AttachmentInfo{Name: a.Name, Deleting: a.DeletionTimestamp != nil, NodeName: a.Status.NodeName})
+		in.Attachments = append(in.Attachments, AttachmentInfo{Name: a.Name, UID: a.UID, Deleting: a.DeletionTimestamp != nil, NodeName: a.Status.NodeName})
 	}
 	for _, nic := range c.nicsOf(eip) {
-		in.NICs = append(in.NICs, NICInfo{Name: nic.Name, Created: nic.CreationTimestamp.Time, Deleting: nic.DeletionTimestamp != nil, NodeName: nic.Spec.NodeName})
+		in.NICs = append(in.NICs, NICInfo{Name: nic.Name, UID: nic.UID, Created: nic.CreationTimestamp.Time,
+			Deleting: nic.DeletionTimestamp != nil, NodeName: nic.Spec.NodeName})
 	}
 	return DecideHolder(in)
 }
 
+// nicsOf returns the NetworkInterfaces that name the ElasticIP and may carry it. A NIC
+// made after its Pod's network was set up (spec.createdAfterPodNetwork) was never
+// plumbed: it is no user, and a deleting ElasticIP does not wait for it
+// (docs/reference.md#networkinterface).
 func (c *Controller) nicsOf(eip *v1alpha1.ElasticIP) []*v1alpha1.NetworkInterface {
 	nics, _ := indexes.ByIndex[*v1alpha1.NetworkInterface](c.inf.NetworkInterfaces.Informer(), indexes.NICByElasticIP, indexes.Key(eip.Namespace, eip.Name))
-	return nics
+	return slices.DeleteFunc(nics, func(n *v1alpha1.NetworkInterface) bool { return n.Spec.CreatedAfterPodNetwork })
 }
 
 func (c *Controller) addFinalizer(ctx context.Context, eip *v1alpha1.ElasticIP) error {

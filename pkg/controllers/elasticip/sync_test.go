@@ -53,6 +53,8 @@ func newFixture(t *testing.T, cached []runtime.Object, apiOnly ...runtime.Object
 			err = j.NetworkInterfaces().Informer().GetIndexer().Add(o)
 		case *v1alpha1.ElasticIPAttachment:
 			err = j.ElasticIPAttachments().Informer().GetIndexer().Add(o)
+		case *v1alpha1.ARPAdvertisement:
+			err = j.ARPAdvertisements().Informer().GetIndexer().Add(o)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -198,5 +200,42 @@ func TestSyncPoolClaimedByTwoNetworks(t *testing.T) {
 	}
 	if creates := f.claimCreates(); len(creates) != 0 {
 		t.Errorf("the newer network reserved %v", creates)
+	}
+}
+
+// A pool made again smaller than before, without the address an ElasticIP holds: the
+// ElasticIP is an Error naming the address and the pool (it went back to Available
+// before), keeps its reservation, and nobody else is given the address.
+func TestSyncAddressOutsideThePools(t *testing.T) {
+	eip := elasticIP("held", "uid-1")
+	eip.Status.Address = "10.225.51.6"
+	eip.Status.Phase = v1alpha1.ElasticIPAvailable
+	claim := claimFor("10.225.51.6", eip)
+	claim.Spec.AddressPool = "tiny-pool"
+	objs := []runtime.Object{
+		&v1alpha1.AddressPool{ObjectMeta: metav1.ObjectMeta{Name: "tiny-pool"}, Spec: v1alpha1.AddressPoolSpec{AdvertiseMode: v1alpha1.AdvertiseARP, Addresses: []string{"10.225.51.5"}}},
+		&v1alpha1.ExternalNetwork{ObjectMeta: metav1.ObjectMeta{Name: "ext-net"}, Spec: v1alpha1.ExternalNetworkSpec{Type: v1alpha1.AdvertiseARP, AddressPools: []string{"tiny-pool"}}},
+		eip, claim,
+	}
+	f := newFixture(t, objs)
+	got := f.sync("default/held")
+	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAllocated)
+	if got.Status.Phase != v1alpha1.ElasticIPError || got.Status.Address != "10.225.51.6" || c == nil ||
+		c.Reason != v1alpha1.ReasonAddressOutsidePools || !strings.Contains(c.Message, `address "10.225.51.6" was reserved from AddressPool "tiny-pool", which no longer contains it`) {
+		t.Errorf("status %s %q %+v, want an Error naming the address and the pool", got.Status.Phase, got.Status.Address, c)
+	}
+	if _, err := f.client.JuneauV1alpha1().AllocationClaims().Get(context.Background(), "10.225.51.6", metav1.GetOptions{}); err != nil {
+		t.Errorf("the reservation went: %v", err)
+	}
+	// Another ElasticIP gets the one address the pool has, never the dropped one.
+	other := elasticIP("other", "uid-2")
+	if err := f.inf.Juneau().V1alpha1().ElasticIPs().Informer().GetIndexer().Add(other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.client.JuneauV1alpha1().ElasticIPs("default").Create(context.Background(), other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.sync("default/other"); got.Status.Address != "10.225.51.5" {
+		t.Errorf("the other ElasticIP got %q, want 10.225.51.5", got.Status.Address)
 	}
 }

@@ -22,10 +22,15 @@ const (
 	AttachmentByNIC = "juneau.attachment.nic"
 	// ClaimByConsumerUID: AllocationClaims by spec.consumer.uid.
 	ClaimByConsumerUID = "juneau.claim.consumer-uid"
-	// ClaimByPool: AllocationClaims by spec.addressPool.
-	ClaimByPool = "juneau.claim.pool"
 	// ElasticIPByUID: ElasticIPs by metadata.uid.
 	ElasticIPByUID = "juneau.elasticip.uid"
+	// AdvertisementByOwnerUID: ARPAdvertisements by their ElasticIP's UID (label).
+	AdvertisementByOwnerUID = "juneau.arpadvertisement.owner-uid"
+	// AdvertisementByOwner: ARPAdvertisements by their ElasticIP's "<namespace>/<name>"
+	// (annotation).
+	AdvertisementByOwner = "juneau.arpadvertisement.owner"
+	// AdvertisementByAddress: ARPAdvertisements by spec.address.
+	AdvertisementByAddress = "juneau.arpadvertisement.address"
 )
 
 var funcs = map[string]cache.IndexFunc{
@@ -64,12 +69,26 @@ var funcs = map[string]cache.IndexFunc{
 		}
 		return []string{c.Spec.Consumer.UID}, nil
 	},
-	ClaimByPool: func(obj any) ([]string, error) {
-		c, ok := obj.(*v1alpha1.AllocationClaim)
+	AdvertisementByOwnerUID: func(obj any) ([]string, error) {
+		ad, ok := obj.(*v1alpha1.ARPAdvertisement)
+		if !ok || ad.Labels[v1alpha1.LabelOwnerUID] == "" {
+			return nil, nil
+		}
+		return []string{ad.Labels[v1alpha1.LabelOwnerUID]}, nil
+	},
+	AdvertisementByOwner: func(obj any) ([]string, error) {
+		ad, ok := obj.(*v1alpha1.ARPAdvertisement)
+		if !ok || ad.Annotations[v1alpha1.AnnotationOwner] == "" {
+			return nil, nil
+		}
+		return []string{ad.Annotations[v1alpha1.AnnotationOwner]}, nil
+	},
+	AdvertisementByAddress: func(obj any) ([]string, error) {
+		ad, ok := obj.(*v1alpha1.ARPAdvertisement)
 		if !ok {
 			return nil, nil
 		}
-		return []string{c.Spec.AddressPool}, nil
+		return []string{ad.Spec.Address}, nil
 	},
 	ElasticIPByUID: func(obj any) ([]string, error) {
 		e, ok := obj.(*v1alpha1.ElasticIP)

@@ -27,6 +27,10 @@ type wanted struct {
 	Manage bool
 	// Problems are the annotation errors, for a Warning Event on the Pod.
 	Problems field.ErrorList
+	// NetworkUp says the Pod's network is already set up (it has its IP): the CNI
+	// plugin plumbed it with the NICs that existed then. Those are never replaced, and a
+	// direct NIC made now is marked spec.createdAfterPodNetwork (docs/reference.md#networkinterface).
+	NetworkUp bool
 }
 
 // podKind is the GroupVersionKind of the ownerReference to a Pod.
@@ -54,7 +58,7 @@ func wantedNICs(pod *corev1.Pod) wanted {
 		}
 		ifaces = append(ifaces, d)
 	}
-	w := wanted{Manage: true}
+	w := wanted{Manage: true, NetworkUp: podNetworkSetUp(pod)}
 	for _, d := range ifaces {
 		name := v1alpha1.NetworkInterfaceName(pod.Name, d.Interface)
 		if msgs := utilvalidation.IsDNS1123Subdomain(name); len(msgs) > 0 {
@@ -62,9 +66,28 @@ func wantedNICs(pod *corev1.Pod) wanted {
 			return wanted{Problems: field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), pod.Name,
 				fmt.Sprintf("NetworkInterface name %q is not a valid object name: %s", name, strings.Join(msgs, "; ")))}}
 		}
-		w.NICs = append(w.NICs, buildNIC(pod, name, d))
+		nic := buildNIC(pod, name, d)
+		nic.Spec.CreatedAfterPodNetwork = w.NetworkUp && d.ElasticIP != ""
+		w.NICs = append(w.NICs, nic)
 	}
 	return w
+}
+
+// podNetworkSetUp reports whether the Pod's sandbox network is up: it has a Pod IP, or
+// the kubelet says it is ready to start containers. The CNI plugin has then run for it,
+// with the direct NICs that existed at that moment: CNI ADD waits for every direct NIC
+// to hold its ElasticIP, so a Pod cannot get its IP before its direct NICs exist, and a
+// direct NIC made afterwards comes from annotations the Pod did not have then.
+func podNetworkSetUp(pod *corev1.Pod) bool {
+	if pod.Status.PodIP != "" || len(pod.Status.PodIPs) > 0 {
+		return true
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReadyToStartContainers && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 // buildNIC is the NetworkInterface for one interface of a Pod. Its ownerReference is a
@@ -102,12 +125,18 @@ type plan struct {
 	// Replacing names wanted NICs whose old object must be gone before they are made
 	// again; the old one's delete event brings the Pod back to the queue.
 	Replacing []string
+	// Kept names NICs the annotations no longer describe that stay, because the Pod's
+	// network was set up with them.
+	Kept []string
 }
 
 // planNICs compares what a Pod wants with the NICs that name it. pod is nil when the Pod
 // does not exist. A NIC of another Pod UID belongs to an earlier Pod of the same name,
 // which is gone: it is always deleted, and its replacement waits for the deletion. So
-// does a NIC whose spec.elasticIP (immutable) no longer matches the annotations.
+// does a NIC whose spec.elasticIP (immutable) no longer matches the annotations, unless
+// the Pod's network is already set up: the NICs it was set up with are what it carries,
+// and they stay until the Pod goes (the webhook refuses such annotation changes; they
+// take effect only in a re-created Pod).
 func planNICs(pod *corev1.Pod, w wanted, existing []*v1alpha1.NetworkInterface) plan {
 	var p plan
 	byName := map[string]*v1alpha1.NetworkInterface{}
@@ -137,8 +166,13 @@ func planNICs(pod *corev1.Pod, w wanted, existing []*v1alpha1.NetworkInterface) 
 	p.Current = nil
 	for _, nic := range current {
 		desired, ok := want[nic.Name]
+		changed := !ok || desired.Spec.ElasticIP != nic.Spec.ElasticIP || nic.Spec.PodRef.Interface != desired.Spec.PodRef.Interface
 		switch {
-		case !ok || desired.Spec.ElasticIP != nic.Spec.ElasticIP || nic.Spec.PodRef.Interface != desired.Spec.PodRef.Interface:
+		case changed && w.NetworkUp && nic.DeletionTimestamp == nil:
+			p.Kept = append(p.Kept, nic.Name)
+			blocked[nic.Name] = true
+			p.Current = append(p.Current, nic)
+		case changed:
 			blocked[nic.Name] = ok
 			if nic.DeletionTimestamp == nil {
 				p.Delete = append(p.Delete, nic)
@@ -159,7 +193,7 @@ func planNICs(pod *corev1.Pod, w wanted, existing []*v1alpha1.NetworkInterface) 
 	}
 	for _, nic := range w.NICs {
 		if _, exists := byName[nic.Name]; exists {
-			if blocked[nic.Name] {
+			if blocked[nic.Name] && !slices.Contains(p.Kept, nic.Name) {
 				p.Replacing = append(p.Replacing, nic.Name)
 			}
 			continue

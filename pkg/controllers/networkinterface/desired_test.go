@@ -221,7 +221,7 @@ func TestPlanNICs(t *testing.T) {
 		pod                          *corev1.Pod
 		existing                     []*v1alpha1.NetworkInterface
 		create, del, update, current []string
-		replacing                    []string
+		replacing, kept              []string
 	}{
 		{
 			name:   "new Pod",
@@ -304,6 +304,34 @@ func TestPlanNICs(t *testing.T) {
 			replacing: []string{"web.ext0"},
 		},
 		{
+			name:     "network set up: an ElasticIP added to eth0 later changes nothing",
+			pod:      testPod(withIP, annotated(v1alpha1.AnnotationElasticIP, "gw-eip")),
+			existing: []*v1alpha1.NetworkInterface{existingNIC("web", "eth0", "pod-uid", "")},
+			current:  []string{"web.eth0@pod-uid"},
+			kept:     []string{"web.eth0"},
+		},
+		{
+			name:     "network set up: an ElasticIP changed later changes nothing",
+			pod:      testPod(withIP, annotated(v1alpha1.AnnotationNetworks, `[{"interface":"ext0","elasticIP":"other"}]`)),
+			existing: []*v1alpha1.NetworkInterface{existingNIC("web", "eth0", "pod-uid", ""), existingNIC("web", "ext0", "pod-uid", "gw-eip")},
+			current:  []string{"web.eth0@pod-uid", "web.ext0@pod-uid"},
+			kept:     []string{"web.ext0"},
+		},
+		{
+			name:     "network set up: an annotation removed later keeps the NIC",
+			pod:      testPod(withIP),
+			existing: []*v1alpha1.NetworkInterface{existingNIC("web", "eth0", "pod-uid", ""), existingNIC("web", "ext0", "pod-uid", "gw-eip")},
+			current:  []string{"web.eth0@pod-uid", "web.ext0@pod-uid"},
+			kept:     []string{"web.ext0"},
+		},
+		{
+			name:     "network set up: an extra direct NIC added later is made (and marked, see TestLateDirectNICIsMarked)",
+			pod:      testPod(withIP, annotated(v1alpha1.AnnotationNetworks, `[{"interface":"ext0","elasticIP":"gw-eip"}]`)),
+			existing: []*v1alpha1.NetworkInterface{existingNIC("web", "eth0", "pod-uid", "")},
+			create:   []string{"web.ext0@pod-uid"},
+			current:  []string{"web.eth0@pod-uid"},
+		},
+		{
 			name:      "wanted NIC deleted by someone is made again once gone",
 			pod:       plain,
 			existing:  []*v1alpha1.NetworkInterface{existingNIC("web", "eth0", "pod-uid", "", nicDeleting)},
@@ -327,12 +355,43 @@ func TestPlanNICs(t *testing.T) {
 				"update":    {tt.update, names(p.Update)},
 				"current":   {tt.current, names(p.Current)},
 				"replacing": {tt.replacing, p.Replacing},
+				"kept":      {tt.kept, p.Kept},
 			} {
 				if diff := cmp.Diff(pair[0], pair[1]); diff != "" {
 					t.Errorf("%s (-want +got):\n%s", what, diff)
 				}
 			}
 		})
+	}
+}
+
+func withIP(p *corev1.Pod) {
+	p.Status.PodIP = "10.244.1.5"
+	p.Status.PodIPs = []corev1.PodIP{{IP: "10.244.1.5"}}
+}
+
+// A direct NIC is marked spec.createdAfterPodNetwork exactly when it is made for a Pod
+// whose network is already set up (a Pod IP, or the kubelet's PodReadyToStartContainers).
+func TestLateDirectNICIsMarked(t *testing.T) {
+	ann := annotated(v1alpha1.AnnotationNetworks, `[{"interface":"ext0","elasticIP":"gw-eip"},{"interface":"ext1"}]`)
+	sandboxReady := func(p *corev1.Pod) {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue}}
+	}
+	for name, tc := range map[string]struct {
+		pod  *corev1.Pod
+		want bool
+	}{
+		"network not set up": {testPod(ann), false},
+		"Pod IP":             {testPod(ann, withIP), true},
+		"sandbox ready":      {testPod(ann, sandboxReady), true},
+	} {
+		marked := map[string]bool{}
+		for _, n := range wantedNICs(tc.pod).NICs {
+			marked[n.Name] = n.Spec.CreatedAfterPodNetwork
+		}
+		if marked["web.ext0"] != tc.want || marked["web.eth0"] || marked["web.ext1"] {
+			t.Errorf("%s: marked %v, want only the direct web.ext0 marked %v", name, marked, tc.want)
+		}
 	}
 }
 

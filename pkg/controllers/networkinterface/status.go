@@ -44,13 +44,25 @@ func vpcStatus(nic *v1alpha1.NetworkInterface, pod *corev1.Pod) v1alpha1.Network
 }
 
 // directStatus is the status of a NIC that names an ElasticIP: it has the address only
-// while the ElasticIP's status.attachment names this NIC.
+// while the ElasticIP's status.attachment names this very NIC (by UID). It is Failed
+// where it can never get there (docs/reference.md#networkinterface): it was made after
+// its Pod's network was set up, so it was never plumbed; or its ElasticIP is being
+// deleted and does not name it, so it is handed to this NIC never.
 func directStatus(nic *v1alpha1.NetworkInterface, eip *v1alpha1.ElasticIP) v1alpha1.NetworkInterfaceStatus {
 	name := nic.Spec.ElasticIP
+	if nic.Spec.CreatedAfterPodNetwork {
+		return failed(nic, v1alpha1.ReasonPodNetworkAlreadySetUp, fmt.Sprintf(
+			"made after the network of Pod %q was set up (its annotations named ElasticIP %q only later), so it was never plumbed: re-create the Pod to use the ElasticIP",
+			nic.Spec.PodRef.Name, name))
+	}
 	if eip == nil {
 		return pending(nic, v1alpha1.ReasonElasticIPNotReady, fmt.Sprintf("ElasticIP %q does not exist", name))
 	}
-	self := v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindNetworkInterface, Name: nic.Name}
+	self := holder.Ref(v1alpha1.AttachmentKindNetworkInterface, nic.Name, nic.UID)
+	if eip.DeletionTimestamp != nil && !holder.Is(eip.Status.Attachment, self) {
+		return failed(nic, v1alpha1.ReasonElasticIPDeleting, fmt.Sprintf(
+			"ElasticIP %q is being deleted and is handed to no new NetworkInterface: re-create the Pod with another ElasticIP", name))
+	}
 	if msg := holder.WaitingFor(eip, self); msg != "" {
 		reason := v1alpha1.ReasonWaitingForElasticIP
 		if eip.Status.Address == "" {
@@ -114,6 +126,13 @@ func PodIPv4(pod *corev1.Pod) (netip.Addr, bool) {
 func pending(nic *v1alpha1.NetworkInterface, reason, message string) v1alpha1.NetworkInterfaceStatus {
 	return v1alpha1.NetworkInterfaceStatus{
 		Phase:      v1alpha1.NetworkInterfacePending,
+		Conditions: []metav1.Condition{readyCondition(nic, metav1.ConditionFalse, reason, message)},
+	}
+}
+
+func failed(nic *v1alpha1.NetworkInterface, reason, message string) v1alpha1.NetworkInterfaceStatus {
+	return v1alpha1.NetworkInterfaceStatus{
+		Phase:      v1alpha1.NetworkInterfaceFailed,
 		Conditions: []metav1.Condition{readyCondition(nic, metav1.ConditionFalse, reason, message)},
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/status"
@@ -49,9 +50,14 @@ func testEIP(address string, opts ...eipOpt) *v1alpha1.ElasticIP {
 	return e
 }
 
+// heldBy records the holder with the UID testNIC gives every NIC ("nic-uid").
 func heldBy(kind v1alpha1.AttachmentKind, name string) eipOpt {
+	return heldByUID(kind, name, "nic-uid")
+}
+
+func heldByUID(kind v1alpha1.AttachmentKind, name string, uid types.UID) eipOpt {
 	return func(e *v1alpha1.ElasticIP) {
-		e.Status.Attachment = &v1alpha1.AttachmentReference{Kind: kind, Name: name}
+		e.Status.Attachment = &v1alpha1.AttachmentReference{Kind: kind, Name: name, UID: uid}
 	}
 }
 
@@ -214,13 +220,44 @@ func TestNICStatus(t *testing.T) {
 				`ElasticIP "gw-eip" has not picked this NetworkInterface yet`),
 		},
 		{
-			name: "direct NIC of a deleting ElasticIP",
+			name: "a NIC of the holder's name but another UID (its Pod was re-created) does not hold",
 			nic:  testNIC("web", "eth0", "gw-eip"),
-			eip: testEIP("10.225.51.5", func(e *v1alpha1.ElasticIP) {
+			eip:  testEIP("10.225.51.5", heldByUID(v1alpha1.AttachmentKindNetworkInterface, "web.eth0", "earlier-uid")),
+			want: wantStatus(v1alpha1.NetworkInterfacePending, metav1.ConditionFalse, v1alpha1.ReasonWaitingForElasticIP,
+				`ElasticIP "gw-eip" is used by an earlier NetworkInterface of the same name "web.eth0" (UID "earlier-uid"), not by this one`),
+		},
+		{
+			name: "direct NIC of a deleting ElasticIP that does not hold it: Failed, it never will",
+			nic:  testNIC("web", "eth0", "gw-eip"),
+			eip: testEIP("10.225.51.5", heldByUID(v1alpha1.AttachmentKindNetworkInterface, "web.eth0", "earlier-uid"), func(e *v1alpha1.ElasticIP) {
 				e.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
 			}),
-			want: wantStatus(v1alpha1.NetworkInterfacePending, metav1.ConditionFalse, v1alpha1.ReasonWaitingForElasticIP,
-				`ElasticIP "gw-eip" is being deleted`),
+			want: wantStatus(v1alpha1.NetworkInterfaceFailed, metav1.ConditionFalse, v1alpha1.ReasonElasticIPDeleting,
+				`ElasticIP "gw-eip" is being deleted and is handed to no new NetworkInterface: re-create the Pod with another ElasticIP`),
+		},
+		{
+			name: "the holder of a deleting ElasticIP keeps it",
+			nic:  testNIC("web", "eth0", "gw-eip"),
+			eip: testEIP("10.225.51.5", heldBy(v1alpha1.AttachmentKindNetworkInterface, "web.eth0"), func(e *v1alpha1.ElasticIP) {
+				e.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+			}),
+			want: func() v1alpha1.NetworkInterfaceStatus {
+				s := wantStatus(v1alpha1.NetworkInterfaceReady, metav1.ConditionTrue, v1alpha1.ReasonReady, `holds ElasticIP "gw-eip" (10.225.51.5)`)
+				s.Address = "10.225.51.5/32"
+				s.Routes = []v1alpha1.Route{defaultRoute}
+				return s
+			}(),
+		},
+		{
+			name: "a direct NIC made after its Pod's network was set up: Failed",
+			nic: func() *v1alpha1.NetworkInterface {
+				n := testNIC("web", "eth0", "gw-eip")
+				n.Spec.CreatedAfterPodNetwork = true
+				return n
+			}(),
+			eip: testEIP("10.225.51.5", heldBy(v1alpha1.AttachmentKindNetworkInterface, "web.eth0")),
+			want: wantStatus(v1alpha1.NetworkInterfaceFailed, metav1.ConditionFalse, v1alpha1.ReasonPodNetworkAlreadySetUp,
+				`made after the network of Pod "web" was set up (its annotations named ElasticIP "gw-eip" only later), so it was never plumbed: re-create the Pod to use the ElasticIP`),
 		},
 		{
 			name: "direct NIC named holder of an unusable address",

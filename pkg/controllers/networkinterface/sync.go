@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
 	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
@@ -43,8 +44,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	w := wantedNICs(pod)
-	c.reportProblems(pod, key, w.Problems)
 	p := planNICs(pod, w, existing)
+	c.reportProblems(pod, key, w.Problems, p.Kept)
 	if len(p.Replacing) > 0 {
 		logger.V(2).Info("Waiting for old NetworkInterfaces to be gone before making them again", "names", p.Replacing)
 	}
@@ -97,13 +98,22 @@ func (c *Controller) deleteNIC(ctx context.Context, nic *v1alpha1.NetworkInterfa
 }
 
 // reportProblems emits a Warning Event on the Pod when its annotation problem appears
-// or changes.
-func (c *Controller) reportProblems(pod *corev1.Pod, key string, problems field.ErrorList) {
+// or changes: annotations that cannot be read, or NICs kept although the annotations no
+// longer describe them.
+func (c *Controller) reportProblems(pod *corev1.Pod, key string, problems field.ErrorList, kept []string) {
 	if pod == nil {
 		c.reported.changed(key, "")
 		return
 	}
-	msg := problemMessage(problems)
+	reason, msg := v1alpha1.EventInvalidAnnotations, problemMessage(problems)
+	if msg != "" {
+		msg = "No NetworkInterfaces are made for this Pod while its annotations cannot be read: " + msg
+	} else if len(kept) > 0 {
+		reason = v1alpha1.ReasonPodNetworkAlreadySetUp
+		msg = fmt.Sprintf("The Pod's network was set up with %s, which its annotations no longer describe: they are kept, "+
+			"and annotations naming ElasticIPs take effect only when the Pod is re-created",
+			quote.Kinds("NetworkInterface", kept))
+	}
 	if msg == "" {
 		c.reported.changed(key, "")
 		return
@@ -111,8 +121,7 @@ func (c *Controller) reportProblems(pod *corev1.Pod, key string, problems field.
 	if !c.reported.changed(key, string(pod.UID)+"\x00"+msg) {
 		return
 	}
-	status.Eventf(c.recorder, pod, v1alpha1.EventInvalidAnnotations,
-		"No NetworkInterfaces are made for this Pod while its annotations cannot be read: %s", msg)
+	status.Eventf(c.recorder, pod, reason, "%s", msg)
 }
 
 // problemMessage joins the errors, each naming its field path.

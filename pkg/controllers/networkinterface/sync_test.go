@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -50,6 +51,13 @@ func newFixture(t *testing.T, pods []*corev1.Pod, objs ...runtime.Object) *fixtu
 		NetworkInterfaces: factory.Juneau().V1alpha1().NetworkInterfaces(),
 		ElasticIPs:        factory.Juneau().V1alpha1().ElasticIPs(),
 	}
+	// The fake clientset gives created objects no UID; the API server does.
+	f.client.PrependReactor("create", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if obj, err := meta.Accessor(action.(clienttesting.CreateAction).GetObject()); err == nil && obj.GetUID() == "" {
+			obj.SetUID(types.UID("uid-" + obj.GetName()))
+		}
+		return false, nil, nil
+	})
 	c, err := NewController(f.client, f.inf, f.recorder, Options{Clock: f.clock})
 	if err != nil {
 		t.Fatalf("NewController: %v", err)
@@ -165,8 +173,9 @@ func runningPod(opts ...podOpt) *corev1.Pod {
 }
 
 func TestSyncCreatesNICsWithStatus(t *testing.T) {
-	pod := runningPod(annotated(v1alpha1.AnnotationNetworks, `[{"interface":"ext0","elasticIP":"gw-eip"}]`))
-	f := newFixture(t, []*corev1.Pod{pod}, testEIP("10.225.51.5"))
+	// Scheduled, its network not set up yet: the direct NIC comes first, as it must.
+	ann := annotated(v1alpha1.AnnotationNetworks, `[{"interface":"ext0","elasticIP":"gw-eip"}]`)
+	f := newFixture(t, []*corev1.Pod{testPod(ann)}, testEIP("10.225.51.5"))
 
 	f.sync("default/web")
 	want := []string{
@@ -176,6 +185,11 @@ func TestSyncCreatesNICsWithStatus(t *testing.T) {
 	if got := f.writes(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("writes %v, want %v", got, want)
 	}
+	// The Pod gets its IP.
+	pod := runningPod(ann)
+	f.setPod(pod)
+	f.refreshCache()
+	f.sync("default/web")
 	eth0 := f.nic("web.eth0")
 	if eth0.Status.Address != "10.244.1.5/32" || eth0.Status.Phase != v1alpha1.NetworkInterfaceReady {
 		t.Errorf("eth0 status %+v, want Ready 10.244.1.5/32", eth0.Status)
@@ -184,8 +198,8 @@ func TestSyncCreatesNICsWithStatus(t *testing.T) {
 		t.Errorf("eth0 ownerReferences %+v", eth0.OwnerReferences)
 	}
 	ext0 := f.nic("web.ext0")
-	if ext0.Spec.ElasticIP != "gw-eip" {
-		t.Errorf("ext0 spec.elasticIP %q", ext0.Spec.ElasticIP)
+	if ext0.Spec.ElasticIP != "gw-eip" || ext0.Spec.CreatedAfterPodNetwork {
+		t.Errorf("ext0 spec %+v", ext0.Spec)
 	}
 	if c := readyOf(t, ext0); c.Reason != v1alpha1.ReasonWaitingForElasticIP || ext0.Status.Address != "" {
 		t.Errorf("ext0 Ready %+v address %q, want WaitingForElasticIP and no address", c, ext0.Status.Address)
@@ -204,7 +218,7 @@ func TestSyncCreatesNICsWithStatus(t *testing.T) {
 }
 
 func TestSyncFollowsTheElasticIPDecision(t *testing.T) {
-	pod := runningPod(annotated(v1alpha1.AnnotationNetworks, `[{"interface":"ext0","elasticIP":"gw-eip"}]`))
+	pod := testPod(annotated(v1alpha1.AnnotationNetworks, `[{"interface":"ext0","elasticIP":"gw-eip"}]`))
 	f := newFixture(t, []*corev1.Pod{pod}, testEIP("10.225.51.5"))
 	f.sync("default/web")
 	f.refreshCache()
@@ -212,7 +226,7 @@ func TestSyncFollowsTheElasticIPDecision(t *testing.T) {
 	f.events()
 
 	// The ElasticIP controller picks web.ext0: its event wakes the Pod.
-	eip := testEIP("10.225.51.5", heldBy(v1alpha1.AttachmentKindNetworkInterface, "web.ext0"))
+	eip := testEIP("10.225.51.5", heldByUID(v1alpha1.AttachmentKindNetworkInterface, "web.ext0", "uid-web.ext0"))
 	if _, err := f.client.JuneauV1alpha1().ElasticIPs("default").UpdateStatus(f.ctx, eip, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -359,5 +373,41 @@ func TestNICEventsQueueThePod(t *testing.T) {
 	f.c.onNIC(existingNIC("web", "ext0", "pod-uid", ""))
 	if f.c.loop.Len() != 1 {
 		t.Errorf("queue holds %d keys, want 1 (the Pod)", f.c.loop.Len())
+	}
+}
+
+// An ElasticIP annotation added to a running Pod (past the webhook) never makes a NIC
+// that would be taken for the holder: eth0 stays as the Pod's network was set up, an
+// extra direct NIC is made Failed, and the Pod gets one Warning.
+func TestSyncAnnotationAddedToRunningPod(t *testing.T) {
+	pod := runningPod()
+	f := newFixture(t, []*corev1.Pod{pod}, testEIP("10.225.51.5"))
+	f.sync("default/web")
+	f.refreshCache()
+	f.events()
+
+	late := runningPod(annotated(v1alpha1.AnnotationElasticIP, "gw-eip",
+		v1alpha1.AnnotationNetworks, `[{"interface":"ext0","elasticIP":"gw-eip2"}]`))
+	f.setPod(late)
+	f.sync("default/web")
+	if got := f.writes(); strings.Join(got, ",") != "create networkinterfaces,patch networkinterfaces/status" {
+		t.Errorf("writes %v, want only the creation of web.ext0 and its status", got)
+	}
+	if eth0 := f.nic("web.eth0"); eth0.Spec.ElasticIP != "" {
+		t.Errorf("eth0 became direct: %+v", eth0.Spec)
+	}
+	ext0 := f.nic("web.ext0")
+	if !ext0.Spec.CreatedAfterPodNetwork || ext0.Status.Phase != v1alpha1.NetworkInterfaceFailed ||
+		readyOf(t, ext0).Reason != v1alpha1.ReasonPodNetworkAlreadySetUp {
+		t.Errorf("ext0 %+v %+v, want marked and Failed", ext0.Spec, ext0.Status)
+	}
+	ev := warnings(f.events())
+	if len(ev) != 2 || !strings.Contains(strings.Join(ev, "\n"), `Warning PodNetworkAlreadySetUp The Pod's network was set up with NetworkInterface "web.eth0"`) {
+		t.Errorf("warnings %v, want one on the Pod about eth0 and one on ext0", ev)
+	}
+	f.refreshCache()
+	f.sync("default/web")
+	if ev := warnings(f.events()); len(ev) != 0 {
+		t.Errorf("reported again: %v", ev)
 	}
 }

@@ -18,12 +18,15 @@ const testNS = "ns"
 
 var t0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 
-// newPod is a running, scheduled Pod with a Pod IP and the given annotations.
+// newPod is a running, scheduled Pod of a ReplicaSet (a Deployment's Pod, which follows
+// its Pod by default) with a Pod IP and the given annotations; ownerless and ownedBy
+// change its controller.
 func newPod(name string, ann map[string]string, mods ...func(*corev1.Pod)) *corev1.Pod {
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: types.UID("uid-" + name), Annotations: ann},
-		Spec:       corev1.PodSpec{NodeName: "node-a"},
-		Status:     corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.244.1.5"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: types.UID("uid-" + name), Annotations: ann,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "uid-rs", Controller: ptr.To(true)}}},
+		Spec:   corev1.PodSpec{NodeName: "node-a"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.244.1.5"},
 	}
 	for _, m := range mods {
 		m(p)
@@ -40,6 +43,9 @@ func ownedBy(apiVersion, kind string) func(*corev1.Pod) {
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: "web", UID: "uid-owner", Controller: ptr.To(true)}}
 	}
 }
+
+// ownerless makes a Pod created directly, without a controller.
+func ownerless(p *corev1.Pod) { p.OwnerReferences = nil }
 
 func phase(ph corev1.PodPhase) func(*corev1.Pod) {
 	return func(p *corev1.Pod) { p.Status.Phase = ph }
@@ -98,6 +104,10 @@ func userEIP(name string, mods ...func(*v1alpha1.ElasticIP)) *v1alpha1.ElasticIP
 
 func address(a string) func(*v1alpha1.ElasticIP) {
 	return func(e *v1alpha1.ElasticIP) { e.Status.Address = a }
+}
+
+func bandwidth(mbps int32) func(*v1alpha1.ElasticIP) {
+	return func(e *v1alpha1.ElasticIP) { e.Spec.BandwidthMbps = ptr.To(mbps) }
 }
 
 func goneSince(v string) func(*v1alpha1.ElasticIP) {
@@ -174,9 +184,16 @@ func summary(p plan) []string {
 	if p.Annotations != nil {
 		n, a := p.Annotations[v1alpha1.AnnotationAllocatedEIPName], p.Annotations[v1alpha1.AnnotationAllocatedEIPAddr]
 		if n == nil || a == nil {
-			out = append(out, "remove annotations")
+			out = append(out, fmt.Sprintf("remove %d annotations", len(p.Annotations)))
 		} else {
 			out = append(out, fmt.Sprintf("annotate %s %s", *n, *a))
+		}
+		if id, addr := p.Annotations[v1alpha1.AliasAllocatedEIPID], p.Annotations[v1alpha1.AliasAllocatedEIPAddress]; id != nil && addr != nil {
+			eni := "-"
+			if e := p.Annotations[v1alpha1.AliasAllocatedENIID]; e != nil {
+				eni = *e
+			}
+			out = append(out, fmt.Sprintf("annotate managed-cloud %s %s %s", *id, *addr, eni))
 		}
 	}
 	if p.RequeueAfter != 0 {

@@ -26,15 +26,18 @@ func ParseWorkloadKinds(values []string) ([]schema.GroupKind, error) {
 	return out, nil
 }
 
-// isStateful reports whether the Pod's controller is a StatefulSet or one of kinds: such
-// a Pod is re-created under the same name and should find its ElasticIP again.
+// isStateful reports whether the Pod comes back under the same name and should find its
+// ElasticIP again (docs/reference.md#automatic): a Pod without a controller (created
+// directly: whoever made it makes it again by name), or one whose controller is a
+// StatefulSet or one of kinds. Pods of other controllers (ReplicaSet, Job, ...) get new
+// names and follow their Pod.
 func isStateful(pod *corev1.Pod, kinds []schema.GroupKind) bool {
 	if pod == nil {
 		return false
 	}
 	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil {
-		return false
+		return true
 	}
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {

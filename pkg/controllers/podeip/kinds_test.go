@@ -39,18 +39,19 @@ func TestIsStateful(t *testing.T) {
 		kinds []schema.GroupKind
 		want  bool
 	}{
-		{name: "no owner"},
+		{name: "no owner: created directly, re-created by name", want: true},
+		{name: "an owner that is not the controller", mods: owner1("apps/v1", "ReplicaSet", false), want: true},
 		{name: "StatefulSet", mods: owner1("apps/v1", "StatefulSet", true), want: true},
 		{name: "StatefulSet of another version", mods: owner1("apps/v1beta2", "StatefulSet", true), want: true},
 		{name: "ReplicaSet", mods: owner1("apps/v1", "ReplicaSet", true)},
-		{name: "StatefulSet not as controller", mods: owner1("apps/v1", "StatefulSet", false)},
+		{name: "StatefulSet not as controller: no controller at all", mods: owner1("apps/v1", "StatefulSet", false), want: true},
 		{name: "StatefulSet of another group", mods: owner1("apps.kruise.io/v1beta1", "StatefulSet", true)},
 		{name: "listed kind", mods: owner1("apps.kruise.io/v1beta1", "StatefulSet", true), kinds: kruise, want: true},
 		{name: "unreadable apiVersion", mods: owner1("a/b/c", "StatefulSet", true), kinds: kruise},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pod := newPod("p", nil, tt.mods...)
+			pod := newPod("p", nil, append([]func(*corev1.Pod){ownerless}, tt.mods...)...)
 			if got := isStateful(pod, tt.kinds); got != tt.want {
 				t.Errorf("isStateful = %v, want %v", got, tt.want)
 			}

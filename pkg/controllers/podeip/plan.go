@@ -244,28 +244,52 @@ func (p *plan) planAttachment(in inputs, target string, eip *v1alpha1.ElasticIP)
 }
 
 // planAnnotations writes back what the Pod got once its ElasticIP has an address, and
-// removes it from a running Pod that no longer asks for one.
+// removes it from a running Pod that no longer asks for one. A Pod that asked with the
+// managed-cloud keys also gets that service's names of the same facts
+// (docs/reference.md#automatic): the ElasticIP's name and address, and the name of the
+// NetworkInterface it is attached to, once that NIC of this Pod exists.
 func (p *plan) planAnnotations(in inputs, eip *v1alpha1.ElasticIP) {
 	if in.Pod == nil {
 		return
 	}
 	have := in.Pod.Annotations
-	keys := []string{v1alpha1.AnnotationAllocatedEIPName, v1alpha1.AnnotationAllocatedEIPAddr}
 	switch {
 	case in.State == podActive && eip != nil && eip.Status.Address != "":
-		want := []string{eip.Name, eip.Status.Address}
-		for i, k := range keys {
-			if v, ok := have[k]; !ok || v != want[i] {
-				p.Annotations = map[string]*string{keys[0]: &want[0], keys[1]: &want[1]}
+		want := map[string]string{
+			v1alpha1.AnnotationAllocatedEIPName: eip.Name,
+			v1alpha1.AnnotationAllocatedEIPAddr: eip.Status.Address,
+		}
+		if annotations.UsesManagedCloudKeys(have) {
+			want[v1alpha1.AliasAllocatedEIPID] = eip.Name
+			want[v1alpha1.AliasAllocatedEIPAddress] = eip.Status.Address
+			if nic := in.NIC; nic != nil && nic.Spec.PodRef.UID == string(in.Pod.UID) {
+				want[v1alpha1.AliasAllocatedENIID] = nic.Name
+			}
+		}
+		for k, v := range want {
+			if got, ok := have[k]; !ok || got != v {
+				p.Annotations = map[string]*string{}
+				for k, v := range want {
+					p.Annotations[k] = &v
+				}
 				return
 			}
 		}
 	case in.State == podNotAsking:
-		for _, k := range keys {
+		for _, k := range allocatedKeys {
 			if _, ok := have[k]; ok {
-				p.Annotations = map[string]*string{keys[0]: nil, keys[1]: nil}
+				p.Annotations = map[string]*string{}
+				for _, k := range allocatedKeys {
+					p.Annotations[k] = nil
+				}
 				return
 			}
 		}
 	}
+}
+
+// allocatedKeys are the annotations the controller writes back on a Pod.
+var allocatedKeys = []string{
+	v1alpha1.AnnotationAllocatedEIPName, v1alpha1.AnnotationAllocatedEIPAddr,
+	v1alpha1.AliasAllocatedEIPID, v1alpha1.AliasAllocatedEIPAddress, v1alpha1.AliasAllocatedENIID,
 }

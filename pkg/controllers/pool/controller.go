@@ -7,6 +7,7 @@ package pool
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,8 +26,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/controllers/indexes"
 	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
@@ -37,9 +38,6 @@ import (
 
 // ControllerName names the loop, its queue and its log lines.
 const ControllerName = "addresspool"
-
-// Indexes this controller registers on the AllocationClaim informer.
-var Indexes = []string{indexes.ClaimByPool}
 
 // Informers are the shared informers the controller reads.
 type Informers struct {
@@ -88,9 +86,6 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		claimInf: inf.Claims.Informer(),
 	}
 	c.loop = workloop.New(ControllerName, c.sync, workloop.Config{Errors: opts.Errors, Metrics: opts.QueueMetrics})
-	if err := indexes.Add(c.claimInf, Indexes...); err != nil {
-		return nil, err
-	}
 	if opts.Registerer != nil {
 		if err := opts.Registerer.Register(NewCollector(c.pools)); err != nil {
 			return nil, fmt.Errorf("registering AddressPool metrics: %w", err)
@@ -113,9 +108,28 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	c.loop.Run(ctx, workers, c.synced...)
 }
 
+// onClaim wakes the pool the claim names and every pool holding its address (they
+// differ once a pool was made again without it, or with it under another name).
 func (c *Controller) onClaim(obj any) {
-	if claim, ok := obj.(*v1alpha1.AllocationClaim); ok && claim.Spec.AddressPool != "" {
+	claim, ok := obj.(*v1alpha1.AllocationClaim)
+	if !ok {
+		return
+	}
+	if claim.Spec.AddressPool != "" {
 		c.loop.Add(claim.Spec.AddressPool)
+	}
+	addr, err := netip.ParseAddr(claim.Spec.Address)
+	if err != nil {
+		return
+	}
+	pools, err := c.pools.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, p := range pools {
+		if ranges, err := iprange.ParsePool(p.Spec.Addresses); err == nil && iprange.Contain(ranges, addr) {
+			c.loop.Add(p.Name)
+		}
 	}
 }
 
@@ -155,7 +169,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	claims, err := indexes.ByIndex[*v1alpha1.AllocationClaim](c.claimInf, indexes.ClaimByPool, pool.Name)
+	claims, err := listers.NewAllocationClaimLister(c.claimInf.GetIndexer()).List(labels.Everything())
 	if err != nil {
 		return err
 	}

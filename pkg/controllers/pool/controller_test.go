@@ -217,6 +217,15 @@ func TestHandlersQueueTheRightPools(t *testing.T) {
 	}
 }
 
+// A claim naming one pool on an address of another wakes both: both count it or not.
+func TestClaimOnAnotherPoolsAddress(t *testing.T) {
+	f := newFixture(t, testPool("blue", "10.225.51.0/24"), testPool("green", "10.225.52.0/24"))
+	f.c.onClaim(testClaim("10.225.52.1", "blue"))
+	if f.c.loop.Len() != 2 {
+		t.Errorf("claim event queued %d pools, want blue and green", f.c.loop.Len())
+	}
+}
+
 func TestRegisteringTwiceFails(t *testing.T) {
 	f := newFixture(t)
 	if _, err := NewController(f.client, f.inf, f.recorder, Options{Registerer: f.registry}); err == nil {

@@ -16,30 +16,51 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
-// poolStatus computes an AddressPool's status from the claims whose spec.addressPool
-// names it and from the Nodes (for the node-address check). The Ready condition carries
-// no lastTransitionTime.
+// poolStatus computes an AddressPool's status from the claims (all of them: those on
+// its addresses count, whatever pool they name) and from the Nodes (for the
+// node-address check). The Ready condition carries no lastTransitionTime.
 //
 // The counts describe what automatic allocation can still hand out:
 //   - total is every address automatic allocation may pick (a CIDR shorter than /31
 //     loses its network and broadcast addresses, docs/reference.md#addresspool), plus each such address a
 //     requestedIP has pinned, since that one is in use;
-//   - allocated is the number of claims of the pool;
+//   - allocated is the number of claims on addresses of the pool: a claim made from an
+//     earlier pool of the same name that no longer holds its address is not the pool's
+//     (its ElasticIP reports it, docs/reference.md#allocation);
 //   - available is total - allocated: the addresses still free for automatic picks.
 //
-// So a fresh 10.225.51.0/24 shows 254 total, 254 available.
+// So a fresh 10.225.51.0/24 shows 254 total, 254 available. A pool whose entries cannot
+// be read counts the claims naming it.
 func poolStatus(pool *v1alpha1.AddressPool, claims []*v1alpha1.AllocationClaim, nodes []*corev1.Node) v1alpha1.AddressPoolStatus {
-	st := v1alpha1.AddressPoolStatus{Allocated: int64(len(claims))}
+	var st v1alpha1.AddressPoolStatus
 	ranges, err := iprange.ParsePool(pool.Spec.Addresses)
 	if err != nil {
+		for _, c := range claims {
+			if c.Spec.AddressPool == pool.Name {
+				st.Allocated++
+			}
+		}
 		return withReady(pool, st, metav1.ConditionFalse, v1alpha1.ReasonInvalidAddressPool, err.Error())
 	}
+	claims = claimsIn(ranges, claims)
+	st.Allocated = int64(len(claims))
 	st.Total = toInt64(addSaturating(autoSize(ranges), pinnedEnds(ranges, claims)))
 	st.Available = max(st.Total-st.Allocated, 0)
 	if inside := nodeAddressesIn(ranges, nodes); len(inside) > 0 {
 		return withReady(pool, st, metav1.ConditionFalse, v1alpha1.ReasonNodeAddressInPool, nodeMessage(inside))
 	}
 	return withReady(pool, st, metav1.ConditionTrue, v1alpha1.ReasonReady, "no Node address lies in this pool")
+}
+
+// claimsIn returns the claims whose address lies in the ranges.
+func claimsIn(ranges []iprange.Range, claims []*v1alpha1.AllocationClaim) []*v1alpha1.AllocationClaim {
+	var out []*v1alpha1.AllocationClaim
+	for _, c := range claims {
+		if addr, err := netip.ParseAddr(c.Spec.Address); err == nil && iprange.Contain(ranges, addr) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // autoSize is the number of addresses automatic allocation may pick (iprange's

@@ -82,6 +82,22 @@ func TestPoolStatus(t *testing.T) {
 			ready: metav1.ConditionTrue, reason: v1alpha1.ReasonReady,
 		},
 		{
+			// tiny-pool had .5 and .6, was deleted and made again with .5 only: the claim
+			// on .6 (naming tiny-pool) is not counted (it showed TOTAL 1, ALLOCATED 2).
+			name:   "a claim of an earlier pool of the same name, outside the pool now",
+			pool:   testPool("tiny-pool", "10.225.51.5"),
+			claims: []*v1alpha1.AllocationClaim{testClaim("10.225.51.5", "tiny-pool"), testClaim("10.225.51.6", "tiny-pool")},
+			total:  1, allocated: 1, available: 0,
+			ready: metav1.ConditionTrue, reason: v1alpha1.ReasonReady,
+		},
+		{
+			name:   "claims on the pool's addresses count whatever pool they name; others do not",
+			pool:   testPool("p", "10.225.51.0/29"),
+			claims: []*v1alpha1.AllocationClaim{testClaim("10.225.51.1", "gone-pool"), testClaim("10.225.52.1", "other")},
+			total:  6, allocated: 1, available: 5,
+			ready: metav1.ConditionTrue, reason: v1alpha1.ReasonReady,
+		},
+		{
 			name: "node address inside the pool",
 			pool: testPool("p", "10.225.51.0/24"),
 			nodes: []*corev1.Node{

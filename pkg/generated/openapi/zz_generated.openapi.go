@@ -638,7 +638,7 @@ func schema_pkg_apis_juneau_v1alpha1_AttachmentReference(ref common.ReferenceCal
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "AttachmentReference names the object using an ElasticIP, in the ElasticIP's namespace.",
+				Description: "AttachmentReference names the object using an ElasticIP, in the ElasticIP's namespace. The user is that very object: another object of the same kind and name (a Pod re-created under the same name gets a new NetworkInterface) has another UID and is not the recorded user (docs/reference.md#holder).",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"kind": {
@@ -654,6 +654,13 @@ func schema_pkg_apis_juneau_v1alpha1_AttachmentReference(ref common.ReferenceCal
 						SchemaProps: spec.SchemaProps{
 							Description: "name of the object.",
 							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"uid": {
+						SchemaProps: spec.SchemaProps{
+							Description: "uid of the object. A record without one names nobody.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -1982,6 +1989,13 @@ func schema_pkg_apis_juneau_v1alpha1_NetworkInterfaceSpec(ref common.ReferenceCa
 							Format:      "",
 						},
 					},
+					"createdAfterPodNetwork": {
+						SchemaProps: spec.SchemaProps{
+							Description: "createdAfterPodNetwork says the controller made this direct NIC when its Pod's network was already set up (the annotations naming the ElasticIP were added or changed on the running Pod): the CNI plugin plumbed the Pod without it, so it never holds its ElasticIP and its phase is Failed (docs/reference.md#networkinterface). Set at creation. Immutable.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"podRef"},
 			},
@@ -2000,7 +2014,7 @@ func schema_pkg_apis_juneau_v1alpha1_NetworkInterfaceStatus(ref common.Reference
 				Properties: map[string]spec.Schema{
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Description: "phase: Pending, Ready or Failed.\n\nPossible enum values:\n - `\"Failed\"` : the NIC cannot be set up.\n - `\"Pending\"` : a direct NIC that does not hold its ElasticIP (yet).\n - `\"Ready\"` : the NIC has its address.",
+							Description: "phase: Pending, Ready or Failed.\n\nPossible enum values:\n - `\"Failed\"` : the NIC can never hold its ElasticIP; the Pod must be re-created (docs/reference.md#networkinterface).\n - `\"Pending\"` : a direct NIC that does not hold its ElasticIP (yet).\n - `\"Ready\"` : the NIC has its address.",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Failed", "Pending", "Ready"},

@@ -260,14 +260,19 @@ func checkARP(t *testing.T, in Inputs, d Desired) {
 func checkReadiness(t *testing.T, in Inputs, d Desired) {
 	t.Helper()
 	var pods []*corev1.Pod
+	var nics []*v1alpha1.NetworkInterface // each Pod's own eth0, which its attachments target
 	for _, ns := range []string{"default", "other"} {
 		for _, name := range []string{"web", "api"} {
 			p := gatedPod(name)
 			p.Namespace = ns
 			pods = append(pods, p)
+			nics = append(nics, &v1alpha1.NetworkInterface{
+				ObjectMeta: metav1.ObjectMeta{Name: name + ".eth0", Namespace: ns},
+				Spec:       v1alpha1.NetworkInterfaceSpec{PodRef: v1alpha1.PodReference{Name: name, UID: string(p.UID), Interface: "eth0"}, NodeName: fuzzNode},
+			})
 		}
 	}
-	for _, r := range ComputeReadiness(in, d, ReadinessInputs{Pods: pods, ElasticIPs: in.ElasticIPs, Networks: map[string]*v1alpha1.ExternalNetwork{}}) {
+	for _, r := range ComputeReadiness(in, d, ReadinessInputs{Pods: pods, NICs: nics, ElasticIPs: in.ElasticIPs, Networks: map[string]*v1alpha1.ExternalNetwork{}}) {
 		for _, a := range in.Attachments {
 			if a.Status.NodeName != fuzzNode || a.Namespace != r.Pod.Namespace || a.Spec.TargetRef.NetworkInterfaceName != r.Pod.Name+".eth0" {
 				continue // another Node's attachment serves in-cluster clients only

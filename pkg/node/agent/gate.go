@@ -15,8 +15,8 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
-// writeReadiness sets the juneau readiness-gate condition of this Node's Pods that
-// list it, patching only those whose condition changes.
+// writeReadiness sets the readiness-gate conditions of this Node's Pods that list them
+// (juneau's and the managed-cloud name), patching only those whose condition changes.
 func (a *Agent) writeReadiness(ctx context.Context, in Inputs, d Desired) error {
 	if a.listers.Pods == nil || a.kube == nil {
 		return nil
@@ -60,21 +60,26 @@ func (a *Agent) readinessInputs(in Inputs) (ReadinessInputs, error) {
 	return r, nil
 }
 
-// patchGate writes one Pod condition with a strategic merge patch of pods/status
-// (conditions merge by type, so the kubelet's conditions stay untouched).
+// patchGate writes the Pod's gate conditions, one per type it lists, with a strategic
+// merge patch of pods/status (conditions merge by type, so the kubelet's conditions stay
+// untouched).
 func (a *Agent) patchGate(ctx context.Context, r Readiness) error {
 	status := corev1.ConditionFalse
 	if r.Ready {
 		status = corev1.ConditionTrue
 	}
-	cond := corev1.PodCondition{
-		Type: corev1.PodConditionType(v1alpha1.PodConditionElasticIP), Status: status,
-		Reason: r.Reason, Message: r.Message, LastTransitionTime: metav1.NewTime(a.cfg.Clock.Now()),
+	conds := make([]corev1.PodCondition, 0, len(r.Types))
+	for _, t := range r.Types {
+		cond := corev1.PodCondition{
+			Type: corev1.PodConditionType(t), Status: status,
+			Reason: r.Reason, Message: r.Message, LastTransitionTime: metav1.NewTime(a.cfg.Clock.Now()),
+		}
+		if old := findPodCondition(r.Pod, t); old != nil && old.Status == status {
+			cond.LastTransitionTime = old.LastTransitionTime
+		}
+		conds = append(conds, cond)
 	}
-	if old := findPodCondition(r.Pod, v1alpha1.PodConditionElasticIP); old != nil && old.Status == status {
-		cond.LastTransitionTime = old.LastTransitionTime
-	}
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{cond}}})
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": conds}})
 	if err != nil {
 		return err
 	}

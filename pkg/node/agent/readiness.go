@@ -21,31 +21,45 @@ type ReadinessInputs struct {
 	Routed func(addr netip.Addr) bool
 }
 
-// Readiness is the gate condition one Pod should have.
+// Readiness is the gate condition one Pod should have, under each of the condition
+// types it lists.
 type Readiness struct {
-	Pod     *corev1.Pod
+	Pod *corev1.Pod
+	// Types are the readiness-gate condition types of v1alpha1.PodConditionTypes that the
+	// Pod lists: juneau's own and the managed-cloud name, which mean the same.
+	Types   []string
 	Ready   bool
 	Reason  string
 	Message string
 }
 
-// hasGate reports whether the Pod lists juneau's readiness gate.
-func hasGate(p *corev1.Pod) bool {
-	return slices.ContainsFunc(p.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool {
-		return string(g.ConditionType) == v1alpha1.PodConditionElasticIP
-	})
+// gates returns the readiness-gate condition types of juneau's gate that the Pod lists.
+func gates(p *corev1.Pod) []string {
+	var out []string
+	for _, t := range v1alpha1.PodConditionTypes() {
+		if slices.ContainsFunc(p.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return string(g.ConditionType) == t }) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // ComputeReadiness decides the gate of every Pod of this Node that lists it (docs/reference.md#readiness-gate):
 // True only when each ElasticIP the Pod uses is programmed here — NAT mapping applied or
 // direct host route present — and, on an arp network, answered by this Node's ARP.
+// What the Pod uses is found by UID: an attachment whose target NetworkInterface belongs
+// to this Pod (not to an earlier Pod of the same name), a direct NetworkInterface of
+// this Pod that its ElasticIP names as holder.
 func ComputeReadiness(in Inputs, d Desired, r ReadinessInputs) []Readiness {
 	var out []Readiness
 	for _, p := range r.Pods {
-		if !hasGate(p) || p.DeletionTimestamp != nil {
+		types := gates(p)
+		if len(types) == 0 || p.DeletionTimestamp != nil {
 			continue
 		}
-		out = append(out, podReadiness(in, d, r, p))
+		pr := podReadiness(in, d, r, p)
+		pr.Types = types
+		out = append(out, pr)
 	}
 	return out
 }
@@ -53,8 +67,13 @@ func ComputeReadiness(in Inputs, d Desired, r ReadinessInputs) []Readiness {
 func podReadiness(in Inputs, d Desired, r ReadinessInputs, p *corev1.Pod) Readiness {
 	var used []use
 	var missing []string
+	ownNIC := func(namespace, name string) bool {
+		return slices.ContainsFunc(r.NICs, func(n *v1alpha1.NetworkInterface) bool {
+			return n.Namespace == namespace && n.Name == name && n.Spec.PodRef.UID == string(p.UID)
+		})
+	}
 	for _, a := range in.Attachments {
-		if a.Status.NodeName != in.NodeName || !strings.HasPrefix(a.Spec.TargetRef.NetworkInterfaceName, p.Name+".") || a.Namespace != p.Namespace {
+		if a.Status.NodeName != in.NodeName || a.Namespace != p.Namespace || !ownNIC(a.Namespace, a.Spec.TargetRef.NetworkInterfaceName) {
 			continue // attachments of other Nodes serve in-cluster clients only
 		}
 		u := use{eip: a.Spec.ElasticIPRef.Name, addr: a.Status.ElasticIP}
@@ -70,7 +89,10 @@ func podReadiness(in Inputs, d Desired, r ReadinessInputs, p *corev1.Pod) Readin
 		}
 		addr, _, _ := strings.Cut(nic.Status.Address, "/")
 		a, err := netip.ParseAddr(addr)
-		if err != nil || r.Routed == nil || !r.Routed(a) {
+		switch {
+		case !holdsDirectly(nic, r.ElasticIPs[nic.Namespace+"/"+nic.Spec.ElasticIP]):
+			missing = append(missing, fmt.Sprintf("ElasticIP %q to name NetworkInterface %q as its holder", nic.Spec.ElasticIP, nic.Name))
+		case err != nil || r.Routed == nil || !r.Routed(a):
 			missing = append(missing, fmt.Sprintf("route of NetworkInterface %q", nic.Name))
 		}
 		used = append(used, use{eip: nic.Spec.ElasticIP, addr: addr})
@@ -111,14 +133,19 @@ func neighbourProtocol(a netip.Addr) string {
 	return "ARP"
 }
 
-// changed reports whether the Pod's gate condition differs from r.
+// changed reports whether one of the Pod's gate conditions differs from r.
 func (r Readiness) changed() bool {
-	c := findPodCondition(r.Pod, v1alpha1.PodConditionElasticIP)
 	want := corev1.ConditionFalse
 	if r.Ready {
 		want = corev1.ConditionTrue
 	}
-	return c == nil || c.Status != want || c.Reason != r.Reason || c.Message != r.Message
+	for _, t := range r.Types {
+		c := findPodCondition(r.Pod, t)
+		if c == nil || c.Status != want || c.Reason != r.Reason || c.Message != r.Message {
+			return true
+		}
+	}
+	return false
 }
 
 func findPodCondition(p *corev1.Pod, t string) *corev1.PodCondition {

@@ -30,7 +30,10 @@ func TestReadinessIPv6(t *testing.T) {
 	for _, n := range []string{"dual-4", "dual-6"} {
 		eips["default/"+n] = &v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: "default"}, Spec: v1alpha1.ElasticIPSpec{ExternalNetwork: "ext-net"}}
 	}
-	r := ReadinessInputs{Pods: []*corev1.Pod{gatedPod("dual")}, ElasticIPs: eips, Networks: map[string]*v1alpha1.ExternalNetwork{"ext-net": net}}
+	nic := &v1alpha1.NetworkInterface{ObjectMeta: metav1.ObjectMeta{Name: "dual.eth0", Namespace: "default"},
+		Spec: v1alpha1.NetworkInterfaceSpec{PodRef: v1alpha1.PodReference{Name: "dual", UID: "uid-dual"}, NodeName: "node-a"}}
+	r := ReadinessInputs{Pods: []*corev1.Pod{gatedPod("dual")}, NICs: []*v1alpha1.NetworkInterface{nic}, ElasticIPs: eips,
+		Networks: map[string]*v1alpha1.ExternalNetwork{"ext-net": net}}
 
 	d := Compute(in)
 	if got := ComputeReadiness(in, d, r); len(got) != 1 || !got[0].Ready || !strings.Contains(got[0].Message, "dual-6 (2001:db8::5)") {

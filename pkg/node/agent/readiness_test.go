@@ -2,6 +2,7 @@ package agent
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,15 +25,33 @@ func TestComputeReadiness(t *testing.T) {
 	natAttach.Spec = v1alpha1.ElasticIPAttachmentSpec{ElasticIPRef: v1alpha1.ElasticIPReference{Name: "nginx-eip"},
 		TargetRef: v1alpha1.AttachmentTarget{NetworkInterfaceName: "nginx.eth0"}}
 	direct := &v1alpha1.NetworkInterface{
-		ObjectMeta: metav1.ObjectMeta{Name: "web.eth0", Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: "web.eth0", Namespace: "default", UID: "uid-web.eth0"},
 		Spec:       v1alpha1.NetworkInterfaceSpec{PodRef: v1alpha1.PodReference{Name: "web", UID: "uid-web"}, ElasticIP: "web-eip", NodeName: "node-a"},
 		Status:     v1alpha1.NetworkInterfaceStatus{Address: "10.225.51.6/32", Phase: v1alpha1.NetworkInterfaceReady},
 	}
+	vpc := &v1alpha1.NetworkInterface{
+		ObjectMeta: metav1.ObjectMeta{Name: "nginx.eth0", Namespace: "default", UID: "uid-nginx.eth0"},
+		Spec:       v1alpha1.NetworkInterfaceSpec{PodRef: v1alpha1.PodReference{Name: "nginx", UID: "uid-nginx"}, NodeName: "node-a"},
+		Status:     v1alpha1.NetworkInterfaceStatus{Address: "10.244.1.5/32", Phase: v1alpha1.NetworkInterfaceReady},
+	}
 	arpNet := &v1alpha1.ExternalNetwork{ObjectMeta: metav1.ObjectMeta{Name: "ext-net"}, Spec: v1alpha1.ExternalNetworkSpec{Type: v1alpha1.AdvertiseARP}}
 	bgpNet := &v1alpha1.ExternalNetwork{ObjectMeta: metav1.ObjectMeta{Name: "bgp-net"}, Spec: v1alpha1.ExternalNetworkSpec{Type: v1alpha1.AdvertiseBGP}}
-	eip := func(name, network string) *v1alpha1.ElasticIP {
-		return &v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: v1alpha1.ElasticIPSpec{ExternalNetwork: network}}
+	eip := func(name, network string, holderUID types.UID) *v1alpha1.ElasticIP {
+		e := &v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: v1alpha1.ElasticIPSpec{ExternalNetwork: network}}
+		if holderUID != "" {
+			e.Status.Attachment = &v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindNetworkInterface, Name: "web.eth0", UID: holderUID}
+		}
+		return e
 	}
+	// The Pod "nginx" re-created under its name: its attachment targets the NIC of the
+	// earlier Pod, which is not this Pod's.
+	nginx2 := gatedPod("nginx")
+	nginx2.UID = "uid-nginx-2"
+	// Both the managed-cloud gate and juneau's.
+	both := gatedPod("nginx")
+	both.Spec.ReadinessGates = append(both.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: v1alpha1.PodConditionManagedCloudEIP})
+	aliyun := gatedPod("nginx")
+	aliyun.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: v1alpha1.PodConditionManagedCloudEIP}}
 	// The same Pod name's attachment on another Node (the Pod was there before) serves
 	// in-cluster clients only and never counts for this Node's gate.
 	elsewhere := attachment("web-attach", "node-b", "10.225.51.9", "10.244.2.9", v1alpha1.AttachmentAttached, true)
@@ -50,26 +69,38 @@ func TestComputeReadiness(t *testing.T) {
 		routed  func(netip.Addr) bool
 		ready   bool
 		message string
+		types   []string
 	}{
 		{"NAT programmed and answered", gatedPod("nginx"), programmed,
-			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net")}, nil, true, `nginx-eip (10.225.51.5)`},
+			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, true, `nginx-eip (10.225.51.5)`, nil},
 		{"NAT programmed, ARP not yet", gatedPod("nginx"), Desired{NAT: programmed.NAT, Programmed: programmed.Programmed},
-			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net")}, nil, false, `ARP answer for "10.225.51.5"`},
+			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, false, `ARP answer for "10.225.51.5"`, nil},
 		{"NAT on a bgp network needs no ARP", gatedPod("nginx"), Desired{NAT: programmed.NAT, Programmed: programmed.Programmed},
-			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "bgp-net")}, nil, true, `nginx-eip`},
+			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "bgp-net", "")}, nil, true, `nginx-eip`, nil},
 		{"NAT rules not applied", gatedPod("nginx"), Desired{ARP: programmed.ARP},
-			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net")}, nil, false, `NAT of ElasticIPAttachment "nginx-attach"`},
+			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, false, `NAT of ElasticIPAttachment "nginx-attach"`, nil},
+		{"an attachment to the NIC of an earlier Pod of the same name is not this Pod's", nginx2, programmed,
+			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, false, "no ElasticIP is attached", nil},
+		{"the managed-cloud gate", aliyun, programmed,
+			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, true, `nginx-eip (10.225.51.5)`,
+			[]string{v1alpha1.PodConditionManagedCloudEIP}},
+		{"both gates", both, programmed,
+			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, true, `nginx-eip (10.225.51.5)`,
+			[]string{v1alpha1.PodConditionElasticIP, v1alpha1.PodConditionManagedCloudEIP}},
 		{"direct routed and answered", gatedPod("web"), programmed,
-			map[string]*v1alpha1.ElasticIP{"default/web-eip": eip("web-eip", "ext-net")}, routed, true, `web-eip (10.225.51.6)`},
+			map[string]*v1alpha1.ElasticIP{"default/web-eip": eip("web-eip", "ext-net", "uid-web.eth0")}, routed, true, `web-eip (10.225.51.6)`, nil},
 		{"direct without the host route", gatedPod("web"), programmed,
-			map[string]*v1alpha1.ElasticIP{"default/web-eip": eip("web-eip", "ext-net")}, func(netip.Addr) bool { return false }, false, `route of NetworkInterface "web.eth0"`},
-		{"nothing attached", gatedPod("lonely"), programmed, nil, nil, false, "no ElasticIP is attached"},
+			map[string]*v1alpha1.ElasticIP{"default/web-eip": eip("web-eip", "ext-net", "uid-web.eth0")}, func(netip.Addr) bool { return false }, false, `route of NetworkInterface "web.eth0"`, nil},
+		{"direct, but the ElasticIP names another NIC of that name", gatedPod("web"), programmed,
+			map[string]*v1alpha1.ElasticIP{"default/web-eip": eip("web-eip", "ext-net", "uid-earlier")}, routed, false,
+			`ElasticIP "web-eip" to name NetworkInterface "web.eth0" as its holder`, nil},
+		{"nothing attached", gatedPod("lonely"), programmed, nil, nil, false, "no ElasticIP is attached", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := ComputeReadiness(in, tc.d, ReadinessInputs{
 				Pods: []*corev1.Pod{tc.pod, {ObjectMeta: metav1.ObjectMeta{Name: "ungated"}}},
-				NICs: []*v1alpha1.NetworkInterface{direct}, ElasticIPs: tc.eips,
+				NICs: []*v1alpha1.NetworkInterface{direct, vpc}, ElasticIPs: tc.eips,
 				Networks: map[string]*v1alpha1.ExternalNetwork{"ext-net": arpNet, "bgp-net": bgpNet}, Routed: tc.routed,
 			})
 			if len(r) != 1 {
@@ -77,6 +108,13 @@ func TestComputeReadiness(t *testing.T) {
 			}
 			if r[0].Ready != tc.ready || !strings.Contains(r[0].Message, tc.message) {
 				t.Errorf("ready=%v %s: %q, want ready=%v containing %q", r[0].Ready, r[0].Reason, r[0].Message, tc.ready, tc.message)
+			}
+			types := tc.types
+			if types == nil {
+				types = []string{v1alpha1.PodConditionElasticIP}
+			}
+			if !slices.Equal(r[0].Types, types) {
+				t.Errorf("condition types %v, want %v", r[0].Types, types)
 			}
 		})
 	}

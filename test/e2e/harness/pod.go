@@ -244,5 +244,9 @@ func (c *Cluster) AdoptPod(namespace, name string) *Pod {
 	if !ok {
 		c.t.Fatalf("Pod %s/%s is on unknown Node %q", namespace, name, obj.Spec.NodeName)
 	}
-	return &Pod{c: c, Spec: PodSpec{Namespace: namespace, Name: name, Node: n.Name, Annotations: obj.Annotations, Labels: obj.Labels}, Node: n, Object: obj}
+	spec := PodSpec{Namespace: namespace, Name: name, Node: n.Name, Annotations: obj.Annotations, Labels: obj.Labels, OwnerReferences: obj.OwnerReferences}
+	for _, g := range obj.Spec.ReadinessGates {
+		spec.ReadinessGates = append(spec.ReadinessGates, string(g.ConditionType))
+	}
+	return &Pod{c: c, Spec: spec, Node: n, Object: obj}
 }

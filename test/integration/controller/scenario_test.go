@@ -13,22 +13,34 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
+	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/test/framework"
 )
 
 // createPod creates a Pod bound to node (there is no scheduler or kubelet) and, when
-// podIP is set, writes it to the Pod's status as a kubelet would.
-func createPod(t *testing.T, cp *framework.ControlPlane, ns, name, node, podIP string, annotations map[string]string) *corev1.Pod {
+// podIP is set, writes it to the Pod's status as a kubelet would. A Pod whose
+// annotations ask for direct NICs gets its IP only once they exist, as with the CNI
+// plugin, which sets up no Pod network before its direct NICs are there.
+func createPod(t *testing.T, cp *framework.ControlPlane, ns, name, node, podIP string, ann map[string]string) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
 	pod, err := cp.Kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: ann},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "nginx:1.27"}},
 			TerminationGracePeriodSeconds: ptr.To[int64](30)},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	direct, _ := annotations.ParseDirect(ann)
+	for _, d := range direct {
+		nicName := v1alpha1.NetworkInterfaceName(name, d.Interface)
+		framework.Eventually(t, "NetworkInterface "+nicName+" before the Pod's network", func(context.Context) (bool, string) {
+			nic := getNIC(cp, ns, nicName)
+			return nic != nil && nic.Spec.PodRef.UID == string(pod.UID), nicString(nic)
+		})
 	}
 	if podIP != "" {
 		pod.Status.Phase = corev1.PodRunning
@@ -146,13 +158,13 @@ func TestReadmeExample(t *testing.T) {
 	})
 
 	for eip, node := range map[string]string{"nginx-eip": "node-a", "web-eip": "node-b"} {
-		name := v1alpha1.ARPAdvertisementName(ns, eip)
+		name := advertisement.PreferredName(ns, eip)
 		framework.Eventually(t, "advertisement "+name, func(context.Context) (bool, string) {
 			ad := getAdvert(cp, name)
 			return ad != nil && ad.Spec.NodeName == node, ""
 		})
 	}
-	r = cp.Kubectl(ctx, "", "get", "arpadvertisement", v1alpha1.ARPAdvertisementName(ns, "nginx-eip"))
+	r = cp.Kubectl(ctx, "", "get", "arpadvertisement", advertisement.PreferredName(ns, "nginx-eip"))
 	if r.Err != nil || !strings.Contains(spaces.ReplaceAllString(r.Stdout, " "), "scenario-net 10.225.51.5 node-a") {
 		t.Errorf("kubectl get arpadvertisement: %q %v", r.Stdout, r.Err)
 	}
@@ -190,7 +202,7 @@ func TestConflictAndResolution(t *testing.T) {
 		return err == nil && a.Status.Phase == v1alpha1.AttachmentPending, ""
 	})
 	framework.Eventually(t, "no advertisement in conflict", func(context.Context) (bool, string) {
-		return getAdvert(cp, v1alpha1.ARPAdvertisementName(ns, "gw")) == nil, "advertisement still there"
+		return getAdvert(cp, advertisement.PreferredName(ns, "gw")) == nil, "advertisement still there"
 	})
 
 	// Deleting the attachment hands the address to the NIC.
@@ -212,7 +224,7 @@ func TestConflictAndResolution(t *testing.T) {
 		t.Errorf("holder = %v", eip.Status.Attachment)
 	}
 	framework.Eventually(t, "advertisement on node-b", func(context.Context) (bool, string) {
-		ad := getAdvert(cp, v1alpha1.ARPAdvertisementName(ns, "gw"))
+		ad := getAdvert(cp, advertisement.PreferredName(ns, "gw"))
 		return ad != nil && ad.Spec.NodeName == "node-b", ""
 	})
 }
@@ -229,7 +241,7 @@ func TestHandoverAndMove(t *testing.T) {
 	createEIP(t, cp, ns, "vm-eip", "handover-net", "")
 	createPod(t, cp, ns, "old", "node-a", "10.244.1.8", map[string]string{v1alpha1.AnnotationElasticIP: "vm-eip"})
 	waitNIC(t, cp, ns, "old.eth0", v1alpha1.NetworkInterfaceReady, v1alpha1.ReasonReady)
-	advertName := v1alpha1.ARPAdvertisementName(ns, "vm-eip")
+	advertName := advertisement.PreferredName(ns, "vm-eip")
 	var uid types.UID
 	framework.Eventually(t, "advertisement on node-a", func(context.Context) (bool, string) {
 		ad := getAdvert(cp, advertName)
@@ -349,7 +361,7 @@ func TestDeletionWaitsForNICs(t *testing.T) {
 	if claims := claimsOf(t, cp, ns); len(claims) != 1 {
 		t.Errorf("claims = %v, want the reservation kept", sortedKeys(claims))
 	}
-	if getAdvert(cp, v1alpha1.ARPAdvertisementName(ns, "e")) == nil {
+	if getAdvert(cp, advertisement.PreferredName(ns, "e")) == nil {
 		t.Error("advertisement deleted while the Pod still carries the address")
 	}
 	waitNIC(t, cp, ns, "p.eth0", v1alpha1.NetworkInterfaceReady, v1alpha1.ReasonReady)
@@ -357,6 +369,6 @@ func TestDeletionWaitsForNICs(t *testing.T) {
 	forceDeletePod(t, cp, ns, "p")
 	framework.Eventually(t, "everything released", func(ctx context.Context) (bool, string) {
 		_, err := cp.Juneau.JuneauV1alpha1().ElasticIPs(ns).Get(ctx, "e", metav1.GetOptions{})
-		return err != nil && len(claimsOf(t, cp, ns)) == 0 && getAdvert(cp, v1alpha1.ARPAdvertisementName(ns, "e")) == nil, ""
+		return err != nil && len(claimsOf(t, cp, ns)) == 0 && getAdvert(cp, advertisement.PreferredName(ns, "e")) == nil, ""
 	})
 }

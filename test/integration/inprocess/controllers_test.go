@@ -170,11 +170,11 @@ func TestControllersAgainstAPIServer(t *testing.T) {
 	if ref := metav1.GetControllerOf(eth0); ref == nil || ref.UID != pod.UID || ref.Kind != "Pod" {
 		t.Errorf("web.eth0 controller reference %+v, want the Pod", ref)
 	}
-	nicState(t, cp, ns, "web.ext0", v1alpha1.NetworkInterfacePending, "", v1alpha1.ReasonWaitingForElasticIP)
+	waiting := nicState(t, cp, ns, "web.ext0", v1alpha1.NetworkInterfacePending, "", v1alpha1.ReasonWaitingForElasticIP)
 
-	// The ElasticIP picks web.ext0.
+	// The ElasticIP picks web.ext0 (that very object: by UID).
 	held := v1alpha1.ElasticIPStatus{Phase: v1alpha1.ElasticIPAttached, Address: "10.225.51.5",
-		Attachment: &v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindNetworkInterface, Name: "web.ext0"}}
+		Attachment: &v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindNetworkInterface, Name: "web.ext0", UID: waiting.UID}}
 	setEIPStatus(t, cp, ns, "gw-eip", held)
 	ext0 := nicState(t, cp, ns, "web.ext0", v1alpha1.NetworkInterfaceReady, "10.225.51.5/32", v1alpha1.ReasonReady)
 	if len(ext0.Status.Rules) != 1 || ext0.Status.Rules[0].Table != 0x0ae13305 || ext0.Status.Routes[0].Table != 0x0ae13305 {
@@ -189,11 +189,12 @@ func TestControllersAgainstAPIServer(t *testing.T) {
 			TargetRef:    v1alpha1.AttachmentTarget{NetworkInterfaceName: "web.eth0"},
 		},
 	}
-	if _, err := api.ElasticIPAttachments(ns).Create(ctx, att, metav1.CreateOptions{}); err != nil {
+	att, err = api.ElasticIPAttachments(ns).Create(ctx, att, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	setEIPStatus(t, cp, ns, "nat-eip", v1alpha1.ElasticIPStatus{Phase: v1alpha1.ElasticIPAttached, Address: "10.225.51.6",
-		Attachment: &v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindElasticIPAttachment, Name: "web-nat"}})
+		Attachment: &v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindElasticIPAttachment, Name: "web-nat", UID: att.UID}})
 	framework.Eventually(t, "attachment Attached", func(ctx context.Context) (bool, string) {
 		a, err := api.ElasticIPAttachments(ns).Get(ctx, "web-nat", metav1.GetOptions{})
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/test/framework"
@@ -21,15 +22,16 @@ func withEIP(network string, kv ...string) map[string]string {
 	return m
 }
 
-// TestFollow: pod-with-eip gives the Pod a labelled ElasticIP (bandwidth from the
-// annotation) and an attachment that becomes Attached; the address is written back.
-// Deleting the Pod releases the ElasticIP and its AllocationClaim.
+// TestFollow: pod-with-eip gives a Deployment's Pod a labelled ElasticIP (bandwidth
+// from the annotation) and an attachment that becomes Attached; the address is written
+// back. Deleting the Pod releases the ElasticIP and its AllocationClaim.
 func TestFollow(t *testing.T) {
 	cp := framework.Shared(t)
 	startController(t, cp, "controller")
 	ns := cp.NewNamespace(t, "follow")
 	net := network(t, cp, "follow", false, "10.225.51.10-10.225.51.19")
-	createPod(t, cp, ns, podSpec("web", withEIP(net, v1alpha1.AnnotationEIPBandwidth, "50")), "10.244.1.10")
+	replicaSet := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-5d8f", UID: "rs-uid", Controller: ptr.To(true)}
+	createPod(t, cp, ns, podSpec("web", withEIP(net, v1alpha1.AnnotationEIPBandwidth, "50"), replicaSet), "10.244.1.10")
 
 	eip := waitAllocated(t, cp, ns, "web", "web")
 	if eip.Labels[v1alpha1.LabelPod] != "web" || eip.Spec.ExternalNetwork != net ||
@@ -133,21 +135,24 @@ func TestNeverKeeps(t *testing.T) {
 	}
 }
 
-// TestStatefulPodsGetTheirAddressBack: Pods of a StatefulSet, and of a kind listed in
-// --stateful-workload-kinds, re-created under the same name get the same ElasticIP.
+// TestStatefulPodsGetTheirAddressBack: Pods of a StatefulSet, of a kind listed in
+// --stateful-workload-kinds, and Pods created directly, re-created under the same name
+// get the same ElasticIP.
 func TestStatefulPodsGetTheirAddressBack(t *testing.T) {
 	cp := framework.Shared(t)
 	startController(t, cp, "controller", "--stateful-workload-kinds=apps.kruise.io/StatefulSet")
 	ns := cp.NewNamespace(t, "stateful")
 	net := network(t, cp, "stateful", false, "10.225.51.40-10.225.51.49")
-	owners := map[string]metav1.OwnerReference{
-		"db-0":  statefulSetOwner("apps/v1"),
-		"kdb-0": statefulSetOwner("apps.kruise.io/v1beta1"),
+	owners := map[string][]metav1.OwnerReference{
+		"db-0":   {statefulSetOwner("apps/v1")},
+		"kdb-0":  {statefulSetOwner("apps.kruise.io/v1beta1")},
+		"direct": nil,
 	}
-	podIPs := map[string][2]string{"db-0": {"10.244.1.40", "10.244.2.40"}, "kdb-0": {"10.244.1.41", "10.244.2.41"}}
+	podIPs := map[string][2]string{"db-0": {"10.244.1.40", "10.244.2.40"}, "kdb-0": {"10.244.1.41", "10.244.2.41"},
+		"direct": {"10.244.1.42", "10.244.2.42"}}
 	first := map[string]*v1alpha1.ElasticIP{}
 	for name, owner := range owners {
-		createPod(t, cp, ns, podSpec(name, withEIP(net), owner), podIPs[name][0])
+		createPod(t, cp, ns, podSpec(name, withEIP(net), owner...), podIPs[name][0])
 	}
 	for name := range owners {
 		first[name] = waitAllocated(t, cp, ns, name, name)
@@ -165,7 +170,7 @@ func TestStatefulPodsGetTheirAddressBack(t *testing.T) {
 	}
 
 	for name, owner := range owners {
-		createPod(t, cp, ns, podSpec(name, withEIP(net), owner), podIPs[name][1])
+		createPod(t, cp, ns, podSpec(name, withEIP(net), owner...), podIPs[name][1])
 	}
 	for name := range owners {
 		eip := waitAllocated(t, cp, ns, name, name)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/test/framework"
 )
@@ -141,7 +142,7 @@ func userElasticIP(t *testing.T, cp *framework.ControlPlane, ctrl *framework.Com
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	adName := v1alpha1.ARPAdvertisementName(ns, eip.Name)
+	adName := advertisement.PreferredName(ns, eip.Name)
 	framework.Eventually(t, "the attachment is Ready and node-a answers ARP", func(ctx context.Context) (bool, string) {
 		att, err := j.ElasticIPAttachments(ns).Get(ctx, "nginx-eip-attach", metav1.GetOptions{})
 		if err != nil {
@@ -200,8 +201,10 @@ func automaticElasticIP(t *testing.T, cp *framework.ControlPlane, ctrl *framewor
 	j := cp.Juneau.JuneauV1alpha1()
 	ctx := testContext(t, 2*time.Minute)
 	createNetwork(t, cp, ns, "10.225.51.204-10.225.51.207")
+	// Created directly, the Pod would keep its ElasticIP for 10m: Follow releases it with the Pod.
 	createRunningPod(t, cp, ns, "game", "10.244.1.11", map[string]string{
 		v1alpha1.AnnotationPodWithEIP: "true", v1alpha1.AnnotationEIPExternalNetwork: ns,
+		v1alpha1.AnnotationReleaseStrategy: v1alpha1.ReleaseFollow,
 	})
 	framework.Eventually(t, "the Pod's ElasticIP is attached and its address written back", func(ctx context.Context) (bool, string) {
 		pod, err := cp.Kube.CoreV1().Pods(ns).Get(ctx, "game", metav1.GetOptions{})

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
@@ -63,7 +64,7 @@ func newScopeFixtures(t *testing.T, cp *framework.ControlPlane, ns, node string,
 	t.Helper()
 	ctx := context.Background()
 	admin := cp.Juneau.JuneauV1alpha1()
-	f := scopeFixtures{arp: v1alpha1.ARPAdvertisementName(ns, node), bgp: ns + "-" + node, pod: "web-" + node}
+	f := scopeFixtures{arp: advertisement.PreferredName(ns, node), bgp: ns + "-" + node, pod: "web-" + node}
 	if _, err := admin.ARPAdvertisements().Create(ctx, &v1alpha1.ARPAdvertisement{
 		ObjectMeta: metav1.ObjectMeta{Name: f.arp},
 		Spec:       v1alpha1.ARPAdvertisementSpec{ExternalNetwork: "ext-net", Address: fmt.Sprintf("10.225.51.%d", octet), NodeName: node},

@@ -14,6 +14,7 @@ import (
 	metaapply "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
@@ -98,7 +99,7 @@ func nodeFixtures(t *testing.T, cp *framework.ControlPlane, ns string) (*v1alpha
 	t.Helper()
 	ctx := context.Background()
 	ad, err := cp.Juneau.JuneauV1alpha1().ARPAdvertisements().Create(ctx, &v1alpha1.ARPAdvertisement{
-		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ARPAdvertisementName(ns, "web")},
+		ObjectMeta: metav1.ObjectMeta{Name: advertisement.PreferredName(ns, "web")},
 		Spec:       v1alpha1.ARPAdvertisementSpec{ExternalNetwork: "ext-net", Address: "10.225.51.77", NodeName: "node-a"},
 	}, metav1.CreateOptions{})
 	if err != nil {

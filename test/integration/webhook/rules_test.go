@@ -229,6 +229,20 @@ func podCases() []ruleCase {
 			want: []string{"metadata.annotations[juneau.loutres.me/elastic-ip]", `NetworkInterface "old.eth0" of running Pod "old"`},
 			// Once the holder is Terminating, the new Pod is accepted and waits.
 			good: []step{kubectl("delete", "pod", "old", "--wait=false"), apply(directPod("web", "e"))}},
+		{name: "direct-use annotation added to an existing Pod", setup: []step{base, apply(podY("web", nil, nil))},
+			bad: kubectl("annotate", "pod", "web", "juneau.loutres.me/elastic-ip=e"),
+			want: []string{"metadata.annotations[juneau.loutres.me/elastic-ip]", "cannot be added to an existing Pod",
+				"delete the Pod and create it again"},
+			good: []step{kubectl("annotate", "pod", "web", "example.com/note=x")}},
+		{name: "direct-use annotation changed on an existing Pod", setup: []step{base, apply(directPod("web", "e"))},
+			bad:  kubectl("annotate", "--overwrite", "pod", "web", "juneau.loutres.me/elastic-ip=e2"),
+			want: []string{"metadata.annotations[juneau.loutres.me/elastic-ip]", "cannot be changed on an existing Pod"},
+			good: []step{kubectl("annotate", "pod", "web", "juneau.loutres.me/eip-bandwidth=100")}},
+		// The Pod left without any juneau annotation still reaches the webhook.
+		{name: "direct-use annotation removed from an existing Pod", setup: []step{base, apply(directPod("web", "e"))},
+			bad:  kubectl("annotate", "pod", "web", "juneau.loutres.me/elastic-ip-"),
+			want: []string{"metadata.annotations[juneau.loutres.me/elastic-ip]", "cannot be removed from an existing Pod"},
+			good: []step{kubectl("label", "pod", "web", "tier=gold")}},
 		{name: "same allocationIdentity takes over", setup: []step{base,
 			apply(podY("launcher-a", []string{"juneau.loutres.me/elastic-ip: e"}, []string{"kubevirt.io: virt-launcher", "vm.kubevirt.io/name: vm1"})),
 			do(func(e *env) {

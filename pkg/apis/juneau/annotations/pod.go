@@ -23,6 +23,18 @@ func CompatibilityKeys() []string {
 	}
 }
 
+// UsesManagedCloudKeys reports whether the Pod asks with any of the CompatibilityKeys:
+// such a Pod also gets the managed service's written-back annotations
+// (docs/reference.md#automatic).
+func UsesManagedCloudKeys(annotations map[string]string) bool {
+	for _, k := range CompatibilityKeys() {
+		if _, ok := annotations[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // HasJuneauAnnotations reports whether any key is a juneau annotation or one of the
 // CompatibilityKeys: only such Pods need the Pod webhook.
 func HasJuneauAnnotations(annotations map[string]string) bool {

@@ -10,15 +10,30 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
+
+// Ref is the reference to one user of an ElasticIP: its kind, name and UID.
+func Ref(kind v1alpha1.AttachmentKind, name string, uid types.UID) v1alpha1.AttachmentReference {
+	return v1alpha1.AttachmentReference{Kind: kind, Name: name, UID: uid}
+}
+
+// Is reports whether the recorded holder is that very user: same kind, name and UID. A
+// Pod re-created under the same name has a NetworkInterface of the same name and another
+// UID, which is not the recorded holder; a record without a UID (written before holders
+// carried one) names nobody, so the holder is decided afresh (docs/reference.md#holder).
+func Is(recorded *v1alpha1.AttachmentReference, user v1alpha1.AttachmentReference) bool {
+	return recorded != nil && recorded.UID != "" && *recorded == user
+}
 
 // WaitingFor says what user, an ElasticIPAttachment or NetworkInterface naming the
 // ElasticIP, waits for: "" when it holds the address; otherwise a sentence naming the
 // ElasticIP and what stands in the way, read from the published status:
 //   - no address yet (with the Allocated condition's message);
-//   - another user recorded in status.attachment;
+//   - another user recorded in status.attachment (also an earlier object of the user's
+//     kind and name);
 //   - a conflict, or a handover from a deleting NIC (with the Attached message);
 //   - the ElasticIP is being deleted;
 //   - otherwise the ElasticIP has not picked user yet (its controller has not seen it).
@@ -30,8 +45,15 @@ func WaitingFor(eip *v1alpha1.ElasticIP, user v1alpha1.AttachmentReference) stri
 			msg += ": " + c.Message
 		}
 		return msg
-	case att != nil && *att == user:
+	case Is(att, user):
 		return ""
+	case att != nil && att.Kind == user.Kind && att.Name == user.Name:
+		which := fmt.Sprintf("UID %q", att.UID)
+		if att.UID == "" {
+			which = "recorded without a UID"
+		}
+		return fmt.Sprintf("ElasticIP %q is used by an earlier %s of the same name %q (%s), not by this one",
+			eip.Name, att.Kind, att.Name, which)
 	case att != nil:
 		return fmt.Sprintf("ElasticIP %q is used by %s %q", eip.Name, att.Kind, att.Name)
 	}

@@ -10,8 +10,11 @@ import (
 )
 
 func TestWaitingFor(t *testing.T) {
-	nic := v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindNetworkInterface, Name: "web.eth0"}
-	att := v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindElasticIPAttachment, Name: "web.eth0"}
+	nic := Ref(v1alpha1.AttachmentKindNetworkInterface, "web.eth0", "uid-nic")
+	att := Ref(v1alpha1.AttachmentKindElasticIPAttachment, "web.eth0", "uid-att")
+	// The NIC of a Pod re-created under the same name: same name, another UID.
+	newNIC := Ref(v1alpha1.AttachmentKindNetworkInterface, "web.eth0", "uid-new")
+	legacy := v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindNetworkInterface, Name: "web.eth0"}
 	eip := func(address string, mods ...func(*v1alpha1.ElasticIP)) *v1alpha1.ElasticIP {
 		e := &v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Name: "e"}, Status: v1alpha1.ElasticIPStatus{Address: address}}
 		for _, m := range mods {
@@ -39,6 +42,10 @@ func TestWaitingFor(t *testing.T) {
 			`ElasticIP "e" has no address yet: exhausted`},
 		{"a recorded holder without an address has none", eip("", heldBy(nic)), nic, `ElasticIP "e" has no address yet`},
 		{"the holder waits for nothing", eip("10.225.51.5", heldBy(nic)), nic, ""},
+		{"a new object of the holder's name is not the holder", eip("10.225.51.5", heldBy(nic)), newNIC,
+			`ElasticIP "e" is used by an earlier NetworkInterface of the same name "web.eth0" (UID "uid-nic"), not by this one`},
+		{"a record without UID names nobody", eip("10.225.51.5", heldBy(legacy)), nic,
+			`ElasticIP "e" is used by an earlier NetworkInterface of the same name "web.eth0" (recorded without a UID), not by this one`},
 		{"a user of another kind with the holder's name", eip("10.225.51.5", heldBy(nic)), att, `ElasticIP "e" is used by NetworkInterface "web.eth0"`},
 		{"conflict", eip("10.225.51.5", cond(v1alpha1.ConditionAttached, v1alpha1.ReasonConflict, "two users")), att,
 			`ElasticIP "e" is in conflict: two users`},

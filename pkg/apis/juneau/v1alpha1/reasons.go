@@ -20,6 +20,10 @@ const (
 	// ReasonInvalidAddressPool: a pool cannot be used by its network (wrong mode, another
 	// network's, unparsable), or requestedIP lies outside the pools.
 	ReasonInvalidAddressPool = "InvalidAddressPool"
+	// ReasonAddressOutsidePools: the ElasticIP's reserved address lies in no AddressPool
+	// of its network any more (a pool was re-created smaller): it stays reserved while
+	// the ElasticIP exists and is handed to nobody new.
+	ReasonAddressOutsidePools = "AddressOutsidePools"
 	// ReasonWaitingForNetworkInterfaces: a deleting ElasticIP is still named by NICs.
 	ReasonWaitingForNetworkInterfaces = "WaitingForNetworkInterfaces"
 	// ReasonAttached: the ElasticIP is used by one attachment or NIC.
@@ -34,6 +38,12 @@ const (
 	ReasonWaitingForElasticIP = "WaitingForElasticIP"
 	// ReasonElasticIPNotReady: the ElasticIP has no address yet.
 	ReasonElasticIPNotReady = "ElasticIPNotReady"
+	// ReasonPodNetworkAlreadySetUp: a direct NIC was made after its Pod's network had
+	// been set up, so it was never plumbed; phase Failed until the Pod is re-created.
+	ReasonPodNetworkAlreadySetUp = "PodNetworkAlreadySetUp"
+	// ReasonElasticIPDeleting: a direct NIC names an ElasticIP being deleted that it does
+	// not hold, which is handed to no new NIC; phase Failed.
+	ReasonElasticIPDeleting = "ElasticIPDeleting"
 	// ReasonWaitingForNetworkInterface: an attachment's target NIC has no address or node yet.
 	ReasonWaitingForNetworkInterface = "WaitingForNetworkInterface"
 	// ReasonMissingElasticIP: an attachment names an ElasticIP that does not exist.
@@ -116,6 +126,7 @@ var severities = map[string]string{
 	ReasonAddressInUse:                corev1.EventTypeWarning,
 	ReasonMissingDependency:           corev1.EventTypeWarning,
 	ReasonInvalidAddressPool:          corev1.EventTypeWarning,
+	ReasonAddressOutsidePools:         corev1.EventTypeWarning,
 	ReasonWaitingForNetworkInterfaces: corev1.EventTypeNormal,
 	ReasonAttached:                    corev1.EventTypeNormal,
 	ReasonUnused:                      corev1.EventTypeNormal,
@@ -123,6 +134,8 @@ var severities = map[string]string{
 	ReasonWaitingForHandover:          corev1.EventTypeNormal,
 	ReasonWaitingForElasticIP:         corev1.EventTypeNormal,
 	ReasonElasticIPNotReady:           corev1.EventTypeNormal,
+	ReasonPodNetworkAlreadySetUp:      corev1.EventTypeWarning,
+	ReasonElasticIPDeleting:           corev1.EventTypeWarning,
 	ReasonWaitingForNetworkInterface:  corev1.EventTypeNormal,
 	ReasonMissingElasticIP:            corev1.EventTypeWarning,
 	ReasonMissingNetworkInterface:     corev1.EventTypeWarning,

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // ElasticIPPhase summarises an ElasticIP's state.
@@ -97,6 +98,9 @@ type ElasticIPStatus struct {
 }
 
 // AttachmentReference names the object using an ElasticIP, in the ElasticIP's namespace.
+// The user is that very object: another object of the same kind and name (a Pod
+// re-created under the same name gets a new NetworkInterface) has another UID and is not
+// the recorded user (docs/reference.md#holder).
 type AttachmentReference struct {
 	// kind: ElasticIPAttachment or NetworkInterface.
 	// +required
@@ -104,6 +108,9 @@ type AttachmentReference struct {
 	// name of the object.
 	// +required
 	Name string `json:"name"`
+	// uid of the object. A record without one names nobody.
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -13,7 +13,8 @@ const (
 	NetworkInterfacePending NetworkInterfacePhase = "Pending"
 	// NetworkInterfaceReady: the NIC has its address.
 	NetworkInterfaceReady NetworkInterfacePhase = "Ready"
-	// NetworkInterfaceFailed: the NIC cannot be set up.
+	// NetworkInterfaceFailed: the NIC can never hold its ElasticIP; the Pod must be
+	// re-created (docs/reference.md#networkinterface).
 	NetworkInterfaceFailed NetworkInterfacePhase = "Failed"
 )
 
@@ -41,6 +42,7 @@ type NetworkInterface struct {
 
 // NetworkInterfaceSpec is the wanted state of a NetworkInterface.
 // +kubebuilder:validation:XValidation:rule="has(self.elasticIP) == has(oldSelf.elasticIP) && (!has(self.elasticIP) || self.elasticIP == oldSelf.elasticIP)",message="elasticIP is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.createdAfterPodNetwork) == has(oldSelf.createdAfterPodNetwork) && (!has(self.createdAfterPodNetwork) || self.createdAfterPodNetwork == oldSelf.createdAfterPodNetwork)",message="createdAfterPodNetwork is immutable"
 type NetworkInterfaceSpec struct {
 	// podRef names the Pod and the interface inside it. Immutable.
 	// +required
@@ -57,6 +59,13 @@ type NetworkInterfaceSpec struct {
 	// virt-launcher Pod): a new Pod of the same identity may take over the ElasticIP.
 	// +optional
 	AllocationIdentity string `json:"allocationIdentity,omitempty"`
+	// createdAfterPodNetwork says the controller made this direct NIC when its Pod's
+	// network was already set up (the annotations naming the ElasticIP were added or
+	// changed on the running Pod): the CNI plugin plumbed the Pod without it, so it never
+	// holds its ElasticIP and its phase is Failed (docs/reference.md#networkinterface).
+	// Set at creation. Immutable.
+	// +optional
+	CreatedAfterPodNetwork bool `json:"createdAfterPodNetwork,omitempty"`
 }
 
 // PodReference names a Pod and one of its interfaces.

@@ -14,7 +14,16 @@ const (
 	// PodConditionElasticIP is the Pod readiness-gate condition the node agent sets
 	// once the Pod's ElasticIP traffic is programmed on its Node.
 	PodConditionElasticIP = "juneau.loutres.me/elastic-ip"
+	// PodConditionManagedCloudEIP is the managed-cloud name of the same readiness gate
+	// (docs/reference.md#readiness-gate): a Pod listing it gets it with the same meaning.
+	PodConditionManagedCloudEIP = "k8s.aliyun.com/eip"
 )
+
+// PodConditionTypes are the readiness-gate condition types the node agent sets, each
+// only on Pods that list it.
+func PodConditionTypes() []string {
+	return []string{PodConditionElasticIP, PodConditionManagedCloudEIP}
+}
 
 // Finalizers.
 const (
@@ -24,7 +33,8 @@ const (
 
 // Annotations the controller puts on objects it makes.
 const (
-	// AnnotationOwner on an ARPAdvertisement names its ElasticIP as "<namespace>/<name>".
+	// AnnotationOwner on an advertisement names its ElasticIP as "<namespace>/<name>"
+	// (docs/reference.md#arp-advertisement).
 	AnnotationOwner = "juneau.loutres.me/owner"
 	// AnnotationPodGoneSince on an automatic ElasticIP records (RFC 3339) when its Pod
 	// was found gone, so a delayed release survives controller restarts. Such an
@@ -37,6 +47,11 @@ const (
 const (
 	// LabelPod marks ElasticIPs and ElasticIPAttachments created for a Pod.
 	LabelPod = "juneau.loutres.me/pod"
+	// LabelOwnerUID on an advertisement is its ElasticIP's UID: the controller finds the
+	// advertisements of an ElasticIP by it (docs/reference.md#arp-advertisement).
+	LabelOwnerUID = "juneau.loutres.me/elasticip-uid"
+	// LabelOwnerNamespace on an advertisement is its ElasticIP's namespace.
+	LabelOwnerNamespace = "juneau.loutres.me/elasticip-namespace"
 )
 
 // Pod annotations for direct use (docs/reference.md#direct-annotations).
@@ -66,6 +81,17 @@ const (
 	AliasEIPBandwidth    = "network.alibabacloud.com/eip-bandwidth"
 	AliasReleaseStrategy = "network.alibabacloud.com/pod-eip-release-strategy"
 	AliasPodEIPInstance  = "network.alibabacloud.com/pod-eip-instanceid"
+)
+
+// Managed-cloud annotations written back on a Pod that asked with the aliases above
+// (docs/reference.md#automatic), besides juneau's own allocated-eip-* keys.
+const (
+	// AliasAllocatedEIPID is the ElasticIP's name.
+	AliasAllocatedEIPID = "network.alibabacloud.com/allocated-eip-id"
+	// AliasAllocatedEIPAddress is the ElasticIP's address.
+	AliasAllocatedEIPAddress = "network.alibabacloud.com/allocated-eipAddress"
+	// AliasAllocatedENIID is the name of the NetworkInterface the ElasticIP is attached to.
+	AliasAllocatedENIID = "network.alibabacloud.com/allocated-eni-id"
 )
 
 // Release strategies of automatic ElasticIPs.
@@ -98,7 +124,8 @@ const (
 const (
 	// ConsumerKindElasticIP is the consumer kind of claims made for ElasticIPs.
 	ConsumerKindElasticIP = "ElasticIP"
-	// ARPAdvertisementPrefix starts every ARPAdvertisement name: eip-<namespace>-<elasticip>.
+	// ARPAdvertisementPrefix starts every ARPAdvertisement name: eip-<namespace>-<elasticip>
+	// or its hashed form (package advertisement).
 	ARPAdvertisementPrefix = "eip-"
 	// DefaultInterface is the Pod's primary interface.
 	DefaultInterface = "eth0"
@@ -110,8 +137,3 @@ const (
 
 // NetworkInterfaceName is "<pod>.<interface>".
 func NetworkInterfaceName(pod, iface string) string { return pod + "." + iface }
-
-// ARPAdvertisementName is "eip-<namespace>-<elasticip>".
-func ARPAdvertisementName(namespace, elasticIP string) string {
-	return ARPAdvertisementPrefix + namespace + "-" + elasticIP
-}

@@ -15,23 +15,10 @@ const (
 	MaxBandwidthMbps = 100000
 )
 
-// maxObjectNameLength is the longest DNS-1123 subdomain, the limit of object names.
-const maxObjectNameLength = 253
-
 // ValidateElasticIP checks an ElasticIP on its own.
 func ValidateElasticIP(e *v1alpha1.ElasticIP) field.ErrorList {
 	spec := field.NewPath("spec")
-	var errs field.ErrorList
-	// The controller names the ARPAdvertisement eip-<namespace>-<name>; refuse names for
-	// which that derived name could not exist rather than fail later in the controller.
-	if e.Name != "" {
-		if derived := v1alpha1.ARPAdvertisementName(e.Namespace, e.Name); len(derived) > maxObjectNameLength {
-			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), e.Name, fmt.Sprintf(
-				"is too long: in namespace %q an ElasticIP name may have at most %d characters, so that the derived ARPAdvertisement name %s<namespace>-<name> fits in %d",
-				e.Namespace, maxObjectNameLength-(len(derived)-len(e.Name)), v1alpha1.ARPAdvertisementPrefix, maxObjectNameLength)))
-		}
-	}
-	errs = append(errs, ValidateObjectName(spec.Child("externalNetwork"), e.Spec.ExternalNetwork, "ExternalNetwork")...)
+	errs := ValidateObjectName(spec.Child("externalNetwork"), e.Spec.ExternalNetwork, "ExternalNetwork")
 	if e.Spec.RequestedIP != "" {
 		errs = append(errs, validateIPv4(spec.Child("requestedIP"), e.Spec.RequestedIP)...)
 	}

@@ -369,6 +369,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+    - name: uid
+      type:
+        scalar: string
 - name: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.AttachmentTarget
   map:
     fields:
@@ -737,6 +740,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: allocationIdentity
       type:
         scalar: string
+    - name: createdAfterPodNetwork
+      type:
+        scalar: boolean
     - name: elasticIP
       type:
         scalar: string

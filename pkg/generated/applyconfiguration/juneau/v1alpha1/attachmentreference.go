@@ -20,17 +20,23 @@ package v1alpha1
 
 import (
 	juneauv1alpha1 "github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	types "k8s.io/apimachinery/pkg/types"
 )
 
 // AttachmentReferenceApplyConfiguration represents a declarative configuration of the AttachmentReference type for use
 // with apply.
 //
 // AttachmentReference names the object using an ElasticIP, in the ElasticIP's namespace.
+// The user is that very object: another object of the same kind and name (a Pod
+// re-created under the same name gets a new NetworkInterface) has another UID and is not
+// the recorded user (docs/reference.md#holder).
 type AttachmentReferenceApplyConfiguration struct {
 	// kind: ElasticIPAttachment or NetworkInterface.
 	Kind *juneauv1alpha1.AttachmentKind `json:"kind,omitempty"`
 	// name of the object.
 	Name *string `json:"name,omitempty"`
+	// uid of the object. A record without one names nobody.
+	UID *types.UID `json:"uid,omitempty"`
 }
 
 // AttachmentReferenceApplyConfiguration constructs a declarative configuration of the AttachmentReference type for use with
@@ -52,5 +58,13 @@ func (b *AttachmentReferenceApplyConfiguration) WithKind(value juneauv1alpha1.At
 // If called multiple times, the Name field is set to the value of the last call.
 func (b *AttachmentReferenceApplyConfiguration) WithName(value string) *AttachmentReferenceApplyConfiguration {
 	b.Name = &value
+	return b
+}
+
+// WithUID sets the UID field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the UID field is set to the value of the last call.
+func (b *AttachmentReferenceApplyConfiguration) WithUID(value types.UID) *AttachmentReferenceApplyConfiguration {
+	b.UID = &value
 	return b
 }

@@ -33,6 +33,12 @@ type NetworkInterfaceSpecApplyConfiguration struct {
 	// allocationIdentity is the workload identity of the Pod ("vmi.<vm>" for a KubeVirt
 	// virt-launcher Pod): a new Pod of the same identity may take over the ElasticIP.
 	AllocationIdentity *string `json:"allocationIdentity,omitempty"`
+	// createdAfterPodNetwork says the controller made this direct NIC when its Pod's
+	// network was already set up (the annotations naming the ElasticIP were added or
+	// changed on the running Pod): the CNI plugin plumbed the Pod without it, so it never
+	// holds its ElasticIP and its phase is Failed (docs/reference.md#networkinterface).
+	// Set at creation. Immutable.
+	CreatedAfterPodNetwork *bool `json:"createdAfterPodNetwork,omitempty"`
 }
 
 // NetworkInterfaceSpecApplyConfiguration constructs a declarative configuration of the NetworkInterfaceSpec type for use with
@@ -70,5 +76,13 @@ func (b *NetworkInterfaceSpecApplyConfiguration) WithElasticIP(value string) *Ne
 // If called multiple times, the AllocationIdentity field is set to the value of the last call.
 func (b *NetworkInterfaceSpecApplyConfiguration) WithAllocationIdentity(value string) *NetworkInterfaceSpecApplyConfiguration {
 	b.AllocationIdentity = &value
+	return b
+}
+
+// WithCreatedAfterPodNetwork sets the CreatedAfterPodNetwork field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the CreatedAfterPodNetwork field is set to the value of the last call.
+func (b *NetworkInterfaceSpecApplyConfiguration) WithCreatedAfterPodNetwork(value bool) *NetworkInterfaceSpecApplyConfiguration {
+	b.CreatedAfterPodNetwork = &value
 	return b
 }
