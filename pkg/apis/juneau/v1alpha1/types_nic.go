@@ -180,10 +180,11 @@ type ARPAdvertisementSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="externalNetwork is immutable"
 	ExternalNetwork string `json:"externalNetwork"`
-	// address is the IPv4 address to answer for. Immutable.
+	// address is the address to answer for, IPv4 (by ARP) or IPv6 (by Neighbor
+	// Discovery), in canonical form. Immutable.
 	// +required
-	// +kubebuilder:validation:MinLength=7
-	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=39
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="address is immutable"
 	Address string `json:"address"`
 	// nodeName is the single Node that answers.

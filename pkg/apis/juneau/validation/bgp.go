@@ -176,7 +176,7 @@ func ValidateBGPAdvertisementUpdate(newAd, oldAd *v1alpha1.BGPAdvertisement) fie
 func validateAdvertisement(network, address, nodeName string) field.ErrorList {
 	spec := field.NewPath("spec")
 	errs := ValidateObjectName(spec.Child("externalNetwork"), network, "ExternalNetwork")
-	errs = append(errs, validateIPv4(spec.Child("address"), address)...)
+	errs = append(errs, validateIP(spec.Child("address"), address)...)
 	return append(errs, ValidateObjectName(spec.Child("nodeName"), nodeName, "Node")...)
 }
 

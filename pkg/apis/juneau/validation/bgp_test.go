@@ -51,7 +51,7 @@ func TestValidateBGPPeer(t *testing.T) {
 		{name: "address missing", mutate: func(s *v1alpha1.BGPPeerSpec) { s.PeerAddress = "" },
 			want: []wantErr{required("spec.peerAddress")}},
 		{name: "address IPv6", mutate: func(s *v1alpha1.BGPPeerSpec) { s.PeerAddress = "fd00::1" },
-			want: []wantErr{invalid("spec.peerAddress")}, detail: []string{"IPv6 is not supported"}},
+			want: []wantErr{invalid("spec.peerAddress")}, detail: []string{"is an IPv6 address, IPv4 expected"}},
 		{name: "address not canonical", mutate: func(s *v1alpha1.BGPPeerSpec) { s.PeerAddress = "010.225.51.1" },
 			want: []wantErr{invalid("spec.peerAddress")}},
 		{name: "address loopback", mutate: func(s *v1alpha1.BGPPeerSpec) { s.PeerAddress = "127.0.0.1" },

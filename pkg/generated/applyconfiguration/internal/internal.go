@@ -645,6 +645,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+    - name: ipFamily
+      type:
+        scalar: string
     - name: requestedIP
       type:
         scalar: string
