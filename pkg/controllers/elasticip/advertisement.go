@@ -25,7 +25,7 @@ func desiredAdvertisement(network *v1alpha1.ExternalNetwork, claim *v1alpha1.All
 	if network == nil || network.Spec.Type != v1alpha1.AdvertiseARP || claim == nil || d.Holder == nil || d.Conflict || d.NodeName == "" {
 		return nil
 	}
-	return &v1alpha1.ARPAdvertisementSpec{ExternalNetwork: network.Name, Address: claim.Name, NodeName: d.NodeName}
+	return &v1alpha1.ARPAdvertisementSpec{ExternalNetwork: network.Name, Address: claim.Spec.Address, NodeName: d.NodeName}
 }
 
 // advertisementsOf returns the ElasticIP's own advertisements, found through the owner

@@ -2030,9 +2030,28 @@ func schema_pkg_apis_juneau_v1alpha1_NetworkInterfaceStatus(ref common.Reference
 					},
 					"address": {
 						SchemaProps: spec.SchemaProps{
-							Description: "address in CIDR form: the Pod IP/32 for a Vpc NIC, <ElasticIP>/32 for a direct NIC (empty while it does not hold the ElasticIP).",
+							Description: "address in CIDR form: the Pod IP/32 for a Vpc NIC (its IPv6 address/128 when the Pod has no IPv4 one), <ElasticIP>/32 (IPv6: /128) for a direct NIC (empty while it does not hold the ElasticIP).",
 							Type:        []string{"string"},
 							Format:      "",
+						},
+					},
+					"addresses": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "addresses of a Vpc NIC in CIDR form, one per family, IPv4 first: a dual-stack Pod's IPv4/32 and IPv6/128. An ElasticIPAttachment translates to the one of its ElasticIP's family.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
 						},
 					},
 					"routes": {

@@ -129,7 +129,7 @@ var (
 
 // DirectGateway6 is the on-link gateway of a NIC that carries an IPv6 ElasticIP: a
 // link-local address, which the node's end of the NIC's veth holds.
-const DirectGateway6 = "fe80::1"
+const DirectGateway6 = v1alpha1.DirectGateway6
 
 // RouteTable is the routing table of an extra direct NIC carrying addr. An IPv4
 // address read as a big-endian uint32 is unique, so two NICs never share a table. An

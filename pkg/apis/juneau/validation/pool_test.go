@@ -41,7 +41,7 @@ func TestValidateAddressPool(t *testing.T) {
 		{name: "IPv6 all three forms", mode: "arp", addrs: []string{"fd00:225:51::/64", "fd00:225:52::5-fd00:225:52::20", "fd00:225:53::7"}},
 		{name: "IPv6 bgp", mode: "bgp", addrs: []string{"2001:db8::/48"}},
 		{name: "mixed families", mode: "arp", addrs: []string{"fd00:225:51::/64", "10.225.51.0/24"},
-			want: []wantErr{invalid("spec.addresses[1]")},
+			want:   []wantErr{invalid("spec.addresses[1]")},
 			detail: []string{`"10.225.51.0/24"`, `is IPv4 but spec.addresses[0] "fd00:225:51::/64" is IPv6`, "a pool holds addresses of one family"}},
 		{name: "mixed families after a bad entry", mode: "arp", addrs: []string{"bad", "10.225.51.0/24", "fd00::5"},
 			want: []wantErr{invalid("spec.addresses[0]"), invalid("spec.addresses[2]")}},

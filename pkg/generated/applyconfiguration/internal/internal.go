@@ -762,6 +762,12 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: address
       type:
         scalar: string
+    - name: addresses
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
     - name: conditions
       type:
         list:
