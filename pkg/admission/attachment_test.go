@@ -92,7 +92,16 @@ func TestElasticIPAttachmentRules(t *testing.T) {
 			setup: func(f *fixture) { base(f); f.cached(deleting(attachment("first", "e", "web.eth0"))) }, want: allowed()},
 		{name: "second attachment on the NIC", obj: attachment("att", "e", "web.eth0"),
 			setup: func(f *fixture) { base(f); f.cached(eip("e2", "net", ""), attachment("first", "e2", "web.eth0")) },
-			want:  invalid(`spec.targetRef.networkInterfaceName`, `already the target of ElasticIPAttachment "first"`)},
+			want:  invalid(`spec.targetRef.networkInterfaceName`, `already the target of ElasticIPAttachment "first" for an IPv4 ElasticIP`)},
+		{name: "an IPv6 attachment beside an IPv4 one on the NIC", obj: attachment("att", "six", "web.eth0"),
+			setup: func(f *fixture) { base(f); f.cached(eip6("six", "net", ""), attachment("first", "e", "web.eth0")) },
+			want:  allowed()},
+		{name: "second IPv6 attachment on the NIC", obj: attachment("att", "six", "web.eth0"),
+			setup: func(f *fixture) {
+				base(f)
+				f.cached(eip6("six", "net", ""), eip6("six2", "net", ""), attachment("first", "e", "web.eth0"), attachment("second", "six2", "web.eth0"))
+			},
+			want: invalid(`spec.targetRef.networkInterfaceName`, `already the target of ElasticIPAttachment "second" for an IPv6 ElasticIP`)},
 		{name: "second attachment on a pending NIC", obj: attachment("att", "e", "api.eth0"),
 			setup: func(f *fixture) { base(f); f.cached(pod("api", nil)); f.live(attachment("first", "e2", "api.eth0")) },
 			want:  invalid(`spec.targetRef.networkInterfaceName`, `ElasticIPAttachment "first"`)},
