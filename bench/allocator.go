@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/ipam"
 )
 
@@ -99,4 +100,50 @@ func sub(a, b uint64) uint64 {
 		return 0
 	}
 	return a - b
+}
+
+// familyRun is one bulk allocation through a fresh controller on a fresh control plane.
+type familyRun struct {
+	res   allocResult
+	usage procUsage // the controller's at the end
+	cpu   time.Duration
+}
+
+// benchAllocation6 (rows 1f, 1g): 10,000 ElasticIPs allocated through the controller
+// from an IPv6 /64 against the same from an IPv4 /16, each on a control plane and
+// controller of its own: the rate, and the controller's peak memory, which must not
+// follow the size of the pool.
+func benchAllocation6(ctx context.Context, e *env) []Row {
+	n := allocatorN
+	if e.cfg.quick {
+		n = 1000
+	}
+	run := func(name, prefix string, family v1alpha1.IPFamily) familyRun {
+		cp := startControlPlane(ctx, e)
+		defer cp.Stop()
+		client := fastClient(e, cp)
+		createNetwork(e, cp, name, prefix)
+		ensureNamespace(e, cp, name)
+		ctrl := startController(e, cp)
+		defer ctrl.Stop()
+		before := ctrl.usage(e)
+		res := bulkAllocateSpec(ctx, e, client, name, v1alpha1.ElasticIPSpec{ExternalNetwork: name, IPFamily: family}, n, nil)
+		after := ctrl.usage(e)
+		logAlloc(e, name, n, res)
+		return familyRun{res: res, usage: after, cpu: after.CPU - before.CPU}
+	}
+	v4 := run("alloc-v4", "10.226.0.0/16", v1alpha1.IPv4)
+	v6 := run("alloc-v6", "fd00:226::/64", v1alpha1.IPv6)
+	return []Row{
+		{ID: "1f", What: fmt.Sprintf("allocation, N=%s in an IPv6 /64", thousands(n)), Figure: rate(v6.res.rate()), Baseline: rate(v4.res.rate()),
+			BaselineWhat: "N in an IPv4 /16", Target: ratioAtLeast(0.8),
+			Note: fmt.Sprintf("each on a control plane and controller of its own, %d creators, rate as in 1b; controller CPU: /64 %s, /16 %s; p99 create → Available: /64 %s, /16 %s%s%s",
+				e.cfg.workers, v6.cpu.Round(10*time.Millisecond), v4.cpu.Round(10*time.Millisecond),
+				percentile(v6.res.latencies, 99).Round(time.Millisecond), percentile(v4.res.latencies, 99).Round(time.Millisecond),
+				v6.res.partial(), v4.res.partial())},
+		{ID: "1g", What: fmt.Sprintf("controller peak RSS after N=%s in an IPv6 /64", thousands(n)), Figure: bytesQ(float64(v6.usage.PeakRSS)),
+			Baseline: bytesQ(float64(v4.usage.PeakRSS)), BaselineWhat: "N in an IPv4 /16", Target: ratioAtMost(1.2),
+			Note: fmt.Sprintf("VmHWM of `juneau controller` at the end of the runs of 1f (VmRSS: /64 %s, /16 %s); the /64 holds 2^48 times the addresses of the /16",
+				bytesQ(float64(v6.usage.RSS)), bytesQ(float64(v4.usage.RSS)))},
+	}
 }

@@ -133,6 +133,9 @@ func TestValidateBGPAdvertisement(t *testing.T) {
 	expectErrs(t, ValidateBGPAdvertisement(ad("bgp-net", "10.225.53.7", "node-a")))
 	expectErrs(t, ValidateBGPAdvertisement(ad("", "10.225.53.07", "Node_A")),
 		required("spec.externalNetwork"), invalid("spec.address"), invalid("spec.nodeName"))
+	six := ValidateBGPAdvertisement(ad("bgp-net", "fd00::7", "node-a"))
+	expectErrs(t, six, invalid("spec.address"))
+	expectDetail(t, six, "spec.address", "IPv6 over MP-BGP is not supported yet")
 	old := ad("bgp-net", "10.225.53.7", "node-a")
 	expectErrs(t, ValidateBGPAdvertisementUpdate(ad("bgp-net", "10.225.53.7", "node-b"), old))
 	expectErrs(t, ValidateBGPAdvertisementUpdate(ad("other-net", "10.225.53.8", "node-b"), old),
