@@ -137,10 +137,10 @@ func benchAllocation6(ctx context.Context, e *env) []Row {
 	return []Row{
 		{ID: "1f", What: fmt.Sprintf("allocation, N=%s in an IPv6 /64", thousands(n)), Figure: rate(v6.res.rate()), Baseline: rate(v4.res.rate()),
 			BaselineWhat: "N in an IPv4 /16", Target: ratioAtLeast(0.8),
-			Note: fmt.Sprintf("each on a control plane and controller of its own, %d creators, rate as in 1b; controller CPU: /64 %s, /16 %s; p99 create → Available: /64 %s, /16 %s%s%s",
+			Note: fmt.Sprintf("each on a control plane and controller of its own, %d creators, rate as in 1b; controller CPU: /64 %s, /16 %s; p99 create → Available: /64 %s, /16 %s; Available: /64 %d, /16 %d of %d",
 				e.cfg.workers, v6.cpu.Round(10*time.Millisecond), v4.cpu.Round(10*time.Millisecond),
 				percentile(v6.res.latencies, 99).Round(time.Millisecond), percentile(v4.res.latencies, 99).Round(time.Millisecond),
-				v6.res.partial(), v4.res.partial())},
+				v6.res.n, v4.res.n, n)},
 		{ID: "1g", What: fmt.Sprintf("controller peak RSS after N=%s in an IPv6 /64", thousands(n)), Figure: bytesQ(float64(v6.usage.PeakRSS)),
 			Baseline: bytesQ(float64(v4.usage.PeakRSS)), BaselineWhat: "N in an IPv4 /16", Target: ratioAtMost(1.2),
 			Note: fmt.Sprintf("VmHWM of `juneau controller` at the end of the runs of 1f (VmRSS: /64 %s, /16 %s); the /64 holds 2^48 times the addresses of the /16",
