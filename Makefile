@@ -42,9 +42,10 @@ box:
 
 # Every test: unit, API integration (real etcd + kube-apiserver + kubectl), datapath
 # (network namespaces, needs root) and end to end on simulated Nodes; then, alone, the
-# real-cluster tier (test/realcluster: kubelets, containerd, kube-proxy, juneau installed
-# with kubectl apply -k), whose component logs are kept in _output/realcluster-logs/;
-# then every fuzzer for FUZZTIME.
+# real-cluster tier (test/realcluster: kubelets, containerd, kube-proxy; juneau installed,
+# used and uninstalled with the steps of README.md and docs/, taken from the Markdown by
+# test/doctest), whose component logs are kept in _output/realcluster-logs/; then every
+# fuzzer for FUZZTIME.
 TEST_ENV := JUNEAU_BINARY=$(BIN_DIR)/juneau JUNEAU_BOX_BINARY=$(BIN_DIR)/box
 REALCLUSTER_TIMEOUT ?= 30m
 test: control-plane cni-plugins test-deps build box

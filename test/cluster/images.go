@@ -20,7 +20,8 @@ import (
 
 // buildImages makes every image the cluster runs: juneau (named with a tag from its
 // content), busybox under the names users write, the box workload image and the Pod
-// sandbox image.
+// sandbox image, and the images the documentation names (images.DocNginx,
+// images.DocJuneau).
 func (c *Cluster) buildImages() (map[string]v1.Image, error) {
 	juneau, err := images.Juneau(c.opts.JuneauBinary, images.BusyboxBinary)
 	if err != nil {
@@ -43,7 +44,8 @@ func (c *Cluster) buildImages() (map[string]v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pause image: %w", err)
 	}
-	all := map[string]v1.Image{c.JuneauImage: juneau, images.Box: box, images.Pause: pause}
+	all := map[string]v1.Image{c.JuneauImage: juneau, images.Box: box, images.Pause: pause,
+		images.DocJuneau: juneau, images.DocNginx: box}
 	for _, n := range images.BusyboxTags {
 		all[n] = busybox
 	}

@@ -28,9 +28,8 @@ func (c *Cluster) KubectlRun(ctx context.Context, stdin string, args ...string) 
 
 // overlay writes a kustomization in the run directory that takes base (a directory of
 // the clone) and overrides images the way kustomize does, as a user would to install
-// their own image. inOrder keeps the resources in the order the base lists them, as the
-// base itself asks (sortOptions fifo); otherwise kustomize sorts them by kind.
-func (c *Cluster) overlay(name, base string, inOrder bool, imageOverrides map[string]string) (string, error) {
+// their own image.
+func (c *Cluster) overlay(name, base string, imageOverrides map[string]string) (string, error) {
 	dir := c.run.path("kustomize", name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -41,9 +40,6 @@ func (c *Cluster) overlay(name, base string, inOrder bool, imageOverrides map[st
 	}
 	var b strings.Builder
 	b.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n")
-	if inOrder {
-		b.WriteString("sortOptions:\n  order: fifo\n")
-	}
 	fmt.Fprintf(&b, "resources:\n  - %s\nimages:\n", rel)
 	for from, to := range imageOverrides {
 		newName, newTag, _ := strings.Cut(to, ":")
@@ -52,17 +48,17 @@ func (c *Cluster) overlay(name, base string, inOrder bool, imageOverrides map[st
 	return dir, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(b.String()), 0o644)
 }
 
-// InstallDir is the kustomization Install applies: manifests/ with the juneau image
+// installDir is the kustomization Install applies: manifests/ with the juneau image
 // replaced by the one loaded into the Nodes.
-func (c *Cluster) InstallDir() (string, error) {
-	return c.overlay("install", "manifests", false, map[string]string{images.JuneauRepository: c.JuneauImage})
+func (c *Cluster) installDir() (string, error) {
+	return c.overlay("install", "manifests", map[string]string{images.JuneauRepository: c.JuneauImage})
 }
 
 // Install installs juneau as the README says, `kubectl apply -k`, and waits until the
 // controller, the webhook and the node DaemonSet are rolled out and the webhook answers
 // through its Service. It returns what kubectl printed.
 func (c *Cluster) Install(ctx context.Context) (string, error) {
-	dir, err := c.InstallDir()
+	dir, err := c.installDir()
 	if err != nil {
 		return "", err
 	}
@@ -108,22 +104,8 @@ func (c *Cluster) describeSystem(ctx context.Context) string {
 	return out + strings.Join(lines, "\n")
 }
 
-// Uninstall removes juneau as the manifests' README says: `kubectl delete -k` of what
-// Install applied; it waits until everything is gone.
-func (c *Cluster) Uninstall(ctx context.Context) (string, error) {
-	dir, err := c.InstallDir()
-	if err != nil {
-		return "", err
-	}
-	return c.KubectlRun(ctx, "", "delete", "-k", dir, "--wait=true", "--timeout=5m")
-}
-
-// ApplyExamples applies manifests/examples with the Pods' image replaced by the box
-// image, which answers HTTP on port 80 like the nginx the examples name.
+// ApplyExamples applies manifests/examples as they are: the nginx:1.27 they name is
+// served by the cluster (images.DocNginx, which answers HTTP on port 80).
 func (c *Cluster) ApplyExamples(ctx context.Context) (string, error) {
-	dir, err := c.overlay("examples", filepath.Join("manifests", "examples"), true, map[string]string{"nginx": images.Box})
-	if err != nil {
-		return "", err
-	}
-	return c.KubectlRun(ctx, "", "apply", "-k", dir)
+	return c.KubectlRun(ctx, "", "apply", "-k", filepath.Join(c.opts.RepoRoot, "manifests", "examples"))
 }

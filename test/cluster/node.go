@@ -152,8 +152,8 @@ func (n *Node) conflist() string {
 }
 
 // containerdConfig: Debian's containerd 1.6 with its own root, state, sockets and runc
-// root; the CNI directories at their usual paths (the Node's own); pulls of docker.io
-// and juneau.local names served by the cluster's registry.
+// root; the CNI directories at their usual paths (the Node's own); pulls of docker.io,
+// juneau.local and registry.example names served by the cluster's registry.
 func (n *Node) containerdConfig() string {
 	ctrd := filepath.Join(n.Dir, "containerd")
 	registry := fmt.Sprintf("http://%s:%d", ControlPlaneIP, RegistryPort)
@@ -192,6 +192,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   [plugins."io.containerd.grpc.v1.cri".registry.mirrors."docker.io"]
     endpoint = [%[8]q]
   [plugins."io.containerd.grpc.v1.cri".registry.mirrors."juneau.local"]
+    endpoint = [%[8]q]
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."registry.example"]
     endpoint = [%[8]q]
 `, filepath.Join(ctrd, "root"), filepath.Join(ctrd, "state"), n.Socket(), n.Socket()+".ttrpc",
 		filepath.Join(ctrd, "opt"), images.Pause, filepath.Join(n.Dir, "runc"), registry)

@@ -45,6 +45,15 @@ const (
 	Pause = "juneau.local/pause:1"
 )
 
+// The images the documentation's manifests and steps name, served by the cluster so
+// that a page's steps run as written: nginx:1.27 (the examples' Pods) is the box
+// image, which answers HTTP on port 80 as nginx does; registry.example/juneau:v0.1.0
+// (the image of the install overlay the pages show) is the juneau image.
+const (
+	DocNginx  = "docker.io/library/nginx:1.27"
+	DocJuneau = "registry.example/juneau:v0.1.0"
+)
+
 // BusyboxTags are the names users write for busybox, all loaded with Debian's
 // busybox-static, so shell Pods run without a registry.
 var BusyboxTags = []string{

@@ -12,19 +12,24 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/loutres/juneau/test/cluster"
+	"github.com/loutres/juneau/test/doctest"
 	"github.com/loutres/juneau/test/framework"
 )
 
-// testInstall: kubectl apply -k installs everything: the controller's two replicas with
-// one leader, the webhook answering through its Service, the node DaemonSet on every
-// Node with the CNI plugin installed and chained, and juneau's nftables table beside
+// testInstall: the install steps of the pages (an overlay naming the image, kubectl
+// apply -k, the rollouts) install everything: the controller's two replicas with one
+// leader, the webhook answering through its Service, the node DaemonSet on every Node
+// with the CNI plugin installed and chained, and juneau's nftables table beside
 // kube-proxy's. Then the network every scenario uses.
 func testInstall(t *testing.T, c *cluster.Cluster) {
 	ctx := testContext(t, 10*time.Minute)
 	start := time.Now()
-	out, err := c.Install(ctx)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
+	shared.docs.RunStage(t, doctest.StageInstall, shared.pages)
+	if t.Failed() {
+		t.FailNow()
+	}
+	if err := c.WaitWebhook(ctx); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("installed in %s", time.Since(start).Round(100*time.Millisecond))
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/test/cluster"
+	"github.com/loutres/juneau/test/doctest"
 	"github.com/loutres/juneau/test/images"
 )
 
@@ -226,12 +227,36 @@ func (f *flow) stop() (sent uint64, lost []uint64) {
 	return f.sent, lost
 }
 
-// testUninstall: once the ElasticIPs are released, kubectl delete -k removes juneau,
-// and every Node's CNI configuration, nftables and routes are as before the install.
+// testUninstall: the uninstall steps of docs/operations.md, run while the pages' Pods
+// still use ElasticIPs in every way (directly, automatically, by NAT), remove juneau;
+// once the Pods left are gone too, every Node's CNI configuration, nftables and routes
+// are as before the install.
 func testUninstall(t *testing.T, c *cluster.Cluster) {
 	ctx := testContext(t, 10*time.Minute)
-	// The scenarios' namespaces go with their Pods; then the addresses are released
-	// while the controller still runs, as manifests/README.md says.
+	pods, err := c.Kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var users []string
+	for _, p := range pods.Items {
+		for k := range p.Annotations {
+			if strings.HasPrefix(k, "juneau.loutres.me/") && p.Namespace != cluster.SystemNamespace {
+				users = append(users, p.Namespace+"/"+p.Name)
+				break
+			}
+		}
+	}
+	t.Logf("Pods with juneau annotations before the uninstall: %v", users)
+
+	start := time.Now()
+	shared.docs.RunStage(t, doctest.StageUninstall, shared.pages)
+	if t.Failed() {
+		t.FailNow()
+	}
+	t.Logf("the uninstall steps took %s", time.Since(start).Round(100*time.Millisecond))
+	// The workloads left running (NAT Pods keep running through the uninstall) go, as a
+	// user's would some day, so that the primary CNI's routes of their Pods go too.
+	kubectl(t, c, "", "delete", "pods", "--all", "-n", "default", "--wait=true")
 	nss, err := c.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -244,19 +269,6 @@ func testUninstall(t *testing.T, c *cluster.Cluster) {
 			})
 		}
 	}
-	kubectl(t, c, "", "delete", "elasticipattachments,elasticips", "--all", "--all-namespaces", "--wait=true")
-	kubectl(t, c, "", "delete", "externalnetworks,addresspools", "--all", "--wait=true")
-	kubectl(t, c, "", "delete", "pods", "--all", "-n", "default", "--wait=true")
-
-	start := time.Now()
-	dir, err := c.InstallDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := c.KubectlRun(ctx, "", "delete", "-k", dir, "--wait=true", "--timeout=5m"); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	t.Logf("kubectl delete -k took %s", time.Since(start).Round(100*time.Millisecond))
 	for _, crd := range []string{"elasticips.juneau.loutres.me", "addresspools.juneau.loutres.me"} {
 		if _, err := c.Kube.Discovery().RESTClient().Get().AbsPath("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + crd).DoRaw(ctx); !apierrors.IsNotFound(err) {
 			t.Errorf("CRD %s still there: %v", crd, err)

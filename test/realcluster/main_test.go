@@ -1,10 +1,11 @@
 // Package realcluster runs juneau on a real two-Node Kubernetes cluster (test/cluster):
-// installed with kubectl apply -k manifests/, exercised through what only a real
-// cluster does (the scheduler placing Pods, the kubelet evaluating readiness gates and
-// refreshing downward-API volumes, the StatefulSet controller re-creating Pods, the
-// garbage collector, DaemonSet rollouts, Services, the Pod-bound tokens the node-scope
-// policy reads), and uninstalled with kubectl delete -k.
-// The tests run in order on one cluster; the uninstall comes last.
+// installed with the install steps of the documentation (kubectl apply -k of an overlay),
+// then every guide step of the pages (test/doctest), then exercised through what only a
+// real cluster does (the scheduler placing Pods, the kubelet evaluating readiness gates,
+// the StatefulSet controller re-creating Pods, the garbage collector, DaemonSet rollouts,
+// Services, the Pod-bound tokens the node-scope policy reads), and uninstalled with the
+// uninstall steps of docs/operations.md. The tests run in order on one cluster; the
+// uninstall comes last.
 package realcluster
 
 import (
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/loutres/juneau/test/cluster"
+	"github.com/loutres/juneau/test/doctest"
 	"github.com/loutres/juneau/test/framework"
 	"github.com/loutres/juneau/test/require"
 )
@@ -25,10 +27,17 @@ var shared struct {
 	err  error
 	// before is every Node's state before juneau was installed.
 	before map[string]nodeState
+	// home is the user's directory of the pages' steps; docs runs them, pages in order.
+	home  string
+	docs  *doctest.Runner
+	pages []string
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if shared.home != "" {
+		os.RemoveAll(shared.home)
+	}
 	if shared.c != nil {
 		if err := shared.c.Stop(); err != nil {
 			os.Stderr.WriteString(err.Error() + "\n")
@@ -50,12 +59,12 @@ func TestRealCluster(t *testing.T) {
 		name string
 		fn   func(*testing.T, *cluster.Cluster)
 	}{
+		{"docs", testDocs},
 		{"nat-and-direct", testNATAndDirect},
 		{"deployment-with-eip", testDeployment},
 		{"statefulset-keeps-its-address", testStatefulSet},
 		{"readiness-gate", testReadinessGate},
 		{"node-scoped-authority", testNodeScope},
-		{"init-container-downward-api", testInitContainer},
 		{"networkinterface-garbage-collected", testGarbageCollection},
 		{"webhook-through-its-service", testWebhook},
 		{"node-rollout-under-traffic", testRollout},
@@ -90,9 +99,22 @@ func start(t *testing.T) *cluster.Cluster {
 		if shared.err == nil {
 			shared.before, shared.err = settledNodeStates(ctx, shared.c)
 		}
+		if shared.err == nil {
+			shared.home, shared.err = os.MkdirTemp("", "juneau-doc-home-")
+		}
+		if shared.err == nil {
+			shared.err = doctest.NewHome(root, shared.home)
+		}
 	})
 	if shared.err != nil {
 		t.Fatalf("starting the cluster: %v", shared.err)
+	}
+	if shared.docs == nil {
+		root, err := framework.RepoRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared.docs, shared.pages = docRunner(t, shared.c, root, shared.home)
 	}
 	return shared.c
 }

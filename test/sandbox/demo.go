@@ -73,7 +73,7 @@ func start(ctx context.Context, root, kind string, built *[]string) (*sandbox, e
 	fmt.Println("    the controller, the webhook and the node DaemonSet are rolled out; the webhook answers through its Service")
 	s.kubectl(ctx, "-n", cluster.SystemNamespace, "get", "pods", "-o", "wide")
 
-	step("kubectl apply -k manifests/examples/ (an overlay replaces the Pods' image, images: nginx -> %s, which answers HTTP on port 80)", images.Box)
+	step("kubectl apply -k manifests/examples/ (the cluster serves %s as a small HTTP server on port 80)", images.DocNginx)
 	out, err = c.ApplyExamples(ctx)
 	fmt.Print(indent(out))
 	if err != nil {
@@ -188,7 +188,10 @@ func (s *sandbox) usage(took time.Duration) string {
 	fmt.Fprintf(&b, "A Node's network (juneau's and kube-proxy's nftables tables, routes):\n")
 	fmt.Fprintf(&b, "  nsenter --net=%s nft list ruleset\n", c.Nodes[0].NS)
 	fmt.Fprintf(&b, "  its CNI configuration: %s\n\n", c.Nodes[0].ConfDir())
-	fmt.Fprintf(&b, "Logs of every component: %s (kept in %s after the teardown); Pods: kubectl logs.\n", filepath.Join(c.Dir, "logs"), logDir(s.root, "sandbox"))
+	fmt.Fprintf(&b, "Logs of every cluster component (etcd, kube-apiserver, kubelets, containerd, ...): %s\n", filepath.Join(c.Dir, "logs"))
+	fmt.Fprintf(&b, "(kept in %s after the teardown). juneau's, and your Pods': kubectl logs, e.g.\n", logDir(s.root, "sandbox"))
+	fmt.Fprintf(&b, "  kubectl -n %s logs daemonset/juneau-node -c agent\n", cluster.SystemNamespace)
+	fmt.Fprintf(&b, "  (docs/operations.md#logs-and-events: the controller that holds the Lease, the agent of a Node)\n")
 	fmt.Fprintf(&b, "Stop it with: make sandbox-down\n")
 	return b.String()
 }

@@ -144,6 +144,9 @@ func waitReady(root string, pid int, log string) error {
 			}
 			if usage, err := os.ReadFile(filepath.Join(r.Dir, "usage")); err == nil {
 				fmt.Print(string(usage))
+				if log != "" {
+					fmt.Printf("The sandbox's own output: %s\n", log)
+				}
 				return nil
 			}
 		}

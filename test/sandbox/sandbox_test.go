@@ -78,6 +78,14 @@ func TestSandboxUserPod(t *testing.T) {
 		t.Fatalf("sandbox wait: %v\n%s", err, usage)
 	}
 	kubeconfig := valueAfter(t, usage, "export KUBECONFIG=")
+	// The usage says where the logs are: the cluster's components', and the sandbox's own.
+	logs := valueAfter(t, usage, "Logs of every cluster component (etcd, kube-apiserver, kubelets, containerd, ...): ")
+	if _, err := os.Stat(filepath.Join(logs, "kube-apiserver.log")); err != nil {
+		t.Errorf("the usage points at %s for the logs: %v", logs, err)
+	}
+	if own := valueAfter(t, usage, "The sandbox's own output: "); own != log {
+		t.Errorf("the usage gives %s as the sandbox's output, not %s", own, log)
+	}
 	client := valueAfter(t, usage, "nsenter --net=")
 	client, _, _ = strings.Cut(client, " ")
 
@@ -96,6 +104,9 @@ func TestSandboxUserPod(t *testing.T) {
 			t.Fatal(r.Err)
 		}
 		return r.Stdout
+	}
+	if agent := kubectl("", "-n", cluster.SystemNamespace, "logs", "daemonset/juneau-node", "-c", "agent"); !strings.Contains(agent, "Starting node agent") {
+		t.Errorf("kubectl logs of a node agent, as the usage says:\n%s", agent)
 	}
 	kubectl(examplePod, "apply", "-f", "-")
 	kubectl("", "wait", "--for=condition=Ready", "pod/my-pod", "--timeout=3m")

@@ -39,12 +39,14 @@ func (c *Controller) syncDeleting(ctx context.Context, eip *v1alpha1.ElasticIP) 
 		if len(claims) > 0 {
 			alloc.claim = claims[0]
 		}
-		if deps := c.resolve(eip); deps.err == nil && outsidePools(eip, deps.pools, alloc.claim) == nil {
+		deps := c.resolve(eip)
+		if deps.err == nil && outsidePools(eip, deps.pools, alloc.claim) == nil {
 			if err := c.syncAdvertisement(ctx, eip, deps.network, alloc.claim, decision); err != nil {
 				return err
 			}
 		}
-		return c.writeStatus(ctx, eip, desiredStatus(statusInput{eip: eip, alloc: alloc, decision: decision, waitingFor: names, now: metav1.NewTime(c.clock.Now())}))
+		return c.writeStatus(ctx, eip, desiredStatus(statusInput{eip: eip, alloc: alloc, decision: decision, waitingFor: names,
+			blocked: c.trafficBlocked(eip, deps.network, alloc.claim, decision), now: metav1.NewTime(c.clock.Now())}))
 	}
 
 	if err := c.deleteAdvertisements(ctx, c.advertisementsOf(advertisement.Of(eip))); err != nil {

@@ -27,6 +27,9 @@ type statusInput struct {
 	decision HolderDecision
 	// waitingFor lists the NICs a deleting ElasticIP waits for (sorted); nil otherwise.
 	waitingFor []string
+	// blocked says why the holder cannot carry traffic yet (trafficBlocked); nil when it
+	// can or when nobody holds the address.
+	blocked *conditionError
 	// now stamps the conditions whose status flips.
 	now metav1.Time
 }
@@ -85,7 +88,14 @@ func computeStatus(in statusInput) v1alpha1.ElasticIPStatus {
 			fmt.Sprintf("address %q reserved from AddressPool %q", claim.Spec.Address, claim.Spec.AddressPool))
 	}
 	d := in.decision
-	setCond(v1alpha1.ConditionAttached, d.Holder != nil, d.Reason, d.Message)
+	switch {
+	case d.Holder != nil && in.blocked != nil:
+		// Used, so the phase is Attached, but no traffic reaches the user yet: the
+		// condition (kubectl get's ATTACHED) says so.
+		setCond(v1alpha1.ConditionAttached, false, in.blocked.reason, in.blocked.message)
+	default:
+		setCond(v1alpha1.ConditionAttached, d.Holder != nil, d.Reason, d.Message)
+	}
 	switch {
 	case d.Conflict:
 		st.Phase = v1alpha1.ElasticIPError

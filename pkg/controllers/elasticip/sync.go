@@ -66,7 +66,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			return err
 		}
 	}
-	st := desiredStatus(statusInput{eip: eip, deps: deps.err, alloc: alloc, decision: decision, now: metav1.NewTime(c.clock.Now())})
+	st := desiredStatus(statusInput{eip: eip, deps: deps.err, alloc: alloc, decision: decision,
+		blocked: c.trafficBlocked(eip, deps.network, alloc.claim, decision), now: metav1.NewTime(c.clock.Now())})
 	return c.writeStatus(ctx, eip, st)
 }
 

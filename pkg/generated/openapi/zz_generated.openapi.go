@@ -1821,6 +1821,13 @@ func schema_pkg_apis_juneau_v1alpha1_ExternalNetworkSpec(ref common.ReferenceCal
 							},
 						},
 					},
+					"gratuitousARP": {
+						SchemaProps: spec.SchemaProps{
+							Description: "gratuitousARP makes, on a network of type arp, the Node that starts answering for an address (newly used, or its user moved to that Node) send a few gratuitous ARP replies for it, so that neighbours update their caches at once instead of when their entries expire. Default false: nothing is sent unasked.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"type", "addressPools"},
 			},

@@ -35,9 +35,16 @@ type NAT interface {
 	Invalidate()
 }
 
-// ARP answers ARP for a set of addresses (arp.Responder); NDP uses the same interface
-// (ndp.Responder).
+// ARP answers ARP for a set of addresses, announcing those named by SetGratuitous
+// when it starts answering for them (arp.Responder).
 type ARP interface {
+	SetGratuitous(addrs []netip.Addr)
+	SetAddresses(addrs []netip.Addr)
+}
+
+// NDP answers Neighbor Discovery for a set of IPv6 addresses, never unsolicited
+// (ndp.Responder).
+type NDP interface {
 	SetAddresses(addrs []netip.Addr)
 }
 
@@ -86,7 +93,7 @@ type Agent struct {
 	listers Listers
 	nat     NAT
 	arp     ARP
-	ndp     ARP
+	ndp     NDP
 	metrics *Metrics
 
 	loop   *workloop.Single
@@ -102,7 +109,7 @@ type Clients struct {
 // New makes an agent; it starts nothing. Register informers with Watch before they
 // start. arp answers for the IPv4 addresses, ndp for the IPv6 ones. host names the
 // Node interface routing an address to a Pod (direct NICs).
-func New(cfg Config, clients Clients, l Listers, nat NAT, arp, ndp ARP, host func(netip.Addr) (string, bool), metrics *Metrics) *Agent {
+func New(cfg Config, clients Clients, l Listers, nat NAT, arp ARP, ndp NDP, host func(netip.Addr) (string, bool), metrics *Metrics) *Agent {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
@@ -174,6 +181,7 @@ func (a *Agent) sync(ctx context.Context) error {
 	if err != nil && !errors.Is(err, nft.ErrInvalidMapping) {
 		return fmt.Errorf("programming NAT: %w", err)
 	}
+	a.arp.SetGratuitous(d.Gratuitous)
 	a.arp.SetAddresses(d.ARP)
 	if a.ndp != nil {
 		a.ndp.SetAddresses(d.NDP)
@@ -206,6 +214,16 @@ func (a *Agent) inputs() (Inputs, error) {
 		in.ElasticIPs = make(map[string]*v1alpha1.ElasticIP, len(eips))
 		for _, e := range eips {
 			in.ElasticIPs[e.Namespace+"/"+e.Name] = e
+		}
+	}
+	if a.listers.Networks != nil {
+		nets, err := a.listers.Networks.List(labels.Everything())
+		if err != nil {
+			return in, err
+		}
+		in.Networks = make(map[string]*v1alpha1.ExternalNetwork, len(nets))
+		for _, n := range nets {
+			in.Networks[n.Name] = n
 		}
 	}
 	if in.Attachments, err = a.listers.Attachments.List(labels.Everything()); err != nil {
@@ -244,7 +262,11 @@ func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string) er
 			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); err != nil {
 			return fmt.Errorf("writing Answering on ARPAdvertisement %q: %w", ad.Name, err)
 		}
-		klog.FromContext(ctx).Info("Answering", "advertisement", ad.Name, "address", ad.Spec.Address)
+		if addr, err := netip.ParseAddr(ad.Spec.Address); err == nil && !addr.Unmap().Is4() {
+			klog.FromContext(ctx).Info("Answering NDP", "advertisement", ad.Name, "address", ad.Spec.Address)
+		} else {
+			klog.FromContext(ctx).Info("Answering ARP", "advertisement", ad.Name, "address", ad.Spec.Address)
+		}
 	}
 	return nil
 }

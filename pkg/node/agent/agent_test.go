@@ -64,7 +64,8 @@ func (n *fakeNAT) takeLog() []string {
 
 type fakeARP struct{}
 
-func (fakeARP) SetAddresses([]netip.Addr) {}
+func (fakeARP) SetAddresses([]netip.Addr)  {}
+func (fakeARP) SetGratuitous([]netip.Addr) {}
 
 // TestRun drives the agent's loop on a fake clock: a full sync at start (the NAT
 // programmer forgets what it applied, then syncs), an event-triggered sync of what the

@@ -35,6 +35,8 @@ type recordingARP struct {
 	addrs []netip.Addr
 }
 
+func (r *recordingARP) SetGratuitous([]netip.Addr) {}
+
 func (r *recordingARP) SetAddresses(a []netip.Addr) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

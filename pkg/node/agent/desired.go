@@ -39,6 +39,8 @@ type Inputs struct {
 	HostInterface func(addr netip.Addr) (string, bool)
 	// ElasticIPs by "<namespace>/<name>", for their bandwidth limits.
 	ElasticIPs map[string]*v1alpha1.ElasticIP
+	// Networks by name, for their spec.gratuitousARP.
+	Networks map[string]*v1alpha1.ExternalNetwork
 }
 
 // Desired is the whole datapath state of this Node.
@@ -54,6 +56,9 @@ type Desired struct {
 	ARP, NDP []netip.Addr
 	// Answering are the advertisements (by name) this Node answers for, sorted.
 	Answering []string
+	// Gratuitous are the addresses of ARP on networks with spec.gratuitousARP: the
+	// responder announces each when it starts answering for it. Sorted.
+	Gratuitous []netip.Addr
 }
 
 // Answers reports whether this Node answers ARP or NDP for addr.
@@ -73,7 +78,8 @@ func (d Desired) Answers(addr netip.Addr) bool {
 //     (docs/datapath.md, "In-cluster clients");
 //   - answers for every ARPAdvertisement naming this Node whose address it serves
 //     (translates or routes to a direct NIC, as the NAT programmer keeps them): by ARP
-//     for an IPv4 address, by NDP for an IPv6 one;
+//     for an IPv4 address, announced with gratuitous ARP when its network asks for it,
+//     by NDP for an IPv6 one (never unsolicited);
 //   - never translated: Pod CIDRs (flags and Node spec.podCIDRs), ServiceCIDRs and
 //     every Node address, of both families.
 //
@@ -129,8 +135,11 @@ func Compute(in Inputs) Desired {
 			d.NDP = append(d.NDP, addr)
 		}
 		d.Answering = append(d.Answering, ad.Name)
+		if n := in.Networks[ad.Spec.ExternalNetwork]; n != nil && n.Spec.GratuitousARP && addr.Is4() {
+			d.Gratuitous = append(d.Gratuitous, addr)
+		}
 	}
-	for _, l := range []*[]netip.Addr{&d.ARP, &d.NDP} {
+	for _, l := range []*[]netip.Addr{&d.ARP, &d.NDP, &d.Gratuitous} {
 		slices.SortFunc(*l, netip.Addr.Compare)
 		*l = slices.Compact(*l)
 	}

@@ -45,9 +45,9 @@ func TestCompute(t *testing.T) {
 			deleting,
 		},
 		Advertisements: []*v1alpha1.ARPAdvertisement{
-			{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-b"}, Spec: v1alpha1.ARPAdvertisementSpec{Address: "10.225.51.6", NodeName: "node-a"}},
-			{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-a"}, Spec: v1alpha1.ARPAdvertisementSpec{Address: "10.225.51.5", NodeName: "node-a"}},
-			{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-x"}, Spec: v1alpha1.ARPAdvertisementSpec{Address: "10.225.51.8", NodeName: "node-b"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-b"}, Spec: v1alpha1.ARPAdvertisementSpec{ExternalNetwork: "announced", Address: "10.225.51.6", NodeName: "node-a"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-a"}, Spec: v1alpha1.ARPAdvertisementSpec{ExternalNetwork: "quiet", Address: "10.225.51.5", NodeName: "node-a"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-x"}, Spec: v1alpha1.ARPAdvertisementSpec{ExternalNetwork: "announced", Address: "10.225.51.8", NodeName: "node-b"}},
 			// Named here but not deliverable yet (its attachment is Pending): no answer.
 			{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-pending"}, Spec: v1alpha1.ARPAdvertisementSpec{Address: "10.225.51.7", NodeName: "node-a"}},
 		},
@@ -63,6 +63,10 @@ func TestCompute(t *testing.T) {
 	limit := int32(5)
 	in.ElasticIPs = map[string]*v1alpha1.ElasticIP{"default/limited": {Spec: v1alpha1.ElasticIPSpec{BandwidthMbps: &limit}}}
 	in.Attachments[1].Spec.ElasticIPRef.Name = "limited" // attachment "a" → 10.225.51.5
+	in.Networks = map[string]*v1alpha1.ExternalNetwork{
+		"announced": {Spec: v1alpha1.ExternalNetworkSpec{Type: v1alpha1.AdvertiseARP, GratuitousARP: true}},
+		"quiet":     {Spec: v1alpha1.ExternalNetworkSpec{Type: v1alpha1.AdvertiseARP}},
+	}
 	d := Compute(in)
 	wantMappings := []nft.Mapping{
 		{ElasticIP: netip.MustParseAddr("10.225.51.5"), PodIP: netip.MustParseAddr("10.244.1.5"), BandwidthMbps: 5},
@@ -96,6 +100,10 @@ func TestCompute(t *testing.T) {
 	}
 	if !slices.Equal(d.Answering, []string{"eip-default-a", "eip-default-b"}) {
 		t.Errorf("answering = %v", d.Answering)
+	}
+	// Gratuitous ARP only for what this Node answers on a network asking for it.
+	if want := []netip.Addr{netip.MustParseAddr("10.225.51.6")}; !slices.Equal(d.Gratuitous, want) {
+		t.Errorf("gratuitous = %v, want %v", d.Gratuitous, want)
 	}
 }
 

@@ -19,8 +19,14 @@ type Counts interface {
 	Replies() uint64
 }
 
+// ARPCounts are the ARP replier's counters: its Counts and the gratuitous replies.
+type ARPCounts interface {
+	Counts
+	Gratuitous() uint64
+}
+
 // NewMetrics registers the agent's metrics on reg; arp and ndp may be nil.
-func NewMetrics(reg prometheus.Registerer, arp, ndp Counts) (*Metrics, error) {
+func NewMetrics(reg prometheus.Registerer, arp ARPCounts, ndp Counts) (*Metrics, error) {
 	m := &Metrics{
 		mappings: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "juneau", Subsystem: "node", Name: "nat_mappings",
 			Help: "ElasticIP to Pod IP mappings programmed on this node."}),
@@ -35,7 +41,9 @@ func NewMetrics(reg prometheus.Registerer, arp, ndp Counts) (*Metrics, error) {
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "arp_requests_total",
 				Help: "ARP requests seen on the external interface."}, func() float64 { return float64(arp.Requests()) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "arp_replies_total",
-				Help: "ARP replies sent for ElasticIPs."}, func() float64 { return float64(arp.Replies()) }))
+				Help: "ARP replies sent for ElasticIPs."}, func() float64 { return float64(arp.Replies()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "arp_gratuitous_total",
+				Help: "Gratuitous ARP replies sent for ElasticIPs of networks with spec.gratuitousARP."}, func() float64 { return float64(arp.Gratuitous()) }))
 	}
 	if ndp != nil {
 		cols = append(cols,

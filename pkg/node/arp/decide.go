@@ -134,3 +134,18 @@ func Decide(frame []byte, ours net.HardwareAddr, owns func(netip.Addr) bool, rep
 func unicast(hw []byte) bool {
 	return len(hw) == macLen && hw[0]&1 == 0 && !bytes.Equal(hw, make([]byte, macLen))
 }
+
+// GratuitousReply returns a gratuitous ARP reply announcing that addr is at ours:
+// broadcast, with addr as both sender and target address and ours as both sender and
+// target hardware address. Linux lets such a reply replace the address of an existing
+// neighbour entry at once (a reply counts as gratuitous only when its target hardware
+// address equals its sender's), as do the devices that honour gratuitous ARP.
+func GratuitousReply(ours net.HardwareAddr, addr netip.Addr) []byte {
+	b := NewReplyBuffer(ours)
+	a := addr.Unmap().As4()
+	copy(b[offEthDst:], broadcast[:])
+	copy(b[offSPA:], a[:])
+	copy(b[offTHA:], ours)
+	copy(b[offTPA:], a[:])
+	return b
+}

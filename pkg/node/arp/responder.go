@@ -3,9 +3,11 @@
 // The kernel never answers for ElasticIPs (they are no local address, and the
 // external interface runs with arp_ignore=1, arp_announce=2, proxy_arp=0), so
 // a raw-socket responder per external interface answers requests for the
-// owned addresses with the interface's MAC. It sends nothing unsolicited: no
-// gratuitous ARP, so after a move upstream caches keep the old MAC until
-// they expire.
+// owned addresses with the interface's MAC. Unless asked to (SetGratuitous,
+// for the networks with spec.gratuitousARP), it sends nothing unsolicited, so
+// after a move upstream caches keep the old MAC until they expire; asked, it
+// sends a few gratuitous ARP replies for an address when it starts answering
+// for it (docs/arp.md#after-a-move).
 package arp
 
 import (
@@ -15,6 +17,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,28 +47,91 @@ type Responder struct {
 	iface string
 	owned atomic.Pointer[map[[4]byte]struct{}]
 
-	requests atomic.Uint64
-	replies  atomic.Uint64
+	// mu orders SetAddresses and guards what gratuitous ARP needs: the addresses
+	// to announce when they start being answered, and the announcements due.
+	mu         sync.Mutex
+	gratuitous map[[4]byte]struct{}
+	pending    map[[4]byte]*announcement
+	wake       chan struct{}
+	count      int
+	interval   time.Duration
+
+	requests  atomic.Uint64
+	replies   atomic.Uint64
+	announced atomic.Uint64
+}
+
+// Gratuitous ARP after the responder starts answering for an address: this many
+// replies, this far apart, so that one lost frame, or a late answer from the Node
+// that answered before, does not leave a neighbour with the old MAC.
+const (
+	GratuitousCount    = 3
+	GratuitousInterval = time.Second
+)
+
+// announcement is the gratuitous ARP still to send for one address.
+type announcement struct {
+	left int
+	next time.Time
 }
 
 // NewResponder returns a responder for the named interface owning no
 // address. It opens nothing until Run.
 func NewResponder(iface string) *Responder {
-	r := &Responder{iface: iface}
+	r := &Responder{iface: iface, gratuitous: map[[4]byte]struct{}{}, pending: map[[4]byte]*announcement{},
+		wake: make(chan struct{}, 1), count: GratuitousCount, interval: GratuitousInterval}
 	r.owned.Store(&map[[4]byte]struct{}{})
 	return r
 }
 
 // SetAddresses replaces the set of owned addresses; only IPv4 addresses
-// count. Safe to call at any time, also while Run is running.
+// count. An address it newly owns that SetGratuitous named is announced with
+// gratuitous ARP. Safe to call at any time, also while Run is running.
 func (r *Responder) SetAddresses(addrs []netip.Addr) {
+	m := addressSet(addrs)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := *r.owned.Load()
+	r.owned.Store(&m)
+	for a := range r.pending {
+		if _, ok := m[a]; !ok {
+			delete(r.pending, a) // no longer ours: nothing more to announce
+		}
+	}
+	added := false
+	for a := range m {
+		_, had := old[a]
+		_, wanted := r.gratuitous[a]
+		if !had && wanted {
+			r.pending[a] = &announcement{left: r.count}
+			added = true
+		}
+	}
+	if added {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// SetGratuitous names the addresses to announce with gratuitous ARP when the
+// responder starts answering for them (a later SetAddresses that adds them).
+func (r *Responder) SetGratuitous(addrs []netip.Addr) {
+	m := addressSet(addrs)
+	r.mu.Lock()
+	r.gratuitous = m
+	r.mu.Unlock()
+}
+
+func addressSet(addrs []netip.Addr) map[[4]byte]struct{} {
 	m := make(map[[4]byte]struct{}, len(addrs))
 	for _, a := range addrs {
 		if a = a.Unmap(); a.Is4() {
 			m[a.As4()] = struct{}{}
 		}
 	}
-	r.owned.Store(&m)
+	return m
 }
 
 // Owns reports whether the responder answers for a.
@@ -82,6 +148,9 @@ func (r *Responder) Requests() uint64 { return r.requests.Load() }
 
 // Replies is the number of replies sent.
 func (r *Responder) Replies() uint64 { return r.replies.Load() }
+
+// Gratuitous is the number of gratuitous ARP replies sent.
+func (r *Responder) Gratuitous() uint64 { return r.announced.Load() }
 
 // Run answers requests until ctx ends, then closes its socket and returns
 // nil. If the interface is missing or the socket fails it retries with
@@ -125,6 +194,13 @@ func (r *Responder) serveOnce(ctx context.Context) error {
 		defer runtime.UnlockOSThread()
 		done <- r.serve(ctx, conn, ifi.HardwareAddr)
 	}()
+	stopAnnouncing := make(chan struct{})
+	var announcer sync.WaitGroup
+	announcer.Go(func() { r.announce(ctx, stopAnnouncing, conn, ifi.HardwareAddr) })
+	defer func() {
+		close(stopAnnouncing)
+		announcer.Wait()
+	}()
 	select {
 	case <-ctx.Done():
 		conn.stop.Store(true) // the loop sees it within pollInterval
@@ -133,6 +209,68 @@ func (r *Responder) serveOnce(ctx context.Context) error {
 	case err := <-done:
 		return err
 	}
+}
+
+// announce sends the gratuitous ARP replies that are due until stop is closed;
+// what is not sent yet stays pending for the next socket.
+func (r *Responder) announce(ctx context.Context, stop <-chan struct{}, conn frameConn, ours net.HardwareAddr) {
+	logger := klog.FromContext(ctx).WithValues("interface", r.iface)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		if wait, ok := r.sendDue(logger, conn, ours, time.Now()); ok {
+			timer.Reset(wait)
+		} else {
+			timer.Stop()
+		}
+		select {
+		case <-stop:
+			return
+		case <-r.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// sendDue sends every announcement due at now and says how long until the next one.
+func (r *Responder) sendDue(logger klog.Logger, conn frameConn, ours net.HardwareAddr, now time.Time) (time.Duration, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	owned := *r.owned.Load()
+	var next time.Time
+	for a, p := range r.pending {
+		if _, ok := owned[a]; !ok {
+			delete(r.pending, a)
+			continue
+		}
+		if p.next.After(now) {
+			if next.IsZero() || p.next.Before(next) {
+				next = p.next
+			}
+			continue
+		}
+		addr := netip.AddrFrom4(a)
+		if _, err := conn.Write(GratuitousReply(ours, addr)); err != nil {
+			logger.Error(err, "Cannot send gratuitous ARP; retrying", "address", addr, "after", r.interval)
+		} else {
+			if p.left == r.count {
+				logger.Info("Sending gratuitous ARP", "address", addr, "count", r.count)
+			}
+			r.announced.Add(1)
+			if p.left--; p.left <= 0 {
+				delete(r.pending, a)
+				continue
+			}
+		}
+		p.next = now.Add(r.interval)
+		if next.IsZero() || p.next.Before(next) {
+			next = p.next
+		}
+	}
+	if next.IsZero() {
+		return 0, false
+	}
+	return next.Sub(now), true
 }
 
 // frameConn is the part of a packet socket the responder uses.

@@ -14,8 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	applymetav1 "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
 	"github.com/loutres/juneau/test/framework"
 )
 
@@ -148,4 +150,39 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// answerARP plays the node agents until the test ends: every ARPAdvertisement gets the
+// Answering condition of its generation, as the agent of its Node writes it once it
+// answers. Without it, no ElasticIP's user carries traffic, so none is Attached=True.
+func answerARP(t *testing.T, cp *framework.ControlPlane) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			ads, err := cp.Juneau.JuneauV1alpha1().ARPAdvertisements().List(ctx, metav1.ListOptions{})
+			for i := 0; err == nil && i < len(ads.Items); i++ {
+				ad := ads.Items[i]
+				if c := meta.FindStatusCondition(ad.Status.Conditions, v1alpha1.ConditionAnswering); c != nil && c.ObservedGeneration == ad.Generation {
+					continue
+				}
+				apply := applyv1alpha1.ARPAdvertisement(ad.Name).WithStatus(applyv1alpha1.ARPAdvertisementStatus().WithConditions(
+					applymetav1.Condition().WithType(v1alpha1.ConditionAnswering).WithStatus(metav1.ConditionTrue).
+						WithReason(v1alpha1.ReasonAnswering).WithMessage("answering ARP on interface eth0 of " + ad.Spec.NodeName).
+						WithObservedGeneration(ad.Generation).WithLastTransitionTime(metav1.Now())))
+				_, _ = cp.Juneau.JuneauV1alpha1().ARPAdvertisements().ApplyStatus(ctx, apply,
+					metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true})
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
 }

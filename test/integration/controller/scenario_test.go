@@ -130,6 +130,16 @@ func TestReadmeExample(t *testing.T) {
 	createPod(t, cp, ns, "web", "node-b", "10.244.2.6", map[string]string{v1alpha1.AnnotationElasticIP: "web-eip"})
 	attach(t, cp, ns, "nginx-eip-attach", "nginx-eip", "nginx.eth0")
 
+	// Used, but no Node answers ARP for the address yet: kubectl get says ATTACHED False.
+	eip := waitEIP(t, cp, ns, "nginx-eip", "Attached, not answered", phaseReason(v1alpha1.ElasticIPAttached, v1alpha1.ConditionAttached, v1alpha1.ReasonNotAnswering))
+	if msg := condition(eip, v1alpha1.ConditionAttached).Message; !strings.Contains(msg, `Node "node-a" does not answer ARP for "10.225.51.5" yet`) {
+		t.Errorf("Attached message %q", msg)
+	}
+	r := cp.Kubectl(ctx, "", "get", "elasticip", "-n", ns, "nginx-eip", "--no-headers")
+	if got := spaces.ReplaceAllString(strings.TrimSpace(r.Stdout), " "); r.Err != nil || got != "nginx-eip scenario-net 10.225.51.5 ElasticIPAttachment nginx-eip-attach Attached True False" {
+		t.Errorf("kubectl get elasticip before any Node answers: %q %v", got, r.Err)
+	}
+	answerARP(t, cp)
 	waitEIP(t, cp, ns, "nginx-eip", "Attached", phaseReason(v1alpha1.ElasticIPAttached, v1alpha1.ConditionAttached, v1alpha1.ReasonAttached))
 	waitEIP(t, cp, ns, "web-eip", "Attached", phaseReason(v1alpha1.ElasticIPAttached, v1alpha1.ConditionAttached, v1alpha1.ReasonAttached))
 	web := waitNIC(t, cp, ns, "web.eth0", v1alpha1.NetworkInterfaceReady, v1alpha1.ReasonReady)
@@ -137,7 +147,7 @@ func TestReadmeExample(t *testing.T) {
 		t.Errorf("web.eth0 status = %+v", web.Status)
 	}
 
-	r := cp.Kubectl(ctx, "", "get", "elasticip", "-n", ns, "--sort-by=.metadata.name")
+	r = cp.Kubectl(ctx, "", "get", "elasticip", "-n", ns, "--sort-by=.metadata.name")
 	if r.Err != nil {
 		t.Fatal(r.Err)
 	}
@@ -181,6 +191,7 @@ func TestConflictAndResolution(t *testing.T) {
 	cp := framework.Shared(t)
 	startController(t, cp, "controller")
 	ns := cp.NewNamespace(t, "conflict")
+	answerARP(t, cp)
 	network(t, cp, "conflict-net", v1alpha1.AdvertiseARP, "10.225.52.0/24")
 	createEIP(t, cp, ns, "gw", "conflict-net", "")
 	createPod(t, cp, ns, "direct", "node-a", "10.244.1.7", map[string]string{v1alpha1.AnnotationElasticIP: "gw"})
@@ -344,6 +355,7 @@ func TestDeletionWaitsForNICs(t *testing.T) {
 	cp := framework.Shared(t)
 	startController(t, cp, "controller")
 	ns := cp.NewNamespace(t, "deletion")
+	answerARP(t, cp)
 	ctx := context.Background()
 	network(t, cp, "deletion-net", v1alpha1.AdvertiseARP, "10.225.55.0/24")
 	createEIP(t, cp, ns, "e", "deletion-net", "")

@@ -68,6 +68,9 @@ const (
 	ReasonNodeAddressInPool = "NodeAddressInPool"
 	// ReasonAnswering: the node agent answers ARP for the address.
 	ReasonAnswering = "Answering"
+	// ReasonNotAnswering: an ElasticIP is used, but the Node of its user does not answer
+	// ARP for it (yet), so no traffic reaches it.
+	ReasonNotAnswering = "NotAnswering"
 	// ReasonProgrammed: the node agent programmed the Pod's ElasticIP traffic.
 	ReasonProgrammed = "Programmed"
 	// ReasonNotProgrammed: the Pod's ElasticIP traffic is not programmed on its Node.
@@ -151,6 +154,7 @@ var severities = map[string]string{
 	ReasonPoolsReady:                  corev1.EventTypeNormal,
 	ReasonNodeAddressInPool:           corev1.EventTypeWarning,
 	ReasonAnswering:                   corev1.EventTypeNormal,
+	ReasonNotAnswering:                corev1.EventTypeNormal,
 	ReasonProgrammed:                  corev1.EventTypeNormal,
 	ReasonNotProgrammed:               corev1.EventTypeNormal,
 	ReasonAnnounced:                   corev1.EventTypeNormal,

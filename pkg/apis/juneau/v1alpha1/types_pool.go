@@ -26,6 +26,7 @@ const (
 // +kubebuilder:printcolumn:name="TOTAL",type=integer,JSONPath=`.status.total`
 // +kubebuilder:printcolumn:name="ALLOCATED",type=integer,JSONPath=`.status.allocated`
 // +kubebuilder:printcolumn:name="AVAILABLE",type=integer,JSONPath=`.status.available`
+// +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // AddressPool is a set of external addresses of one family (IPv4 or IPv6) ElasticIPs are
@@ -96,6 +97,7 @@ type AddressPoolList struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="TYPE",type=string,JSONPath=`.spec.type`
 // +kubebuilder:printcolumn:name="POOLS",type=string,JSONPath=`.spec.addressPools`
+// +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // ExternalNetwork is a network outside the cluster that ElasticIPs are reachable from,
@@ -126,6 +128,13 @@ type ExternalNetworkSpec struct {
 	// +kubebuilder:validation:items:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="oldSelf.all(p, p in self)",message="addressPools is append-only: existing entries cannot be removed"
 	AddressPools []string `json:"addressPools"`
+
+	// gratuitousARP makes, on a network of type arp, the Node that starts answering for
+	// an address (newly used, or its user moved to that Node) send a few gratuitous ARP
+	// replies for it, so that neighbours update their caches at once instead of when
+	// their entries expire. Default false: nothing is sent unasked.
+	// +optional
+	GratuitousARP bool `json:"gratuitousARP,omitempty"`
 }
 
 // ExternalNetworkStatus is the observed state of an ExternalNetwork.

@@ -701,6 +701,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             scalar: string
           elementRelationship: associative
+    - name: gratuitousARP
+      type:
+        scalar: boolean
     - name: type
       type:
         scalar: string

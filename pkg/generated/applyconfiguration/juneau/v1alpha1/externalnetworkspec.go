@@ -33,6 +33,11 @@ type ExternalNetworkSpecApplyConfiguration struct {
 	// addressPools names the AddressPools of this network, tried in order. Entries may
 	// only be appended.
 	AddressPools []string `json:"addressPools,omitempty"`
+	// gratuitousARP makes, on a network of type arp, the Node that starts answering for
+	// an address (newly used, or its user moved to that Node) send a few gratuitous ARP
+	// replies for it, so that neighbours update their caches at once instead of when
+	// their entries expire. Default false: nothing is sent unasked.
+	GratuitousARP *bool `json:"gratuitousARP,omitempty"`
 }
 
 // ExternalNetworkSpecApplyConfiguration constructs a declarative configuration of the ExternalNetworkSpec type for use with
@@ -56,5 +61,13 @@ func (b *ExternalNetworkSpecApplyConfiguration) WithAddressPools(values ...strin
 	for i := range values {
 		b.AddressPools = append(b.AddressPools, values[i])
 	}
+	return b
+}
+
+// WithGratuitousARP sets the GratuitousARP field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the GratuitousARP field is set to the value of the last call.
+func (b *ExternalNetworkSpecApplyConfiguration) WithGratuitousARP(value bool) *ExternalNetworkSpecApplyConfiguration {
+	b.GratuitousARP = &value
 	return b
 }
