@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -149,6 +150,10 @@ func (v *Validators) attachmentTarget(ctx context.Context, a *v1alpha1.ElasticIP
 		errs = append(errs, field.Invalid(path, name, fmt.Sprintf(
 			"NetworkInterface %q carries ElasticIP %q directly: a NetworkInterface uses an ElasticIP either directly or by NAT, not both",
 			name, nic.Spec.ElasticIP)))
+	default:
+		if detail := familyMissing(nic, v.attachmentFamily(ctx, a)); detail != "" {
+			errs = append(errs, field.Invalid(path, name, detail))
+		}
 	}
 	if len(errs) > 0 {
 		return errs, nil
@@ -169,6 +174,26 @@ func (v *Validators) attachmentTarget(ctx context.Context, a *v1alpha1.ElasticIP
 		}
 		return nil, nil
 	})
+}
+
+// familyMissing says why a NIC whose Pod addresses are known cannot be the NAT target of
+// an ElasticIP of family (it has no address of that family: no NAT64), or "" when it
+// can or its addresses are not known yet. A Pod's addresses never change.
+func familyMissing(nic *v1alpha1.NetworkInterface, family v1alpha1.IPFamily) string {
+	addrs := nic.Status.Addresses
+	if len(addrs) == 0 && nic.Status.Address != "" {
+		addrs = []string{nic.Status.Address}
+	}
+	if len(addrs) == 0 {
+		return ""
+	}
+	for _, s := range addrs {
+		if p, err := netip.ParsePrefix(s); err == nil && p.Addr().Unmap().Is4() == (family == v1alpha1.IPv4) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("NetworkInterface %q of Pod %q has no %s address (%s): an %s ElasticIP is translated only to the Pod's address of its own family (no NAT64)",
+		nic.Name, nic.Spec.PodRef.Name, family, strings.Join(addrs, ", "), family)
 }
 
 // attachmentFamily is the family of the ElasticIP an attachment names: its spec.ipFamily

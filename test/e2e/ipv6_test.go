@@ -210,7 +210,9 @@ spec:
 }
 
 // TestIPv6ElasticIPOnIPv4OnlyPod: an IPv6 ElasticIP attached to a Pod without an IPv6
-// address is an error that says so; nothing is translated (no NAT64).
+// address is an error that says so; nothing is translated (no NAT64). The webhook
+// refuses the attachment when the Pod's addresses are known; made before the Pod has
+// them, the attachment turns Error once they are.
 func TestIPv6ElasticIPOnIPv4OnlyPod(t *testing.T) {
 	c, ns := setup(t) // IPv4-only Pods
 	ctx := testContext(t)
@@ -227,7 +229,7 @@ func TestIPv6ElasticIPOnIPv4OnlyPod(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c.RunPod(harness.PodSpec{Namespace: ns, Name: "old", Node: "node-a"})
+	old := c.CreatePod(harness.PodSpec{Namespace: ns, Name: "old", Node: "node-a"}) // no network yet
 	manifest := `apiVersion: juneau.loutres.me/v1alpha1
 kind: ElasticIP
 metadata: {name: old6}
@@ -242,6 +244,9 @@ spec:
 `
 	if r := c.CP.Kubectl(ctx, manifest, "apply", "-n", ns, "-f", "-"); r.Err != nil {
 		t.Fatalf("%v: %s", r.Err, r.Stderr)
+	}
+	if err := old.Start(); err != nil {
+		t.Fatal(err)
 	}
 	var last *v1alpha1.ElasticIPAttachment
 	framework.EventuallyWithin(t, time.Minute, "old6-attach Error AddressFamilyMismatch", func(ctx context.Context) (bool, string) {
@@ -267,6 +272,13 @@ spec:
 	r := c.CP.Kubectl(ctx, "", "get", "elasticipattachment", "-n", ns, "old6-attach")
 	if r.Err != nil || !strings.Contains(r.Stdout, "Error") {
 		t.Errorf("kubectl get: %v\n%s", r.Err, r.Stdout)
+	}
+
+	// Once the Pod's addresses are known, the webhook refuses such an attachment.
+	refused := strings.NewReplacer("old6", "new6").Replace(manifest)
+	r = c.CP.Kubectl(ctx, refused, "apply", "-n", ns, "-f", "-")
+	if r.Err == nil || !containsAll(r.Stderr, "spec.targetRef.networkInterfaceName", `NetworkInterface "old.eth0" of Pod "old" has no IPv6 address`, "no NAT64") {
+		t.Errorf("a second IPv6 attachment to the IPv4-only Pod: err=%v stderr=%q, want a refusal naming the NetworkInterface", r.Err, r.Stderr)
 	}
 }
 
