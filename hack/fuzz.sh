@@ -16,6 +16,7 @@ fuzzers=(
   "./pkg/admission FuzzPodAnnotations"          # the webhook's Pod rules over annotation values
   "./pkg/admission FuzzReviewBody"              # AdmissionReview decoding in the webhook
   "./pkg/apis/juneau/annotations FuzzParse"     # the Pod annotation grammar
+  "./pkg/apis/juneau/iprange FuzzClaimName"     # AllocationClaim names of both families
   "./pkg/apis/juneau/iprange FuzzParse"         # AddressPool entries
   "./pkg/node/agent FuzzCompute"                # the agent's desired-state builder
   "./pkg/node/arp FuzzDecide"                   # ARP frame decoding
