@@ -34,7 +34,7 @@ func newFixture(t *testing.T, cached []runtime.Object, apiOnly ...runtime.Object
 	j := inf.Juneau().V1alpha1()
 	ctrl, err := NewController(client, Informers{
 		ElasticIPs: j.ElasticIPs(), Claims: j.AllocationClaims(), Pools: j.AddressPools(), Networks: j.ExternalNetworks(),
-		Attachments: j.ElasticIPAttachments(), NetworkInterfaces: j.NetworkInterfaces(), Advertisements: j.ARPAdvertisements(),
+		Attachments: j.ElasticIPAttachments(), NetworkInterfaces: j.NetworkInterfaces(), Advertisements: j.ARPAdvertisements(), BGPAdvertisements: j.BGPAdvertisements(),
 	}, nil, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +57,8 @@ func newFixture(t *testing.T, cached []runtime.Object, apiOnly ...runtime.Object
 			err = j.ElasticIPAttachments().Informer().GetIndexer().Add(o)
 		case *v1alpha1.ARPAdvertisement:
 			err = j.ARPAdvertisements().Informer().GetIndexer().Add(o)
+		case *v1alpha1.BGPAdvertisement:
+			err = j.BGPAdvertisements().Informer().GetIndexer().Add(o)
 		}
 		if err != nil {
 			t.Fatal(err)
