@@ -90,7 +90,7 @@ func TestPrintTable(t *testing.T) {
 
 func TestSelectBenchmarks(t *testing.T) {
 	all, err := selectBenchmarks("")
-	if err != nil || len(all) != 9 {
+	if err != nil || len(all) != 9 { // 1, 1e, 1f, 2 to 7
 		t.Fatalf("all: %d benchmarks, %v", len(all), err)
 	}
 	some, err := selectBenchmarks("arp, 1")
