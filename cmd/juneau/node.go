@@ -30,6 +30,7 @@ import (
 	"github.com/loutres/juneau/pkg/node/bgp"
 	"github.com/loutres/juneau/pkg/node/cniserver"
 	"github.com/loutres/juneau/pkg/node/handover"
+	"github.com/loutres/juneau/pkg/node/ndp"
 	"github.com/loutres/juneau/pkg/node/nft"
 	"github.com/loutres/juneau/pkg/node/shutdown"
 	"github.com/loutres/juneau/pkg/node/sysctl"
@@ -59,7 +60,7 @@ func newNodeCommand(common *commonOptions) *cobra.Command {
 	o := &nodeOptions{common: common}
 	cmd := &cobra.Command{
 		Use:   "node",
-		Short: "run the node agent (NAT rules, ARP replier, direct NICs)",
+		Short: "run the node agent (NAT rules, ARP and NDP responders, direct NICs)",
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
 	}
@@ -69,7 +70,7 @@ func newNodeCommand(common *commonOptions) *cobra.Command {
 	fs.StringSliceVar(&o.clusterCIDRs, "cluster-cidr", nil, "Pod CIDRs never translated, besides Node spec.podCIDRs, ServiceCIDRs and Node addresses (repeatable)")
 	fs.DurationVar(&o.resync, "resync-period", time.Minute, "period of full datapath re-syncs")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9091", "address serving /metrics, /healthz and /readyz; empty disables")
-	fs.BoolVar(&o.sysctls, "set-sysctls", true, "set ip_forward and the ARP sysctls of the external interface")
+	fs.BoolVar(&o.sysctls, "set-sysctls", true, "set IPv4 and IPv6 forwarding and the ARP and NDP sysctls of the external interface")
 	fs.StringVar(&o.cniSocket, "cni-socket", cniserver.DefaultSocket, "unix socket the juneau CNI plugin asks about direct NICs; empty disables")
 	fs.StringVar(&o.podName, "pod-name", os.Getenv("POD_NAME"), "this agent's Pod (default $POD_NAME): at SIGTERM, the agent removes its datapath if the DaemonSet owning the Pod is being deleted")
 	fs.StringVar(&o.podNamespace, "pod-namespace", os.Getenv("POD_NAMESPACE"), "namespace of --pod-name (default $POD_NAMESPACE)")
@@ -121,10 +122,11 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	responder := arp.NewResponder(iface)
 	// Answer at once for what the previous agent of this Node answered: the kernel kept
 	// its NAT rules, and the caches will take over at the first sync.
-	if saved, err := handover.LoadAnswering(o.stateDir); err != nil {
+	saved, err := handover.LoadAnswering(o.stateDir)
+	if err != nil {
 		logger.Error(err, "Not answering ARP before the first sync", "stateDir", o.stateDir)
 	} else {
-		responder.SetAddresses(saved)
+		responder.SetAddresses(saved) // the IPv4 ones
 		logger.Info("Answering ARP for the addresses of the previous agent until the first sync", "addresses", len(saved))
 	}
 	// A BGP speaker that cannot start stops the agent (runCtx), which then exits with
@@ -133,6 +135,9 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	defer stopRun(nil)
 	var g errgroup.Group
 	g.Go(func() error { return responder.Run(runCtx) })
+	ndpResponder := ndp.NewResponder(iface)
+	ndpResponder.SetAddresses(saved) // the IPv6 ones
+	g.Go(func() error { return ndpResponder.Run(runCtx) })
 	lock := handover.NewLock(o.stateDir)
 	held, err := lock.TryAcquire()
 	if err != nil {
@@ -146,7 +151,7 @@ func (o *nodeOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer srv.shutdown()
-	metrics, err := agent.NewMetrics(reg, responder)
+	metrics, err := agent.NewMetrics(reg, responder, ndpResponder)
 	if err != nil {
 		return err
 	}
@@ -194,7 +199,7 @@ func (o *nodeOptions) run(ctx context.Context) error {
 		BGPPeers: bgpPeers.Lister(), BGPAdvertisements: bgpAdverts.Lister(),
 		Nodes: nodes.Lister(), ServiceCIDRs: serviceCIDRs.Lister(),
 		Pods: pods.Lister(), NICs: nics.Lister(), ElasticIPs: eips.Lister(), Networks: networks.Lister(),
-	}, nat, responder, hostInterface, metrics)
+	}, nat, responder, ndpResponder, hostInterface, metrics)
 	if err := a.Watch(attachments.Informer(), adverts.Informer(), nodes.Informer(), serviceCIDRs.Informer(),
 		pods.Informer(), nics.Informer(), eips.Informer(), networks.Informer(), bgpPeers.Informer(), bgpAdverts.Informer()); err != nil {
 		return err
@@ -372,7 +377,7 @@ func (o *nodeOptions) externalInterface(ctx context.Context, kube kubernetes.Int
 			return "", err
 		}
 		for _, l := range links {
-			addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
+			addrs, err := netlink.AddrList(l, netlink.FAMILY_ALL)
 			if err != nil {
 				continue
 			}
@@ -422,11 +427,16 @@ func subnetsOf(iface string) []netip.Prefix {
 	return out
 }
 
-// hostInterface names the interface of the node's host route for addr: the /32 the CNI
-// plugin adds towards a direct NIC's host end.
+// hostInterface names the interface of the node's host route for addr: the /32 (/128)
+// the CNI plugin adds towards a direct NIC's host end.
 func hostInterface(addr netip.Addr) (string, bool) {
-	dst := &net.IPNet{IP: addr.AsSlice(), Mask: net.CIDRMask(32, 32)}
-	routes, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Dst: dst}, netlink.RT_FILTER_DST)
+	addr = addr.Unmap()
+	family := netlink.FAMILY_V4
+	if addr.Is6() {
+		family = netlink.FAMILY_V6
+	}
+	dst := &net.IPNet{IP: addr.AsSlice(), Mask: net.CIDRMask(addr.BitLen(), addr.BitLen())}
+	routes, err := netlink.RouteListFiltered(family, &netlink.Route{Dst: dst}, netlink.RT_FILTER_DST)
 	if err != nil || len(routes) == 0 || routes[0].LinkIndex == 0 {
 		return "", false
 	}

@@ -43,6 +43,12 @@ type ARP interface {
 	SetAddresses(addrs []netip.Addr)
 }
 
+// NDP answers Neighbor Discovery for a set of IPv6 addresses, never unsolicited
+// (ndp.Responder).
+type NDP interface {
+	SetAddresses(addrs []netip.Addr)
+}
+
 var (
 	_ NAT = (*nft.Programmer)(nil)
 )
@@ -105,6 +111,7 @@ type Agent struct {
 	listers Listers
 	nat     NAT
 	arp     ARP
+	ndp     NDP
 	metrics *Metrics
 
 	// BGP (UseBGP): the speaker, the passwords of its peers, whether it got its first
@@ -132,12 +139,13 @@ type Clients struct {
 }
 
 // New makes an agent; it starts nothing. Register informers with Watch before they
-// start. host names the Node interface routing an address to a Pod (direct NICs).
-func New(cfg Config, clients Clients, l Listers, nat NAT, arp ARP, host func(netip.Addr) (string, bool), metrics *Metrics) *Agent {
+// start. arp answers for the IPv4 addresses, ndp for the IPv6 ones. host names the
+// Node interface routing an address to a Pod (direct NICs).
+func New(cfg Config, clients Clients, l Listers, nat NAT, arp ARP, ndp NDP, host func(netip.Addr) (string, bool), metrics *Metrics) *Agent {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	a := &Agent{cfg: cfg, client: clients.Juneau, kube: clients.Kube, host: host, listers: l, nat: nat, arp: arp, metrics: metrics}
+	a := &Agent{cfg: cfg, client: clients.Juneau, kube: clients.Kube, host: host, listers: l, nat: nat, arp: arp, ndp: ndp, metrics: metrics}
 	a.loop = workloop.NewSingle("node-agent", a.syncOnce, workloop.SingleConfig{
 		MinInterval: cfg.MinInterval, Resync: cfg.Resync, Clock: cfg.Clock, Metrics: cfg.QueueMetrics,
 	})
@@ -242,6 +250,9 @@ func (a *Agent) standby(ctx context.Context) error {
 	d := Compute(in)
 	a.arp.SetGratuitous(d.Gratuitous)
 	a.arp.SetAddresses(d.ARP)
+	if a.ndp != nil {
+		a.ndp.SetAddresses(d.NDP)
+	}
 	if !a.syncedOnce {
 		klog.FromContext(ctx).Info("Answering ARP from the caches while another agent holds the datapath", "addresses", len(d.ARP))
 	}
@@ -288,7 +299,10 @@ func (a *Agent) sync(ctx context.Context) error {
 	}
 	a.arp.SetGratuitous(d.Gratuitous)
 	a.arp.SetAddresses(d.ARP)
-	if err := a.saveAnswered(d.ARP); err != nil {
+	if a.ndp != nil {
+		a.ndp.SetAddresses(d.NDP)
+	}
+	if err := a.saveAnswered(slices.Concat(d.ARP, d.NDP)); err != nil {
 		return err
 	}
 	if err := a.markAnswering(ctx, in, d.Answering, d.Refused); err != nil {
@@ -377,7 +391,7 @@ func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string, re
 		if why, ok := refused[ad.Name]; ok {
 			want = refusedCondition(why, ad.Generation)
 		} else if slices.Contains(names, ad.Name) {
-			want = answeringCondition(a.cfg.ExternalInterface, a.cfg.ExternalMAC, ad.Generation)
+			want = answeringCondition(ad.Spec.Address, a.cfg.ExternalInterface, a.cfg.ExternalMAC, ad.Generation)
 		} else {
 			continue
 		}
@@ -396,7 +410,11 @@ func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string, re
 			klog.FromContext(ctx).Info("Not answering ARP", "advertisement", ad.Name, "address", ad.Spec.Address, "reason", cur.Reason, "message", cur.Message)
 			continue
 		}
-		klog.FromContext(ctx).Info("Answering ARP", "advertisement", ad.Name, "address", ad.Spec.Address)
+		if addr, err := netip.ParseAddr(ad.Spec.Address); err == nil && !addr.Unmap().Is4() {
+			klog.FromContext(ctx).Info("Answering NDP", "advertisement", ad.Name, "address", ad.Spec.Address)
+		} else {
+			klog.FromContext(ctx).Info("Answering ARP", "advertisement", ad.Name, "address", ad.Spec.Address)
+		}
 	}
 	return nil
 }

@@ -46,7 +46,7 @@ func TestStandbyAnswersARPOnly(t *testing.T) {
 		Synced:   func() { synced++ },
 	}, Clients{Juneau: client},
 		Listers{Attachments: listers.NewElasticIPAttachmentLister(attachments), Advertisements: listers.NewARPAdvertisementLister(ads),
-			Nodes: corelisters.NewNodeLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))}, nat, arp, nil, nil)
+			Nodes: corelisters.NewNodeLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))}, nat, arp, nil, nil, nil)
 
 	want := []netip.Addr{netip.MustParseAddr("10.225.51.5")}
 	answering := func() bool {
