@@ -186,13 +186,13 @@ func benchAllocation(ctx context.Context, e *env) []Row {
 	p := func(r allocResult, q float64) time.Duration {
 		return percentile(r.latencies, q).Round(time.Millisecond)
 	}
-	how := fmt.Sprintf("rate = N / (first create → last seen Available by a watch); %d creators; the floor does the controller's writes (claim create + status write) with as many writers and no controller, on its own control plane; the controller also writes the finalizer and Events",
+	how := fmt.Sprintf("rate = N / (first create → last seen Available by a watch); %d creators; the floor does the controller's writes (claim create + status write) with as many writers and no controller, on its own control plane; the controller writes the same two for a routine allocation (no finalizer, no Event), plus each pool's counts at most once a second",
 		e.cfg.workers)
 	return []Row{
 		{ID: "1a", What: fmt.Sprintf("allocation, N=%s in a /16", thousands(small)), Figure: rate(ctrl.runs[small].rate()), Baseline: rate(floor.runs[small].rate()),
-			BaselineWhat: "API-write floor", Target: ratioAtLeast(0.8), Note: how + ctrl.runs[small].partial()},
+			BaselineWhat: "API-write floor", Target: ratioAtLeast(0.85), Note: how + ctrl.runs[small].partial()},
 		{ID: "1b", What: fmt.Sprintf("allocation, N=%s in a /16", thousands(large)), Figure: rate(ctrl.runs[large].rate()), Baseline: rate(floor.runs[large].rate()),
-			BaselineWhat: "API-write floor", Target: ratioAtLeast(0.8),
+			BaselineWhat: "API-write floor", Target: ratioAtLeast(0.85),
 			Note: fmt.Sprintf("API requests per allocation at N=%d (the benchmark's own create included): controller %s; floor %s; the controller used %s of CPU in %s%s",
 				large, ctrl.requests, floor.requests, ctrl.cpu.Round(10*time.Millisecond), ctrl.runs[large].elapsed.Round(100*time.Millisecond), ctrl.runs[large].partial())},
 		{ID: "1c", What: "time per allocation, pool 90% vs 0% full", Figure: duration(full), Baseline: duration(empty),
@@ -200,7 +200,7 @@ func benchAllocation(ctx context.Context, e *env) []Row {
 			Note: fmt.Sprintf("%d ElasticIPs at once into a %s pool whose first 90%% of addresses are reserved vs an empty one, alternating, median of %d rounds; %s",
 				occupancyN, occupancyPool, occupancyRounds, occupancyNote)},
 		{ID: "1d", What: fmt.Sprintf("create → Available p99, N=%s", thousands(small)), Figure: duration(percentile(ctrl.runs[small].latencies, 99)),
-			Baseline: duration(percentile(floor.runs[small].latencies, 99)), BaselineWhat: "API-write floor", Target: below(duration(time.Second)),
+			Baseline: duration(percentile(floor.runs[small].latencies, 99)), BaselineWhat: "API-write floor", Target: ratioAtMost(1.3),
 			Note: fmt.Sprintf("all N created at once; p50 %s (floor %s); N=%d: p50 %s, p99 %s (floor %s, %s)",
 				p(ctrl.runs[small], 50), p(floor.runs[small], 50), large, p(ctrl.runs[large], 50), p(ctrl.runs[large], 99), p(floor.runs[large], 50), p(floor.runs[large], 99))},
 	}

@@ -231,7 +231,7 @@ func benchMemory(ctx context.Context, e *env) []Row {
 	e.stopProfile(prof)
 	return []Row{{ID: "6", What: fmt.Sprintf("controller RSS, %s ElasticIPs + Pods + NetworkInterfaces", thousands(n)),
 		Figure: bytesQ(float64(got.RSS)), Baseline: bytesQ(float64(base.RSS)), BaselineWhat: "plain informers, same kinds",
-		Target: below(bytesQ(300 << 20)),
+		Target: below(bytesQ(250 << 20)),
 		Note: fmt.Sprintf("objects created directly through the API (with %d AllocationClaims), then the process started; VmRSS once it used < 5%% CPU over 2 s; peak (VmHWM) controller %s, informers %s; controller CPU to settle %s",
 			n, bytesQ(float64(got.PeakRSS)), bytesQ(float64(base.PeakRSS)), got.CPU.Round(10*time.Millisecond))}}
 }
