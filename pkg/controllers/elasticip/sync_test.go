@@ -292,9 +292,15 @@ func TestGoneElasticIPReleasedAtOnce(t *testing.T) {
 		t.Fatalf("claim loop holds %d keys, want the claim's", n)
 	}
 	_, ctx := ktesting.NewTestContext(t)
+	f.client.ClearActions()
 	for range 2 {
 		if err := f.ctrl.syncClaim(ctx, claim.Name); err != nil {
 			t.Fatal(err)
+		}
+	}
+	for _, a := range f.client.Actions() {
+		if a.GetResource().Resource == "elasticips" {
+			t.Errorf("read the deleted ElasticIP again: %s", a.GetVerb())
 		}
 	}
 	if _, err := f.client.JuneauV1alpha1().AllocationClaims().Get(context.Background(), claim.Name, metav1.GetOptions{}); err == nil {
