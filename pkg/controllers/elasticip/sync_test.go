@@ -388,3 +388,32 @@ func TestSyncAddressOutsideThePools(t *testing.T) {
 		t.Errorf("the other ElasticIP got %q, want 10.225.51.5", got.Status.Address)
 	}
 }
+
+// Only a NetworkInterface that may carry the address makes deletion wait: one made after
+// its Pod's network was set up was never plumbed, and an ElasticIP that has the
+// finalizer already needs nothing more.
+func TestNeedsFinalizer(t *testing.T) {
+	eip := elasticIP("nginx-eip", "uid-1")
+	bare := eip.DeepCopy()
+	bare.Finalizers = nil
+	nic := &v1alpha1.NetworkInterface{ObjectMeta: metav1.ObjectMeta{Name: "web.eth0", Namespace: "default"},
+		Spec: v1alpha1.NetworkInterfaceSpec{ElasticIP: "nginx-eip"}}
+	late := nic.DeepCopy()
+	late.Spec.CreatedAfterPodNetwork = true
+	f := newFixture(t, []runtime.Object{late})
+	for _, tc := range []struct {
+		name string
+		eip  *v1alpha1.ElasticIP
+		nics []*v1alpha1.NetworkInterface
+		want bool
+	}{
+		{"unused", bare, nil, false},
+		{"named by an interface", bare, []*v1alpha1.NetworkInterface{nic}, true},
+		{"already has it", eip, []*v1alpha1.NetworkInterface{nic}, false},
+		{"named only by an interface made after the Pod's network", bare, f.ctrl.nicsOf(bare), false},
+	} {
+		if got := needsFinalizer(tc.eip, tc.nics); got != tc.want {
+			t.Errorf("%s: needsFinalizer = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
