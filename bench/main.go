@@ -2,11 +2,12 @@
 // to a baseline measured in the same run, their ratio, the target and whether it is met.
 // Absolute numbers vary between machines; the ratios are what is tracked.
 //
-//	go run ./bench                      all six benchmarks (make bench)
+//	go run ./bench                      all seven benchmarks (make bench)
 //	go run ./bench -only datapath,arp   some of them
 //	go run ./bench -cpuprofile DIR      also write CPU profiles of the controller to DIR
 //
-// Benchmarks: allocation (1), attach (2), datapath (3), sync (4), arp (5), memory (6).
+// Benchmarks: allocation (1), attach (2), datapath (3), sync (4), arp (5), memory (6),
+// bgp (7).
 // Everything runs in network namespaces and on a loopback control plane the benchmark
 // creates and removes, also on Ctrl-C. See docs/performance.md.
 package main
@@ -43,6 +44,7 @@ func allBenchmarks() []benchmark {
 		{"4", "sync", "rule sync: juneau nftables vs iptables-restore", benchSync},
 		{"5", "arp", "ARP replies: juneau responder vs the kernel", benchARP},
 		{"6", "memory", "controller memory at 10,000 of each", benchMemory},
+		{"7", "bgp", "bgp network: Pod created → /32 in BIRD's table vs arp: → first ARP reply", benchBGP},
 	}
 }
 
@@ -76,7 +78,7 @@ func main() {
 
 func run() int {
 	var (
-		only       = flag.String("only", "", "comma-separated benchmarks to run (allocation, attach, datapath, sync, arp, memory); default all")
+		only       = flag.String("only", "", "comma-separated benchmarks to run (allocation, attach, datapath, sync, arp, memory, bgp); default all")
 		quick      = flag.Bool("quick", false, "smaller sizes and shorter runs, to check that everything works (figures are not comparable)")
 		workers    = flag.Int("workers", 4, "controller workers per controller; the API-write floor uses as many writers")
 		profileDir = flag.String("cpuprofile", "", "write profiles of the measured phases to this directory: pprof CPU profiles of the controller and of in-process work, and perf data when perf is installed")

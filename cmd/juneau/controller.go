@@ -162,7 +162,7 @@ func (o *controllerOptions) runControllers(ctx context.Context, kube kubernetes.
 	eipCtrl, err := elasticip.NewController(juneau, elasticip.Informers{
 		ElasticIPs: j.ElasticIPs(), Claims: j.AllocationClaims(), Pools: j.AddressPools(),
 		Networks: j.ExternalNetworks(), Attachments: j.ElasticIPAttachments(),
-		NetworkInterfaces: j.NetworkInterfaces(), Advertisements: j.ARPAdvertisements(),
+		NetworkInterfaces: j.NetworkInterfaces(), Advertisements: j.ARPAdvertisements(), BGPAdvertisements: j.BGPAdvertisements(),
 	}, recorder, elasticip.Options{OrphanGrace: o.orphanGrace, Metrics: eipMetrics, QueueMetrics: queues})
 	if err != nil {
 		return fmt.Errorf("elasticip controller: %w", err)

@@ -23,6 +23,7 @@ import (
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
 	"github.com/loutres/juneau/pkg/node/agent"
 	"github.com/loutres/juneau/pkg/node/arp"
+	"github.com/loutres/juneau/pkg/node/bgp"
 	"github.com/loutres/juneau/pkg/node/cniserver"
 	"github.com/loutres/juneau/pkg/node/nft"
 	"github.com/loutres/juneau/pkg/node/shutdown"
@@ -42,6 +43,8 @@ type nodeOptions struct {
 	podName      string
 	podNamespace string
 	verdictFile  string
+	routerID     string
+	bgpRetry     time.Duration
 }
 
 func newNodeCommand(common *commonOptions) *cobra.Command {
@@ -63,6 +66,8 @@ func newNodeCommand(common *commonOptions) *cobra.Command {
 	fs.StringVar(&o.podName, "pod-name", os.Getenv("POD_NAME"), "this agent's Pod (default $POD_NAME): at SIGTERM, the agent removes its datapath if the DaemonSet owning the Pod is being deleted")
 	fs.StringVar(&o.podNamespace, "pod-namespace", os.Getenv("POD_NAMESPACE"), "namespace of --pod-name (default $POD_NAMESPACE)")
 	fs.StringVar(&o.verdictFile, "shutdown-verdict-file", "", "file the agent writes at SIGTERM: \"uninstall: <reason>\" or \"restart: <reason>\", for the container that removes the CNI entry")
+	fs.StringVar(&o.routerID, "bgp-router-id", "", "BGP identifier of this Node, an IPv4 address of it (default: the Node's IPv4 InternalIP); without one the Node announces nothing on bgp networks")
+	fs.DurationVar(&o.bgpRetry, "bgp-connect-retry", bgp.DefaultConnectRetry, "interval between connection attempts to a BGP router (at least 2s)")
 	return cmd
 }
 
@@ -137,6 +142,8 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	adverts := advertInf.Juneau().V1alpha1().ARPAdvertisements()
 	nics := advertInf.Juneau().V1alpha1().NetworkInterfaces() // also selected by spec.nodeName
 	pods := podInf.Core().V1().Pods()
+	bgpAdverts := advertInf.Juneau().V1alpha1().BGPAdvertisements() // also selected by spec.nodeName
+	bgpPeers := allInf.Juneau().V1alpha1().BGPPeers()
 	eips := allInf.Juneau().V1alpha1().ElasticIPs()
 	networks := allInf.Juneau().V1alpha1().ExternalNetworks()
 	nodes := kubeInf.Core().V1().Nodes()
@@ -147,44 +154,106 @@ func (o *nodeOptions) run(ctx context.Context) error {
 		ClusterCIDRs: cidrs, Resync: o.resync, QueueMetrics: queues,
 	}, agent.Clients{Juneau: juneau, Kube: kube}, agent.Listers{
 		Attachments: attachments.Lister(), Advertisements: adverts.Lister(),
+		BGPPeers: bgpPeers.Lister(), BGPAdvertisements: bgpAdverts.Lister(),
 		Nodes: nodes.Lister(), ServiceCIDRs: serviceCIDRs.Lister(),
 		Pods: pods.Lister(), NICs: nics.Lister(), ElasticIPs: eips.Lister(), Networks: networks.Lister(),
 	}, nat, responder, hostInterface, metrics)
 	if err := a.Watch(attachments.Informer(), adverts.Informer(), nodes.Informer(), serviceCIDRs.Informer(),
-		pods.Informer(), nics.Informer(), eips.Informer(), networks.Informer()); err != nil {
+		pods.Informer(), nics.Informer(), eips.Informer(), networks.Informer(), bgpPeers.Informer(), bgpAdverts.Informer()); err != nil {
 		return err
+	}
+	// The BGP speaker stops after the shutdown decision, which tells it whether to
+	// withdraw its routes (uninstall) or leave them to graceful restart (docs/bgp.md).
+	speakerCtx, stopSpeaker := context.WithCancel(klog.NewContext(context.Background(), logger))
+	defer stopSpeaker()
+	var speaker *bgp.Speaker
+	if id, err := o.bgpRouterID(ctx, kube); err != nil {
+		logger.Error(err, "This Node announces nothing on bgp networks")
+		a.UseBGP(nil, nil)
+	} else {
+		speaker = bgp.New(bgp.Config{RouterID: id, ConnectRetry: o.bgpRetry})
+		a.UseBGP(speaker, agent.NewPasswords(kube, o.resync, a.Trigger))
 	}
 	source := &agent.DirectSource{Pods: pods.Lister(), NICs: nics.Lister(), ElasticIPs: eips.Lister(), Synced: func() bool {
 		return pods.Informer().HasSynced() && nics.Informer().HasSynced() && eips.Informer().HasSynced()
 	}}
+	// A BGP speaker that cannot start stops the agent (runCtx), which then exits with
+	// its error, to be restarted.
+	runCtx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
 	for _, f := range []interface {
 		Start(<-chan struct{})
 		Shutdown()
 	}{attachInf, advertInf, kubeInf, podInf, allInf} {
-		f.Start(ctx.Done())
+		f.Start(runCtx.Done())
 		defer f.Shutdown()
 	}
 	health.setReady()
 
+	speakerDone := make(chan error, 1)
+	if speaker != nil {
+		go func() {
+			err := speaker.Run(speakerCtx)
+			if err != nil {
+				stopRun(err)
+			}
+			speakerDone <- err
+		}()
+	} else {
+		close(speakerDone)
+	}
 	var g errgroup.Group
-	g.Go(func() error { return responder.Run(ctx) })
-	g.Go(func() error { return a.Run(ctx) })
+	g.Go(func() error { return responder.Run(runCtx) })
+	g.Go(func() error { return a.Run(runCtx) })
 	// In-cluster clients follow an ElasticIP that moves (pkg/node/nft/flows.go).
-	g.Go(func() error { return nat.RunFlowCleanup(ctx) })
+	g.Go(func() error { return nat.RunFlowCleanup(runCtx) })
+	// Changes others make to the table are repaired at once, not at the next resync.
+	g.Go(func() error {
+		return nft.NewDriftWatcher(nft.Options{}).Run(runCtx, func(d nft.Drift) { a.RepairDrift(runCtx, d) })
+	})
 	if o.cniSocket != "" {
-		g.Go(func() error { return cniserver.New(source).Run(ctx, o.cniSocket) })
+		g.Go(func() error { return cniserver.New(source).Run(runCtx, o.cniSocket) })
 	}
 	err = g.Wait()
+	uninstall := false
 	if ctx.Err() != nil {
-		o.shutdown(logger, kube, pods.Lister(), nat)
+		uninstall = o.shutdown(logger, kube, pods.Lister(), nat)
+	}
+	if speaker != nil {
+		speaker.SetWithdrawOnStop(uninstall)
+	}
+	stopSpeaker()
+	if serr := <-speakerDone; serr != nil && err == nil {
+		err = serr
 	}
 	return err
+}
+
+// bgpRouterID is --bgp-router-id, or the Node's IPv4 InternalIP.
+func (o *nodeOptions) bgpRouterID(ctx context.Context, kube kubernetes.Interface) (netip.Addr, error) {
+	if o.routerID != "" {
+		id, err := netip.ParseAddr(o.routerID)
+		if err != nil || !id.Is4() {
+			return netip.Addr{}, fmt.Errorf("--bgp-router-id %q is not an IPv4 address", o.routerID)
+		}
+		return id, nil
+	}
+	node, err := kube.CoreV1().Nodes().Get(ctx, o.nodeName, metav1.GetOptions{})
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("reading Node %q for its BGP router ID: %w", o.nodeName, err)
+	}
+	for _, a := range node.Status.Addresses {
+		if id, err := netip.ParseAddr(a.Address); err == nil && a.Type == corev1.NodeInternalIP && id.Is4() {
+			return id, nil
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("Node %q has no IPv4 InternalIP for a BGP router ID; set --bgp-router-id", o.nodeName)
 }
 
 // shutdown decides, once stopped by a signal, whether juneau is being uninstalled
 // (pkg/node/shutdown): then it removes the nftables table, otherwise it leaves the
 // datapath to the next agent. The verdict goes to --shutdown-verdict-file.
-func (o *nodeOptions) shutdown(logger klog.Logger, kube kubernetes.Interface, pods corelisters.PodLister, nat *nft.Programmer) {
+func (o *nodeOptions) shutdown(logger klog.Logger, kube kubernetes.Interface, pods corelisters.PodLister, nat *nft.Programmer) (uninstall bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	verdict := shutdown.Verdict{Reason: "not run by a DaemonSet"}
@@ -206,6 +275,7 @@ func (o *nodeOptions) shutdown(logger klog.Logger, kube kubernetes.Interface, po
 			logger.Error(err, "Writing the shutdown verdict", "file", o.verdictFile)
 		}
 	}
+	return verdict.Uninstall
 }
 
 // externalInterface is --external-interface, or the interface holding the Node's InternalIP.

@@ -95,6 +95,10 @@ func (f *fixture) indexerFor(o runtime.Object) interface{ Add(any) error } {
 		return j.NetworkInterfaces().Informer().GetIndexer()
 	case *v1alpha1.ARPAdvertisement:
 		return j.ARPAdvertisements().Informer().GetIndexer()
+	case *v1alpha1.BGPAdvertisement:
+		return j.BGPAdvertisements().Informer().GetIndexer()
+	case *v1alpha1.BGPPeer:
+		return j.BGPPeers().Informer().GetIndexer()
 	case *corev1.Pod:
 		return transformed{f.kubeInf.Core().V1().Pods().Informer().GetIndexer(), trimPod}
 	case *corev1.Node:
@@ -127,6 +131,8 @@ var reviewKinds = map[string]struct{ group, version, resource string }{
 	"ElasticIPAttachment": {v1alpha1.GroupName, "v1alpha1", "elasticipattachments"},
 	"NetworkInterface":    {v1alpha1.GroupName, "v1alpha1", "networkinterfaces"},
 	"ARPAdvertisement":    {v1alpha1.GroupName, "v1alpha1", "arpadvertisements"},
+	"BGPAdvertisement":    {v1alpha1.GroupName, "v1alpha1", "bgpadvertisements"},
+	"BGPPeer":             {v1alpha1.GroupName, "v1alpha1", "bgppeers"},
 	"AllocationClaim":     {v1alpha1.GroupName, "v1alpha1", "allocationclaims"},
 	"Pod":                 {"", "v1", "pods"},
 }
@@ -145,6 +151,10 @@ func kindOf(o runtime.Object) string {
 		return "NetworkInterface"
 	case *v1alpha1.ARPAdvertisement:
 		return "ARPAdvertisement"
+	case *v1alpha1.BGPAdvertisement:
+		return "BGPAdvertisement"
+	case *v1alpha1.BGPPeer:
+		return "BGPPeer"
 	case *v1alpha1.AllocationClaim:
 		return "AllocationClaim"
 	case *corev1.Pod:

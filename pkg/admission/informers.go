@@ -96,12 +96,14 @@ func New(kube kubernetes.Interface, juneau versioned.Interface,
 		attachments: attachments.GetIndexer(),
 		nics:        nics.GetIndexer(),
 		ads:         j.ARPAdvertisements().Lister(),
+		bgpAds:      j.BGPAdvertisements().Lister(),
+		bgpPeers:    j.BGPPeers().Lister(),
 		pods:        pods.GetIndexer(),
 		nodes:       kubeInf.Core().V1().Nodes().Lister(),
 	}}
 	for _, inf := range []cache.SharedIndexInformer{
 		j.AddressPools().Informer(), j.ExternalNetworks().Informer(), j.ElasticIPs().Informer(),
-		attachments, nics, j.ARPAdvertisements().Informer(), pods, nodes,
+		attachments, nics, j.ARPAdvertisements().Informer(), j.BGPAdvertisements().Informer(), j.BGPPeers().Informer(), pods, nodes,
 	} {
 		v.hasSynced = append(v.hasSynced, inf.HasSynced)
 	}

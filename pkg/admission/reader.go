@@ -33,6 +33,8 @@ type reader struct {
 	attachments cache.Indexer
 	nics        cache.Indexer
 	ads         listers.ARPAdvertisementLister
+	bgpAds      listers.BGPAdvertisementLister
+	bgpPeers    listers.BGPPeerLister
 	pods        cache.Indexer
 	nodes       corelisters.NodeLister
 }
@@ -170,6 +172,28 @@ func (r *reader) allAdvertisements(ctx context.Context, live bool) ([]*v1alpha1.
 	list, err := r.juneau.JuneauV1alpha1().ARPAdvertisements().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing ARPAdvertisements: %w", err)
+	}
+	return pointers(list.Items), nil
+}
+
+func (r *reader) allBGPAdvertisements(ctx context.Context, live bool) ([]*v1alpha1.BGPAdvertisement, error) {
+	if !live {
+		return r.bgpAds.List(labels.Everything())
+	}
+	list, err := r.juneau.JuneauV1alpha1().BGPAdvertisements().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing BGPAdvertisements: %w", err)
+	}
+	return pointers(list.Items), nil
+}
+
+func (r *reader) allBGPPeers(ctx context.Context, live bool) ([]*v1alpha1.BGPPeer, error) {
+	if !live {
+		return r.bgpPeers.List(labels.Everything())
+	}
+	list, err := r.juneau.JuneauV1alpha1().BGPPeers().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing BGPPeers: %w", err)
 	}
 	return pointers(list.Items), nil
 }

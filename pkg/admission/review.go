@@ -42,7 +42,9 @@ func NewHandler(v *Validators, ready func() bool) *Handler {
 		{Group: g, Kind: "ElasticIP"}:           forKind(v.elasticIPRules()),
 		{Group: g, Kind: "ElasticIPAttachment"}: forKind(v.attachmentRules()),
 		{Group: g, Kind: "NetworkInterface"}:    forKind(v.networkInterfaceRules()),
-		{Group: g, Kind: "ARPAdvertisement"}:    forKind(v.advertisementRules()),
+		{Group: g, Kind: "ARPAdvertisement"}:    forKind(v.arpAdvertisementRules()),
+		{Group: g, Kind: "BGPAdvertisement"}:    forKind(v.bgpAdvertisementRules()),
+		{Group: g, Kind: "BGPPeer"}:             forKind(v.bgpPeerRules()),
 		{Group: g, Kind: "AllocationClaim"}:     forKind(v.claimRules()),
 		{Group: corev1.GroupName, Kind: "Pod"}:  forKind(v.podRules()),
 	}}

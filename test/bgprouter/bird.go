@@ -51,6 +51,9 @@ type Config struct {
 	// Accept, when valid, limits what the router takes from its neighbors to the /32s
 	// inside this prefix, as docs/bgp.md recommends; otherwise it takes everything.
 	Accept netip.Prefix
+	// Kernel makes BIRD install the routes it learned into its namespace's routing
+	// table, so the router forwards to the nodes (BIRD only; bgpd runs without zebra).
+	Kernel bool
 }
 
 // BIRD is a running BIRD 2 daemon.
@@ -67,6 +70,11 @@ log stderr all;
 timeformat route iso long ms;
 timeformat protocol iso long ms;
 protocol device { scan time 1; }
+{{- if .Kernel}}
+protocol kernel {
+	ipv4 { export all; };
+}
+{{- end}}
 {{range .Neighbors}}
 protocol bgp {{.Name}} {
 	local {{.Local}} as {{$.AS}};

@@ -147,3 +147,7 @@ func (c *Component) Log() string {
 	data, _ := os.ReadFile(c.LogPath)
 	return strings.TrimSpace(string(data))
 }
+
+// PID is the process id of the component (of juneau itself when it was started
+// through nsenter, which execs it).
+func (c *Component) PID() int { return c.proc.cmd.Process.Pid }

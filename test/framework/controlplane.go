@@ -39,6 +39,9 @@ type ControlPlane struct {
 
 	etcd, apiserver *process
 	etcdURL         string
+	// The command lines, to start a stopped component again as it was.
+	etcdArgs, apiserverArgs []string
+	restarts                int
 }
 
 // Start brings up etcd and kube-apiserver on free loopback ports, writes an admin
@@ -87,23 +90,37 @@ func (cp *ControlPlane) startEtcd(ctx context.Context) error {
 	}
 	client := "http://127.0.0.1:" + strconv.Itoa(clientPort)
 	peer := "http://127.0.0.1:" + strconv.Itoa(peerPort)
-	cp.etcd, err = startProcess("etcd", filepath.Join(cp.Dir, "etcd.log"), cp.Binaries.path("etcd"),
-		"--name=juneau-test",
-		"--data-dir="+filepath.Join(cp.Dir, "etcd"),
-		"--listen-client-urls="+client, "--advertise-client-urls="+client,
-		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
-		"--initial-cluster=juneau-test="+peer,
+	cp.etcdURL = client
+	cp.etcdArgs = []string{"--name=juneau-test",
+		"--data-dir=" + filepath.Join(cp.Dir, "etcd"),
+		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=juneau-test=" + peer,
 		"--unsafe-no-fsync", "--log-level=warn",
-	)
+	}
+	return cp.runEtcd(ctx)
+}
+
+// runEtcd starts etcd with its command line and waits until it is healthy.
+func (cp *ControlPlane) runEtcd(ctx context.Context) error {
+	var err error
+	cp.etcd, err = startProcess("etcd", cp.logPath("etcd"), cp.Binaries.path("etcd"), cp.etcdArgs...)
 	if err != nil {
 		return err
 	}
-	cp.etcdURL = client
 	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return waitFor(waitCtx, cp.etcd, "waiting for etcd", func(ctx context.Context) error {
-		return httpOK(ctx, http.DefaultClient, client+"/health")
+		return httpOK(ctx, http.DefaultClient, cp.etcdURL+"/health")
 	})
+}
+
+// logPath names a component's log; a restarted component writes a log of its own.
+func (cp *ControlPlane) logPath(name string) string {
+	if cp.restarts == 0 {
+		return filepath.Join(cp.Dir, name+".log")
+	}
+	return filepath.Join(cp.Dir, fmt.Sprintf("%s-%d.log", name, cp.restarts))
 }
 
 func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
@@ -140,31 +157,43 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 	if err := WriteRSAKey(saKey); err != nil {
 		return err
 	}
-	cp.apiserver, err = startProcess("kube-apiserver", filepath.Join(cp.Dir, "kube-apiserver.log"),
-		cp.Binaries.path("kube-apiserver"),
-		"--etcd-servers="+cp.etcdURL,
+	cp.apiserverArgs = []string{"--etcd-servers=" + cp.etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port),
-		"--tls-cert-file="+filepath.Join(cp.Dir, "serving.crt"),
-		"--tls-private-key-file="+filepath.Join(cp.Dir, "serving.key"),
-		"--client-ca-file="+filepath.Join(cp.Dir, "ca.crt"),
-		"--token-auth-file="+filepath.Join(cp.Dir, "tokens.csv"),
+		"--secure-port=" + strconv.Itoa(port),
+		"--tls-cert-file=" + filepath.Join(cp.Dir, "serving.crt"),
+		"--tls-private-key-file=" + filepath.Join(cp.Dir, "serving.key"),
+		"--client-ca-file=" + filepath.Join(cp.Dir, "ca.crt"),
+		"--token-auth-file=" + filepath.Join(cp.Dir, "tokens.csv"),
 		"--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+saKey,
-		"--service-account-signing-key-file="+saKey,
-		"--service-cluster-ip-range="+ServiceCIDR,
+		"--service-account-key-file=" + saKey,
+		"--service-account-signing-key-file=" + saKey,
+		"--service-cluster-ip-range=" + ServiceCIDR,
 		"--endpoint-reconciler-type=none",
 		"--allow-privileged=true",
 		// No controller-manager runs, so nothing creates the "default" ServiceAccount the
 		// ServiceAccount admission plugin would insist on for every Pod.
 		"--disable-admission-plugins=ServiceAccount",
-		"--cert-dir="+filepath.Join(cp.Dir, "apiserver-certs"),
-	)
-	if err != nil {
-		return err
+		"--cert-dir=" + filepath.Join(cp.Dir, "apiserver-certs"),
 	}
 	if err := cp.writeKubeconfig(token); err != nil {
+		return err
+	}
+	if err := cp.runAPIServer(ctx); err != nil {
+		return err
+	}
+	if cp.Kube, err = kubernetes.NewForConfig(cp.Config); err != nil {
+		return err
+	}
+	cp.Juneau, err = juneauclient.NewForConfig(cp.Config)
+	return err
+}
+
+// runAPIServer starts kube-apiserver with its command line and waits until it is ready.
+func (cp *ControlPlane) runAPIServer(ctx context.Context) error {
+	var err error
+	cp.apiserver, err = startProcess("kube-apiserver", cp.logPath("kube-apiserver"), cp.Binaries.path("kube-apiserver"), cp.apiserverArgs...)
+	if err != nil {
 		return err
 	}
 	httpClient, err := rest.HTTPClientFor(cp.Config)
@@ -173,16 +202,9 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
-	if err := waitFor(waitCtx, cp.apiserver, "waiting for kube-apiserver /readyz", func(ctx context.Context) error {
+	return waitFor(waitCtx, cp.apiserver, "waiting for kube-apiserver /readyz", func(ctx context.Context) error {
 		return httpOK(ctx, httpClient, cp.URL+"/readyz")
-	}); err != nil {
-		return err
-	}
-	if cp.Kube, err = kubernetes.NewForConfig(cp.Config); err != nil {
-		return err
-	}
-	cp.Juneau, err = juneauclient.NewForConfig(cp.Config)
-	return err
+	})
 }
 
 func (cp *ControlPlane) writeKubeconfig(token string) error {

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -34,6 +35,8 @@ type NS struct {
 	path   string
 	handle netns.NsHandle
 	nl     *netlink.Handle
+
+	destroyOnce sync.Once
 }
 
 // New creates a fresh network namespace whose name starts with prefix, brings
@@ -52,7 +55,7 @@ func New(t testing.TB, prefix string) *NS {
 	if err := Create(n.path); err != nil {
 		t.Fatalf("create network namespace %s: %v", name, err)
 	}
-	t.Cleanup(n.destroy)
+	t.Cleanup(n.Destroy)
 
 	h, err := netns.GetFromPath(n.path)
 	if err != nil {
@@ -155,12 +158,23 @@ func Delete(path string) error {
 	return nil
 }
 
+// Destroy deletes the namespace now rather than when the test ends (a machine
+// powered off, say): the handles are closed and the bind mount removed, and the
+// kernel frees the namespace, with its interfaces, once no process or socket
+// holds it any more. The NS must not be used afterwards; calling Destroy again
+// does nothing.
+func (n *NS) Destroy() {
+	n.destroyOnce.Do(n.destroy)
+}
+
 func (n *NS) destroy() {
 	if n.nl != nil {
 		n.nl.Close()
+		n.nl = nil
 	}
 	if n.handle.IsOpen() {
 		n.handle.Close()
+		n.handle = netns.None()
 	}
 	if err := Delete(n.path); err != nil {
 		n.t.Errorf("delete network namespace %s: %v", n.Name, err)

@@ -40,6 +40,7 @@ type Informers struct {
 	Attachments       informers.ElasticIPAttachmentInformer
 	NetworkInterfaces informers.NetworkInterfaceInformer
 	Advertisements    informers.ARPAdvertisementInformer
+	BGPAdvertisements informers.BGPAdvertisementInformer
 }
 
 // Options tune the controller.
@@ -52,8 +53,9 @@ type Options struct {
 }
 
 // Controller reserves addresses for ElasticIPs, decides who uses each one, keeps the
-// ARPAdvertisements and releases everything on deletion (docs/reference.md#allocation to #arp-advertisement). It is the
-// only writer of ElasticIP status.
+// ARPAdvertisements (arp networks) and BGPAdvertisements (bgp networks) and releases
+// everything on deletion (docs/reference.md#allocation to #arp-advertisement,
+// docs/bgp.md). It is the only writer of ElasticIP status.
 type Controller struct {
 	client   versioned.Interface
 	recorder record.EventRecorder
@@ -67,8 +69,12 @@ type Controller struct {
 	networks    listers.ExternalNetworkLister
 	attachments listers.ElasticIPAttachmentLister
 	nics        listers.NetworkInterfaceLister
-	adverts     listers.ARPAdvertisementLister
 	inf         Informers
+
+	// The advertisement kinds: arp and bgp, both in kinds.
+	arp   *adKind[*v1alpha1.ARPAdvertisement]
+	bgp   *adKind[*v1alpha1.BGPAdvertisement]
+	kinds []advertiser
 
 	index *ipam.Index // reserved addresses, fed from the claim informer
 
@@ -99,26 +105,23 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		client: client, recorder: recorder, clock: opts.Clock, metrics: opts.Metrics, grace: opts.OrphanGrace,
 		eips: inf.ElasticIPs.Lister(), claims: inf.Claims.Lister(), pools: inf.Pools.Lister(),
 		networks: inf.Networks.Lister(), attachments: inf.Attachments.Lister(),
-		nics: inf.NetworkInterfaces.Lister(), adverts: inf.Advertisements.Lister(),
-		inf: inf, index: ipam.NewIndex(), created: map[types.UID]string{},
+		nics: inf.NetworkInterfaces.Lister(),
+		inf:  inf, index: ipam.NewIndex(), created: map[types.UID]string{},
+		arp: arpKind(client, inf.Advertisements), bgp: bgpKind(client, inf.BGPAdvertisements),
 		gone: utilcache.NewExpiringWithClock(opts.Clock),
 	}
+	c.kinds = []advertiser{c.arp, c.bgp}
 	loopCfg := workloop.Config{Errors: c.metrics.errorCounter(), Metrics: opts.QueueMetrics}
 	c.eipLoop = workloop.New(ControllerName, c.sync, loopCfg)
 	c.claimLoop = workloop.New(ControllerName+"-orphan-claims", c.syncClaim, loopCfg)
 
-	for informer, names := range map[cache.SharedIndexInformer][]string{
+	index := map[cache.SharedIndexInformer][]string{
 		inf.ElasticIPs.Informer():        {indexes.ElasticIPByUID},
 		inf.Claims.Informer():            {indexes.ClaimByConsumerUID},
 		inf.Attachments.Informer():       {indexes.AttachmentByElasticIP},
 		inf.NetworkInterfaces.Informer(): {indexes.NICByElasticIP},
-		inf.Advertisements.Informer():    {indexes.AdvertisementByOwnerUID, indexes.AdvertisementByOwner, indexes.AdvertisementByAddress},
-	} {
-		if err := indexes.Add(informer, names...); err != nil {
-			return nil, err
-		}
 	}
-	synced, err := workloop.Register([]workloop.Watch{
+	watches := []workloop.Watch{
 		{Informer: inf.ElasticIPs.Informer(), Handler: c.eipLoop.Handler()},
 		{Informer: inf.ElasticIPs.Informer(), Handler: cache.ResourceEventHandlerFuncs{DeleteFunc: c.onElasticIPGone}},
 		{Informer: inf.Claims.Informer(), Handler: c.claimHandler()},
@@ -126,8 +129,17 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		{Informer: inf.Networks.Informer(), Handler: workloop.SpecFuncs(func(any) { c.enqueueAll() })},
 		{Informer: inf.Attachments.Informer(), Handler: workloop.Funcs(c.onAttachment)},
 		{Informer: inf.NetworkInterfaces.Informer(), Handler: workloop.Funcs(c.onNIC)},
-		{Informer: inf.Advertisements.Informer(), Handler: workloop.Funcs(c.onAdvertisement)},
-	})
+	}
+	for _, k := range c.kinds {
+		index[k.indexed()] = []string{indexes.AdvertisementByOwnerUID, indexes.AdvertisementByOwner, indexes.AdvertisementByAddress}
+		watches = append(watches, workloop.Watch{Informer: k.indexed(), Handler: k.handler(c)})
+	}
+	for informer, names := range index {
+		if err := indexes.Add(informer, names...); err != nil {
+			return nil, err
+		}
+	}
+	synced, err := workloop.Register(watches)
 	if err != nil {
 		return nil, err
 	}
@@ -246,22 +258,6 @@ func (c *Controller) onAttachment(obj any) {
 func (c *Controller) onNIC(obj any) {
 	if nic, ok := obj.(*v1alpha1.NetworkInterface); ok && nic.Spec.ElasticIP != "" {
 		c.eipLoop.Add(indexes.Key(nic.Namespace, nic.Spec.ElasticIP))
-	}
-}
-
-// onAdvertisement wakes the ElasticIP the advertisement records as its owner, and the
-// one whose claim holds its address: an advertisement that goes may have stood in that
-// one's way (one advertisement per address).
-func (c *Controller) onAdvertisement(obj any) {
-	ad, ok := obj.(*v1alpha1.ARPAdvertisement)
-	if !ok {
-		return
-	}
-	if owner := ad.Annotations[v1alpha1.AnnotationOwner]; owner != "" {
-		c.eipLoop.Add(owner)
-	}
-	if claim, err := c.claims.Get(ad.Spec.Address); err == nil {
-		c.enqueueConsumer(claim)
 	}
 }
 

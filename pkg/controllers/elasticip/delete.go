@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/status"
 )
@@ -48,7 +47,7 @@ func (c *Controller) syncDeleting(ctx context.Context, eip *v1alpha1.ElasticIP) 
 			blocked: c.trafficBlocked(eip, deps.network, alloc.claim, decision), now: metav1.NewTime(c.clock.Now())}))
 	}
 
-	if err := c.deleteAdvertisements(ctx, c.advertisementsOf(advertisement.Of(eip))); err != nil {
+	if err := c.deleteAdvertisements(ctx, eip); err != nil {
 		return err
 	}
 	released := len(claims) > 0

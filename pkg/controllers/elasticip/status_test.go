@@ -123,16 +123,18 @@ func TestDesiredAdvertisement(t *testing.T) {
 	claim := &v1alpha1.AllocationClaim{ObjectMeta: metav1.ObjectMeta{Name: "10.225.51.5"}}
 	held := HolderDecision{Holder: &v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindElasticIPAttachment, Name: "a"}, NodeName: "node-a"}
 
-	got := desiredAdvertisement(arp, claim, held)
-	if got == nil || got.NodeName != "node-a" || got.Address != "10.225.51.5" || got.ExternalNetwork != "ext-net" {
-		t.Fatalf("advertisement = %+v", got)
+	for _, network := range []*v1alpha1.ExternalNetwork{arp, bgp} {
+		got := desiredAdvertisement(network, claim, held)
+		if got == nil || got.NodeName != "node-a" || got.Address != "10.225.51.5" || got.ExternalNetwork != network.Name {
+			t.Fatalf("advertisement on %s = %+v", network.Name, got)
+		}
 	}
 	for name, tc := range map[string]struct {
 		network *v1alpha1.ExternalNetwork
 		claim   *v1alpha1.AllocationClaim
 		d       HolderDecision
 	}{
-		"bgp network":           {bgp, claim, held},
+		"no network":            {nil, claim, held},
 		"no address":            {arp, nil, held},
 		"unused":                {arp, claim, HolderDecision{}},
 		"conflict":              {arp, claim, HolderDecision{Conflict: true}},

@@ -30,8 +30,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	eip, err := c.eips.ElasticIPs(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
-		// Gone without its finalizer (forced): its advertisement must not outlive it.
-		// Its claim, if any, is an orphan the claim loop removes after the grace period.
+		// Gone (without a finalizer, or forced): its advertisements must not outlive it.
+		// Its claims are released by the claim loop (onElasticIPGone).
 		return c.deleteGoneAdvertisements(ctx, key)
 	}
 	if err != nil {

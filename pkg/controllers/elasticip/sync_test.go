@@ -37,7 +37,7 @@ func newFixture(t *testing.T, cached []runtime.Object, apiOnly ...runtime.Object
 	recorder := record.NewFakeRecorder(1000)
 	ctrl, err := NewController(client, Informers{
 		ElasticIPs: j.ElasticIPs(), Claims: j.AllocationClaims(), Pools: j.AddressPools(), Networks: j.ExternalNetworks(),
-		Attachments: j.ElasticIPAttachments(), NetworkInterfaces: j.NetworkInterfaces(), Advertisements: j.ARPAdvertisements(),
+		Attachments: j.ElasticIPAttachments(), NetworkInterfaces: j.NetworkInterfaces(), Advertisements: j.ARPAdvertisements(), BGPAdvertisements: j.BGPAdvertisements(),
 	}, recorder, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +60,8 @@ func newFixture(t *testing.T, cached []runtime.Object, apiOnly ...runtime.Object
 			err = j.ElasticIPAttachments().Informer().GetIndexer().Add(o)
 		case *v1alpha1.ARPAdvertisement:
 			err = j.ARPAdvertisements().Informer().GetIndexer().Add(o)
+		case *v1alpha1.BGPAdvertisement:
+			err = j.BGPAdvertisements().Informer().GetIndexer().Add(o)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -82,8 +84,8 @@ func (f *fixture) events() []string {
 	}
 }
 
-// writes lists the API writes made since the last ClearActions, as "verb resource[/sub]".
-func (f *fixture) writes() []string {
+// apiWrites lists the API writes made since the last ClearActions, as "verb resource[/sub]".
+func (f *fixture) apiWrites() []string {
 	var out []string
 	for _, a := range f.client.Actions() {
 		if v := a.GetVerb(); v == "get" || v == "list" || v == "watch" {
@@ -206,7 +208,7 @@ func TestSyncRoutineAllocationWritesClaimAndStatusOnly(t *testing.T) {
 	if got.Status.Address != "10.225.51.1" || got.Status.Phase != v1alpha1.ElasticIPAvailable || len(got.Finalizers) != 0 {
 		t.Errorf("status %s %q, finalizers %v; want Available 10.225.51.1 without a finalizer", got.Status.Phase, got.Status.Address, got.Finalizers)
 	}
-	if w := f.writes(); !slices.Equal(w, []string{"create allocationclaims", "update elasticips/status"}) {
+	if w := f.apiWrites(); !slices.Equal(w, []string{"create allocationclaims", "update elasticips/status"}) {
 		t.Errorf("writes = %v, want the claim and the status only", w)
 	}
 	if ev := f.events(); len(ev) != 0 {
@@ -267,7 +269,7 @@ func TestSyncAddsFinalizerForNetworkInterfaces(t *testing.T) {
 	if got.Status.Attachment != nil {
 		t.Errorf("holder %+v recorded before the finalizer was in place", got.Status.Attachment)
 	}
-	if w := f.writes(); !slices.Equal(w, []string{"patch elasticips"}) {
+	if w := f.apiWrites(); !slices.Equal(w, []string{"patch elasticips"}) {
 		t.Errorf("writes = %v, want the finalizer alone", w)
 	}
 }

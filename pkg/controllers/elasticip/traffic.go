@@ -34,6 +34,7 @@ type trafficInput struct {
 // network the advertisement must name the holder's Node, and that Node's agent must
 // answer for its current generation: it answers only for addresses it can deliver (the
 // NAT mapping or the direct route is in place), so Answering is the datapath's word.
+// On a bgp network, announcementBlocked says the same of the BGPAdvertisement.
 func trafficBlocked(in trafficInput) *conditionError {
 	d := in.decision
 	if d.Holder == nil || d.Conflict {
@@ -87,11 +88,14 @@ func (c *Controller) trafficBlocked(eip *v1alpha1.ElasticIP, network *v1alpha1.E
 			}
 		}
 	}
-	for _, ad := range c.advertisementsOf(advertisement.Of(eip)) {
+	for _, ad := range c.arp.mine(advertisement.Of(eip)) {
 		if ad.DeletionTimestamp == nil && ad.Spec.Address == claim.Name {
 			in.advert = ad
 			break
 		}
 	}
-	return trafficBlocked(in)
+	if blocked := trafficBlocked(in); blocked != nil {
+		return blocked
+	}
+	return c.announcementBlocked(eip, network, claim, d)
 }

@@ -5,6 +5,7 @@ package indexes
 import (
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
@@ -24,13 +25,14 @@ const (
 	ClaimByConsumerUID = "juneau.claim.consumer-uid"
 	// ElasticIPByUID: ElasticIPs by metadata.uid.
 	ElasticIPByUID = "juneau.elasticip.uid"
-	// AdvertisementByOwnerUID: ARPAdvertisements by their ElasticIP's UID (label).
-	AdvertisementByOwnerUID = "juneau.arpadvertisement.owner-uid"
-	// AdvertisementByOwner: ARPAdvertisements by their ElasticIP's "<namespace>/<name>"
+	// AdvertisementByOwnerUID: advertisements (ARPAdvertisements, BGPAdvertisements) by
+	// their ElasticIP's UID (label).
+	AdvertisementByOwnerUID = "juneau.advertisement.owner-uid"
+	// AdvertisementByOwner: advertisements by their ElasticIP's "<namespace>/<name>"
 	// (annotation).
-	AdvertisementByOwner = "juneau.arpadvertisement.owner"
-	// AdvertisementByAddress: ARPAdvertisements by spec.address.
-	AdvertisementByAddress = "juneau.arpadvertisement.address"
+	AdvertisementByOwner = "juneau.advertisement.owner"
+	// AdvertisementByAddress: advertisements by spec.address.
+	AdvertisementByAddress = "juneau.advertisement.address"
 )
 
 var funcs = map[string]cache.IndexFunc{
@@ -70,25 +72,27 @@ var funcs = map[string]cache.IndexFunc{
 		return []string{c.Spec.Consumer.UID}, nil
 	},
 	AdvertisementByOwnerUID: func(obj any) ([]string, error) {
-		ad, ok := obj.(*v1alpha1.ARPAdvertisement)
-		if !ok || ad.Labels[v1alpha1.LabelOwnerUID] == "" {
+		ad, ok := advertisement(obj)
+		if !ok || ad.GetLabels()[v1alpha1.LabelOwnerUID] == "" {
 			return nil, nil
 		}
-		return []string{ad.Labels[v1alpha1.LabelOwnerUID]}, nil
+		return []string{ad.GetLabels()[v1alpha1.LabelOwnerUID]}, nil
 	},
 	AdvertisementByOwner: func(obj any) ([]string, error) {
-		ad, ok := obj.(*v1alpha1.ARPAdvertisement)
-		if !ok || ad.Annotations[v1alpha1.AnnotationOwner] == "" {
+		ad, ok := advertisement(obj)
+		if !ok || ad.GetAnnotations()[v1alpha1.AnnotationOwner] == "" {
 			return nil, nil
 		}
-		return []string{ad.Annotations[v1alpha1.AnnotationOwner]}, nil
+		return []string{ad.GetAnnotations()[v1alpha1.AnnotationOwner]}, nil
 	},
 	AdvertisementByAddress: func(obj any) ([]string, error) {
-		ad, ok := obj.(*v1alpha1.ARPAdvertisement)
-		if !ok {
-			return nil, nil
+		switch ad := obj.(type) {
+		case *v1alpha1.ARPAdvertisement:
+			return []string{ad.Spec.Address}, nil
+		case *v1alpha1.BGPAdvertisement:
+			return []string{ad.Spec.Address}, nil
 		}
-		return []string{ad.Spec.Address}, nil
+		return nil, nil
 	},
 	ElasticIPByUID: func(obj any) ([]string, error) {
 		e, ok := obj.(*v1alpha1.ElasticIP)
@@ -97,6 +101,17 @@ var funcs = map[string]cache.IndexFunc{
 		}
 		return []string{string(e.UID)}, nil
 	},
+}
+
+// advertisement is obj as an advertisement of either kind.
+func advertisement(obj any) (metav1.Object, bool) {
+	switch ad := obj.(type) {
+	case *v1alpha1.ARPAdvertisement:
+		return ad, true
+	case *v1alpha1.BGPAdvertisement:
+		return ad, true
+	}
+	return nil, false
 }
 
 // Key is the "<namespace>/<name>" form the namespaced indexes use.

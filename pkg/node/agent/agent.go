@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -63,19 +64,23 @@ type Config struct {
 	QueueMetrics workqueue.MetricsProvider
 }
 
-// Listers are the agent's caches. Advertisements, Pods and NICs are field-selected to
+// Listers are the agent's caches. Advertisements (of both kinds), Pods and NICs are field-selected to
 // this Node by their informers; Attachments hold every Node's (in-cluster clients here
 // reach ElasticIPs attached anywhere; see TrimAttachment). Pods, NICs, ElasticIPs and Networks
 // serve the readiness gate and may be nil when it is not wanted.
 type Listers struct {
 	Attachments    listers.ElasticIPAttachmentLister
 	Advertisements listers.ARPAdvertisementLister
-	Nodes          corelisters.NodeLister
-	ServiceCIDRs   networkinglisters.ServiceCIDRLister
-	Pods           corelisters.PodLister
-	NICs           listers.NetworkInterfaceLister
-	ElasticIPs     listers.ElasticIPLister
-	Networks       listers.ExternalNetworkLister
+	// BGPPeers of the cluster and the BGPAdvertisements naming this Node; may be nil
+	// when BGP is not wanted.
+	BGPPeers          listers.BGPPeerLister
+	BGPAdvertisements listers.BGPAdvertisementLister
+	Nodes             corelisters.NodeLister
+	ServiceCIDRs      networkinglisters.ServiceCIDRLister
+	Pods              corelisters.PodLister
+	NICs              listers.NetworkInterfaceLister
+	ElasticIPs        listers.ElasticIPLister
+	Networks          listers.ExternalNetworkLister
 }
 
 // Agent is the node agent's control loop.
@@ -88,6 +93,14 @@ type Agent struct {
 	nat     NAT
 	arp     ARP
 	metrics *Metrics
+
+	// BGP (UseBGP): the speaker, the passwords of its peers, whether it got its first
+	// peers, and the BGPNodeStatus last written (nil: not known yet). Used by the one
+	// sync worker only.
+	speaker    BGP
+	passwords  *Passwords
+	bgpStarted bool
+	nodeStatus *v1alpha1.BGPNodeState
 
 	loop   *workloop.Single
 	synced []cache.InformerSynced
@@ -130,6 +143,20 @@ func (a *Agent) Watch(informers ...cache.SharedIndexInformer) error {
 // Trigger asks for a sync; triggers coalesce into one.
 func (a *Agent) Trigger() { a.loop.Trigger() }
 
+// RepairDrift answers a change another process made to juneau's nftables table
+// (nft.DriftWatcher): the next sync rebuilds the whole table, and it comes at once.
+func (a *Agent) RepairDrift(ctx context.Context, d nft.Drift) {
+	reason := driftChanged
+	if d.Lost && d.Changes == 0 {
+		reason = driftLost
+	}
+	a.metrics.driftRepair(reason)
+	a.nat.Invalidate()
+	a.Trigger()
+	klog.FromContext(ctx).Info("Repairing the nftables table changed behind the agent's back", "node", a.cfg.NodeName,
+		"table", nft.TableName, "processes", d.Processes, "objects", d.Changes, "notificationsLost", d.Lost)
+}
+
 // Run syncs at once, then on every trigger (at most one sync per MinInterval) and every
 // resync period, until ctx ends: the loop is a workloop.Single. A full sync (the first,
 // each periodic one, and the retry of a failed one, with back-off) first drops what the
@@ -140,6 +167,26 @@ func (a *Agent) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logger)
 	if !cache.WaitForNamedCacheSync("node-agent", ctx.Done(), a.synced...) {
 		return ctx.Err()
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if a.passwords != nil {
+		a.passwords.start(ctx)
+		wg.Go(a.passwords.stop)
+	}
+	if a.speaker != nil {
+		// Session changes move the Announced conditions, the BGPNodeStatus and the
+		// readiness gates.
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-a.speaker.Changed():
+					a.Trigger()
+				}
+			}
+		})
 	}
 	a.loop.Run(ctx)
 	return nil
@@ -178,8 +225,12 @@ func (a *Agent) sync(ctx context.Context) error {
 	if err := a.markAnswering(ctx, in, d.Answering); err != nil {
 		return err
 	}
-	if err := a.writeReadiness(ctx, in, d); err != nil {
+	announced, bgpErr := a.applyBGP(ctx, in, d)
+	if err := a.writeReadiness(ctx, in, d, announced); err != nil {
 		return err
+	}
+	if bgpErr != nil {
+		return bgpErr
 	}
 	if err != nil {
 		return fmt.Errorf("programming NAT: %w", err)
@@ -228,6 +279,19 @@ func (a *Agent) inputs() (Inputs, error) {
 		if in.ServiceCIDRs, err = a.listers.ServiceCIDRs.List(labels.Everything()); err != nil {
 			return in, err
 		}
+	}
+	if a.listers.BGPPeers != nil {
+		if in.BGPPeers, err = a.listers.BGPPeers.List(labels.Everything()); err != nil {
+			return in, err
+		}
+	}
+	if a.listers.BGPAdvertisements != nil {
+		if in.BGPAdvertisements, err = a.listers.BGPAdvertisements.List(labels.Everything()); err != nil {
+			return in, err
+		}
+	}
+	if a.passwords != nil {
+		in.Password = a.passwords.Password
 	}
 	return in, nil
 }

@@ -3,12 +3,14 @@ package agent
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/netip"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
@@ -137,5 +139,72 @@ func TestRun(t *testing.T) {
 	next()
 	if log := nat.takeLog(); !slices.Equal(log, []string{"sync", "invalidate", "invalidate", "sync"}) {
 		t.Errorf("failure and retry: %v, want sync, invalidate (failed), then invalidate, sync (full retry)", log)
+	}
+}
+
+// TestRepairDrift: a change another process made to the table makes the NAT
+// programmer forget what it applied and brings a sync at once (the programmer then
+// rebuilds the table), counted by reason.
+func TestRepairDrift(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(t0)
+	nat := &fakeNAT{syncs: make(chan nft.DesiredState, 10), fail: make(chan bool, 10)}
+	reg := prometheus.NewRegistry()
+	metrics, err := NewMetrics(reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const minInterval = 100 * time.Millisecond
+	a := New(Config{NodeName: "node-a", ExternalInterface: "ext0", Resync: time.Hour, MinInterval: minInterval, Clock: clk},
+		Clients{Juneau: fake.NewClientset()},
+		Listers{
+			Attachments:    listers.NewElasticIPAttachmentLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+			Advertisements: listers.NewARPAdvertisementLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+			Nodes:          corelisters.NewNodeLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+		}, nat, fakeARP{}, nil, metrics)
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	next := func() {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case <-nat.syncs:
+				return
+			case <-deadline:
+				t.Fatalf("no sync; NAT calls %v", nat.takeLog())
+			case <-time.After(50 * time.Millisecond):
+				clk.Step(minInterval)
+			}
+		}
+	}
+	next()
+	nat.takeLog()
+
+	a.RepairDrift(ctx, nft.Drift{Processes: []string{"nft"}, Changes: 3})
+	next()
+	if log := nat.takeLog(); !slices.Equal(log, []string{"invalidate", "sync"}) {
+		t.Errorf("after drift: %v, want invalidate, then sync", log)
+	}
+	a.RepairDrift(ctx, nft.Drift{Lost: true})
+	next()
+	got := map[string]float64{}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "juneau_node_drift_repairs_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	if want := map[string]float64{driftChanged: 1, driftLost: 1}; !maps.Equal(got, want) {
+		t.Errorf("juneau_node_drift_repairs_total by reason: %v, want %v", got, want)
 	}
 }

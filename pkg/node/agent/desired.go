@@ -41,6 +41,13 @@ type Inputs struct {
 	ElasticIPs map[string]*v1alpha1.ElasticIP
 	// Networks by name, for their spec.gratuitousARP.
 	Networks map[string]*v1alpha1.ExternalNetwork
+	// BGPPeers of the cluster (those selecting this Node are peered with) and the
+	// BGPAdvertisements naming this Node.
+	BGPPeers          []*v1alpha1.BGPPeer
+	BGPAdvertisements []*v1alpha1.BGPAdvertisement
+	// Password returns the TCP-MD5 password a BGPPeer names, ErrPasswordPending while
+	// its Secret is being read; nil: no Secret can be read.
+	Password func(ref v1alpha1.SecretKeyReference) (string, error)
 }
 
 // Desired is the whole datapath state of this Node.
@@ -58,6 +65,8 @@ type Desired struct {
 	// Gratuitous are the addresses of ARP on networks with spec.gratuitousARP: the
 	// responder announces each when it starts answering for it. Sorted.
 	Gratuitous []netip.Addr
+	// BGP is what the BGP speaker announces, and to whom.
+	BGP BGPDesired
 }
 
 // Compute is the node agent's one decision, a pure function of its inputs:
@@ -68,6 +77,8 @@ type Desired struct {
 //   - ARP answers for every ARPAdvertisement naming this Node whose address it serves
 //     (translates or routes to a direct NIC, as the NAT programmer keeps them),
 //     announced with gratuitous ARP when its network asks for it;
+//   - BGP announcements of the /32 of every BGPAdvertisement naming this Node whose
+//     address it serves, to every BGPPeer selecting this Node (docs/bgp.md);
 //   - never translated: Pod CIDRs (flags and Node spec.podCIDRs), ServiceCIDRs and
 //     every Node address.
 func Compute(in Inputs) Desired {
@@ -124,6 +135,7 @@ func Compute(in Inputs) Desired {
 	slices.SortFunc(d.Gratuitous, netip.Addr.Compare)
 	d.Gratuitous = slices.Compact(d.Gratuitous)
 	slices.Sort(d.Answering)
+	d.BGP = computeBGP(in, served)
 	return d
 }
 

@@ -13,15 +13,16 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/node/bgp"
 )
 
 // writeReadiness sets the readiness-gate conditions of this Node's Pods that list them
 // (juneau's and the managed-cloud name), patching only those whose condition changes.
-func (a *Agent) writeReadiness(ctx context.Context, in Inputs, d Desired) error {
+func (a *Agent) writeReadiness(ctx context.Context, in Inputs, d Desired, announced bgp.Status) error {
 	if a.listers.Pods == nil || a.kube == nil {
 		return nil
 	}
-	r, err := a.readinessInputs(in)
+	r, err := a.readinessInputs(in, announced)
 	if err != nil {
 		return err
 	}
@@ -36,8 +37,9 @@ func (a *Agent) writeReadiness(ctx context.Context, in Inputs, d Desired) error 
 	return nil
 }
 
-func (a *Agent) readinessInputs(in Inputs) (ReadinessInputs, error) {
+func (a *Agent) readinessInputs(in Inputs, announced bgp.Status) (ReadinessInputs, error) {
 	r := ReadinessInputs{ElasticIPs: in.ElasticIPs, Networks: map[string]*v1alpha1.ExternalNetwork{},
+		Announced: func(addr netip.Addr) bool { return announced.AnnouncedTo(netip.PrefixFrom(addr, 32)) > 0 },
 		Routed: func(addr netip.Addr) bool {
 			if a.host == nil {
 				return false

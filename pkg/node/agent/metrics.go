@@ -4,6 +4,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/node/bgp"
 )
 
 // Metrics of the node agent. A nil *Metrics records nothing.
@@ -11,7 +14,18 @@ type Metrics struct {
 	mappings prometheus.Gauge
 	duration prometheus.Histogram
 	errors   prometheus.Counter
+	drift    *prometheus.CounterVec
+	sessions *prometheus.GaugeVec
+	prefixes prometheus.Gauge
 }
+
+// Reasons of drift repairs (the reason label of juneau_node_drift_repairs_total).
+const (
+	// driftChanged: another process changed the table.
+	driftChanged = "changed"
+	// driftLost: change notifications were lost, so a change may have gone unseen.
+	driftLost = "notifications_lost"
+)
 
 // Counts reads ARP counters (arp.Responder).
 type Counts interface {
@@ -29,8 +43,18 @@ func NewMetrics(reg prometheus.Registerer, arp Counts) (*Metrics, error) {
 			Help: "Duration of datapath syncs.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "sync_errors_total",
 			Help: "Failed datapath syncs."}),
+		drift: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "drift_repairs_total",
+			Help: "Full syncs made because another process changed juneau's nftables table (reason=changed) or change notifications were lost (reason=notifications_lost)."},
+			[]string{"reason"}),
+		sessions: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "juneau", Subsystem: "node", Name: "bgp_sessions",
+			Help: "BGP sessions of this node by state (Established, Connecting, or the last error)."}, []string{"state"}),
+		prefixes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "juneau", Subsystem: "node", Name: "bgp_prefixes_announced",
+			Help: "ElasticIP /32s this node announces to its BGP peers."}),
 	}
-	cols := []prometheus.Collector{m.mappings, m.duration, m.errors}
+	for _, r := range []string{driftChanged, driftLost} {
+		m.drift.WithLabelValues(r) // exported at 0 before the first repair
+	}
+	cols := []prometheus.Collector{m.mappings, m.duration, m.errors, m.drift, m.sessions, m.prefixes}
 	if arp != nil {
 		cols = append(cols,
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "arp_requests_total",
@@ -58,4 +82,31 @@ func (m *Metrics) observeSync(d time.Duration, mappings int, err error) {
 		return
 	}
 	m.mappings.Set(float64(mappings))
+}
+
+// allSessionStates are every value of the state label, so each is exported (as 0) before
+// it first happens.
+var allSessionStates = []v1alpha1.BGPSessionState{v1alpha1.BGPSessionEstablished, v1alpha1.BGPSessionConnecting,
+	v1alpha1.BGPSessionRefused, v1alpha1.BGPSessionWrongASN, v1alpha1.BGPSessionAuthenticationFailed,
+	v1alpha1.BGPSessionUnreachable, v1alpha1.BGPSessionFailed}
+
+func (m *Metrics) observeBGP(st bgp.Status) {
+	if m == nil {
+		return
+	}
+	count := map[v1alpha1.BGPSessionState]int{}
+	for _, p := range st.Peers {
+		count[p.State]++
+	}
+	for _, s := range allSessionStates {
+		m.sessions.WithLabelValues(string(s)).Set(float64(count[s]))
+	}
+	m.prefixes.Set(float64(len(st.Announced)))
+}
+
+func (m *Metrics) driftRepair(reason string) {
+	if m == nil {
+		return
+	}
+	m.drift.WithLabelValues(reason).Inc()
 }

@@ -19,6 +19,9 @@ type ReadinessInputs struct {
 	Networks   map[string]*v1alpha1.ExternalNetwork
 	// Routed reports whether the Node routes addr to a Pod (the direct NIC's host route).
 	Routed func(addr netip.Addr) bool
+	// Announced reports whether this Node's BGP speaker announces addr/32 to at least
+	// one Established peer.
+	Announced func(addr netip.Addr) bool
 }
 
 // Readiness is the gate condition one Pod should have, under each of the condition
@@ -46,7 +49,8 @@ func gates(p *corev1.Pod) []string {
 
 // ComputeReadiness decides the gate of every Pod of this Node that lists it (docs/reference.md#readiness-gate):
 // True only when each ElasticIP the Pod uses is programmed here — NAT mapping applied or
-// direct host route present — and, on an arp network, answered by this Node's ARP.
+// direct host route present — and, on an arp network, answered by this Node's ARP; on a
+// bgp network, announced by this Node to at least one Established BGP peer.
 // What the Pod uses is found by UID: an attachment whose target NetworkInterface belongs
 // to this Pod (not to an earlier Pod of the same name), a direct NetworkInterface of
 // this Pod that its ElasticIP names as holder.
@@ -104,10 +108,16 @@ func podReadiness(in Inputs, d Desired, r ReadinessInputs, p *corev1.Pod) Readin
 	for _, u := range used {
 		names = append(names, fmt.Sprintf("%s (%s)", u.eip, u.addr))
 		if eip := r.ElasticIPs[p.Namespace+"/"+u.eip]; eip != nil {
-			if net := r.Networks[eip.Spec.ExternalNetwork]; net != nil && net.Spec.Type == v1alpha1.AdvertiseARP {
-				a, err := netip.ParseAddr(u.addr)
+			a, err := netip.ParseAddr(u.addr)
+			switch net := r.Networks[eip.Spec.ExternalNetwork]; {
+			case net == nil:
+			case net.Spec.Type == v1alpha1.AdvertiseARP:
 				if err != nil || !slices.Contains(d.ARP, a) {
 					missing = append(missing, fmt.Sprintf("ARP answer for %q", u.addr))
+				}
+			case net.Spec.Type == v1alpha1.AdvertiseBGP:
+				if err != nil || r.Announced == nil || !r.Announced(a) {
+					missing = append(missing, fmt.Sprintf("BGP announcement of %q to an Established peer", u.addr))
 				}
 			}
 		} else {

@@ -62,39 +62,49 @@ func TestComputeReadiness(t *testing.T) {
 	routed := func(a netip.Addr) bool { return a == netip.MustParseAddr("10.225.51.6") }
 
 	cases := []struct {
-		name    string
-		pod     *corev1.Pod
-		d       Desired
-		eips    map[string]*v1alpha1.ElasticIP
-		routed  func(netip.Addr) bool
-		ready   bool
-		message string
-		types   []string
+		name   string
+		pod    *corev1.Pod
+		d      Desired
+		eips   map[string]*v1alpha1.ElasticIP
+		routed func(netip.Addr) bool
+		// announced: the /32s this Node's BGP speaker announces to an Established peer.
+		announced []string
+		ready     bool
+		message   string
+		types     []string
 	}{
 		{"NAT programmed and answered", gatedPod("nginx"), programmed,
-			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, true, `nginx-eip (10.225.51.5)`, nil},
+			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, nil, true, `nginx-eip (10.225.51.5)`, nil},
 		{"NAT programmed, ARP not yet", gatedPod("nginx"), Desired{NAT: programmed.NAT, Programmed: programmed.Programmed},
-			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, false, `ARP answer for "10.225.51.5"`, nil},
-		{"NAT on a bgp network needs no ARP", gatedPod("nginx"), Desired{NAT: programmed.NAT, Programmed: programmed.Programmed},
-			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "bgp-net", "")}, nil, true, `nginx-eip`, nil},
+			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, nil, false, `ARP answer for "10.225.51.5"`, nil},
+		{"NAT on a bgp network needs no ARP, but its announcement", gatedPod("nginx"), Desired{NAT: programmed.NAT, Programmed: programmed.Programmed},
+			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "bgp-net", "")}, nil, []string{"10.225.51.5"}, true, `nginx-eip`, nil},
+		{"NAT on a bgp network not announced to an Established peer", gatedPod("nginx"), programmed,
+			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "bgp-net", "")}, nil, []string{"10.225.51.6"}, false,
+			`waiting for BGP announcement of "10.225.51.5" to an Established peer`, nil},
+		{"direct on a bgp network, announced", gatedPod("web"), programmed,
+			map[string]*v1alpha1.ElasticIP{"default/web-eip": eip("web-eip", "bgp-net", "uid-web.eth0")}, routed, []string{"10.225.51.6"}, true, `web-eip (10.225.51.6)`, nil},
+		{"direct on a bgp network, not announced", gatedPod("web"), programmed,
+			map[string]*v1alpha1.ElasticIP{"default/web-eip": eip("web-eip", "bgp-net", "uid-web.eth0")}, routed, nil, false,
+			`BGP announcement of "10.225.51.6"`, nil},
 		{"NAT rules not applied", gatedPod("nginx"), Desired{ARP: programmed.ARP},
-			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, false, `NAT of ElasticIPAttachment "nginx-attach"`, nil},
+			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, nil, false, `NAT of ElasticIPAttachment "nginx-attach"`, nil},
 		{"an attachment to the NIC of an earlier Pod of the same name is not this Pod's", nginx2, programmed,
-			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, false, "no ElasticIP is attached", nil},
+			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, nil, false, "no ElasticIP is attached", nil},
 		{"the managed-cloud gate", aliyun, programmed,
-			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, true, `nginx-eip (10.225.51.5)`,
+			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, nil, true, `nginx-eip (10.225.51.5)`,
 			[]string{v1alpha1.PodConditionManagedCloudEIP}},
 		{"both gates", both, programmed,
-			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, true, `nginx-eip (10.225.51.5)`,
+			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, nil, true, `nginx-eip (10.225.51.5)`,
 			[]string{v1alpha1.PodConditionElasticIP, v1alpha1.PodConditionManagedCloudEIP}},
 		{"direct routed and answered", gatedPod("web"), programmed,
-			map[string]*v1alpha1.ElasticIP{"default/web-eip": eip("web-eip", "ext-net", "uid-web.eth0")}, routed, true, `web-eip (10.225.51.6)`, nil},
+			map[string]*v1alpha1.ElasticIP{"default/web-eip": eip("web-eip", "ext-net", "uid-web.eth0")}, routed, nil, true, `web-eip (10.225.51.6)`, nil},
 		{"direct without the host route", gatedPod("web"), programmed,
-			map[string]*v1alpha1.ElasticIP{"default/web-eip": eip("web-eip", "ext-net", "uid-web.eth0")}, func(netip.Addr) bool { return false }, false, `route of NetworkInterface "web.eth0"`, nil},
+			map[string]*v1alpha1.ElasticIP{"default/web-eip": eip("web-eip", "ext-net", "uid-web.eth0")}, func(netip.Addr) bool { return false }, nil, false, `route of NetworkInterface "web.eth0"`, nil},
 		{"direct, but the ElasticIP names another NIC of that name", gatedPod("web"), programmed,
-			map[string]*v1alpha1.ElasticIP{"default/web-eip": eip("web-eip", "ext-net", "uid-earlier")}, routed, false,
+			map[string]*v1alpha1.ElasticIP{"default/web-eip": eip("web-eip", "ext-net", "uid-earlier")}, routed, nil, false,
 			`ElasticIP "web-eip" to name NetworkInterface "web.eth0" as its holder`, nil},
-		{"nothing attached", gatedPod("lonely"), programmed, nil, nil, false, "no ElasticIP is attached", nil},
+		{"nothing attached", gatedPod("lonely"), programmed, nil, nil, nil, false, "no ElasticIP is attached", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -102,6 +112,7 @@ func TestComputeReadiness(t *testing.T) {
 				Pods: []*corev1.Pod{tc.pod, {ObjectMeta: metav1.ObjectMeta{Name: "ungated"}}},
 				NICs: []*v1alpha1.NetworkInterface{direct, vpc}, ElasticIPs: tc.eips,
 				Networks: map[string]*v1alpha1.ExternalNetwork{"ext-net": arpNet, "bgp-net": bgpNet}, Routed: tc.routed,
+				Announced: func(a netip.Addr) bool { return slices.Contains(tc.announced, a.String()) },
 			})
 			if len(r) != 1 {
 				t.Fatalf("got %d readiness results, want 1 (only gated Pods)", len(r))

@@ -219,6 +219,10 @@ func desiredPeers(peers []Peer) (map[netip.Addr]Peer, []rejection) {
 	out := map[netip.Addr]Peer{}
 	var rejected []rejection
 	for _, p := range sorted {
+		if p.Problem != "" {
+			rejected = append(rejected, rejection{p, p.Problem})
+			continue
+		}
 		if err := p.validate(); err != nil {
 			rejected = append(rejected, rejection{p, "invalid peer: " + err.Error()})
 			continue

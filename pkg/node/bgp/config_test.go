@@ -149,7 +149,9 @@ func TestDesiredPeers(t *testing.T) {
 	bad := testPeer("c-bad", routerB)
 	bad.KeepaliveTime = 90 * time.Second
 	ibgpMultihop := Peer{Name: "d-ibgp", Address: netip.MustParseAddr("10.225.51.4"), PeerASN: 1, MyASN: 1, EBGPMultihopTTL: 2}
-	peers, rejected := desiredPeers([]Peer{dup, bad, testPeer("a-first", routerA), ibgpMultihop})
+	unreadable := testPeer("e-password", netip.MustParseAddr("10.225.51.5"))
+	unreadable.Problem = `cannot read the password: Secret "juneau-system/other" is forbidden`
+	peers, rejected := desiredPeers([]Peer{dup, bad, testPeer("a-first", routerA), ibgpMultihop, unreadable})
 	if len(peers) != 1 || peers[routerA].Name != "a-first" {
 		t.Errorf("peers = %v, want only a-first (first by name for %s)", peers, routerA)
 	}
@@ -161,6 +163,7 @@ func TestDesiredPeers(t *testing.T) {
 		"b-same-router": `BGPPeer "a-first" has the same peer address 10.225.51.1`,
 		"c-bad":         "keepalive time 1m30s",
 		"d-ibgp":        "eBGP multihop on an iBGP session",
+		"e-password":    unreadable.Problem,
 	} {
 		if !strings.Contains(got[name], want) {
 			t.Errorf("rejection of %s = %q, want it to mention %q", name, got[name], want)

@@ -413,6 +413,17 @@ func TestBIRDStop(t *testing.T) {
 	if out, _ := bird.Protocol("node_a"); strings.Contains(out, "graceful restart active") {
 		t.Errorf("BIRD waits for a restart after a withdrawing stop:\n%s", out)
 	}
+
+	// Decided only at the stop (SetWithdrawOnStop), as the node agent does when it finds
+	// juneau uninstalled.
+	spec.Config.WithdrawOnStop = false
+	sp = startSpeaker(t, tp.node, spec)
+	bird.WaitRoutes(30*time.Second, viaNode("10.225.53.7/32"))
+	sp.stop(syscall.SIGUSR1)
+	bird.WaitRoutes(5*time.Second, nil)
+	if out, _ := bird.Protocol("node_a"); strings.Contains(out, "graceful restart active") {
+		t.Errorf("BIRD waits for a restart after a stop that chose to withdraw:\n%s", out)
+	}
 }
 
 // TestBIRDMultihop: a router one hop away is reached with an eBGP multihop TTL of 2,

@@ -60,9 +60,19 @@ func speakerMain(spec string) int {
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
 	_ = fs.Set("v", "4")
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
 	sp := New(s.Config)
+	// SIGTERM and SIGINT stop the speaker; SIGUSR1 stops it for good, deciding at the
+	// stop as the node agent does (SetWithdrawOnStop).
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
+	go func() {
+		if <-sigs == syscall.SIGUSR1 {
+			sp.SetWithdrawOnStop(true)
+		}
+		stop()
+	}()
 	sp.SetPeers(s.Peers)
 	if err := sp.SetAnnouncements(s.Prefixes); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -37,6 +37,8 @@ const (
 type Speaker struct {
 	cfg   Config
 	clock clock.WithTicker
+	// withdraw says what a stop does (Config.WithdrawOnStop, SetWithdrawOnStop).
+	withdraw atomic.Bool
 
 	mu           sync.Mutex
 	peers        map[netip.Addr]Peer // desired, valid, one per address
@@ -57,7 +59,7 @@ type Speaker struct {
 
 // New returns a speaker; it starts nothing (see Run).
 func New(cfg Config) *Speaker {
-	return &Speaker{
+	s := &Speaker{
 		cfg:          cfg,
 		clock:        clock.RealClock{},
 		peers:        map[netip.Addr]Peer{},
@@ -69,7 +71,14 @@ func New(cfg Config) *Speaker {
 		refresh:      make(chan struct{}, 1),
 		changed:      make(chan struct{}, 1),
 	}
+	s.withdraw.Store(cfg.WithdrawOnStop)
+	return s
 }
+
+// SetWithdrawOnStop decides, until Run returns, what its end does: withdraw every route
+// at once (a Cease NOTIFICATION to each peer) or leave them to graceful restart. The
+// node agent decides it only when it stops (pkg/node/shutdown): an uninstall withdraws.
+func (s *Speaker) SetWithdrawOnStop(withdraw bool) { s.withdraw.Store(withdraw) }
 
 // SetPeers replaces the set of peers. A peer that changes in any way gets a new
 // session. The first call after a start should carry the complete set: only the peers
@@ -185,7 +194,7 @@ func (s *Speaker) Run(ctx context.Context) error {
 		stop(true)
 		return err
 	}
-	logger.Info("BGP speaker started", "routerID", cfg.RouterID, "restartTime", cfg.RestartTime, "withdrawOnStop", cfg.WithdrawOnStop)
+	logger.Info("BGP speaker started", "routerID", cfg.RouterID, "restartTime", cfg.RestartTime, "withdrawOnStop", s.withdraw.Load())
 
 	st := &applied{restarting: true, peers: map[netip.Addr]Peer{}, paths: map[netip.Prefix]bool{}}
 	refresh := s.clock.NewTicker(refreshInterval)
@@ -204,8 +213,9 @@ func (s *Speaker) Run(ctx context.Context) error {
 			if retry != nil {
 				retry.Stop()
 			}
-			stop(cfg.WithdrawOnStop)
-			logger.Info("BGP speaker stopped", "withdrew", cfg.WithdrawOnStop)
+			withdraw := s.withdraw.Load()
+			stop(withdraw)
+			logger.Info("BGP speaker stopped", "withdrew", withdraw)
 			return nil
 		case <-refresh.C():
 			s.refreshStatus(ctx, srv)

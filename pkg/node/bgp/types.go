@@ -66,6 +66,10 @@ type Peer struct {
 	// EBGPMultihopTTL is the IP TTL of an eBGP session to a router that is not directly
 	// connected; 0 means directly connected.
 	EBGPMultihopTTL uint8
+	// Problem, when set, says why this peer cannot be configured (its password cannot
+	// be read, say): the speaker keeps no session with it and reports it Failed with
+	// this message.
+	Problem string
 }
 
 // PeerStatus is the state of the session with one peer.

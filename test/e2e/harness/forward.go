@@ -14,7 +14,9 @@ import (
 // to target (the API server on the root namespace's loopback). A socket keeps the
 // namespace it was made in, so the agent inside ns reaches the API server on its own
 // loopback, as a hostNetwork DaemonSet Pod would, and no traffic is routed anywhere.
-func forwardAPIServer(t testing.TB, ns *netns.NS, target string) string {
+// The returned stop closes the listener and every connection (it is also called when
+// the test ends), so nothing of the forwarder holds the namespace any more.
+func forwardAPIServer(t testing.TB, ns *netns.NS, target string) (addr string, stop func()) {
 	t.Helper()
 	var l net.Listener
 	ns.MustDo(func() error {
@@ -24,11 +26,15 @@ func forwardAPIServer(t testing.TB, ns *netns.NS, target string) string {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		cancel()
-		l.Close()
-		wg.Wait()
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			l.Close()
+			wg.Wait()
+		})
+	}
+	t.Cleanup(stop)
 	wg.Go(func() {
 		for {
 			conn, err := l.Accept()
@@ -38,7 +44,7 @@ func forwardAPIServer(t testing.TB, ns *netns.NS, target string) string {
 			wg.Go(func() { pipe(ctx, conn, target) })
 		}
 	})
-	return l.Addr().String()
+	return l.Addr().String(), stop
 }
 
 func pipe(ctx context.Context, in net.Conn, target string) {

@@ -13,9 +13,12 @@ package harness
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,8 +58,14 @@ type Options struct {
 	// FarClient adds a client behind a router whose far link has a small MTU
 	// (RouterMTU), for Path MTU Discovery through the NAT.
 	FarClient bool
+	// Router adds the same router and far client with a full-size far link, for tests
+	// that run a BGP daemon in the router (Cluster.Router).
+	Router bool
 	// NoWebhook leaves admission out, to produce the races the webhook exists to stop.
 	NoWebhook bool
+	// AgentArgs are extra flags of `juneau node` (given last, so they override the
+	// harness's own, e.g. --resync-period).
+	AgentArgs []string
 }
 
 // Cluster is a running simulated cluster.
@@ -66,12 +75,20 @@ type Cluster struct {
 	Dir     string
 	Ext     *netns.NS // holds the external bridge
 	Client  *netns.NS // the external client, ClientIP on eth0
-	Far     *netns.NS // with Options.FarClient: FarClientIP behind a router
+	Far     *netns.NS // with Options.FarClient or Router: FarClientIP behind a router
+	Router  *netns.NS // with Options.FarClient or Router: RouterIP on the segment
 	Nodes   map[string]*Node
 	Plugins string // CNI plugin directory: ptp, host-local, juneau
 
 	Controller *framework.Component
 	Webhook    *framework.Webhook
+
+	agentArgs []string
+	farClient bool
+	// refusals are the periods in which components may be refused: see ExpectRefusals.
+	refusals [][2]time.Time
+	podsMu   sync.Mutex
+	pods     []*Pod // every Pod made through the harness, for Reboot
 }
 
 // Node is a simulated Node: a network namespace with its agent.
@@ -86,6 +103,8 @@ type Node struct {
 	Agent      *framework.Component
 	dir        string
 	agentArgs  []string
+	mac        net.HardwareAddr // of ext0, kept across reboots as a real NIC's is
+	stopFwd    func()
 }
 
 // New builds the cluster; everything is torn down when the test ends.
@@ -99,7 +118,7 @@ func New(t testing.TB, cp *framework.ControlPlane, opts Options) *Cluster {
 	if err != nil {
 		require.Unmet(t, "%v", err)
 	}
-	c := &Cluster{t: t, CP: cp, Dir: t.TempDir(), Nodes: map[string]*Node{}}
+	c := &Cluster{t: t, CP: cp, Dir: t.TempDir(), Nodes: map[string]*Node{}, agentArgs: opts.AgentArgs}
 	c.Plugins = c.pluginDir(pluginDir)
 
 	c.Ext = netns.New(t, "ext")
@@ -118,26 +137,18 @@ func New(t testing.TB, cp *framework.ControlPlane, opts Options) *Cluster {
 	c.Controller = framework.StartComponent(t, "controller", append([]string{"controller",
 		"--kubeconfig=" + controllerKubeconfig, "--leader-elect=false", "--metrics-bind-address=127.0.0.1:0",
 		"--kube-api-qps=200", "--kube-api-burst=400", "-v=2"}, opts.ControllerArgs...)...)
-	if opts.FarClient {
-		c.addFarClient()
+	if opts.FarClient || opts.Router {
+		c.addFarClient(opts.FarClient)
 	}
 	if !opts.NoWebhook {
 		c.Webhook, _ = cp.StartWebhook(t, cp.ServiceAccountKubeconfig(t, framework.SystemNamespace, framework.WebhookServiceAccount))
 	}
+	c.farClient = opts.FarClient || opts.Router
 	for i, name := range opts.Nodes {
 		c.Nodes[name] = c.addNode(name, i)
-		if opts.FarClient {
-			c.Nodes[name].NS.Route(FarPrefix, RouterIP, extIface)
-		}
 	}
-	// A routed Pod network, as a primary CNI provides one: every Node reaches the
-	// others' Pod ranges through them, over the segment.
 	for _, n := range c.Nodes {
-		for _, o := range c.Nodes {
-			if o != n {
-				n.NS.Route(o.PodCIDR, o.IP, extIface)
-			}
-		}
+		c.routePods(n)
 	}
 	c.waitForNodeScope(opts.Nodes[0])
 	t.Cleanup(c.deleteClusterObjects)
@@ -161,12 +172,45 @@ func (c *Cluster) checkNothingForbidden() {
 	}
 	for _, comp := range components {
 		for _, line := range strings.Split(comp.Log(), "\n") {
+			if c.refusalExpected(line) {
+				continue
+			}
 			if strings.Contains(line, "is forbidden: User ") || strings.Contains(line, "ValidatingAdmissionPolicy '"+nodeScopePolicy+"'") {
 				c.t.Errorf("%s was refused by the API server (RBAC or the node-scope policy): %s", comp.Name, line)
 				break
 			}
 		}
 	}
+}
+
+// ExpectRefusals tells the end-of-test check that components may be refused by RBAC
+// between from and to: a kube-apiserver that starts serves requests before its
+// authorizer has read the RBAC objects, and refuses them meanwhile (components that
+// reach it before it is ready, as they do on a single API server address, retry).
+func (c *Cluster) ExpectRefusals(from, to time.Time) {
+	c.refusals = append(c.refusals, [2]time.Time{from, to})
+}
+
+var klogStamp = regexp.MustCompile(`^[IWEF](\d{4} \d{2}:\d{2}:\d{2}\.\d{6})`)
+
+// refusalExpected reports whether a log line was written in a period of ExpectRefusals.
+func (c *Cluster) refusalExpected(line string) bool {
+	m := klogStamp.FindStringSubmatch(line)
+	if m == nil || len(c.refusals) == 0 {
+		return false
+	}
+	at, err := time.ParseInLocation("0102 15:04:05.000000", m[1], time.Local)
+	if err != nil {
+		return false
+	}
+	now := time.Now()
+	at = at.AddDate(now.Year(), 0, 0) // klog leaves the year out
+	for _, r := range c.refusals {
+		if !at.Before(r[0]) && !at.After(r[1]) {
+			return true
+		}
+	}
+	return false
 }
 
 // pluginDir makes a directory with the reference plugins and the juneau binary.
@@ -185,6 +229,10 @@ func (c *Cluster) pluginDir(ref string) string {
 	return dir
 }
 
+// AttachToSegment connects a namespace of the test to the external segment with a veth
+// called dev inside it (port: the bridge's end), for extra routers.
+func (c *Cluster) AttachToSegment(ns *netns.NS, dev, port string) { c.attach(ns, dev, port) }
+
 // attach connects ns to the external bridge with a veth called dev inside ns.
 func (c *Cluster) attach(ns *netns.NS, dev, port string) {
 	netns.Veth(ns, dev, c.Ext, port)
@@ -193,10 +241,12 @@ func (c *Cluster) attach(ns *netns.NS, dev, port string) {
 	ns.Up(dev)
 }
 
-// addFarClient puts a router on the external segment and a client behind it on a link
-// with a small MTU, so the router answers DF packets with "fragmentation needed".
-func (c *Cluster) addFarClient() {
+// addFarClient puts a router on the external segment and a client behind it; with
+// smallMTU on a link with a small MTU, so the router answers DF packets with
+// "fragmentation needed".
+func (c *Cluster) addFarClient(smallMTU bool) {
 	router := netns.New(c.t, "rtr")
+	c.Router = router
 	c.attach(router, "eth0", "rtr")
 	router.Addr("eth0", RouterIP+"/24")
 	c.Far = netns.New(c.t, "far")
@@ -205,7 +255,9 @@ func (c *Cluster) addFarClient() {
 	c.Far.Up("eth0")
 	// Only the router's side is small: the far client still advertises a 1460-byte MSS,
 	// so the Pod sends full-size DF segments and must learn the path MTU.
-	router.SetMTU("far0", RouterMTU)
+	if smallMTU {
+		router.SetMTU("far0", RouterMTU)
+	}
 	router.Addr("far0", FarRouterIP+"/24")
 	c.Far.Addr("eth0", FarClientIP+"/24")
 	c.Far.Route("0.0.0.0/0", FarRouterIP, "eth0")
@@ -219,20 +271,45 @@ func (c *Cluster) addNode(name string, i int) *Node {
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	n.NS = netns.New(t, "node")
-	c.attach(n.NS, extIface, fmt.Sprintf("n%d", i))
-	n.NS.Addr(extIface, n.IP+"/24")
-	n.NS.Sysctl("net/ipv4/ip_forward", "1")
 	c.registerNode(n)
-
-	addr := forwardAPIServer(t, n.NS, strings.TrimPrefix(c.CP.URL, "https://"))
-	n.Kubeconfig = c.kubeconfigFor(n, "https://"+addr)
+	c.bootNode(n)
 	n.Socket = filepath.Join(n.dir, "cni.sock")
-	n.agentArgs = []string{"node", "--kubeconfig=" + n.Kubeconfig, "--node-name=" + name,
+	n.agentArgs = append([]string{"node", "--kubeconfig=" + n.Kubeconfig, "--node-name=" + name,
 		"--cluster-cidr=" + ClusterCIDR, "--metrics-bind-address=127.0.0.1:0", "--resync-period=30s",
-		"--cni-socket=" + n.Socket, "-v=2"}
+		"--cni-socket=" + n.Socket, "-v=2"}, c.agentArgs...)
 	c.StartAgent(n)
 	return n
+}
+
+// bootNode gives the Node its network namespace on the segment (ext0 with its address,
+// forwarding on, the route to the far client) and the loopback bridge to the API
+// server its kubeconfig points at.
+func (c *Cluster) bootNode(n *Node) {
+	n.NS = netns.New(c.t, "node")
+	c.attach(n.NS, extIface, fmt.Sprintf("n%d", n.Index))
+	if n.mac == nil {
+		n.mac = n.NS.MAC(extIface)
+	} else if err := n.NS.Netlink().LinkSetHardwareAddr(n.NS.Link(extIface), n.mac); err != nil {
+		c.t.Fatalf("setting the MAC of %s's %s: %v", n.Name, extIface, err)
+	}
+	n.NS.Addr(extIface, n.IP+"/24")
+	n.NS.Sysctl("net/ipv4/ip_forward", "1")
+	if c.farClient {
+		n.NS.Route(FarPrefix, RouterIP, extIface)
+	}
+	var addr string
+	addr, n.stopFwd = forwardAPIServer(c.t, n.NS, strings.TrimPrefix(c.CP.URL, "https://"))
+	n.Kubeconfig = c.kubeconfigFor(n, "https://"+addr)
+}
+
+// routePods makes the routed Pod network, as a primary CNI provides one: n reaches the
+// other Nodes' Pod ranges through them, over the segment.
+func (c *Cluster) routePods(n *Node) {
+	for _, o := range c.Nodes {
+		if o != n {
+			n.NS.Route(o.PodCIDR, o.IP, extIface)
+		}
+	}
 }
 
 // StartAgent (re)starts the node agent inside the Node's namespace.

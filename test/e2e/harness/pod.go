@@ -38,6 +38,28 @@ type Pod struct {
 	Result    *current.Result
 	started   bool
 	namespace string
+	// sandbox counts the Pod's sandboxes before the current one (RestartSandbox):
+	// each gets a container ID of its own, as a runtime gives it.
+	sandbox int
+	// deadNS is the path of the namespace of a sandbox that died with its Node
+	// (Reboot), until RestartSandbox tears the sandbox down.
+	deadNS string
+}
+
+// register keeps the Pod for Reboot.
+func (c *Cluster) register(p *Pod) *Pod {
+	c.podsMu.Lock()
+	defer c.podsMu.Unlock()
+	c.pods = append(c.pods, p)
+	return p
+}
+
+// containerID is the runtime's ID of the Pod's current sandbox.
+func (p *Pod) containerID() string {
+	if p.sandbox == 0 {
+		return string(p.Object.UID)
+	}
+	return fmt.Sprintf("%s-%d", p.Object.UID, p.sandbox)
 }
 
 // CreatePod creates the Pod object bound to its Node (no network yet).
@@ -62,7 +84,7 @@ func (c *Cluster) CreatePod(spec PodSpec) *Pod {
 	if err != nil {
 		c.t.Fatalf("creating Pod %s/%s: %v", spec.Namespace, spec.Name, err)
 	}
-	return &Pod{c: c, Spec: spec, Node: node, Object: obj}
+	return c.register(&Pod{c: c, Spec: spec, Node: node, Object: obj})
 }
 
 // RunPod creates the Pod and starts its network, failing the test if CNI ADD fails.
@@ -93,9 +115,13 @@ func (n *Node) conflist(waitSeconds int) ([]byte, error) {
 }
 
 func (p *Pod) runtimeConf() *libcni.RuntimeConf {
+	netnsPath := p.deadNS
+	if p.NS != nil {
+		netnsPath = p.NS.Path()
+	}
 	return &libcni.RuntimeConf{
-		ContainerID: string(p.Object.UID),
-		NetNS:       p.NS.Path(),
+		ContainerID: p.containerID(),
+		NetNS:       netnsPath,
 		IfName:      "eth0",
 		Args: [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", p.Spec.Namespace},
 			{"K8S_POD_NAME", p.Spec.Name}, {"K8S_POD_UID", string(p.Object.UID)}},
@@ -126,7 +152,7 @@ func (p *Pod) StartWithWait(waitSeconds int) error {
 	p.c.t.Helper()
 	if p.NS == nil {
 		p.NS = netns.New(p.c.t, "pod")
-		p.c.t.Cleanup(func() { p.cniDel() })
+		p.c.t.Cleanup(func() { _ = p.cniDel() })
 	}
 	cfg, list, err := p.cni(waitSeconds)
 	if err != nil {
@@ -170,15 +196,43 @@ func (p *Pod) writeRunning() error {
 		obj.Status.Phase = corev1.PodRunning
 		obj.Status.PodIP = p.IP
 		obj.Status.PodIPs = []corev1.PodIP{{IP: p.IP}}
-		obj.Status.StartTime = &now
-		obj.Status.Conditions = append(obj.Status.Conditions,
-			corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now})
+		if obj.Status.StartTime == nil {
+			obj.Status.StartTime = &now
+		}
+		setPodCondition(obj, corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now})
 		if len(p.Spec.ReadinessGates) == 0 {
-			obj.Status.Conditions = append(obj.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now})
+			setPodCondition(obj, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now})
 		}
 		p.Object, err = pods.UpdateStatus(context.Background(), obj, metav1.UpdateOptions{})
 		return err
 	})
+}
+
+// setPodCondition sets a condition of the Pod's status, replacing one of its type.
+func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == c.Type {
+			pod.Status.Conditions[i] = c
+			return
+		}
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, c)
+}
+
+// RestartSandbox re-creates the Pod's sandbox as the kubelet does when the Pod's Node
+// came back from a reboot (Reboot): the dead sandbox is torn down (CNI DEL, its
+// network namespace gone), then a new one, with a new container ID and a new
+// namespace, is set up (CNI ADD) and the Pod's IP, which may have changed, written.
+func (p *Pod) RestartSandbox() error {
+	p.c.t.Helper()
+	if p.deadNS != "" {
+		if err := p.cniDel(); err != nil {
+			return fmt.Errorf("CNI DEL of the dead sandbox of %s: %w", p.Spec.Name, err)
+		}
+		p.deadNS = ""
+	}
+	p.sandbox++
+	return p.Start()
 }
 
 // cniDel runs CNI DEL as the runtime does when a sandbox goes; it is idempotent.
@@ -248,5 +302,5 @@ func (c *Cluster) AdoptPod(namespace, name string) *Pod {
 	for _, g := range obj.Spec.ReadinessGates {
 		spec.ReadinessGates = append(spec.ReadinessGates, string(g.ConditionType))
 	}
-	return &Pod{c: c, Spec: spec, Node: n, Object: obj}
+	return c.register(&Pod{c: c, Spec: spec, Node: n, Object: obj})
 }

@@ -33,7 +33,7 @@ func TestControllerAccessTable(t *testing.T) {
 	events := func(verb string) access { return access{verb: verb, group: "events.k8s.io", resource: "events"} }
 
 	var allowed []access
-	for _, r := range []string{"addresspools", "externalnetworks", "elasticips", "allocationclaims", "elasticipattachments", "networkinterfaces", "arpadvertisements"} {
+	for _, r := range []string{"addresspools", "externalnetworks", "elasticips", "allocationclaims", "elasticipattachments", "networkinterfaces", "arpadvertisements", "bgpadvertisements"} {
 		allowed = append(allowed, every(juneau, r, "list", "watch")...)
 	}
 	allowed = slices.Concat(allowed,
@@ -42,6 +42,7 @@ func TestControllerAccessTable(t *testing.T) {
 		every(juneau, "elasticipattachments", "create", "delete"),
 		every(juneau, "networkinterfaces", "create", "update", "delete"),
 		every(juneau, "arpadvertisements", "create", "update", "delete"),
+		every(juneau, "bgpadvertisements", "create", "update", "delete"),
 		[]access{
 			juneau("update", "elasticips/status"),
 			juneau("patch", "addresspools/status"), juneau("patch", "externalnetworks/status"),
@@ -60,6 +61,9 @@ func TestControllerAccessTable(t *testing.T) {
 		every(juneau, "externalnetworks", "create", "update", "patch", "delete"),
 		every(juneau, "allocationclaims", "update", "patch"),
 		every(juneau, "arpadvertisements/status", "update", "patch"),
+		every(juneau, "bgpadvertisements/status", "update", "patch"),
+		every(juneau, "bgppeers", "create", "update", "patch", "delete"),
+		every(juneau, "bgpnodestatuses", "get", "create", "update", "patch", "delete"),
 		every(core, "nodes", "get", "create", "update", "patch", "delete"),
 		every(core, "pods", "get", "create", "update", "delete"),
 		every(core, "secrets", "get", "list"),

@@ -61,6 +61,23 @@ func adY(name, network, addr, node string) string {
 	return doc("ARPAdvertisement", name, fmt.Sprintf("  externalNetwork: %s\n  address: %s\n  nodeName: %s\n", network, addr, node))
 }
 
+func bgpAdY(name, network, addr, node string) string {
+	return doc("BGPAdvertisement", name, fmt.Sprintf("  externalNetwork: %s\n  address: %s\n  nodeName: %s\n", network, addr, node))
+}
+
+// bgpPeerY is a BGPPeer of a router; selector is the nodeSelector's content (one flow
+// mapping line), empty for none; more are extra spec lines.
+func bgpPeerY(name, addr, selector string, more ...string) string {
+	spec := fmt.Sprintf("  peerAddress: %s\n", addr)
+	if selector != "" {
+		spec += "  nodeSelector: {" + selector + "}\n"
+	}
+	for _, m := range more {
+		spec += "  " + m + "\n"
+	}
+	return doc("BGPPeer", name, spec)
+}
+
 // podY is a Pod bound to a Node (it stays Pending: no kubelet runs) with annotations
 // and labels given as "key: value" lines.
 func podY(name string, annotations, labels []string) string {

@@ -85,6 +85,8 @@ func TestRules(t *testing.T) {
 		{"Pod", podCases()},
 		{"NetworkInterface", networkInterfaceCases()},
 		{"ARPAdvertisement", advertisementCases()},
+		{"BGPAdvertisement", bgpAdvertisementCases()},
+		{"BGPPeer", bgpPeerCases()},
 		{"AllocationClaim", claimCases()},
 	} {
 		t.Run(kind.name, func(t *testing.T) { runCases(t, cp, kind.cases) })
@@ -295,6 +297,66 @@ func advertisementCases() []ruleCase {
 			bad:  apply(adY("$P-ad", "$P-net", "10.225.$O.6", "$P-n1")),
 			want: []string{"spec.address", "immutable"},
 			good: []step{apply(adY("$P-ad", "$P-net", "10.225.$O.5", "$P-n2"))}},
+	}
+}
+
+// bgpAdvertisementCases: the rules of ARPAdvertisements, for bgp networks.
+func bgpAdvertisementCases() []ruleCase {
+	base := []step{apply(arpNet() + poolY("$P-bgp", "bgp", "10.226.$O.0/24") + netY("$P-bgpnet", "bgp", "$P-bgp")),
+		do(func(e *env) { e.node("$P-n1", "10.227.$O.1"); e.node("$P-n2", "10.227.$O.2") })}
+	return []ruleCase{
+		{name: "network of type bgp", setup: base,
+			bad:  apply(bgpAdY("$P-ad", "$P-net", "10.225.$O.5", "$P-n1")),
+			want: []string{"spec.externalNetwork", `ExternalNetwork "$P-net" has type "arp": only networks of type "bgp" are announced by BGP`},
+			good: []step{apply(bgpAdY("$P-ad", "$P-bgpnet", "10.226.$O.5", "$P-n1"))}},
+		{name: "address inside the pools", setup: base,
+			bad:  apply(bgpAdY("$P-ad", "$P-bgpnet", "10.225.$O.5", "$P-n1")),
+			want: []string{"spec.address", `is not inside the AddressPools of ExternalNetwork "$P-bgpnet" ("$P-bgp")`}},
+		{name: "Node exists", setup: base,
+			bad:  apply(bgpAdY("$P-ad", "$P-bgpnet", "10.226.$O.5", "$P-ghost")),
+			want: []string{"spec.nodeName", `Node "$P-ghost" does not exist`}},
+		{name: "not a Node address", setup: append(base, do(func(e *env) { e.node("$P-late", "10.226.$O.9") })),
+			bad:  apply(bgpAdY("$P-ad", "$P-bgpnet", "10.226.$O.9", "$P-n1")),
+			want: []string{"spec.address", `Node "$P-late"`}},
+		{name: "one advertisement per address", setup: append(base, apply(bgpAdY("$P-first", "$P-bgpnet", "10.226.$O.5", "$P-n1"))),
+			bad:  apply(bgpAdY("$P-second", "$P-bgpnet", "10.226.$O.5", "$P-n2")),
+			want: []string{"spec.address", `BGPAdvertisement "$P-first"`},
+			good: []step{apply(bgpAdY("$P-second", "$P-bgpnet", "10.226.$O.6", "$P-n2"))}},
+		{name: "only nodeName changes", setup: append(base, apply(bgpAdY("$P-ad", "$P-bgpnet", "10.226.$O.5", "$P-n1"))),
+			bad:  apply(bgpAdY("$P-ad", "$P-bgpnet", "10.226.$O.6", "$P-n1")),
+			want: []string{"spec.address", "immutable"},
+			good: []step{apply(bgpAdY("$P-ad", "$P-bgpnet", "10.226.$O.5", "$P-n2"))}},
+	}
+}
+
+// bgpPeerCases: the schema and validation rules of docs/bgp.md#bgppeer, and one
+// BGPPeer per router address on any Node.
+func bgpPeerCases() []ruleCase {
+	return []ruleCase{
+		{name: "AS numbers",
+			bad:  apply(bgpPeerY("$P-tor", "10.225.$O.255", "", "myASN: 64513", "peerASN: 23456")),
+			want: []string{"spec.peerASN", "AS_TRANS"},
+			good: []step{apply(bgpPeerY("$P-tor", "10.225.$O.1", "", "myASN: 64513", "peerASN: 64512"))}},
+		{name: "loopback router",
+			bad:  apply(bgpPeerY("$P-tor", "127.0.0.1", "", "myASN: 64513", "peerASN: 64512")),
+			want: []string{"spec.peerAddress", "loopback"}},
+		{name: "selector",
+			bad:  apply(bgpPeerY("$P-tor", "10.225.$O.1", "matchExpressions: [{key: rack, operator: In}]", "myASN: 64513", "peerASN: 64512")),
+			want: []string{"spec.nodeSelector"}},
+		{name: "one session per router address and Node",
+			setup: []step{apply(bgpPeerY("$P-a", "10.225.$O.1", "matchLabels: {rack: a}", "myASN: 64513", "peerASN: 64512"))},
+			bad:   apply(bgpPeerY("$P-b", "10.225.$O.1", "matchExpressions: [{key: rack, operator: In, values: [a, b]}]", "myASN: 64513", "peerASN: 64512")),
+			want:  []string{"spec.peerAddress", `BGPPeer "$P-a" has the same peerAddress and a nodeSelector that can select the same Nodes`},
+			good: []step{
+				apply(bgpPeerY("$P-b", "10.225.$O.1", "matchLabels: {rack: b}", "myASN: 64513", "peerASN: 64512")),
+				apply(bgpPeerY("$P-c", "10.225.$O.2", "", "myASN: 64513", "peerASN: 64512")),
+			}},
+		{name: "a selector widened onto another's Nodes",
+			setup: []step{apply(bgpPeerY("$P-a", "10.225.$O.1", "matchLabels: {rack: a}", "myASN: 64513", "peerASN: 64512") +
+				bgpPeerY("$P-b", "10.225.$O.1", "matchLabels: {rack: b}", "myASN: 64513", "peerASN: 64512"))},
+			bad:  kubectl("patch", "bgppeer", "$P-b", "--type=json", `-p=[{"op":"remove","path":"/spec/nodeSelector"}]`),
+			want: []string{"spec.peerAddress", `BGPPeer "$P-a"`},
+			good: []step{kubectl("patch", "bgppeer", "$P-b", "--type=merge", `-p={"spec":{"holdTime":"30s"}}`)}},
 	}
 }
 

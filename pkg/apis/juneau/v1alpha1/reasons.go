@@ -73,6 +73,10 @@ const (
 	ReasonNotProgrammed = "NotProgrammed"
 	// ReasonAnnounced: the /32 is announced to at least one Established BGP peer.
 	ReasonAnnounced = "Announced"
+	// ReasonNotAnnounced: an ElasticIP of a bgp network is used, but the Node of its
+	// user does not announce it to any Established BGP peer (yet), so no router sends
+	// its traffic there.
+	ReasonNotAnnounced = "NotAnnounced"
 	// ReasonNoEstablishedPeer: BGPPeers select the Node but none of their sessions is
 	// Established.
 	ReasonNoEstablishedPeer = "NoEstablishedPeer"
@@ -153,6 +157,7 @@ var severities = map[string]string{
 	ReasonProgrammed:                  corev1.EventTypeNormal,
 	ReasonNotProgrammed:               corev1.EventTypeNormal,
 	ReasonAnnounced:                   corev1.EventTypeNormal,
+	ReasonNotAnnounced:                corev1.EventTypeNormal,
 	ReasonNoEstablishedPeer:           corev1.EventTypeWarning,
 	ReasonNoPeer:                      corev1.EventTypeWarning,
 

@@ -1,0 +1,126 @@
+package elasticip
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
+	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
+)
+
+// adSpec is the spec both advertisement kinds share: the network, the address and the
+// one Node that advertises it.
+type adSpec struct {
+	ExternalNetwork, Address, NodeName string
+}
+
+// adObject is an advertisement object of either kind.
+type adObject interface {
+	metav1.Object
+	runtime.Object
+}
+
+// adKind is one kind of per-ElasticIP advertisement: ARPAdvertisements on arp networks
+// (the Node answers ARP), BGPAdvertisements on bgp networks (the Node announces a /32).
+// Both follow the same rules (docs/reference.md#arp-advertisement, docs/bgp.md): one
+// per used address, named and owned as the advertisement package says, moved in place.
+type adKind[T adObject] struct {
+	// kind names the kind in messages.
+	kind string
+	// network is the network type whose addresses this kind advertises.
+	network v1alpha1.AdvertiseMode
+	// does is what the Node of an advertisement does for the address, for Events
+	// ("Node x <does> 10.0.0.1 instead of Node y").
+	does     string
+	informer cache.SharedIndexInformer
+	get      func(name string) (T, error)
+	spec     func(T) adSpec
+	// build makes a new object; withNode returns a copy of one advertised by node.
+	build    func(metav1.ObjectMeta, adSpec) T
+	withNode func(T, string) T
+	create   func(context.Context, T) error
+	update   func(context.Context, T) error
+	remove   func(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// advertiser is what the controller does with a kind, whatever its type.
+type advertiser interface {
+	// mode is the network type whose addresses the kind advertises.
+	mode() v1alpha1.AdvertiseMode
+	// sync makes o's advertisement of this kind match want (nil: none).
+	sync(ctx context.Context, c *Controller, eip *v1alpha1.ElasticIP, want *adSpec) error
+	// deleteGone deletes the advertisements of a gone ElasticIP (namespace/name).
+	deleteGone(ctx context.Context, c *Controller, key string) error
+	// handler maps the kind's events to ElasticIP keys; indexed is its informer.
+	handler(c *Controller) cache.ResourceEventHandler
+	indexed() cache.SharedIndexInformer
+}
+
+var (
+	_ advertiser = (*adKind[*v1alpha1.ARPAdvertisement])(nil)
+	_ advertiser = (*adKind[*v1alpha1.BGPAdvertisement])(nil)
+)
+
+func arpKind(client versioned.Interface, inf informers.ARPAdvertisementInformer) *adKind[*v1alpha1.ARPAdvertisement] {
+	ads := client.JuneauV1alpha1().ARPAdvertisements()
+	opts := metav1.CreateOptions{FieldManager: v1alpha1.FieldManagerController}
+	return &adKind[*v1alpha1.ARPAdvertisement]{
+		kind: "ARPAdvertisement", network: v1alpha1.AdvertiseARP, does: "answers ARP for",
+		informer: inf.Informer(), get: inf.Lister().Get,
+		spec: func(a *v1alpha1.ARPAdvertisement) adSpec {
+			return adSpec{a.Spec.ExternalNetwork, a.Spec.Address, a.Spec.NodeName}
+		},
+		build: func(m metav1.ObjectMeta, s adSpec) *v1alpha1.ARPAdvertisement {
+			return &v1alpha1.ARPAdvertisement{ObjectMeta: m, Spec: v1alpha1.ARPAdvertisementSpec{
+				ExternalNetwork: s.ExternalNetwork, Address: s.Address, NodeName: s.NodeName}}
+		},
+		withNode: func(a *v1alpha1.ARPAdvertisement, node string) *v1alpha1.ARPAdvertisement {
+			a = a.DeepCopy()
+			a.Spec.NodeName = node
+			return a
+		},
+		create: func(ctx context.Context, a *v1alpha1.ARPAdvertisement) error {
+			_, err := ads.Create(ctx, a, opts)
+			return err
+		},
+		update: func(ctx context.Context, a *v1alpha1.ARPAdvertisement) error {
+			_, err := ads.Update(ctx, a, metav1.UpdateOptions{FieldManager: v1alpha1.FieldManagerController})
+			return err
+		},
+		remove: ads.Delete,
+	}
+}
+
+func bgpKind(client versioned.Interface, inf informers.BGPAdvertisementInformer) *adKind[*v1alpha1.BGPAdvertisement] {
+	ads := client.JuneauV1alpha1().BGPAdvertisements()
+	opts := metav1.CreateOptions{FieldManager: v1alpha1.FieldManagerController}
+	return &adKind[*v1alpha1.BGPAdvertisement]{
+		kind: "BGPAdvertisement", network: v1alpha1.AdvertiseBGP, does: "announces",
+		informer: inf.Informer(), get: inf.Lister().Get,
+		spec: func(a *v1alpha1.BGPAdvertisement) adSpec {
+			return adSpec{a.Spec.ExternalNetwork, a.Spec.Address, a.Spec.NodeName}
+		},
+		build: func(m metav1.ObjectMeta, s adSpec) *v1alpha1.BGPAdvertisement {
+			return &v1alpha1.BGPAdvertisement{ObjectMeta: m, Spec: v1alpha1.BGPAdvertisementSpec{
+				ExternalNetwork: s.ExternalNetwork, Address: s.Address, NodeName: s.NodeName}}
+		},
+		withNode: func(a *v1alpha1.BGPAdvertisement, node string) *v1alpha1.BGPAdvertisement {
+			a = a.DeepCopy()
+			a.Spec.NodeName = node
+			return a
+		},
+		create: func(ctx context.Context, a *v1alpha1.BGPAdvertisement) error {
+			_, err := ads.Create(ctx, a, opts)
+			return err
+		},
+		update: func(ctx context.Context, a *v1alpha1.BGPAdvertisement) error {
+			_, err := ads.Update(ctx, a, metav1.UpdateOptions{FieldManager: v1alpha1.FieldManagerController})
+			return err
+		},
+		remove: ads.Delete,
+	}
+}

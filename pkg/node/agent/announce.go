@@ -1,0 +1,162 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	applymetav1 "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/node/bgp"
+	"github.com/loutres/juneau/pkg/status"
+)
+
+// BGP is the node's BGP speaker (bgp.Speaker).
+type BGP interface {
+	SetPeers(peers []bgp.Peer)
+	SetAnnouncements(prefixes []netip.Prefix) error
+	Status() bgp.Status
+	Changed() <-chan struct{}
+}
+
+var _ BGP = (*bgp.Speaker)(nil)
+
+// UseBGP gives the agent its BGP speaker and the reader of its passwords (nil: no
+// Secret can be read); call it before Run. Without it, the agent announces nothing and
+// says so on the BGPAdvertisements of its Node.
+func (a *Agent) UseBGP(speaker BGP, passwords *Passwords) {
+	a.speaker, a.passwords = speaker, passwords
+}
+
+// applyBGP hands the speaker its peers and announcements and writes what it reports:
+// the Node's BGPNodeStatus and the Announced condition of its BGPAdvertisements.
+//
+// The speaker is told its first set of peers (which it tells that it restarted, for
+// graceful restart) only once every cache it is computed from has synced, the password
+// Secrets included: a peer missing from the first set would lose this Node's routes.
+func (a *Agent) applyBGP(ctx context.Context, in Inputs, d Desired) (bgp.Status, error) {
+	if a.speaker == nil {
+		return bgp.Status{}, a.markAnnounced(ctx, in, d, bgp.Status{})
+	}
+	if a.passwords != nil {
+		a.passwords.Want(d.BGP.Secrets)
+	}
+	if !a.bgpStarted {
+		if len(d.BGP.Pending) > 0 {
+			klog.FromContext(ctx).V(2).Info("Waiting for the password Secrets of BGPPeers before starting BGP", "peers", d.BGP.Pending)
+			return bgp.Status{}, nil
+		}
+		a.bgpStarted = true
+		klog.FromContext(ctx).Info("Starting BGP", "peers", len(d.BGP.Peers), "announcements", len(d.BGP.Announce))
+	}
+	a.speaker.SetPeers(d.BGP.Peers)
+	if err := a.speaker.SetAnnouncements(d.BGP.Announce); err != nil {
+		return bgp.Status{}, err
+	}
+	st := a.speaker.Status()
+	a.metrics.observeBGP(st)
+	if err := a.writeNodeStatus(ctx, in, st); err != nil {
+		return st, err
+	}
+	return st, a.markAnnounced(ctx, in, d, st)
+}
+
+// writeNodeStatus applies the Node's BGPNodeStatus when it changed: one object named
+// after the Node, owned by it (deleted with it), written once a BGPPeer selects the Node
+// and kept up to date from then on.
+func (a *Agent) writeNodeStatus(ctx context.Context, in Inputs, st bgp.Status) error {
+	want := nodeState(st)
+	if a.nodeStatus == nil {
+		if want.PeersConfigured == 0 {
+			// Nothing to show, unless an earlier run wrote sessions that are gone.
+			cur, err := a.client.JuneauV1alpha1().BGPNodeStatuses().Get(ctx, a.cfg.NodeName, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				a.nodeStatus = &want
+				return nil
+			case err != nil:
+				return fmt.Errorf("reading BGPNodeStatus %q: %w", a.cfg.NodeName, err)
+			}
+			a.nodeStatus = &cur.Status
+		}
+	}
+	if a.nodeStatus != nil && equality.Semantic.DeepEqual(*a.nodeStatus, want) {
+		return nil
+	}
+	node := in.thisNode()
+	if node == nil {
+		return nil // the owner reference needs the Node's UID; the Node's event brings us back
+	}
+	peers := make([]*applyv1alpha1.BGPSessionStatusApplyConfiguration, 0, len(want.Peers))
+	for _, p := range want.Peers {
+		session := applyv1alpha1.BGPSessionStatus().WithName(p.Name).WithPeerAddress(p.PeerAddress).WithState(p.State).
+			WithSince(p.Since).WithPrefixesAnnounced(p.PrefixesAnnounced)
+		if p.StateMessage != "" {
+			session.WithStateMessage(p.StateMessage)
+		}
+		peers = append(peers, session)
+	}
+	obj := applyv1alpha1.BGPNodeStatus(a.cfg.NodeName).
+		WithOwnerReferences(applymetav1.OwnerReference().WithAPIVersion("v1").WithKind("Node").WithName(node.Name).WithUID(node.UID)).
+		WithStatus(applyv1alpha1.BGPNodeState().WithPeersConfigured(want.PeersConfigured).WithPeersEstablished(want.PeersEstablished).
+			WithPeers(peers...))
+	if _, err := a.client.JuneauV1alpha1().BGPNodeStatuses().Apply(ctx, obj,
+		metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); err != nil {
+		return fmt.Errorf("writing BGPNodeStatus %q: %w", a.cfg.NodeName, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Updated BGPNodeStatus", "configured", want.PeersConfigured, "established", want.PeersEstablished)
+	a.nodeStatus = &want
+	return nil
+}
+
+// markAnnounced writes the Announced condition of every BGPAdvertisement of this Node
+// whose condition changes, with server-side apply so the agent owns only that condition.
+func (a *Agent) markAnnounced(ctx context.Context, in Inputs, d Desired, st bgp.Status) error {
+	for _, ad := range in.BGPAdvertisements {
+		prefix, ok := announcedPrefix(in.NodeName, ad)
+		if !ok {
+			continue
+		}
+		var want metav1.Condition
+		if a.speaker == nil {
+			want = metav1.Condition{Type: v1alpha1.ConditionAnnounced, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoPeer,
+				Message:            fmt.Sprintf("the node agent of Node %q runs no BGP speaker (it has no IPv4 InternalIP for a router ID; see its --bgp-router-id flag)", in.NodeName),
+				ObservedGeneration: ad.Generation}
+		} else {
+			want = announcedCondition(in.NodeName, ad, containsPrefix(d.BGP.Announce, prefix), st)
+		}
+		merged := status.Merge(ad.Status.Conditions, []metav1.Condition{want}, metav1.NewTime(a.cfg.Clock.Now()))
+		have := meta.FindStatusCondition(ad.Status.Conditions, v1alpha1.ConditionAnnounced)
+		cur := meta.FindStatusCondition(merged, v1alpha1.ConditionAnnounced)
+		if have != nil && equality.Semantic.DeepEqual(*have, *cur) {
+			continue
+		}
+		apply := applyv1alpha1.BGPAdvertisement(ad.Name).WithStatus(applyv1alpha1.BGPAdvertisementStatus().WithConditions(status.Apply(*cur)))
+		if _, err := a.client.JuneauV1alpha1().BGPAdvertisements().ApplyStatus(ctx, apply,
+			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); err != nil {
+			return fmt.Errorf("writing Announced on BGPAdvertisement %q: %w", ad.Name, err)
+		}
+		if cur.Status == metav1.ConditionTrue && (have == nil || have.Status != metav1.ConditionTrue) {
+			klog.FromContext(ctx).Info("Announced", "advertisement", ad.Name, "prefix", prefix)
+		} else {
+			klog.FromContext(ctx).V(2).Info("Set Announced", "advertisement", ad.Name, "prefix", prefix, "status", cur.Status, "reason", cur.Reason)
+		}
+	}
+	return nil
+}
+
+func containsPrefix(list []netip.Prefix, p netip.Prefix) bool {
+	for _, q := range list {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
