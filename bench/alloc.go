@@ -87,6 +87,11 @@ func availableStatus(addr, pool string, gen int64) v1alpha1.ElasticIPStatus {
 // concurrent creators, and times until a watch has seen every one Available. With a
 // floorWriter, as many writers do the controller's writes (no controller may run).
 func bulkAllocate(ctx context.Context, e *env, c juneauclient.Interface, ns, network string, n int, floor *floorWriter) allocResult {
+	return bulkAllocateSpec(ctx, e, c, ns, v1alpha1.ElasticIPSpec{ExternalNetwork: network}, n, floor)
+}
+
+// bulkAllocateSpec is bulkAllocate of ElasticIPs with the given spec.
+func bulkAllocateSpec(ctx context.Context, e *env, c juneauclient.Interface, ns string, spec v1alpha1.ElasticIPSpec, n int, floor *floorWriter) allocResult {
 	watcher := watchAvailable(ctx, e, c, ns, n)
 	starts := make([]time.Time, n)
 	idx := make(chan int, n)
@@ -104,7 +109,7 @@ func bulkAllocate(ctx context.Context, e *env, c juneauclient.Interface, ns, net
 				starts[i] = time.Now()
 				eip, err := c.JuneauV1alpha1().ElasticIPs(ns).Create(ctx, &v1alpha1.ElasticIP{
 					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("eip-%d", i)},
-					Spec:       v1alpha1.ElasticIPSpec{ExternalNetwork: network},
+					Spec:       spec,
 				}, metav1.CreateOptions{})
 				if err != nil {
 					errs <- err

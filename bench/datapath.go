@@ -49,9 +49,23 @@ func newDPTopology(e *env) *dpTopology {
 	tp.client.Neigh("eth0", elasticIP.String(), tp.node.MAC(extIf))
 	tp.client.Neigh("eth0", nodeIP.String(), tp.node.MAC(extIf))
 	tp.node.Neigh(extIf, clientIP.String(), tp.client.MAC("eth0"))
+	// IPv6 the same way (rows 3n, 3o).
+	tp.node.Addr(extIf, nodeIP6.String()+"/64")
+	tp.client.Addr("eth0", clientIP6.String()+"/64")
+	tp.client.Route("fd00:10:244::/48", nodeIP6.String(), "")
+	tp.client.Neigh("eth0", elasticIP6.String(), tp.node.MAC(extIf))
+	tp.client.Neigh("eth0", nodeIP6.String(), tp.node.MAC(extIf))
+	tp.node.Neigh(extIf, clientIP6.String(), tp.client.MAC("eth0"))
+	tp.node.Addr("vpod", podGW6.String()+"/64")
+	tp.node.Route(podIP6.String()+"/128", "", "vpod")
+	tp.pod.Addr("eth0", podIP6.String()+"/128")
+	tp.pod.Route("default", podGW6.String(), "eth0")
+	tp.node.Neigh("vpod", podIP6.String(), tp.pod.MAC("eth0"))
+	tp.pod.Neigh("eth0", podGW6.String(), tp.node.MAC("vpod"))
 	tp.pod.MustDo(func() error {
 		var err error
-		tp.sink, err = net.ListenUDP("udp4", &net.UDPAddr{Port: sinkPort})
+		// Both families: the socket is dual-stack.
+		tp.sink, err = net.ListenUDP("udp", &net.UDPAddr{Port: sinkPort})
 		if err == nil {
 			err = tp.sink.SetReadBuffer(4096)
 		}
@@ -91,7 +105,15 @@ type sender struct {
 	newSource func(i int) netip.Addr
 }
 
-func (tp *dpTopology) sender(inCluster bool) sender {
+func (tp *dpTopology) sender(inCluster, v6 bool) sender {
+	if v6 {
+		return sender{ns: tp.client, src: clientIP6, toMAC: tp.node.MAC(extIf),
+			newSource: func(i int) netip.Addr {
+				a := clientIP6.As16()
+				a[15] = byte(100 + i%100)
+				return netip.AddrFrom16(a)
+			}}
+	}
 	if inCluster {
 		// Sources in the node's Pod range, which the cluster ranges cover: in-cluster
 		// clients.
@@ -169,6 +191,9 @@ func (tp *dpTopology) settledReceived(e *env) uint64 {
 // tcpThroughput runs one iperf3 flow from s to dst:5201, served in the Pod, and returns
 // the bits per second the receiver counted.
 func (tp *dpTopology) tcpThroughput(e *env, s sender, dst netip.Addr, d time.Duration) float64 {
+	if dst.Is6() {
+		return 0 // the IPv6 rows compare packet rates only
+	}
 	server := tp.pod.Start("iperf3", "-s", "-1", "-p", "5201", "--forceflush")
 	if err := server.WaitForOutput("Server listening", 10*time.Second); err != nil {
 		e.Fatalf("iperf3 server: %v", err)
@@ -210,6 +235,9 @@ type dpConfig struct {
 	// inCluster sends from the client Pod (addClientPod) instead of the external client.
 	inCluster bool
 }
+
+// sender is where this configuration's frames come from.
+func (c dpConfig) sender(tp *dpTopology) sender { return tp.sender(c.inCluster, c.dst.Is6()) }
 
 // juneauConfig is juneau's NAT with n mappings on a node where conntrack is loaded.
 func juneauConfig(ctx context.Context, n int) dpConfig {
@@ -271,6 +299,25 @@ func inClusterConfig(ctx context.Context, n int, dst netip.Addr, what string) dp
 	}
 }
 
+// juneau6Config is juneau's NAT with n IPv6 mappings, conntrack loaded; plain6Config
+// is plain IPv6 routing to the Pod, conntrack loaded: rows 3n and 3o.
+func juneau6Config(ctx context.Context, n int) dpConfig {
+	return dpConfig{name: fmt.Sprintf("juneau IPv6 NAT, %d mappings", n), profile: fmt.Sprintf("juneau6-%d", n), dst: elasticIP6, setup: func(e *env, tp *dpTopology) {
+		loadConntrack(e, tp.node)
+		p := nft.NewProgrammer(nft.Options{NetNS: tp.node.FD()})
+		if err := p.Sync(ctx, natState(benchMappings6(n))); err != nil {
+			e.Fatalf("programming %d IPv6 mappings: %v", n, err)
+		}
+	}}
+}
+
+func plain6Config() dpConfig {
+	return dpConfig{name: "plain IPv6 routing, conntrack loaded", profile: "plain6-conntrack", dst: podIP6,
+		setup:    func(e *env, tp *dpTopology) { loadConntrack(e, tp.node) },
+		afterRun: func(e *env, tp *dpTopology) { tp.node.MustRun("conntrack", "-F") },
+	}
+}
+
 func iptablesConfig(n int) dpConfig {
 	return dpConfig{name: fmt.Sprintf("iptables DNAT/SNAT + conntrack, %d rules", n), profile: fmt.Sprintf("iptables-%d", n), dst: elasticIP,
 		setup: func(e *env, tp *dpTopology) {
@@ -310,7 +357,7 @@ func measureAll(e *env, cfgs []dpConfig, reps int, d time.Duration, limit int) [
 		}
 	}
 	run := func(c *dpCase, newFlows bool) float64 {
-		v := c.tp.blast(e, c.tp.sender(c.cfg.inCluster), c.cfg.dst, newFlows, d, limit)
+		v := c.tp.blast(e, c.cfg.sender(c.tp), c.cfg.dst, newFlows, d, limit)
 		after(c)
 		return v
 	}
@@ -328,7 +375,7 @@ func measureAll(e *env, cfgs []dpConfig, reps int, d time.Duration, limit int) [
 		if c.cfg.afterRun != nil {
 			perfLimit = limit
 		}
-		from := c.tp.sender(c.cfg.inCluster)
+		from := c.cfg.sender(c.tp)
 		e.perfRecord("datapath-"+c.cfg.profile, func() { c.tp.blast(e, from, c.cfg.dst, true, 4*d, perfLimit); after(c) })
 		c.tcp = c.tp.tcpThroughput(e, from, c.cfg.dst, 2*time.Second)
 		out[i] = c.result()
@@ -368,9 +415,11 @@ func benchDatapath(ctx context.Context, e *env) []Row {
 		{name: "plain routing", profile: "plain", dst: podIP},
 		juneauConfig(ctx, 1), juneauConfig(ctx, n), floorConfig(n), floorNoNATHooksConfig(n), plainConntrackConfig(), iptablesConfig(1), iptablesConfig(n),
 		inClusterConfig(ctx, n, elasticIP, "eip"), inClusterConfig(ctx, n, podIP, "podip"),
+		plain6Config(), juneau6Config(ctx, n),
 	}, reps, d, limit)
 	plain, j1, jN, floor, floorBare, plainCT, i1, iN := res[0], res[1], res[2], res[3], res[4], res[5], res[6], res[7]
 	inEIP, inPod := res[8], res[9]
+	plain6, j6 := res[10], res[11]
 
 	how := fmt.Sprintf("60-byte UDP frames sent by one thread (sendmmsg on a packet socket) for %s (≤ %d frames), counted at the Pod's interface, per second of the sending thread's CPU time (it also forwards them, in its softirq; time waiting for a CPU held by other work is left out); median of %d runs, configurations taken in turn; namespaces of their own per configuration; conntrack loaded in the node (a `ct state` rule in the output hook registers its hooks, as kube-proxy's rules do on every node) for every configuration but the informative plain routing without it",
 		d, limit, reps)
@@ -417,5 +466,12 @@ func benchDatapath(ctx context.Context, e *env) []Row {
 			BaselineWhat: "the floor without the kernel's NAT hooks", PairedRatio: pairedRatio(jN.longRuns, floorBare.longRuns),
 			Note: fmt.Sprintf("the floor of 3b and 3d has the kernel's NAT hooks registered (an empty NAT chain in the output hook), which juneau's NAT chains for in-cluster clients register, and every packet then passes (an untracked one returns at once); kube-proxy and masquerading CNIs register them on every node anyway. Without them (the floor before in-cluster clients): new flows %s, one flow %s; juneau 10k / it, new flows (paired): %.2f; the floor with / without them: new flows %.2f, one flow %.2f",
 				pps(floorBare.newFlows), pps(floorBare.longFlow), pairedRatio(jN.newRuns, floorBare.newRuns), floor.newFlows/floorBare.newFlows, floor.longFlow/floorBare.longFlow)},
+		{ID: "3n", What: "pps, IPv6, new flow per packet: juneau 10k / plain IPv6", Figure: pps(j6.newFlows), Baseline: pps(plain6.newFlows),
+			BaselineWhat: "plain IPv6 routing, conntrack loaded", Target: ratioAtLeast(0.85), PairedRatio: pairedRatio(j6.newRuns, plain6.newRuns),
+			Note: fmt.Sprintf("80-byte frames (the 60-byte IPv4 frame's datagram behind a 40-byte IPv6 header), otherwise as 3a: from the external client to %d IPv6 mappings (the ip6 table), against plain IPv6 routing to the Pod IP in the same run; ratio = median over the %d rounds of the paired rates (plain IPv6 measured just before); ratio of the medians %.2f; IPv4 in the same run (3a): %.2f",
+				n, reps, j6.newFlows/plain6.newFlows, jN.newFlows/plainCT.newFlows)},
+		{ID: "3o", What: "pps, IPv6, one long flow: juneau 10k / plain IPv6", Figure: pps(j6.longFlow), Baseline: pps(plain6.longFlow),
+			BaselineWhat: "plain IPv6 routing, conntrack loaded", Target: ratioAtLeast(0.85), PairedRatio: pairedRatio(j6.longRuns, plain6.longRuns),
+			Note: fmt.Sprintf("ratio of the medians %.2f; IPv4 in the same run (3c): %.2f", j6.longFlow/plain6.longFlow, jN.longFlow/plainCT.longFlow)},
 	}
 }

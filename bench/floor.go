@@ -91,7 +91,8 @@ func loadConntrack(e *env, ns *netns.NS) {
 	if err != nil {
 		e.Fatal(err)
 	}
-	t := c.AddTable(&nftables.Table{Name: "conntrack", Family: nftables.TableFamilyIPv4})
+	// inet: conntrack for IPv4 and IPv6 (the IPv6 rows, 3n and 3o).
+	t := c.AddTable(&nftables.Table{Name: "conntrack", Family: nftables.TableFamilyINet})
 	accept := nftables.ChainPolicyAccept
 	ch := c.AddChain(&nftables.Chain{Name: "output", Table: t, Type: nftables.ChainTypeFilter, Hooknum: nftables.ChainHookOutput,
 		Priority: nftables.ChainPriorityFilter, Policy: &accept})

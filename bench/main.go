@@ -39,6 +39,8 @@ type benchmark struct {
 func allBenchmarks() []benchmark {
 	return []benchmark{
 		{"1", "allocation", "allocation against the API-write floor", benchAllocation},
+		{"1e", "allocator", "allocator memory: an IPv6 /64 against an IPv4 /16", benchAllocator},
+		{"1f", "allocation6", "allocation through the controller: an IPv6 /64 against an IPv4 /16", benchAllocation6},
 		{"2", "attach", "time to attach (pod-with-eip on the e2e harness)", benchAttach},
 		{"3", "datapath", "datapath: plain routing, juneau NAT, iptables DNAT/SNAT", benchDatapath},
 		{"4", "sync", "rule sync: juneau nftables vs iptables-restore", benchSync},
@@ -78,7 +80,7 @@ func main() {
 
 func run() int {
 	var (
-		only       = flag.String("only", "", "comma-separated benchmarks to run (allocation, attach, datapath, sync, arp, memory, bgp); default all")
+		only       = flag.String("only", "", "comma-separated benchmarks to run (allocation, allocator, allocation6, attach, datapath, sync, arp, memory, bgp); default all")
 		quick      = flag.Bool("quick", false, "smaller sizes and shorter runs, to check that everything works (figures are not comparable)")
 		workers    = flag.Int("workers", 4, "controller workers per controller; the API-write floor uses as many writers")
 		profileDir = flag.String("cpuprofile", "", "write profiles of the measured phases to this directory: pprof CPU profiles of the controller and of in-process work, and perf data when perf is installed")

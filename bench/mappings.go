@@ -18,6 +18,14 @@ var (
 	podGW     = netip.MustParseAddr("10.244.1.1")
 	// clientPodIP is an in-cluster client, a Pod beside podIP on the same node.
 	clientPodIP = netip.MustParseAddr("10.244.1.6")
+
+	// IPv6: the segment 2001:db8:51::/64, the Pod range fd00:10:244::/48, the Pod's
+	// gateway link-local.
+	clientIP6  = netip.MustParseAddr("2001:db8:51::100")
+	nodeIP6    = netip.MustParseAddr("2001:db8:51::2")
+	elasticIP6 = netip.MustParseAddr("2001:db8:51::5")
+	podIP6     = netip.MustParseAddr("fd00:10:244:1::5")
+	podGW6     = netip.MustParseAddr("fe80::1")
 )
 
 const extIf = "ext0"
@@ -27,6 +35,8 @@ var clusterCIDRs = []netip.Prefix{
 	netip.MustParsePrefix("10.244.0.0/16"),
 	netip.MustParsePrefix("10.96.0.0/12"),
 	netip.PrefixFrom(nodeIP, 32),
+	netip.MustParsePrefix("fd00:10:244::/48"),
+	netip.PrefixFrom(nodeIP6, 128),
 }
 
 // benchMappings returns n mappings. The one traffic uses (elasticIP ↔ podIP) sits in the
@@ -46,6 +56,24 @@ func benchMappings(n int) []nft.Mapping {
 	}
 	if len(out) < n {
 		out = append(out, nft.Mapping{ElasticIP: elasticIP, PodIP: podIP})
+	}
+	return out
+}
+
+// benchMappings6 returns n IPv6 mappings, elasticIP6 ↔ podIP6 in the middle, the others
+// (2001:db8:52::/64, fd00:10:244:100::/64) carrying no traffic.
+func benchMappings6(n int) []nft.Mapping {
+	out := make([]nft.Mapping, 0, n)
+	for i := range n - 1 {
+		if len(out) == n/2 {
+			out = append(out, nft.Mapping{ElasticIP: elasticIP6, PodIP: podIP6})
+		}
+		e := [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 0x52, 14: byte(i >> 8), 15: byte(i)}
+		p := [16]byte{0xfd, 0, 0, 0x10, 0x02, 0x44, 0x01, 0, 14: byte(i >> 8), 15: byte(i)}
+		out = append(out, nft.Mapping{ElasticIP: netip.AddrFrom16(e), PodIP: netip.AddrFrom16(p)})
+	}
+	if len(out) < n {
+		out = append(out, nft.Mapping{ElasticIP: elasticIP6, PodIP: podIP6})
 	}
 	return out
 }

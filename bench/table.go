@@ -45,6 +45,9 @@ func (q Quantity) String() string {
 	case Seconds:
 		return formatSeconds(v)
 	case Bytes:
+		if v < 10<<20 {
+			return fmt.Sprintf("%.0f KiB", v/(1<<10))
+		}
 		return fmt.Sprintf("%.0f MiB", v/(1<<20))
 	}
 	return fmt.Sprintf("%g", v)

@@ -23,6 +23,7 @@ func TestQuantityString(t *testing.T) {
 		{duration(152 * time.Microsecond), "152 µs"},
 		{duration(9060 * time.Millisecond), "9.06 s"},
 		{bytesQ(231 << 20), "231 MiB"},
+		{bytesQ(1536 << 10), "1536 KiB"},
 	} {
 		if got := tc.q.String(); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.q, got, tc.want)
@@ -89,7 +90,7 @@ func TestPrintTable(t *testing.T) {
 
 func TestSelectBenchmarks(t *testing.T) {
 	all, err := selectBenchmarks("")
-	if err != nil || len(all) != 6 {
+	if err != nil || len(all) != 9 { // 1, 1e, 1f, 2 to 7
 		t.Fatalf("all: %d benchmarks, %v", len(all), err)
 	}
 	some, err := selectBenchmarks("arp, 1")

@@ -16,10 +16,12 @@ fuzzers=(
   "./pkg/admission FuzzPodAnnotations"          # the webhook's Pod rules over annotation values
   "./pkg/admission FuzzReviewBody"              # AdmissionReview decoding in the webhook
   "./pkg/apis/juneau/annotations FuzzParse"     # the Pod annotation grammar
+  "./pkg/apis/juneau/iprange FuzzClaimName"     # AllocationClaim names of both families
   "./pkg/apis/juneau/iprange FuzzParse"         # AddressPool entries
   "./pkg/node/agent FuzzCompute"                # the agent's desired-state builder
   "./pkg/node/arp FuzzDecide"                   # ARP frame decoding
   "./pkg/node/cni FuzzPluginInput"              # the CNI plugin's stdin and arguments
+  "./pkg/node/ndp FuzzDecide"                   # neighbor solicitation decoding
 )
 
 listed=$(printf '%s\n' "${fuzzers[@]}" | sed 's/ *#.*//' | sort)

@@ -12,7 +12,7 @@ set -euo pipefail
 declare -A want=(
   [ip]=iproute2 [ping]=iputils-ping [arping]=arping [tcpdump]=tcpdump
   [conntrack]=conntrack [nft]=nftables [ethtool]=ethtool [traceroute]=traceroute
-  [iptables]=iptables [iperf3]=iperf3 [ncat]=ncat [curl]=curl
+  [iptables]=iptables [iperf3]=iperf3 [ncat]=ncat [ndisc6]=ndisc6 [curl]=curl
   [bird]=bird2 [birdc]=bird2
   [containerd]=containerd [ctr]=containerd [runc]=runc
 )

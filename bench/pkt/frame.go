@@ -1,5 +1,5 @@
-// Package pkt builds the Ethernet frames the benchmarks send (UDP over IPv4 and ARP
-// requests) and sends and receives frames on a packet socket inside a network
+// Package pkt builds the Ethernet frames the benchmarks send (UDP over IPv4 and IPv6,
+// ARP requests) and sends and receives frames on a packet socket inside a network
 // namespace the benchmark created.
 package pkt
 
@@ -19,7 +19,10 @@ const (
 	MinFrameLen = 60
 
 	etherTypeIPv4 = 0x0800
+	etherTypeIPv6 = 0x86dd
 	etherTypeARP  = 0x0806
+	// IPv6HeaderLen is the length of an IPv6 header without extension headers.
+	IPv6HeaderLen = 40
 	protoUDP      = 17
 
 	// ARP operations.
@@ -34,54 +37,87 @@ type Endpoint struct {
 	Port uint16
 }
 
-// UDP returns an Ethernet frame carrying an IPv4 UDP datagram from src to dst, padded
-// with zeros to frameLen bytes (at least MinFrameLen), with valid IP and UDP checksums.
+// UDP returns an Ethernet frame carrying a UDP datagram from src to dst, with valid IP
+// and UDP checksums, over IPv4 or, when dst is an IPv6 address, IPv6. An IPv4 frame is
+// padded with zeros to frameLen bytes (at least MinFrameLen); an IPv6 frame carries the
+// same datagram behind its 20 bytes longer header.
 func UDP(src, dst Endpoint, frameLen int) []byte {
 	frameLen = max(frameLen, MinFrameLen)
+	ipHeader, etherType := IPHeaderLen, uint16(etherTypeIPv4)
+	if dst.IP.Is6() {
+		frameLen += IPv6HeaderLen - IPHeaderLen
+		ipHeader, etherType = IPv6HeaderLen, etherTypeIPv6
+	}
 	f := make([]byte, frameLen)
 	copy(f[0:6], dst.MAC)
 	copy(f[6:12], src.MAC)
-	binary.BigEndian.PutUint16(f[12:14], etherTypeIPv4)
+	binary.BigEndian.PutUint16(f[12:14], etherType)
 	ip := f[EthHeaderLen:]
-	ipLen := frameLen - EthHeaderLen
-	ip[0] = 0x45
-	binary.BigEndian.PutUint16(ip[2:4], uint16(ipLen))
-	ip[6] = 0x40 // don't fragment
-	ip[8] = 64   // TTL
-	ip[9] = protoUDP
-	s, d := src.IP.As4(), dst.IP.As4()
-	copy(ip[12:16], s[:])
-	copy(ip[16:20], d[:])
-	udp := ip[IPHeaderLen:]
+	udpLen := frameLen - EthHeaderLen - ipHeader
+	if dst.IP.Is6() {
+		ip[0] = 6 << 4
+		binary.BigEndian.PutUint16(ip[4:6], uint16(udpLen))
+		ip[6], ip[7] = protoUDP, 64 // next header, hop limit
+	} else {
+		ip[0] = 0x45
+		binary.BigEndian.PutUint16(ip[2:4], uint16(frameLen-EthHeaderLen))
+		ip[6] = 0x40 // don't fragment
+		ip[8] = 64   // TTL
+		ip[9] = protoUDP
+	}
+	srcOff, addrLen := addrLayout(f)
+	copy(ip[srcOff:], src.IP.AsSlice())
+	copy(ip[srcOff+addrLen:], dst.IP.AsSlice())
+	udp := ip[ipHeader:]
 	binary.BigEndian.PutUint16(udp[0:2], src.Port)
 	binary.BigEndian.PutUint16(udp[2:4], dst.Port)
-	binary.BigEndian.PutUint16(udp[4:6], uint16(ipLen-IPHeaderLen))
+	binary.BigEndian.PutUint16(udp[4:6], uint16(udpLen))
 	FixChecksums(f)
 	return f
+}
+
+// addrLayout returns where the source address of a frame's IP header starts (the
+// destination follows it) and the address length.
+func addrLayout(f []byte) (srcOff, addrLen int) {
+	if binary.BigEndian.Uint16(f[12:14]) == etherTypeIPv6 {
+		return 8, 16
+	}
+	return 12, 4
 }
 
 // SetUDPSource rewrites the source address and port of a frame made by UDP and
 // recomputes its checksums.
 func SetUDPSource(f []byte, ip netip.Addr, port uint16) {
-	a := ip.As4()
-	copy(f[EthHeaderLen+12:EthHeaderLen+16], a[:])
-	binary.BigEndian.PutUint16(f[EthHeaderLen+IPHeaderLen:], port)
+	srcOff, addrLen := addrLayout(f)
+	copy(f[EthHeaderLen+srcOff:EthHeaderLen+srcOff+addrLen], ip.AsSlice())
+	binary.BigEndian.PutUint16(f[EthHeaderLen+ipHeaderLen(f):], port)
 	FixChecksums(f)
 }
 
-// FixChecksums recomputes the IP header checksum and the UDP checksum of a frame made
-// by UDP.
+func ipHeaderLen(f []byte) int {
+	if _, addrLen := addrLayout(f); addrLen == 16 {
+		return IPv6HeaderLen
+	}
+	return IPHeaderLen
+}
+
+// FixChecksums recomputes the IPv4 header checksum (IPv6 has none) and the UDP
+// checksum of a frame made by UDP.
 func FixChecksums(f []byte) {
 	ip := f[EthHeaderLen:]
-	ip[10], ip[11] = 0, 0
-	binary.BigEndian.PutUint16(ip[10:12], ^fold(sum(ip[:IPHeaderLen], 0)))
-	udpLen := int(binary.BigEndian.Uint16(ip[IPHeaderLen+4:]))
-	udp := ip[IPHeaderLen : IPHeaderLen+udpLen]
+	hl := ipHeaderLen(f)
+	srcOff, addrLen := addrLayout(f)
+	if hl == IPHeaderLen {
+		ip[10], ip[11] = 0, 0
+		binary.BigEndian.PutUint16(ip[10:12], ^fold(sum(ip[:IPHeaderLen], 0)))
+	}
+	udpLen := int(binary.BigEndian.Uint16(ip[hl+4:]))
+	udp := ip[hl : hl+udpLen]
 	udp[6], udp[7] = 0, 0
-	pseudo := sum(ip[12:20], uint32(protoUDP)+uint32(udpLen))
+	pseudo := sum(ip[srcOff:srcOff+2*addrLen], uint32(protoUDP)+uint32(udpLen))
 	c := ^fold(sum(udp, pseudo))
 	if c == 0 {
-		c = 0xffff // zero means "no checksum" in UDP over IPv4
+		c = 0xffff // zero means "no checksum" in UDP over IPv4 (and is invalid over IPv6)
 	}
 	binary.BigEndian.PutUint16(udp[6:8], c)
 }

@@ -2,6 +2,7 @@ package pkt
 
 import (
 	"bytes"
+	"encoding/binary"
 	"net"
 	"net/netip"
 	"testing"
@@ -89,5 +90,29 @@ func TestChecksumOfValidHeaderIsZero(t *testing.T) {
 	f := UDP(Endpoint{MAC: macA, IP: netip.MustParseAddr("10.0.0.1")}, Endpoint{MAC: macB, IP: netip.MustParseAddr("10.0.0.2")}, 0)
 	if c := Checksum(f[EthHeaderLen : EthHeaderLen+IPHeaderLen]); c != 0 {
 		t.Errorf("checksum over a valid header = %#x, want 0", c)
+	}
+}
+
+// TestUDPOverIPv6: the same datagram behind an IPv6 header, with a valid checksum.
+func TestUDPOverIPv6(t *testing.T) {
+	src := Endpoint{MAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, IP: netip.MustParseAddr("2001:db8::100"), Port: 40000}
+	dst := Endpoint{MAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}, IP: netip.MustParseAddr("2001:db8::5"), Port: 9}
+	f := UDP(src, dst, 0)
+	if len(f) != 80 || binary.BigEndian.Uint16(f[12:14]) != 0x86dd {
+		t.Fatalf("frame of %d bytes, ethertype %#x", len(f), binary.BigEndian.Uint16(f[12:14]))
+	}
+	check := func() {
+		t.Helper()
+		ip := f[EthHeaderLen:]
+		udp := ip[IPv6HeaderLen:]
+		if fold(sum(udp, sum(ip[8:40], uint32(protoUDP)+uint32(len(udp))))) != 0xffff {
+			t.Error("bad UDP checksum")
+		}
+	}
+	check()
+	SetUDPSource(f, netip.MustParseAddr("2001:db8::101"), 1234)
+	check()
+	if binary.BigEndian.Uint16(f[EthHeaderLen+IPv6HeaderLen:]) != 1234 || f[EthHeaderLen+23] != 0x01 {
+		t.Error("source not rewritten")
 	}
 }

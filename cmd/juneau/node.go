@@ -25,6 +25,7 @@ import (
 	"github.com/loutres/juneau/pkg/node/arp"
 	"github.com/loutres/juneau/pkg/node/bgp"
 	"github.com/loutres/juneau/pkg/node/cniserver"
+	"github.com/loutres/juneau/pkg/node/ndp"
 	"github.com/loutres/juneau/pkg/node/nft"
 	"github.com/loutres/juneau/pkg/node/shutdown"
 	"github.com/loutres/juneau/pkg/node/sysctl"
@@ -51,7 +52,7 @@ func newNodeCommand(common *commonOptions) *cobra.Command {
 	o := &nodeOptions{common: common}
 	cmd := &cobra.Command{
 		Use:   "node",
-		Short: "run the node agent (NAT rules, ARP replier, direct NICs)",
+		Short: "run the node agent (NAT rules, ARP and NDP responders, direct NICs)",
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
 	}
@@ -61,7 +62,7 @@ func newNodeCommand(common *commonOptions) *cobra.Command {
 	fs.StringSliceVar(&o.clusterCIDRs, "cluster-cidr", nil, "Pod CIDRs never translated, besides Node spec.podCIDRs, ServiceCIDRs and Node addresses (repeatable)")
 	fs.DurationVar(&o.resync, "resync-period", time.Minute, "period of full datapath re-syncs")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9091", "address serving /metrics, /healthz and /readyz; empty disables")
-	fs.BoolVar(&o.sysctls, "set-sysctls", true, "set ip_forward and the ARP sysctls of the external interface")
+	fs.BoolVar(&o.sysctls, "set-sysctls", true, "set IPv4 and IPv6 forwarding and the ARP and NDP sysctls of the external interface")
 	fs.StringVar(&o.cniSocket, "cni-socket", cniserver.DefaultSocket, "unix socket the juneau CNI plugin asks about direct NICs; empty disables")
 	fs.StringVar(&o.podName, "pod-name", os.Getenv("POD_NAME"), "this agent's Pod (default $POD_NAME): at SIGTERM, the agent removes its datapath if the DaemonSet owning the Pod is being deleted")
 	fs.StringVar(&o.podNamespace, "pod-namespace", os.Getenv("POD_NAMESPACE"), "namespace of --pod-name (default $POD_NAMESPACE)")
@@ -108,12 +109,13 @@ func (o *nodeOptions) run(ctx context.Context) error {
 
 	health := newHealth()
 	responder := arp.NewResponder(iface)
+	ndpResponder := ndp.NewResponder(iface)
 	srv, reg, err := startMetricsServer(ctx, o.metricsAddr, health)
 	if err != nil {
 		return err
 	}
 	defer srv.shutdown()
-	metrics, err := agent.NewMetrics(reg, responder)
+	metrics, err := agent.NewMetrics(reg, responder, ndpResponder)
 	if err != nil {
 		return err
 	}
@@ -157,7 +159,7 @@ func (o *nodeOptions) run(ctx context.Context) error {
 		BGPPeers: bgpPeers.Lister(), BGPAdvertisements: bgpAdverts.Lister(),
 		Nodes: nodes.Lister(), ServiceCIDRs: serviceCIDRs.Lister(),
 		Pods: pods.Lister(), NICs: nics.Lister(), ElasticIPs: eips.Lister(), Networks: networks.Lister(),
-	}, nat, responder, hostInterface, metrics)
+	}, nat, responder, ndpResponder, hostInterface, metrics)
 	if err := a.Watch(attachments.Informer(), adverts.Informer(), nodes.Informer(), serviceCIDRs.Informer(),
 		pods.Informer(), nics.Informer(), eips.Informer(), networks.Informer(), bgpPeers.Informer(), bgpAdverts.Informer()); err != nil {
 		return err
@@ -204,6 +206,7 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	}
 	var g errgroup.Group
 	g.Go(func() error { return responder.Run(runCtx) })
+	g.Go(func() error { return ndpResponder.Run(runCtx) })
 	g.Go(func() error { return a.Run(runCtx) })
 	// In-cluster clients follow an ElasticIP that moves (pkg/node/nft/flows.go).
 	g.Go(func() error { return nat.RunFlowCleanup(runCtx) })
@@ -297,7 +300,7 @@ func (o *nodeOptions) externalInterface(ctx context.Context, kube kubernetes.Int
 			return "", err
 		}
 		for _, l := range links {
-			addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
+			addrs, err := netlink.AddrList(l, netlink.FAMILY_ALL)
 			if err != nil {
 				continue
 			}
@@ -323,11 +326,16 @@ func parsePrefixes(in []string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// hostInterface names the interface of the node's host route for addr: the /32 the CNI
-// plugin adds towards a direct NIC's host end.
+// hostInterface names the interface of the node's host route for addr: the /32 (/128)
+// the CNI plugin adds towards a direct NIC's host end.
 func hostInterface(addr netip.Addr) (string, bool) {
-	dst := &net.IPNet{IP: addr.AsSlice(), Mask: net.CIDRMask(32, 32)}
-	routes, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Dst: dst}, netlink.RT_FILTER_DST)
+	addr = addr.Unmap()
+	family := netlink.FAMILY_V4
+	if addr.Is6() {
+		family = netlink.FAMILY_V6
+	}
+	dst := &net.IPNet{IP: addr.AsSlice(), Mask: net.CIDRMask(addr.BitLen(), addr.BitLen())}
+	routes, err := netlink.RouteListFiltered(family, &netlink.Route{Dst: dst}, netlink.RT_FILTER_DST)
 	if err != nil || len(routes) == 0 || routes[0].LinkIndex == 0 {
 		return "", false
 	}

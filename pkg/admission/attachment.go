@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -149,6 +150,10 @@ func (v *Validators) attachmentTarget(ctx context.Context, a *v1alpha1.ElasticIP
 		errs = append(errs, field.Invalid(path, name, fmt.Sprintf(
 			"NetworkInterface %q carries ElasticIP %q directly: a NetworkInterface uses an ElasticIP either directly or by NAT, not both",
 			name, nic.Spec.ElasticIP)))
+	default:
+		if detail := familyMissing(nic, v.attachmentFamily(ctx, a)); detail != "" {
+			errs = append(errs, field.Invalid(path, name, detail))
+		}
 	}
 	if len(errs) > 0 {
 		return errs, nil
@@ -158,13 +163,63 @@ func (v *Validators) attachmentTarget(ctx context.Context, a *v1alpha1.ElasticIP
 		if err != nil {
 			return nil, err
 		}
-		if others := otherActive(atts, a.Name); len(others) > 0 {
+		others, err := v.sameFamily(ctx, a, atts)
+		if err != nil {
+			return nil, err
+		}
+		if others := otherActive(others, a.Name); len(others) > 0 {
 			return field.ErrorList{field.Invalid(path, name, fmt.Sprintf(
-				"NetworkInterface %q is already the target of %s %s: a NetworkInterface has at most one ElasticIPAttachment",
-				name, quote.Plural(len(others), "ElasticIPAttachment"), quote.List(others)))}, nil
+				"NetworkInterface %q is already the target of %s %s for an %s ElasticIP: a NetworkInterface has at most one ElasticIPAttachment per address family",
+				name, quote.Plural(len(others), "ElasticIPAttachment"), quote.List(others), v.attachmentFamily(ctx, a)))}, nil
 		}
 		return nil, nil
 	})
+}
+
+// familyMissing says why a NIC whose Pod addresses are known cannot be the NAT target of
+// an ElasticIP of family (it has no address of that family: no NAT64), or "" when it
+// can or its addresses are not known yet. A Pod's addresses never change.
+func familyMissing(nic *v1alpha1.NetworkInterface, family v1alpha1.IPFamily) string {
+	addrs := nic.Status.Addresses
+	if len(addrs) == 0 && nic.Status.Address != "" {
+		addrs = []string{nic.Status.Address}
+	}
+	if len(addrs) == 0 {
+		return ""
+	}
+	for _, s := range addrs {
+		if p, err := netip.ParsePrefix(s); err == nil && p.Addr().Unmap().Is4() == (family == v1alpha1.IPv4) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("NetworkInterface %q of Pod %q has no %s address (%s): an %s ElasticIP is translated only to the Pod's address of its own family (no NAT64)",
+		nic.Name, nic.Spec.PodRef.Name, family, strings.Join(addrs, ", "), family)
+}
+
+// attachmentFamily is the family of the ElasticIP an attachment names: its spec.ipFamily
+// (IPv4 when it is missing or unreadable, which other rules report).
+func (v *Validators) attachmentFamily(ctx context.Context, a *v1alpha1.ElasticIPAttachment) v1alpha1.IPFamily {
+	eip, err := v.r.elasticIP(ctx, a.Namespace, a.Spec.ElasticIPRef.Name)
+	if err != nil || eip == nil {
+		return v1alpha1.IPv4
+	}
+	return eip.Spec.Family()
+}
+
+// sameFamily keeps the attachments whose ElasticIP is of a's ElasticIP's family: a Pod
+// may use an IPv4 and an IPv6 ElasticIP at once, each through its own attachment.
+func (v *Validators) sameFamily(ctx context.Context, a *v1alpha1.ElasticIPAttachment, atts []*v1alpha1.ElasticIPAttachment) ([]*v1alpha1.ElasticIPAttachment, error) {
+	want := v.attachmentFamily(ctx, a)
+	var out []*v1alpha1.ElasticIPAttachment
+	for _, o := range atts {
+		if o.Name == a.Name {
+			continue
+		}
+		if v.attachmentFamily(ctx, o) == want {
+			out = append(out, o)
+		}
+	}
+	return out, nil
 }
 
 // pendingNIC says why a missing NetworkInterface will not come, or "" when its Pod

@@ -92,7 +92,40 @@ func TestElasticIPAttachmentRules(t *testing.T) {
 			setup: func(f *fixture) { base(f); f.cached(deleting(attachment("first", "e", "web.eth0"))) }, want: allowed()},
 		{name: "second attachment on the NIC", obj: attachment("att", "e", "web.eth0"),
 			setup: func(f *fixture) { base(f); f.cached(eip("e2", "net", ""), attachment("first", "e2", "web.eth0")) },
-			want:  invalid(`spec.targetRef.networkInterfaceName`, `already the target of ElasticIPAttachment "first"`)},
+			want:  invalid(`spec.targetRef.networkInterfaceName`, `already the target of ElasticIPAttachment "first" for an IPv4 ElasticIP`)},
+		{name: "an IPv6 attachment beside an IPv4 one on the NIC", obj: attachment("att", "six", "web.eth0"),
+			setup: func(f *fixture) { base(f); f.cached(eip6("six", "net", ""), attachment("first", "e", "web.eth0")) },
+			want:  allowed()},
+		{name: "second IPv6 attachment on the NIC", obj: attachment("att", "six", "web.eth0"),
+			setup: func(f *fixture) {
+				base(f)
+				f.cached(eip6("six", "net", ""), eip6("six2", "net", ""), attachment("first", "e", "web.eth0"), attachment("second", "six2", "web.eth0"))
+			},
+			want: invalid(`spec.targetRef.networkInterfaceName`, `already the target of ElasticIPAttachment "second" for an IPv6 ElasticIP`)},
+		{name: "IPv6 ElasticIP on a NIC whose Pod has no IPv6 address", obj: attachment("att", "six", "web.eth0"),
+			setup: func(f *fixture) {
+				n := nic("web", "eth0", "")
+				n.Status.Address, n.Status.Addresses = "10.244.1.5/32", []string{"10.244.1.5/32"}
+				f.cached(eip("e", "net", ""), eip6("six", "net", ""), n)
+			},
+			want: invalid(`spec.targetRef.networkInterfaceName`, `NetworkInterface "web.eth0" of Pod "web" has no IPv6 address (10.244.1.5/32)`, "no NAT64")},
+		{name: "IPv6 ElasticIP on a dual-stack Pod's NIC", obj: attachment("att", "six", "web.eth0"),
+			setup: func(f *fixture) {
+				n := nic("web", "eth0", "")
+				n.Status.Address, n.Status.Addresses = "10.244.1.5/32", []string{"10.244.1.5/32", "fd00:244::5/128"}
+				f.cached(eip6("six", "net", ""), n)
+			},
+			want: allowed()},
+		{name: "IPv4 ElasticIP on an IPv6-only Pod's NIC", obj: attachment("att", "e", "web.eth0"),
+			setup: func(f *fixture) {
+				n := nic("web", "eth0", "")
+				n.Status.Address, n.Status.Addresses = "fd00:244::5/128", []string{"fd00:244::5/128"}
+				f.cached(eip("e", "net", ""), n)
+			},
+			want: invalid(`spec.targetRef.networkInterfaceName`, `has no IPv4 address (fd00:244::5/128)`)},
+		{name: "IPv6 ElasticIP on a NIC without addresses yet", obj: attachment("att", "six", "web.eth0"),
+			setup: func(f *fixture) { f.cached(eip6("six", "net", ""), nic("web", "eth0", "")) },
+			want:  allowed()},
 		{name: "second attachment on a pending NIC", obj: attachment("att", "e", "api.eth0"),
 			setup: func(f *fixture) { base(f); f.cached(pod("api", nil)); f.live(attachment("first", "e2", "api.eth0")) },
 			want:  invalid(`spec.targetRef.networkInterfaceName`, `ElasticIPAttachment "first"`)},

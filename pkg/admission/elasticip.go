@@ -14,9 +14,9 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 )
 
-// elasticIPRules: the spec rules (immutable externalNetwork and requestedIP), the
-// network exists, requestedIP lies in one of its pools and no other consumer reserved
-// it; deletion is refused while an ElasticIPAttachment references the ElasticIP.
+// elasticIPRules: the spec rules (immutable externalNetwork, ipFamily and requestedIP,
+// requestedIP of the ElasticIP's family), the network exists, requestedIP lies in one
+// of its pools and no other consumer reserved it; deletion is refused while an ElasticIPAttachment references the ElasticIP.
 func (v *Validators) elasticIPRules() rules[*v1alpha1.ElasticIP] {
 	return rules[*v1alpha1.ElasticIP]{
 		create: func(ctx context.Context, e *v1alpha1.ElasticIP) (field.ErrorList, error) {
@@ -62,7 +62,7 @@ func (v *Validators) elasticIPReferences(ctx context.Context, e *v1alpha1.Elasti
 	if detail != "" {
 		return field.ErrorList{field.Invalid(path, ip, detail)}, nil
 	}
-	claim, err := v.r.claim(ctx, ip)
+	claim, err := v.r.claim(ctx, iprange.ClaimName(addr))
 	if err != nil || claim == nil || claim.Spec.Consumer.UID == string(e.UID) {
 		return nil, err
 	}

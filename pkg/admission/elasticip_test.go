@@ -5,11 +5,16 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
 func TestElasticIPRules(t *testing.T) {
 	net := func(f *fixture) {
 		f.cached(pool("a", arp, "10.225.51.0/24"), pool("b", arp, "10.225.52.10-10.225.52.20"), network("net", arp, "a", "b"))
+	}
+	net6 := func(f *fixture) {
+		f.cached(pool("a", arp, "10.225.51.0/24"), pool("six", arp, "fd00:225:51::/64"), network("net", arp, "a", "six"))
 	}
 	runRuleCases(t, []ruleCase{
 		{name: "valid", setup: net, obj: eip("e", "net", ""), want: allowed()},
@@ -69,6 +74,24 @@ func TestElasticIPRules(t *testing.T) {
 			obj: withBandwidth(eip("e", "net", ""), 0), old: eip("e", "net", ""), want: invalid(`spec.bandwidthMbps`)},
 		{name: "externalNetwork is immutable", op: admissionv1.Update,
 			obj: eip("e", "other", ""), old: eip("e", "net", ""), want: invalid(`spec.externalNetwork`, `immutable`)},
+		{name: "IPv6 ElasticIP on a network of both families", setup: net6, obj: eip6("e", "net", ""), want: allowed()},
+		{name: "IPv6 requestedIP", setup: net6, obj: eip6("e", "net", "fd00:225:51::7"), want: allowed()},
+		{name: "IPv6 requestedIP outside the pools", setup: net6, obj: eip6("e", "net", "fd00:225:52::7"),
+			want: invalid(`spec.requestedIP`, `is not inside the AddressPools of ExternalNetwork "net"`)},
+		{name: "IPv6 requestedIP of an IPv4 ElasticIP", setup: net6, obj: eip("e", "net", "fd00:225:51::7"),
+			want: invalid(`spec.requestedIP`, `is an IPv6 address but spec.ipFamily is IPv4`)},
+		{name: "IPv6 requestedIP not canonical", setup: net6, obj: eip6("e", "net", "fd00:225:51:0:0::7"),
+			want: invalid(`spec.requestedIP`, `canonical form "fd00:225:51::7"`)},
+		{name: "IPv6 requestedIP reserved by another consumer", setup: func(f *fixture) {
+			net6(f)
+			f.live(claim("fd00:225:51::7", "six", "other-ns", "holder", "uid-holder"))
+		}, obj: eip6("e", "net", "fd00:225:51::7"),
+			want: invalid(`spec.requestedIP`, `ElasticIP "other-ns/holder"`, `AllocationClaim "fd00-225-51--7"`)},
+		{name: "ipFamily is immutable", op: admissionv1.Update,
+			obj: eip6("e", "net", ""), old: eip("e", "net", ""), want: invalid(`spec.ipFamily`, `immutable`)},
+		{name: "ipFamily IPv4 written out is no change", op: admissionv1.Update,
+			obj: func() *v1alpha1.ElasticIP { e := eip("e", "net", ""); e.Spec.IPFamily = v1alpha1.IPv4; return e }(),
+			old: eip("e", "net", ""), want: allowed()},
 		{name: "requestedIP is immutable", op: admissionv1.Update,
 			obj: eip("e", "net", "10.225.51.8"), old: eip("e", "net", "10.225.51.7"), want: invalid(`spec.requestedIP`, `immutable`)},
 		{name: "finalizer removal while deleting", op: admissionv1.Update,

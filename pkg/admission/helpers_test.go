@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
@@ -294,6 +296,12 @@ func eip(name, net, requested string) *v1alpha1.ElasticIP {
 		Spec: v1alpha1.ElasticIPSpec{ExternalNetwork: net, RequestedIP: requested}}
 }
 
+func eip6(name, net, requested string) *v1alpha1.ElasticIP {
+	e := eip(name, net, requested)
+	e.Spec.IPFamily = v1alpha1.IPv6
+	return e
+}
+
 func attachment(name, eipName, nicName string) *v1alpha1.ElasticIPAttachment {
 	return &v1alpha1.ElasticIPAttachment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.ElasticIPAttachmentSpec{
@@ -328,7 +336,7 @@ func node(name string, addrs ...string) *corev1.Node {
 }
 
 func claim(addr, poolName, consumerNS, consumerName, uid string) *v1alpha1.AllocationClaim {
-	return &v1alpha1.AllocationClaim{ObjectMeta: metav1.ObjectMeta{Name: addr},
+	return &v1alpha1.AllocationClaim{ObjectMeta: metav1.ObjectMeta{Name: iprange.ClaimName(netip.MustParseAddr(addr))},
 		Spec: v1alpha1.AllocationClaimSpec{AddressPool: poolName, Address: addr,
 			Consumer: v1alpha1.ConsumerReference{Kind: v1alpha1.ConsumerKindElasticIP, Namespace: consumerNS, Name: consumerName, UID: uid}}}
 }

@@ -25,6 +25,9 @@ type ChainOptions struct {
 	CNIVersion string
 	// Subnet host-local allocates Pod IPs from, e.g. "10.244.1.0/24".
 	Subnet string
+	// Subnet6, when set, makes the Pods dual-stack: host-local allocates an IPv6
+	// address from it too (a second range) and routes ::/0.
+	Subnet6 string
 	// IPAMDataDir is host-local's lease directory (a temporary directory in tests).
 	IPAMDataDir string
 	// AgentSocket, StateDir, LogFile, WaitSeconds configure juneau (WaitSeconds 0:
@@ -51,13 +54,19 @@ func Chain(o ChainOptions) []byte {
 	if o.CNIVersion == "" {
 		o.CNIVersion = "1.0.0"
 	}
+	ranges := [][]map[string]string{{{"subnet": o.Subnet}}}
+	routes := []map[string]string{{"dst": "0.0.0.0/0"}}
+	if o.Subnet6 != "" {
+		ranges = append(ranges, []map[string]string{{"subnet": o.Subnet6}})
+		routes = append(routes, map[string]string{"dst": "::/0"})
+	}
 	plugins := []map[string]any{{
 		"type":   "ptp",
 		"ipMasq": true,
 		"ipam": map[string]any{
 			"type":    "host-local",
-			"ranges":  [][]map[string]string{{{"subnet": o.Subnet}}},
-			"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
+			"ranges":  ranges,
+			"routes":  routes,
 			"dataDir": o.IPAMDataDir,
 		},
 	}}

@@ -70,6 +70,10 @@ func newFixtureWith(t *testing.T, o ChainOptions) *fixture {
 	f.stateDir = filepath.Join(dir, "state")
 	logFile := filepath.Join(dir, "juneau.log")
 	o.Name, o.Subnet, o.IPAMDataDir = netns.UniqueName("jtest"), podSubnet, filepath.Join(dir, "ipam")
+	if o.Subnet6 != "" {
+		// The Node routes IPv6 between its Pods and outside.
+		f.node.Sysctl("net/ipv6/conf/all/forwarding", "1")
+	}
 	o.AgentSocket, o.StateDir, o.LogFile = f.agent.Socket, f.stateDir, logFile
 	f.conflist = Chain(o)
 	f.rt = NewRuntime(t, f.node, path, f.conflist)
@@ -129,7 +133,13 @@ func (f *fixture) checkJuneau() error {
 // addrs lists the IPv4 addresses of dev in ns.
 func addrs(t *testing.T, ns *netns.NS, dev string) []netip.Prefix {
 	t.Helper()
-	list, err := ns.Netlink().AddrList(ns.Link(dev), unix.AF_INET)
+	return addrsOf(t, ns, dev, unix.AF_INET)
+}
+
+// addrsOf lists the addresses of a family of dev in ns, IPv6 link-local ones left out.
+func addrsOf(t *testing.T, ns *netns.NS, dev string, family int) []netip.Prefix {
+	t.Helper()
+	list, err := ns.Netlink().AddrList(ns.Link(dev), family)
 	if err != nil {
 		t.Fatalf("%s: addresses of %s: %v", ns.Name, dev, err)
 	}
@@ -137,7 +147,9 @@ func addrs(t *testing.T, ns *netns.NS, dev string) []netip.Prefix {
 	for _, a := range list {
 		ip, _ := netip.AddrFromSlice(a.IP)
 		ones, _ := a.Mask.Size()
-		out = append(out, netip.PrefixFrom(ip.Unmap(), ones))
+		if !ip.IsLinkLocalUnicast() {
+			out = append(out, netip.PrefixFrom(ip.Unmap(), ones))
+		}
 	}
 	return out
 }
@@ -145,10 +157,16 @@ func addrs(t *testing.T, ns *netns.NS, dev string) []netip.Prefix {
 // routes lists the IPv4 routes of dev in table (0: main) in ns.
 func routes(t *testing.T, ns *netns.NS, dev string, table int) []netlink.Route {
 	t.Helper()
+	return routesOf(t, ns, dev, table, unix.AF_INET)
+}
+
+// routesOf lists the routes of a family of dev in table (0: main) in ns.
+func routesOf(t *testing.T, ns *netns.NS, dev string, table, family int) []netlink.Route {
+	t.Helper()
 	if table == 0 {
 		table = unix.RT_TABLE_MAIN
 	}
-	list, err := ns.Netlink().RouteListFiltered(unix.AF_INET,
+	list, err := ns.Netlink().RouteListFiltered(family,
 		&netlink.Route{LinkIndex: ns.Link(dev).Attrs().Index, Table: table}, netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
 	if err != nil {
 		t.Fatalf("%s: routes of %s: %v", ns.Name, dev, err)

@@ -261,3 +261,87 @@ func TestElasticIPColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestIPv6Schema checks what the CRDs themselves say about IPv6: ipFamily defaults to
+// IPv4 and is immutable, an IPv6 requestedIP and an IPv6 pool range fit, an IPv6
+// AllocationClaim is stored under its mapped name, and the ADDRESS column shows an IPv6
+// address as it is (docs/resources.md#elasticip).
+func TestIPv6Schema(t *testing.T) {
+	cp := framework.Shared(t)
+	ctx := testContext(t)
+	ns := cp.NewNamespace(t, "ipv6")
+	apply := func(manifest string) framework.KubectlResult {
+		return cp.Kubectl(ctx, manifest, "apply", "-n", ns, "-f", "-")
+	}
+	eips := cp.Juneau.JuneauV1alpha1().ElasticIPs(ns)
+
+	plain, err := eips.Create(ctx, &v1alpha1.ElasticIP{
+		ObjectMeta: metav1.ObjectMeta{Name: "plain"},
+		Spec:       v1alpha1.ElasticIPSpec{ExternalNetwork: "ext-net"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Spec.IPFamily != v1alpha1.IPv4 {
+		t.Errorf("spec.ipFamily defaulted to %q, want IPv4", plain.Spec.IPFamily)
+	}
+
+	six := `apiVersion: juneau.loutres.me/v1alpha1
+kind: ElasticIP
+metadata: {name: six}
+spec: {externalNetwork: ext-net, ipFamily: %s, requestedIP: '%s'}`
+	if r := apply(fmt.Sprintf(six, "IPv6", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe")); r.Err != nil {
+		t.Fatalf("IPv6 ElasticIP with the longest requestedIP: %v: %s", r.Err, r.Stderr)
+	}
+	for _, tc := range []struct{ manifest, want string }{
+		{fmt.Sprintf(six, "IPv4", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe"), "ipFamily is immutable"},
+		{strings.Replace(fmt.Sprintf(six, "IPv5", "fd00::1"), "name: six", "name: seven", 1), `Unsupported value: "IPv5"`},
+	} {
+		r := apply(tc.manifest)
+		if r.Err == nil || !strings.Contains(r.Stderr, tc.want) {
+			t.Errorf("apply %q: err=%v stderr=%q, want %q", tc.manifest, r.Err, r.Stderr, tc.want)
+		}
+	}
+
+	longest := "ffff:ffff:ffff:ffff:ffff:ffff:ffff:0-ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"
+	pool := fmt.Sprintf(`apiVersion: juneau.loutres.me/v1alpha1
+kind: AddressPool
+metadata: {name: ipv6-schema-pool}
+spec: {advertiseMode: arp, addresses: ['%s']}`, longest)
+	if r := apply(pool); r.Err != nil {
+		t.Fatalf("IPv6 pool with the longest range: %v: %s", r.Err, r.Stderr)
+	}
+	t.Cleanup(func() {
+		_ = cp.Juneau.JuneauV1alpha1().AddressPools().Delete(context.Background(), "ipv6-schema-pool", metav1.DeleteOptions{})
+	})
+
+	claim := `apiVersion: juneau.loutres.me/v1alpha1
+kind: AllocationClaim
+metadata: {name: fd00-225-51--5}
+spec:
+  addressPool: ipv6-schema-pool
+  address: 'fd00:225:51::5'
+  consumer: {kind: ElasticIP, namespace: default, name: six, uid: u-6}`
+	if r := apply(claim); r.Err != nil {
+		t.Fatalf("IPv6 AllocationClaim: %v: %s", r.Err, r.Stderr)
+	}
+	t.Cleanup(func() {
+		_ = cp.Juneau.JuneauV1alpha1().AllocationClaims().Delete(context.Background(), "fd00-225-51--5", metav1.DeleteOptions{})
+	})
+
+	got, err := eips.Get(ctx, "six", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Status = v1alpha1.ElasticIPStatus{Phase: v1alpha1.ElasticIPAvailable, Address: "fd00:225:51::5"}
+	if _, err := eips.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := cp.Kubectl(ctx, "", "get", "elasticip", "-n", ns, "six", "--no-headers")
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if want := "six ext-net fd00:225:51::5 Available"; spaces.ReplaceAllString(strings.TrimSpace(r.Stdout), " ") != want {
+		t.Errorf("row = %q, want %q", r.Stdout, want)
+	}
+}

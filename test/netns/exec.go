@@ -156,3 +156,24 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// Serve runs run inside n (on a thread switched into it, so anything run opens or
+// reopens lives there) until the test ends, then cancels its context and fails the
+// test if run returned an error or did not return within ten seconds.
+func (n *NS) Serve(run func(ctx context.Context) error) {
+	n.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- n.Do(func() error { return run(ctx) }) }()
+	n.t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				n.t.Errorf("in %s: %v", n.Name, err)
+			}
+		case <-time.After(10 * time.Second):
+			n.t.Errorf("in %s: did not stop", n.Name)
+		}
+	})
+}

@@ -75,11 +75,14 @@ func ParseFrame(frame []byte) (*IPv4, bool) {
 }
 
 // Ports returns the transport ports of a TCP or UDP packet.
-func (p *IPv4) Ports() (src, dst uint16, ok bool) {
-	if (p.Proto != ProtoTCP && p.Proto != ProtoUDP) || len(p.Payload) < 4 {
+func (p *IPv4) Ports() (src, dst uint16, ok bool) { return ports(p.Proto, p.Payload) }
+
+// ports reads the ports of a TCP or UDP header.
+func ports(proto uint8, l4 []byte) (src, dst uint16, ok bool) {
+	if (proto != ProtoTCP && proto != ProtoUDP) || len(l4) < 4 {
 		return 0, 0, false
 	}
-	return binary.BigEndian.Uint16(p.Payload[0:2]), binary.BigEndian.Uint16(p.Payload[2:4]), true
+	return binary.BigEndian.Uint16(l4[0:2]), binary.BigEndian.Uint16(l4[2:4]), true
 }
 
 // L4ChecksumOK verifies the TCP, UDP or ICMP checksum. checked is false when

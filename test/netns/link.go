@@ -75,12 +75,17 @@ func (n *NS) MAC(dev string) net.HardwareAddr {
 	return n.Link(dev).Attrs().HardwareAddr
 }
 
-// Addr adds an address in CIDR form ("10.225.51.2/24") to dev.
+// Addr adds an address in CIDR form ("10.225.51.2/24", "2001:db8::2/64") to
+// dev. An IPv6 address skips duplicate address detection, so it is usable at
+// once rather than tentative for a second.
 func (n *NS) Addr(dev, cidr string) {
 	n.t.Helper()
 	a, err := netlink.ParseAddr(cidr)
 	if err != nil {
 		n.t.Fatalf("parse address %q: %v", cidr, err)
+	}
+	if a.IP.To4() == nil {
+		a.Flags |= unix.IFA_F_NODAD
 	}
 	if err := n.nl.AddrAdd(n.Link(dev), a); err != nil {
 		n.t.Fatalf("%s: add %s to %s: %v", n.Name, cidr, dev, err)
@@ -124,7 +129,7 @@ func (n *NS) Neigh(dev, ip string, mac net.HardwareAddr) {
 	n.t.Helper()
 	err := n.nl.NeighSet(&netlink.Neigh{
 		LinkIndex:    n.Link(dev).Attrs().Index,
-		Family:       unix.AF_INET,
+		Family:       family(ip),
 		State:        netlink.NUD_PERMANENT,
 		IP:           net.ParseIP(ip),
 		HardwareAddr: mac,
@@ -139,7 +144,7 @@ func (n *NS) Neigh(dev, ip string, mac net.HardwareAddr) {
 // permanent).
 func (n *NS) Neighbour(dev, ip string) (net.HardwareAddr, bool) {
 	n.t.Helper()
-	neighs, err := n.nl.NeighList(n.Link(dev).Attrs().Index, unix.AF_INET)
+	neighs, err := n.nl.NeighList(n.Link(dev).Attrs().Index, family(ip))
 	if err != nil {
 		n.t.Fatalf("%s: list neighbours on %s: %v", n.Name, dev, err)
 	}
@@ -159,7 +164,7 @@ func (n *NS) FlushNeighbour(dev, ip string) {
 	n.t.Helper()
 	err := n.nl.NeighDel(&netlink.Neigh{
 		LinkIndex: n.Link(dev).Attrs().Index,
-		Family:    unix.AF_INET,
+		Family:    family(ip),
 		IP:        net.ParseIP(ip),
 	})
 	if err != nil && !errors.Is(err, unix.ENOENT) {
@@ -173,4 +178,12 @@ func (n *NS) FlushNeighbour(dev, ip string) {
 func (n *NS) DisableOffload(dev string) {
 	n.t.Helper()
 	n.MustRun("ethtool", "-K", dev, "tx", "off")
+}
+
+// family is the address family of a textual address.
+func family(ip string) int {
+	if a, err := netip.ParseAddr(ip); err == nil && a.Unmap().Is6() {
+		return unix.AF_INET6
+	}
+	return unix.AF_INET
 }

@@ -68,7 +68,25 @@ func New(t testing.TB, prefix string) *NS {
 	}
 	n.nl = nl
 	n.Up("lo")
+	// IPv6 addresses, link-local ones included, are usable at once: no
+	// duplicate address detection holds them tentative.
+	for _, c := range []string{"all", "default"} {
+		n.sysctlIfPresent("net/ipv6/conf/" + c + "/accept_dad")
+	}
 	return n
+}
+
+// sysctlIfPresent writes 0 to key where the kernel has it (IPv6 may be
+// disabled).
+func (n *NS) sysctlIfPresent(key string) {
+	n.t.Helper()
+	n.MustDo(func() error {
+		err := os.WriteFile(filepath.Join("/proc/sys", key), []byte("0"), 0o644)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	})
 }
 
 // Attach wraps a namespace something else created and will delete (a real

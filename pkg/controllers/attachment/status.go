@@ -22,8 +22,10 @@ func attachmentStatus(att *v1alpha1.ElasticIPAttachment, eip *v1alpha1.ElasticIP
 	if eip != nil {
 		st.ElasticIP = eip.Status.Address
 	}
+	family := eipFamily(eip)
+	var other []string // the NIC's addresses of the other family
 	if nic != nil {
-		st.PodIP = vpcAddress(nic)
+		st.PodIP, other = vpcAddress(nic, family)
 		st.NodeName = nic.Spec.NodeName
 	}
 
@@ -38,6 +40,11 @@ func attachmentStatus(att *v1alpha1.ElasticIPAttachment, eip *v1alpha1.ElasticIP
 		return withReady(att, st, v1alpha1.AttachmentError, v1alpha1.ReasonMissingNetworkInterface,
 			fmt.Sprintf("NetworkInterface %q does not exist", nicName))
 	}
+	if st.PodIP == "" && len(other) > 0 {
+		return withReady(att, st, v1alpha1.AttachmentError, v1alpha1.ReasonAddressFamilyMismatch, fmt.Sprintf(
+			"ElasticIP %q is %s but Pod %q of NetworkInterface %q has no %s address (only %s): an ElasticIP is translated to the Pod's address of its own family, never to another (no NAT64); use an ElasticIP of spec.ipFamily %s or a Pod with an %s address",
+			eipName, family, nic.Spec.PodRef.Name, nicName, family, strings.Join(other, ", "), otherFamily(family), family))
+	}
 	self := holder.Ref(v1alpha1.AttachmentKindElasticIPAttachment, att.Name, att.UID)
 	if msg := holder.WaitingFor(eip, self); msg != "" {
 		return withReady(att, st, v1alpha1.AttachmentPending, v1alpha1.ReasonWaitingForElasticIP, msg)
@@ -50,20 +57,58 @@ func attachmentStatus(att *v1alpha1.ElasticIPAttachment, eip *v1alpha1.ElasticIP
 			eipName, st.ElasticIP, st.PodIP, nicName, st.NodeName))
 }
 
-// vpcAddress is the Pod IP of a NIC that carries no ElasticIP: its status.address
-// without the "/32". A NIC that carries an ElasticIP directly has no Pod IP to
-// translate to (NAT and direct use exclude each other), so it gives none.
-func vpcAddress(nic *v1alpha1.NetworkInterface) string {
-	if nic.Spec.ElasticIP != "" || nic.Status.Address == "" {
-		return ""
+// eipFamily is the family of the ElasticIP: that of its address once it has one, of
+// spec.ipFamily before.
+func eipFamily(eip *v1alpha1.ElasticIP) v1alpha1.IPFamily {
+	if eip == nil {
+		return v1alpha1.IPv4
 	}
-	if p, err := netip.ParsePrefix(nic.Status.Address); err == nil {
-		return p.Addr().String()
+	if a, err := netip.ParseAddr(eip.Status.Address); err == nil {
+		if a.Unmap().Is4() {
+			return v1alpha1.IPv4
+		}
+		return v1alpha1.IPv6
 	}
-	if a, err := netip.ParseAddr(nic.Status.Address); err == nil {
-		return a.String()
+	return eip.Spec.Family()
+}
+
+func otherFamily(f v1alpha1.IPFamily) v1alpha1.IPFamily {
+	if f == v1alpha1.IPv6 {
+		return v1alpha1.IPv4
 	}
-	return ""
+	return v1alpha1.IPv6
+}
+
+// vpcAddress is the Pod IP of family of a NIC that carries no ElasticIP, from its
+// status.addresses (or status.address) without the prefix length, and the NIC's
+// addresses of the other family. A NIC that carries an ElasticIP directly has no Pod IP
+// to translate to (NAT and direct use exclude each other), so it gives none.
+func vpcAddress(nic *v1alpha1.NetworkInterface, family v1alpha1.IPFamily) (podIP string, other []string) {
+	if nic.Spec.ElasticIP != "" {
+		return "", nil
+	}
+	addrs := nic.Status.Addresses
+	if len(addrs) == 0 && nic.Status.Address != "" {
+		addrs = []string{nic.Status.Address}
+	}
+	for _, s := range addrs {
+		a, err := netip.ParseAddr(s)
+		if p, perr := netip.ParsePrefix(s); perr == nil {
+			a, err = p.Addr(), nil
+		}
+		if err != nil {
+			continue
+		}
+		a = a.Unmap()
+		if a.Is4() == (family == v1alpha1.IPv4) {
+			if podIP == "" {
+				podIP = a.String()
+			}
+			continue
+		}
+		other = append(other, a.String())
+	}
+	return podIP, other
 }
 
 // waitingForNIC says what the attachment waits for on the NIC's side, "" when the NIC

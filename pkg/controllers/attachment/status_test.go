@@ -217,3 +217,70 @@ func TestReadyEvent(t *testing.T) {
 		})
 	}
 }
+
+func dualStack(n *v1alpha1.NetworkInterface) {
+	n.Status.Addresses = []string{"10.244.1.5/32", "fd00:244::5/128"}
+}
+
+// An IPv6 ElasticIP is translated to the Pod's IPv6 address, an IPv4 one to its IPv4
+// address; an IPv6 ElasticIP for an IPv4-only Pod is an error, not NAT64.
+func TestAttachmentStatusIPv6(t *testing.T) {
+	six := func(e *v1alpha1.ElasticIP) { e.Spec.IPFamily = v1alpha1.IPv6 }
+	tests := []struct {
+		name string
+		eip  *v1alpha1.ElasticIP
+		nic  *v1alpha1.NetworkInterface
+		want v1alpha1.ElasticIPAttachmentStatus
+	}{
+		{
+			name: "IPv6 ElasticIP, dual-stack Pod",
+			eip:  testEIP("fd00:225:51::5", six, heldByUs),
+			nic:  testNIC("10.244.1.5/32", "node-a", dualStack),
+			want: want(v1alpha1.AttachmentAttached, "fd00:225:51::5", "fd00:244::5", "node-a", v1alpha1.ReasonAttached,
+				`ElasticIP "web-eip" (fd00:225:51::5) is translated to fd00:244::5 of NetworkInterface "web.eth0" on Node "node-a"`),
+		},
+		{
+			name: "IPv4 ElasticIP, dual-stack Pod",
+			eip:  testEIP("10.225.51.5", heldByUs),
+			nic:  testNIC("10.244.1.5/32", "node-a", dualStack),
+			want: want(v1alpha1.AttachmentAttached, "10.225.51.5", "10.244.1.5", "node-a", v1alpha1.ReasonAttached,
+				`ElasticIP "web-eip" (10.225.51.5) is translated to 10.244.1.5 of NetworkInterface "web.eth0" on Node "node-a"`),
+		},
+		{
+			name: "IPv6 ElasticIP, IPv4-only Pod",
+			eip:  testEIP("fd00:225:51::5", six, heldByUs),
+			nic:  testNIC("10.244.1.5/32", "node-a"),
+			want: want(v1alpha1.AttachmentError, "fd00:225:51::5", "", "node-a", v1alpha1.ReasonAddressFamilyMismatch,
+				`ElasticIP "web-eip" is IPv6 but Pod "web" of NetworkInterface "web.eth0" has no IPv6 address (only 10.244.1.5): an ElasticIP is translated to the Pod's address of its own family, never to another (no NAT64); use an ElasticIP of spec.ipFamily IPv4 or a Pod with an IPv6 address`),
+		},
+		{
+			name: "IPv6 ElasticIP without an address yet, IPv4-only Pod",
+			eip:  testEIP("", six),
+			nic:  testNIC("10.244.1.5/32", "node-a", func(n *v1alpha1.NetworkInterface) { n.Status.Addresses = []string{"10.244.1.5/32"} }),
+			want: want(v1alpha1.AttachmentError, "", "", "node-a", v1alpha1.ReasonAddressFamilyMismatch,
+				`ElasticIP "web-eip" is IPv6 but Pod "web" of NetworkInterface "web.eth0" has no IPv6 address (only 10.244.1.5): an ElasticIP is translated to the Pod's address of its own family, never to another (no NAT64); use an ElasticIP of spec.ipFamily IPv4 or a Pod with an IPv6 address`),
+		},
+		{
+			name: "IPv4 ElasticIP, IPv6-only Pod",
+			eip:  testEIP("10.225.51.5", heldByUs),
+			nic:  testNIC("fd00:244::5/128", "node-a"),
+			want: want(v1alpha1.AttachmentError, "10.225.51.5", "", "node-a", v1alpha1.ReasonAddressFamilyMismatch,
+				`ElasticIP "web-eip" is IPv4 but Pod "web" of NetworkInterface "web.eth0" has no IPv4 address (only fd00:244::5): an ElasticIP is translated to the Pod's address of its own family, never to another (no NAT64); use an ElasticIP of spec.ipFamily IPv6 or a Pod with an IPv4 address`),
+		},
+		{
+			name: "IPv6 ElasticIP, Pod without an address yet",
+			eip:  testEIP("fd00:225:51::5", six, heldByUs),
+			nic:  testNIC("", "node-a"),
+			want: want(v1alpha1.AttachmentPending, "fd00:225:51::5", "", "node-a", v1alpha1.ReasonWaitingForNetworkInterface,
+				`NetworkInterface "web.eth0" has no address yet`),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := attachmentStatus(testAttachment(), tt.eip, tt.nic)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("attachmentStatus (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -28,7 +28,7 @@ func desiredAdvertisement(network *v1alpha1.ExternalNetwork, claim *v1alpha1.All
 	if network == nil || claim == nil || d.Holder == nil || d.Conflict || d.NodeName == "" {
 		return nil
 	}
-	return &adSpec{ExternalNetwork: network.Name, Address: claim.Name, NodeName: d.NodeName}
+	return &adSpec{ExternalNetwork: network.Name, Address: claim.Spec.Address, NodeName: d.NodeName}
 }
 
 // syncAdvertisement keeps the ElasticIP's advertisement of its network's type and

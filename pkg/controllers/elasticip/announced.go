@@ -48,9 +48,9 @@ func (c *Controller) announcementBlocked(eip *v1alpha1.ElasticIP, network *v1alp
 	if network == nil || network.Spec.Type != v1alpha1.AdvertiseBGP || claim == nil {
 		return nil
 	}
-	ad, ok := c.bgp.current(advertisement.Of(eip), claim.Name, network.Name)
+	ad, ok := c.bgp.current(advertisement.Of(eip), claim.Spec.Address, network.Name)
 	if !ok {
 		ad = nil
 	}
-	return announcementBlocked(d, claim.Name, ad)
+	return announcementBlocked(d, claim.Spec.Address, ad)
 }

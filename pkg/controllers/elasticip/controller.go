@@ -2,7 +2,7 @@ package elasticip
 
 import (
 	"context"
-	"net/netip"
+
 	"sync"
 	"time"
 
@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
 	"github.com/loutres/juneau/pkg/controllers/ipam"
@@ -164,7 +165,7 @@ func (c *Controller) claimHandler() cache.ResourceEventHandler {
 			if !ok {
 				return
 			}
-			if addr, err := netip.ParseAddr(claim.Name); err == nil {
+			if addr, err := iprange.AddrOfClaimName(claim.Name); err == nil {
 				c.index.Mark(addr)
 			}
 			c.forgetCreated(claim)
@@ -181,7 +182,7 @@ func (c *Controller) claimHandler() cache.ResourceEventHandler {
 			if !ok {
 				return
 			}
-			if addr, err := netip.ParseAddr(claim.Name); err == nil {
+			if addr, err := iprange.AddrOfClaimName(claim.Name); err == nil {
 				c.index.Unmark(addr)
 			}
 			c.enqueueConsumer(claim)

@@ -302,7 +302,7 @@ func assertWaiting(t *testing.T, in HolderInput, d HolderDecision, want waits) {
 		eip.DeletionTimestamp = &metav1.Time{Time: t0}
 	}
 	eip.Status = desiredStatus(statusInput{eip: eip, decision: d,
-		alloc: allocation{claim: &v1alpha1.AllocationClaim{ObjectMeta: metav1.ObjectMeta{Name: "10.225.51.5"}}}})
+		alloc: allocation{claim: &v1alpha1.AllocationClaim{ObjectMeta: metav1.ObjectMeta{Name: "10.225.51.5"}, Spec: v1alpha1.AllocationClaimSpec{Address: "10.225.51.5"}}}})
 	users := map[v1alpha1.AttachmentReference]bool{}
 	for _, a := range in.Attachments {
 		if !a.Deleting {

@@ -60,7 +60,7 @@ func computeStatus(in statusInput) v1alpha1.ElasticIPStatus {
 		st.Phase = v1alpha1.ElasticIPError
 		st.Address = eip.Status.Address
 		if claim != nil {
-			st.Address = claim.Name
+			st.Address = claim.Spec.Address
 		}
 		st.Attachment = eip.Status.Attachment
 		setCond(v1alpha1.ConditionAllocated, claim != nil, in.deps.reason, in.deps.message)
@@ -79,13 +79,13 @@ func computeStatus(in statusInput) v1alpha1.ElasticIPStatus {
 		setCond(v1alpha1.ConditionAttached, false, v1alpha1.ReasonNotAllocated, "no address is reserved, so nobody can use this ElasticIP yet")
 		return st
 	}
-	st.Address = claim.Name
+	st.Address = claim.Spec.Address
 	if in.waitingFor != nil {
 		setCond(v1alpha1.ConditionAllocated, true, v1alpha1.ReasonWaitingForNetworkInterfaces,
-			fmt.Sprintf("being deleted; address %q stays reserved until these NetworkInterfaces are gone: %s", claim.Name, quote.List(in.waitingFor)))
+			fmt.Sprintf("being deleted; address %q stays reserved until these NetworkInterfaces are gone: %s", claim.Spec.Address, quote.List(in.waitingFor)))
 	} else {
 		setCond(v1alpha1.ConditionAllocated, true, v1alpha1.ReasonAllocated,
-			fmt.Sprintf("address %q reserved from AddressPool %q", claim.Name, claim.Spec.AddressPool))
+			fmt.Sprintf("address %q reserved from AddressPool %q", claim.Spec.Address, claim.Spec.AddressPool))
 	}
 	d := in.decision
 	switch {

@@ -11,7 +11,7 @@ import (
 
 func TestDesiredStatus(t *testing.T) {
 	eip := &v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Name: "nginx-eip", Namespace: "default", Generation: 3}}
-	claim := &v1alpha1.AllocationClaim{ObjectMeta: metav1.ObjectMeta{Name: "10.225.51.5"}, Spec: v1alpha1.AllocationClaimSpec{AddressPool: "ext-pool"}}
+	claim := &v1alpha1.AllocationClaim{ObjectMeta: metav1.ObjectMeta{Name: "10.225.51.5"}, Spec: v1alpha1.AllocationClaimSpec{AddressPool: "ext-pool", Address: "10.225.51.5"}}
 	attach := &v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindElasticIPAttachment, Name: "nginx-eip-attach"}
 	recorded := eip.DeepCopy()
 	recorded.Status = v1alpha1.ElasticIPStatus{Address: "10.225.51.5", Attachment: attach, Phase: v1alpha1.ElasticIPAttached}
@@ -102,7 +102,7 @@ func TestDesiredStatus(t *testing.T) {
 
 func TestDesiredStatusKeepsTransitionTime(t *testing.T) {
 	eip := &v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Name: "e", Generation: 1}}
-	claim := &v1alpha1.AllocationClaim{ObjectMeta: metav1.ObjectMeta{Name: "10.225.51.5"}}
+	claim := &v1alpha1.AllocationClaim{ObjectMeta: metav1.ObjectMeta{Name: "10.225.51.5"}, Spec: v1alpha1.AllocationClaimSpec{Address: "10.225.51.5"}}
 	first := desiredStatus(statusInput{eip: eip, alloc: allocation{claim: claim}, decision: HolderDecision{Reason: v1alpha1.ReasonUnused}})
 	old := metav1.NewTime(metav1.Now().Add(-3600e9))
 	for i := range first.Conditions {
@@ -120,7 +120,7 @@ func TestDesiredStatusKeepsTransitionTime(t *testing.T) {
 func TestDesiredAdvertisement(t *testing.T) {
 	arp := &v1alpha1.ExternalNetwork{ObjectMeta: metav1.ObjectMeta{Name: "ext-net"}, Spec: v1alpha1.ExternalNetworkSpec{Type: v1alpha1.AdvertiseARP}}
 	bgp := &v1alpha1.ExternalNetwork{ObjectMeta: metav1.ObjectMeta{Name: "bgp-net"}, Spec: v1alpha1.ExternalNetworkSpec{Type: v1alpha1.AdvertiseBGP}}
-	claim := &v1alpha1.AllocationClaim{ObjectMeta: metav1.ObjectMeta{Name: "10.225.51.5"}}
+	claim := &v1alpha1.AllocationClaim{ObjectMeta: metav1.ObjectMeta{Name: "10.225.51.5"}, Spec: v1alpha1.AllocationClaimSpec{Address: "10.225.51.5"}}
 	held := HolderDecision{Holder: &v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindElasticIPAttachment, Name: "a"}, NodeName: "node-a"}
 
 	for _, network := range []*v1alpha1.ExternalNetwork{arp, bgp} {
@@ -128,6 +128,12 @@ func TestDesiredAdvertisement(t *testing.T) {
 		if got == nil || got.NodeName != "node-a" || got.Address != "10.225.51.5" || got.ExternalNetwork != network.Name {
 			t.Fatalf("advertisement on %s = %+v", network.Name, got)
 		}
+	}
+	// An IPv6 address is advertised by the same kind, under its canonical text form
+	// (the claim's name maps ':' to '-'; the advertisement carries the address itself).
+	claim6 := &v1alpha1.AllocationClaim{ObjectMeta: metav1.ObjectMeta{Name: "fd00-225-51--5"}, Spec: v1alpha1.AllocationClaimSpec{Address: "fd00:225:51::5"}}
+	if got := desiredAdvertisement(arp, claim6, held); got == nil || got.Address != "fd00:225:51::5" || got.NodeName != "node-a" {
+		t.Fatalf("IPv6 advertisement = %+v", got)
 	}
 	for name, tc := range map[string]struct {
 		network *v1alpha1.ExternalNetwork

@@ -83,7 +83,7 @@ func outsidePools(eip *v1alpha1.ElasticIP, pools []ipam.Pool, claim *v1alpha1.Al
 	if claim == nil {
 		return nil
 	}
-	addr, err := netip.ParseAddr(claim.Name)
+	addr, err := netip.ParseAddr(claim.Spec.Address)
 	if err != nil {
 		return nil
 	}
@@ -93,7 +93,7 @@ func outsidePools(eip *v1alpha1.ElasticIP, pools []ipam.Pool, claim *v1alpha1.Al
 	return &conditionError{v1alpha1.ReasonAddressOutsidePools, fmt.Sprintf(
 		"address %q was reserved from AddressPool %q, which no longer contains it, and no AddressPool of ExternalNetwork %q does (%s): "+
 			"it stays reserved for this ElasticIP and whoever uses it now, and is never handed out again once released; delete the ElasticIP to get an address from the pools",
-		claim.Name, claim.Spec.AddressPool, eip.Spec.ExternalNetwork, poolNames(pools))}
+		claim.Spec.Address, claim.Spec.AddressPool, eip.Spec.ExternalNetwork, poolNames(pools))}
 }
 
 // dependencies is the ExternalNetwork of an ElasticIP and its pools, in order.
@@ -168,12 +168,12 @@ func (c *Controller) claimsOf(eip *v1alpha1.ElasticIP) ([]*v1alpha1.AllocationCl
 	}
 	slices.SortFunc(claims, func(a, b *v1alpha1.AllocationClaim) int {
 		switch {
-		case a.Name == eip.Status.Address:
+		case a.Spec.Address == eip.Status.Address:
 			return -1
-		case b.Name == eip.Status.Address:
+		case b.Spec.Address == eip.Status.Address:
 			return 1
 		}
-		return compareAddr(a.Name, b.Name)
+		return compareAddr(a.Spec.Address, b.Spec.Address)
 	})
 	return claims, nil
 }
@@ -199,6 +199,16 @@ func (c *Controller) reserve(ctx context.Context, eip *v1alpha1.ElasticIP, pools
 			return allocation{}, err
 		}
 	}
+	family, ok := validation.Family(eip.Spec.IPFamily)
+	if !ok {
+		return allocation{err: &conditionError{v1alpha1.ReasonInvalidAddressPool,
+			fmt.Sprintf("spec.ipFamily %q is neither IPv4 nor IPv6", eip.Spec.IPFamily)}}, nil
+	}
+	all := pools
+	if pools = ipam.OfFamily(all, family); len(pools) == 0 {
+		return allocation{err: &conditionError{v1alpha1.ReasonNoAddressAvailable,
+			fmt.Sprintf("ExternalNetwork %q has no %s AddressPool (%s): add one to its spec.addressPools", eip.Spec.ExternalNetwork, family, poolNames(all))}}, nil
+	}
 	if eip.Spec.RequestedIP != "" {
 		return c.reserveRequested(ctx, eip, pools)
 	}
@@ -213,7 +223,7 @@ func (c *Controller) reserve(ctx context.Context, eip *v1alpha1.ElasticIP, pools
 		}
 		if !ok {
 			return allocation{err: &conditionError{v1alpha1.ReasonNoAddressAvailable,
-				fmt.Sprintf("every AddressPool of ExternalNetwork %q is exhausted: %s", eip.Spec.ExternalNetwork, poolNames(pools))}}, nil
+				fmt.Sprintf("every %s AddressPool of ExternalNetwork %q is exhausted: %s", family, eip.Spec.ExternalNetwork, poolNames(pools))}}, nil
 		}
 		claim, err := c.createClaim(ctx, eip, cand)
 		if apierrors.IsAlreadyExists(err) {
@@ -236,11 +246,11 @@ func (c *Controller) reserveRequested(ctx context.Context, eip *v1alpha1.Elastic
 	pool, ok := ipam.PoolFor(pools, addr)
 	if !ok {
 		return allocation{err: &conditionError{v1alpha1.ReasonInvalidAddressPool,
-			fmt.Sprintf("requestedIP %q lies in no AddressPool of ExternalNetwork %q (%s)", eip.Spec.RequestedIP, eip.Spec.ExternalNetwork, poolNames(pools))}}, nil
+			fmt.Sprintf("requestedIP %q lies in no %s AddressPool of ExternalNetwork %q (%s)", eip.Spec.RequestedIP, eip.Spec.Family(), eip.Spec.ExternalNetwork, poolNames(pools))}}, nil
 	}
 	claim, err := c.createClaim(ctx, eip, ipam.Candidate{Pool: pool, Addr: addr})
 	if apierrors.IsAlreadyExists(err) {
-		holder, getErr := c.client.JuneauV1alpha1().AllocationClaims().Get(ctx, addr.String(), metav1.GetOptions{})
+		holder, getErr := c.client.JuneauV1alpha1().AllocationClaims().Get(ctx, iprange.ClaimName(addr), metav1.GetOptions{})
 		if getErr != nil {
 			return allocation{}, getErr
 		}
@@ -258,7 +268,7 @@ func (c *Controller) reserveRequested(ctx context.Context, eip *v1alpha1.Elastic
 
 func (c *Controller) createClaim(ctx context.Context, eip *v1alpha1.ElasticIP, cand ipam.Candidate) (*v1alpha1.AllocationClaim, error) {
 	claim := &v1alpha1.AllocationClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: cand.Addr.String()},
+		ObjectMeta: metav1.ObjectMeta{Name: iprange.ClaimName(cand.Addr)},
 		Spec: v1alpha1.AllocationClaimSpec{
 			AddressPool: cand.Pool,
 			Address:     cand.Addr.String(),
@@ -275,7 +285,7 @@ func (c *Controller) createClaim(ctx context.Context, eip *v1alpha1.ElasticIP, c
 	c.rememberCreated(eip.UID, created.Name)
 	c.index.Mark(cand.Addr)
 	c.metrics.allocated()
-	logger(ctx, eip).V(2).Info("Reserved address", "address", created.Name, "pool", cand.Pool)
+	logger(ctx, eip).V(2).Info("Reserved address", "address", created.Spec.Address, "pool", cand.Pool)
 	return created, nil
 }
 
@@ -350,7 +360,7 @@ func (c *Controller) rebuildIndex() {
 	}
 	addrs := make([]netip.Addr, 0, len(all))
 	for _, claim := range all {
-		if a, err := netip.ParseAddr(claim.Name); err == nil {
+		if a, err := iprange.AddrOfClaimName(claim.Name); err == nil {
 			addrs = append(addrs, a)
 		}
 	}

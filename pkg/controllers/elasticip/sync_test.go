@@ -2,6 +2,7 @@ package elasticip
 
 import (
 	"context"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
@@ -140,7 +142,7 @@ func elasticIP(name string, uid types.UID) *v1alpha1.ElasticIP {
 
 func claimFor(addr string, eip *v1alpha1.ElasticIP) *v1alpha1.AllocationClaim {
 	return &v1alpha1.AllocationClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: addr, UID: types.UID("claim-" + addr), CreationTimestamp: metav1.NewTime(time.Now())},
+		ObjectMeta: metav1.ObjectMeta{Name: iprange.ClaimName(netip.MustParseAddr(addr)), UID: types.UID("claim-" + addr), CreationTimestamp: metav1.NewTime(time.Now())},
 		Spec: v1alpha1.AllocationClaimSpec{AddressPool: "ext-pool", Address: addr, Consumer: v1alpha1.ConsumerReference{
 			Kind: v1alpha1.ConsumerKindElasticIP, Namespace: eip.Namespace, Name: eip.Name, UID: string(eip.UID)}},
 	}
@@ -417,5 +419,83 @@ func TestNeedsFinalizer(t *testing.T) {
 		if got := needsFinalizer(tc.eip, tc.nics); got != tc.want {
 			t.Errorf("%s: needsFinalizer = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// dualStack is a network with an IPv4 pool and an IPv6 pool, in that order.
+func dualStack() []runtime.Object {
+	return []runtime.Object{
+		&v1alpha1.AddressPool{ObjectMeta: metav1.ObjectMeta{Name: "four"}, Spec: v1alpha1.AddressPoolSpec{AdvertiseMode: v1alpha1.AdvertiseARP, Addresses: []string{"10.225.51.0/24"}}},
+		&v1alpha1.AddressPool{ObjectMeta: metav1.ObjectMeta{Name: "six"}, Spec: v1alpha1.AddressPoolSpec{AdvertiseMode: v1alpha1.AdvertiseARP, Addresses: []string{"fd00:225:51::/64"}}},
+		&v1alpha1.ExternalNetwork{ObjectMeta: metav1.ObjectMeta{Name: "ext-net"}, Spec: v1alpha1.ExternalNetworkSpec{Type: v1alpha1.AdvertiseARP, AddressPools: []string{"four", "six"}}},
+	}
+}
+
+func elasticIP6(name string, uid types.UID) *v1alpha1.ElasticIP {
+	e := elasticIP(name, uid)
+	e.Spec.IPFamily = v1alpha1.IPv6
+	return e
+}
+
+// An IPv6 ElasticIP takes the first free address of the network's IPv6 pools, under a
+// claim named with '-' for ':'; an IPv4 one on the same network keeps to the IPv4 pool.
+func TestSyncIPv6Allocation(t *testing.T) {
+	six := elasticIP6("six", "uid-6")
+	four := elasticIP("four", "uid-4")
+	f := newFixture(t, append(dualStack(), six, four))
+	got := f.sync("default/six")
+	if got.Status.Address != "fd00:225:51::1" || got.Status.Phase != v1alpha1.ElasticIPAvailable {
+		t.Fatalf("IPv6 ElasticIP: %s %q, want Available fd00:225:51::1", got.Status.Phase, got.Status.Address)
+	}
+	if creates := f.claimCreates(); len(creates) != 1 || creates[0] != "fd00-225-51--1" {
+		t.Errorf("claim creates = %v, want [fd00-225-51--1]", creates)
+	}
+	claim, err := f.client.JuneauV1alpha1().AllocationClaims().Get(context.Background(), "fd00-225-51--1", metav1.GetOptions{})
+	if err != nil || claim.Spec.Address != "fd00:225:51::1" || claim.Spec.AddressPool != "six" {
+		t.Fatalf("claim = %+v, %v; want spec.address fd00:225:51::1 from six", claim, err)
+	}
+	if got := f.sync("default/four"); got.Status.Address != "10.225.51.1" {
+		t.Errorf("IPv4 ElasticIP on the same network: %q, want 10.225.51.1", got.Status.Address)
+	}
+}
+
+// An IPv6 ElasticIP adopts its own claim after a crash, found by consumer UID.
+func TestSyncIPv6AdoptsClaim(t *testing.T) {
+	six := elasticIP6("six", "uid-6")
+	f := newFixture(t, append(dualStack(), six, claimFor("fd00:225:51::9", six)))
+	if got := f.sync("default/six"); got.Status.Address != "fd00:225:51::9" {
+		t.Fatalf("address = %q, want the adopted fd00:225:51::9", got.Status.Address)
+	}
+	if creates := f.claimCreates(); len(creates) != 0 {
+		t.Errorf("created %v, want nothing", creates)
+	}
+}
+
+// A requested IPv6 address held by another consumer: AddressInUse naming it.
+func TestSyncIPv6RequestedInUse(t *testing.T) {
+	other := elasticIP6("other", "uid-o")
+	six := elasticIP6("six", "uid-6")
+	six.Spec.RequestedIP = "fd00:225:51::7"
+	f := newFixture(t, append(dualStack(), six), claimFor("fd00:225:51::7", other))
+	got := f.sync("default/six")
+	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAllocated)
+	if c == nil || c.Reason != v1alpha1.ReasonAddressInUse || !strings.Contains(c.Message, `ElasticIP "default/other"`) {
+		t.Fatalf("Allocated = %+v, want AddressInUse naming default/other", c)
+	}
+}
+
+// A network without a pool of the ElasticIP's family: Pending, NoAddressAvailable,
+// saying which family is missing.
+func TestSyncIPv6WithoutIPv6Pool(t *testing.T) {
+	six := elasticIP6("six", "uid-6")
+	f := newFixture(t, append(poolAndNetwork("10.225.51.0/24"), six))
+	got := f.sync("default/six")
+	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAllocated)
+	if got.Status.Phase != v1alpha1.ElasticIPPending || c == nil || c.Reason != v1alpha1.ReasonNoAddressAvailable ||
+		!strings.Contains(c.Message, `ExternalNetwork "ext-net" has no IPv6 AddressPool ("ext-pool")`) {
+		t.Fatalf("phase %s, Allocated = %+v", got.Status.Phase, c)
+	}
+	if creates := f.claimCreates(); len(creates) != 0 {
+		t.Errorf("created %v, want nothing", creates)
 	}
 }

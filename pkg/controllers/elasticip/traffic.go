@@ -79,7 +79,7 @@ func (c *Controller) trafficBlocked(eip *v1alpha1.ElasticIP, network *v1alpha1.E
 	if claim == nil || d.Holder == nil {
 		return nil
 	}
-	in := trafficInput{decision: d, address: claim.Name, arp: network != nil && network.Spec.Type == v1alpha1.AdvertiseARP}
+	in := trafficInput{decision: d, address: claim.Spec.Address, arp: network != nil && network.Spec.Type == v1alpha1.AdvertiseARP}
 	if d.Holder.Kind == v1alpha1.AttachmentKindElasticIPAttachment {
 		if a, err := c.attachments.ElasticIPAttachments(eip.Namespace).Get(d.Holder.Name); err == nil {
 			in.targetName = a.Spec.TargetRef.NetworkInterfaceName

@@ -1,18 +1,22 @@
 package ipam
 
 import (
-	"cmp"
 	"net/netip"
 	"slices"
 	"sync"
+
+	"github.com/google/btree"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 )
 
 // Index knows which addresses are reserved (one AllocationClaim each) and finds the free
 // ones of a list of pools. It is fed from the claim cache: Mark on add, Unmark on delete,
-// Replace after a relist. Per pool it keeps a bitmap with summary levels, so finding the
-// next free address costs O(log n) however full the pool is.
+// Replace after a relist. Per pool it keeps the free addresses as an ordered set of
+// disjoint intervals (a B-tree keyed by their first address): taking the first free
+// address, marking and unmarking one each cost O(log n) in the number of intervals, and
+// memory grows with the number of reserved addresses, never with the size of the pool,
+// so an IPv6 /64 costs what a /24 with as many reservations costs.
 //
 // The allocation loop of a caller, whose cache may lag behind the API server:
 //
@@ -98,8 +102,8 @@ func (x *Index) Take(pools []Pool) (Candidate, bool) {
 	defer x.mu.Unlock()
 	for _, p := range pools {
 		pi := x.poolLocked(p)
-		if pos, ok := pi.bits.nextClear(0); ok {
-			c := Candidate{Pool: p.Name, Addr: pi.addrAt(pos)}
+		if a, ok := pi.first(); ok {
+			c := Candidate{Pool: p.Name, Addr: a}
 			x.used[c.Addr] = struct{}{}
 			for _, q := range x.pools {
 				q.mark(c.Addr)
@@ -123,24 +127,26 @@ func (x *Index) poolLocked(p Pool) *poolIndex {
 	return pi
 }
 
-// span is a run of pool addresses laid out from bit offset on.
-type span struct {
+// interval is a run of free addresses First..Last of one family.
+type interval struct {
 	first, last netip.Addr
-	offset      uint64
 }
 
-// poolIndex lays the pool's addresses (the union of its entries) out as bit positions.
-// A set bit is an address automatic picks must not hand out: reserved, or skipped.
+func intervalLess(a, b interval) bool { return a.first.Less(b.first) }
+
+// poolIndex holds the free addresses of a pool (the union of its entries) as disjoint,
+// non-adjacent intervals. An address automatic picks leave out (iprange.Range.Auto) is
+// never free, whatever Unmark says.
 type poolIndex struct {
 	ranges []iprange.Range
-	spans  []span // sorted, disjoint, not adjacent
+	spans  []iprange.Range // the pool's addresses: sorted, disjoint, not adjacent
 	skip   map[netip.Addr]struct{}
-	bits   *bitTree
-	size   uint64
+	free   *btree.BTreeG[interval]
 }
 
 func buildPoolIndex(ranges []iprange.Range) *poolIndex {
-	pi := &poolIndex{ranges: slices.Clone(ranges), skip: map[netip.Addr]struct{}{}}
+	pi := &poolIndex{ranges: slices.Clone(ranges), skip: map[netip.Addr]struct{}{},
+		free: btree.NewG(32, intervalLess)}
 	var valid []iprange.Range
 	for _, r := range ranges {
 		if r.Valid() {
@@ -150,25 +156,22 @@ func buildPoolIndex(ranges []iprange.Range) *poolIndex {
 	sorted := slices.Clone(valid)
 	slices.SortFunc(sorted, func(a, b iprange.Range) int { return a.First.Compare(b.First) })
 	for _, r := range sorted {
-		if n := len(pi.spans); n > 0 && joins(pi.spans[n-1].last, r.First) {
-			if pi.spans[n-1].last.Less(r.Last) {
-				pi.spans[n-1].last = r.Last
+		if n := len(pi.spans); n > 0 && joins(pi.spans[n-1].Last, r.First) {
+			if pi.spans[n-1].Last.Less(r.Last) {
+				pi.spans[n-1].Last = r.Last
 			}
 			continue
 		}
-		pi.spans = append(pi.spans, span{first: r.First, last: r.Last})
+		pi.spans = append(pi.spans, iprange.Range{First: r.First, Last: r.Last})
 	}
-	for i := range pi.spans {
-		pi.spans[i].offset = pi.size
-		pi.size += iprange.Range{First: pi.spans[i].first, Last: pi.spans[i].last}.Size()
+	for _, s := range pi.spans {
+		pi.free.ReplaceOrInsert(interval{first: s.First, last: s.Last})
 	}
-	pi.bits = newBitTree(pi.size)
 	for _, r := range valid {
 		for _, a := range leftOut(r) {
 			if !autoInAny(valid, a) {
+				pi.take(a)
 				pi.skip[a] = struct{}{}
-				pos, _ := pi.posOf(a)
-				pi.bits.set(pos)
 			}
 		}
 	}
@@ -212,40 +215,79 @@ func autoInAny(ranges []iprange.Range, a netip.Addr) bool {
 	return false
 }
 
-func (pi *poolIndex) posOf(a netip.Addr) (uint64, bool) {
+// inPool reports whether a is one of the pool's addresses.
+func (pi *poolIndex) inPool(a netip.Addr) bool {
 	// First span whose last address is >= a.
-	i, _ := slices.BinarySearchFunc(pi.spans, a, func(s span, a netip.Addr) int { return s.last.Compare(a) })
-	if i == len(pi.spans) || a.Less(pi.spans[i].first) {
-		return 0, false
-	}
-	d, ok := iprange.Distance(pi.spans[i].first, a)
-	return pi.spans[i].offset + d, ok
+	i, _ := slices.BinarySearchFunc(pi.spans, a, func(s iprange.Range, a netip.Addr) int { return s.Last.Compare(a) })
+	return i < len(pi.spans) && pi.spans[i].Contains(a)
 }
 
-func (pi *poolIndex) addrAt(pos uint64) netip.Addr {
-	// Last span whose offset is <= pos.
-	i, found := slices.BinarySearchFunc(pi.spans, pos, func(s span, p uint64) int { return cmp.Compare(s.offset, p) })
-	if !found {
-		i--
+// first is the lowest free address.
+func (pi *poolIndex) first() (netip.Addr, bool) {
+	iv, ok := pi.free.Min()
+	return iv.first, ok
+}
+
+// around is the free interval that starts at or before a, if any.
+func (pi *poolIndex) around(a netip.Addr) (interval, bool) {
+	var found interval
+	ok := false
+	pi.free.DescendLessOrEqual(interval{first: a}, func(iv interval) bool {
+		found, ok = iv, true
+		return false
+	})
+	return found, ok
+}
+
+// take removes a from the free intervals, splitting the one that holds it.
+func (pi *poolIndex) take(a netip.Addr) {
+	iv, ok := pi.around(a)
+	if !ok || iv.last.Less(a) {
+		return // not free
 	}
-	a, _ := iprange.Add(pi.spans[i].first, pos-pi.spans[i].offset)
-	return a
+	pi.free.Delete(iv)
+	if iv.first.Less(a) {
+		pi.free.ReplaceOrInsert(interval{first: iv.first, last: a.Prev()})
+	}
+	if a.Less(iv.last) {
+		pi.free.ReplaceOrInsert(interval{first: a.Next(), last: iv.last})
+	}
+}
+
+// give adds a to the free intervals, joining its free neighbours.
+func (pi *poolIndex) give(a netip.Addr) {
+	merged := interval{first: a, last: a}
+	if before, ok := pi.around(a); ok {
+		if !before.last.Less(a) {
+			return // already free
+		}
+		if before.last.Next() == a {
+			pi.free.Delete(before)
+			merged.first = before.first
+		}
+	}
+	if next := a.Next(); next.IsValid() {
+		if after, ok := pi.free.Get(interval{first: next}); ok {
+			pi.free.Delete(after)
+			merged.last = after.last
+		}
+	}
+	pi.free.ReplaceOrInsert(merged)
 }
 
 func (pi *poolIndex) mark(a netip.Addr) {
 	if _, skipped := pi.skip[a]; skipped {
-		return // its bit stays set either way
+		return // never free either way
 	}
-	if pos, ok := pi.posOf(a); ok {
-		pi.bits.set(pos)
-	}
+	pi.take(a)
 }
 
 func (pi *poolIndex) unmark(a netip.Addr) {
-	if _, skipped := pi.skip[a]; skipped {
+	if _, skipped := pi.skip[a]; skipped || !pi.inPool(a) {
 		return
 	}
-	if pos, ok := pi.posOf(a); ok {
-		pi.bits.clear(pos)
-	}
+	pi.give(a)
 }
+
+// intervals is the number of free intervals (memory use grows with it).
+func (pi *poolIndex) intervals() int { return pi.free.Len() }

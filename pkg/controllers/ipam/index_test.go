@@ -332,9 +332,9 @@ func TestIndexHugePoolNinetyPercentUsed(t *testing.T) {
 	}
 }
 
-func TestIndexIgnoresNonIPv4(t *testing.T) {
+func TestIndexIgnoresInvalid(t *testing.T) {
 	idx := NewIndex()
-	idx.Mark(addr("2001:db8::1"))
+	idx.Mark(addr("2001:db8::1")) // in no pool: remembered, harmless
 	idx.Mark(netip.Addr{})
 	idx.Unmark(netip.Addr{})
 	p := mustPool(t, "a", "10.225.51.1")
@@ -346,6 +346,139 @@ func TestIndexIgnoresNonIPv4(t *testing.T) {
 		{First: addr("10.225.51.1"), Last: addr("2001:db8::1")}, {First: addr("10.225.51.7"), Last: addr("10.225.51.7")}}}
 	if got := candidates(idx, []Pool{hand}, 5); !reflect.DeepEqual(got, cands("h", "10.225.51.7")) {
 		t.Fatalf("candidates = %v", got)
+	}
+}
+
+func TestIndexIPv6(t *testing.T) {
+	idx := NewIndex()
+	p := mustPool(t, "six", "fd00:225:51::/64", "fd00:225:52::5-fd00:225:52::6")
+	// The Subnet-Router anycast address fd00:225:51:: is left out.
+	want := cands("six", "fd00:225:51::1", "fd00:225:51::2", "fd00:225:51::3")
+	if got := candidates(idx, []Pool{p}, 3); !reflect.DeepEqual(got, want) {
+		t.Fatalf("candidates = %v, want %v", got, want)
+	}
+	idx.Mark(addr("fd00:225:51::1"))
+	idx.Mark(addr("fd00:225:51::3"))
+	idx.Mark(addr("fd00:225:51::")) // pinned by a requestedIP
+	want = cands("six", "fd00:225:51::2", "fd00:225:51::4")
+	if got := candidates(idx, []Pool{p}, 2); !reflect.DeepEqual(got, want) {
+		t.Fatalf("candidates = %v, want %v", got, want)
+	}
+	idx.Unmark(addr("fd00:225:51::"))
+	if c, _ := next(idx, []Pool{p}); c.Addr != addr("fd00:225:51::2") {
+		t.Fatalf("after the pinned anycast address is freed, next = %v: it must stay out of automatic picks", c)
+	}
+
+	// The last addresses of the space are handled without overflow.
+	top := mustPool(t, "top", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe-ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff")
+	a, _ := idx.Take([]Pool{top})
+	b, _ := idx.Take([]Pool{top})
+	if _, ok := idx.Take([]Pool{top}); ok || b.Addr != addr("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff") {
+		t.Fatalf("top of the space: took %v, %v and more", a, b)
+	}
+	idx.Unmark(b.Addr)
+	idx.Unmark(a.Addr)
+	if got := candidates(idx, []Pool{top}, 3); len(got) != 2 {
+		t.Fatalf("after unmarking, candidates = %v", got)
+	}
+
+	// An IPv4 and an IPv6 pool share one Index without touching each other.
+	v4 := mustPool(t, "four", "10.225.51.0/30")
+	if c, _ := idx.Take([]Pool{v4}); c.Addr != addr("10.225.51.1") {
+		t.Fatalf("IPv4 take = %v", c)
+	}
+	if c, _ := next(idx, []Pool{p}); c.Addr != addr("fd00:225:51::2") {
+		t.Fatalf("IPv6 next after an IPv4 take = %v", c)
+	}
+}
+
+// A small IPv6 pool under random churn agrees with a plain scan, and the free intervals
+// stay disjoint, sorted and not adjacent.
+func TestIndexIPv6AgainstModel(t *testing.T) {
+	p := mustPool(t, "six", "fd00::/120", "fd00::1:0-fd00::1:3f")
+	var all []netip.Addr
+	for _, r := range p.Ranges {
+		for a := r.First; a.IsValid() && !r.Last.Less(a); a = a.Next() {
+			all = append(all, a)
+		}
+	}
+	used := map[netip.Addr]bool{addr("fd00::"): true} // the anycast address is never handed out
+	idx := NewIndex()
+	rng := rand.New(rand.NewPCG(5, 6))
+	for step := range 5000 {
+		a := all[rng.IntN(len(all))]
+		switch rng.IntN(3) {
+		case 0:
+			if a != addr("fd00::") {
+				idx.Mark(a)
+				used[a] = true
+			}
+		case 1:
+			if a != addr("fd00::") {
+				idx.Unmark(a)
+				delete(used, a)
+			}
+		default:
+			var want netip.Addr
+			for _, b := range all {
+				if !used[b] {
+					want = b
+					break
+				}
+			}
+			c, ok := idx.Take([]Pool{p})
+			if ok != want.IsValid() || c.Addr != want {
+				t.Fatalf("step %d: Take = %v, %v; want %v", step, c, ok, want)
+			}
+			if ok {
+				used[c.Addr] = true
+			}
+		}
+		checkIntervals(t, idx, "six")
+	}
+}
+
+func checkIntervals(t *testing.T, idx *Index, pool string) {
+	t.Helper()
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	pi := idx.pools[pool]
+	if pi == nil {
+		return
+	}
+	var prev interval
+	first := true
+	pi.free.Ascend(func(iv interval) bool {
+		if iv.last.Less(iv.first) || (!first && !prev.last.Next().Less(iv.first)) {
+			t.Fatalf("free intervals out of shape: %v then %v", prev, iv)
+		}
+		prev, first = iv, false
+		return true
+	})
+}
+
+// The memory of a /64 grows with the reservations, not with the pool.
+func TestIndexSlash64MemoryFollowsReservations(t *testing.T) {
+	p := mustPool(t, "six", "fd00:225:51::/64")
+	idx := NewIndex()
+	for range 10000 {
+		if _, ok := idx.Take([]Pool{p}); !ok {
+			t.Fatal("a /64 ran out")
+		}
+	}
+	if n := idx.pools["six"].intervals(); n != 1 {
+		t.Fatalf("10000 consecutive picks left %d free intervals, want 1", n)
+	}
+	// Free every other one: one interval per hole, plus the tail.
+	for i := uint64(1); i <= 10000; i += 2 {
+		a, _ := iprange.Add(addr("fd00:225:51::"), i)
+		idx.Unmark(a)
+	}
+	if n := idx.pools["six"].intervals(); n != 5001 {
+		t.Fatalf("5000 holes left %d free intervals, want 5001", n)
+	}
+	if c, _ := next(idx, []Pool{p}); c.Addr != addr("fd00:225:51::1") {
+		t.Fatalf("next = %v", c)
 	}
 }
 

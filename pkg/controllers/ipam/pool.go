@@ -42,3 +42,20 @@ func PoolFor(pools []Pool, addr netip.Addr) (poolName string, ok bool) {
 	}
 	return "", false
 }
+
+// Family is the family of the pool's addresses (a pool holds one); false for a pool
+// without entries.
+func (p Pool) Family() (iprange.Family, bool) {
+	return iprange.PoolFamily(p.Ranges)
+}
+
+// OfFamily returns the pools of family f, in order.
+func OfFamily(pools []Pool, f iprange.Family) []Pool {
+	var out []Pool
+	for _, p := range pools {
+		if pf, ok := p.Family(); ok && pf == f {
+			out = append(out, p)
+		}
+	}
+	return out
+}

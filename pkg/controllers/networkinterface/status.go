@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,23 +25,32 @@ func nicStatus(nic *v1alpha1.NetworkInterface, pod *corev1.Pod, eip *v1alpha1.El
 	return directStatus(nic, eip)
 }
 
-// vpcStatus is the status of a NIC that carries no ElasticIP: its address is the Pod IP.
-// Only eth0's address is known: the primary CNI's status.podIPs says nothing about the
+// vpcStatus is the status of a NIC that carries no ElasticIP: its address is the Pod IP
+// (IPv4 when the Pod has one, else IPv6), and addresses lists the Pod's address of each
+// family, so that an attachment translates an ElasticIP to the one of its family.
+// Only eth0's addresses are known: the primary CNI's status.podIPs says nothing about the
 // other interfaces of the Pod, so an extra NIC without an ElasticIP stays without an
 // address and is Ready as soon as the Pod has its IP (its sandbox network is up).
 func vpcStatus(nic *v1alpha1.NetworkInterface, pod *corev1.Pod) v1alpha1.NetworkInterfaceStatus {
-	ip, ok := PodIPv4(pod)
-	if !ok {
+	ips := PodIPs(pod)
+	if len(ips) == 0 {
 		return pending(nic, v1alpha1.ReasonWaitingForPodIP,
-			fmt.Sprintf("Pod %q has no IPv4 address yet", nic.Spec.PodRef.Name))
+			fmt.Sprintf("Pod %q has no IP address yet", nic.Spec.PodRef.Name))
 	}
 	if nic.Spec.PodRef.Interface != v1alpha1.DefaultInterface {
 		return ready(nic, v1alpha1.NetworkInterfaceStatus{},
 			fmt.Sprintf("Pod %q has its address; the address of an extra interface without an ElasticIP is not tracked", nic.Spec.PodRef.Name))
 	}
-	addr := netip.PrefixFrom(ip, 32).String()
-	return ready(nic, v1alpha1.NetworkInterfaceStatus{Address: addr},
-		fmt.Sprintf("address %s of Pod %q", addr, nic.Spec.PodRef.Name))
+	st := v1alpha1.NetworkInterfaceStatus{}
+	for _, ip := range ips {
+		st.Addresses = append(st.Addresses, netip.PrefixFrom(ip, ip.BitLen()).String())
+	}
+	st.Address = st.Addresses[0]
+	what := "address " + st.Address
+	if len(ips) > 1 {
+		what = "addresses " + strings.Join(st.Addresses, ", ")
+	}
+	return ready(nic, st, fmt.Sprintf("%s of Pod %q", what, nic.Spec.PodRef.Name))
 }
 
 // directStatus is the status of a NIC that names an ElasticIP: it has the address only
@@ -71,11 +81,11 @@ func directStatus(nic *v1alpha1.NetworkInterface, eip *v1alpha1.ElasticIP) v1alp
 		return pending(nic, reason, msg)
 	}
 	addr, err := netip.ParseAddr(eip.Status.Address)
-	if err != nil || !addr.Is4() {
+	if err != nil || addr.Is4In6() || addr.Zone() != "" {
 		return pending(nic, v1alpha1.ReasonElasticIPNotReady,
-			fmt.Sprintf("ElasticIP %q has no usable IPv4 address (%q)", name, eip.Status.Address))
+			fmt.Sprintf("ElasticIP %q has no usable address (%q)", name, eip.Status.Address))
 	}
-	st := v1alpha1.NetworkInterfaceStatus{Address: netip.PrefixFrom(addr, 32).String()}
+	st := v1alpha1.NetworkInterfaceStatus{Address: netip.PrefixFrom(addr, addr.BitLen()).String()}
 	st.Routes, st.Rules = directRouting(nic.Spec.PodRef.Interface, addr)
 	return ready(nic, st, fmt.Sprintf("holds ElasticIP %q (%s)", name, addr))
 }
@@ -84,7 +94,18 @@ func directStatus(nic *v1alpha1.NetworkInterface, eip *v1alpha1.ElasticIP) v1alp
 // on-link default route; an extra NIC gets it in a table of its own, T = the address read
 // as a big-endian uint32 (unique per address, so NICs never share a table), selected by
 // a rule for traffic from the ElasticIP.
+//
+// An IPv6 ElasticIP gets `default via fe80::1` on eth0. The table of an extra NIC with
+// an IPv6 ElasticIP cannot be the address itself: the CNI plugin hashes it and settles
+// collisions among the Pod's NICs, so such a NIC publishes no routes and the plugin
+// plumbs its own (docs/reference.md#direct-nics).
 func directRouting(iface string, addr netip.Addr) ([]v1alpha1.Route, []v1alpha1.RoutingRule) {
+	if addr.Is6() {
+		if iface == v1alpha1.DefaultInterface {
+			return []v1alpha1.Route{{Destination: "::/0", Gateway: v1alpha1.DirectGateway6}}, nil
+		}
+		return nil, nil
+	}
 	route := v1alpha1.Route{Destination: "0.0.0.0/0", Gateway: v1alpha1.DirectGateway, OnLink: true}
 	if iface == v1alpha1.DefaultInterface {
 		return []v1alpha1.Route{route}, nil
@@ -105,22 +126,38 @@ func RouteTable(addr netip.Addr) int64 {
 	return int64(binary.BigEndian.Uint32(b[:]))
 }
 
-// PodIPv4 is the Pod's IPv4 address from status.podIPs (or status.podIP).
-func PodIPv4(pod *corev1.Pod) (netip.Addr, bool) {
+// PodIPs are the Pod's addresses from status.podIPs (or status.podIP), at most one per
+// family, IPv4 first.
+func PodIPs(pod *corev1.Pod) []netip.Addr {
 	if pod == nil {
-		return netip.Addr{}, false
+		return nil
 	}
 	candidates := make([]string, 0, len(pod.Status.PodIPs)+1)
 	for _, ip := range pod.Status.PodIPs {
 		candidates = append(candidates, ip.IP)
 	}
 	candidates = append(candidates, pod.Status.PodIP)
+	var v4, v6 netip.Addr
 	for _, s := range candidates {
-		if a, err := netip.ParseAddr(s); err == nil && a.Is4() {
-			return a, true
+		a, err := netip.ParseAddr(s)
+		if err != nil || a.Zone() != "" {
+			continue
+		}
+		a = a.Unmap()
+		switch {
+		case a.Is4() && !v4.IsValid():
+			v4 = a
+		case a.Is6() && !v6.IsValid():
+			v6 = a
 		}
 	}
-	return netip.Addr{}, false
+	var out []netip.Addr
+	for _, a := range []netip.Addr{v4, v6} {
+		if a.IsValid() {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 func pending(nic *v1alpha1.NetworkInterface, reason, message string) v1alpha1.NetworkInterfaceStatus {

@@ -92,13 +92,13 @@ func TestNICStatus(t *testing.T) {
 			nic:  testNIC("web", "eth0", ""),
 			pod:  podWithIP(),
 			want: wantStatus(v1alpha1.NetworkInterfacePending, metav1.ConditionFalse, v1alpha1.ReasonWaitingForPodIP,
-				`Pod "web" has no IPv4 address yet`),
+				`Pod "web" has no IP address yet`),
 		},
 		{
 			name: "vpc eth0 whose Pod is gone",
 			nic:  testNIC("web", "eth0", ""),
 			want: wantStatus(v1alpha1.NetworkInterfacePending, metav1.ConditionFalse, v1alpha1.ReasonWaitingForPodIP,
-				`Pod "web" has no IPv4 address yet`),
+				`Pod "web" has no IP address yet`),
 		},
 		{
 			name: "vpc eth0 with a Pod IP",
@@ -106,17 +106,28 @@ func TestNICStatus(t *testing.T) {
 			pod:  podWithIP("10.244.1.5"),
 			want: func() v1alpha1.NetworkInterfaceStatus {
 				s := wantStatus(v1alpha1.NetworkInterfaceReady, metav1.ConditionTrue, v1alpha1.ReasonReady, `address 10.244.1.5/32 of Pod "web"`)
-				s.Address = "10.244.1.5/32"
+				s.Address, s.Addresses = "10.244.1.5/32", []string{"10.244.1.5/32"}
 				return s
 			}(),
 		},
 		{
-			name: "vpc eth0 of a dual-stack Pod takes the IPv4 address",
+			name: "vpc eth0 of a dual-stack Pod: the IPv4 address first, both listed",
 			nic:  testNIC("web", "eth0", ""),
-			pod:  podWithIP("fd00::5", "10.244.1.5"),
+			pod:  podWithIP("fd00:244::5", "10.244.1.5"),
 			want: func() v1alpha1.NetworkInterfaceStatus {
-				s := wantStatus(v1alpha1.NetworkInterfaceReady, metav1.ConditionTrue, v1alpha1.ReasonReady, `address 10.244.1.5/32 of Pod "web"`)
-				s.Address = "10.244.1.5/32"
+				s := wantStatus(v1alpha1.NetworkInterfaceReady, metav1.ConditionTrue, v1alpha1.ReasonReady,
+					`addresses 10.244.1.5/32, fd00:244::5/128 of Pod "web"`)
+				s.Address, s.Addresses = "10.244.1.5/32", []string{"10.244.1.5/32", "fd00:244::5/128"}
+				return s
+			}(),
+		},
+		{
+			name: "vpc eth0 of an IPv6-only Pod",
+			nic:  testNIC("web", "eth0", ""),
+			pod:  podWithIP("fd00:244::5"),
+			want: func() v1alpha1.NetworkInterfaceStatus {
+				s := wantStatus(v1alpha1.NetworkInterfaceReady, metav1.ConditionTrue, v1alpha1.ReasonReady, `address fd00:244::5/128 of Pod "web"`)
+				s.Address, s.Addresses = "fd00:244::5/128", []string{"fd00:244::5/128"}
 				return s
 			}(),
 		},
@@ -262,9 +273,30 @@ func TestNICStatus(t *testing.T) {
 		{
 			name: "direct NIC named holder of an unusable address",
 			nic:  testNIC("web", "eth0", "gw-eip"),
-			eip:  testEIP("fd00::1", heldBy(v1alpha1.AttachmentKindNetworkInterface, "web.eth0")),
+			eip:  testEIP("::ffff:10.225.51.5", heldBy(v1alpha1.AttachmentKindNetworkInterface, "web.eth0")),
 			want: wantStatus(v1alpha1.NetworkInterfacePending, metav1.ConditionFalse, v1alpha1.ReasonElasticIPNotReady,
-				`ElasticIP "gw-eip" has no usable IPv4 address ("fd00::1")`),
+				`ElasticIP "gw-eip" has no usable address ("::ffff:10.225.51.5")`),
+		},
+		{
+			name: "direct eth0 holding an IPv6 ElasticIP: a /128 and the default route via fe80::1",
+			nic:  testNIC("web", "eth0", "gw-eip"),
+			eip:  testEIP("fd00:225:51::5", heldBy(v1alpha1.AttachmentKindNetworkInterface, "web.eth0")),
+			want: func() v1alpha1.NetworkInterfaceStatus {
+				s := wantStatus(v1alpha1.NetworkInterfaceReady, metav1.ConditionTrue, v1alpha1.ReasonReady, `holds ElasticIP "gw-eip" (fd00:225:51::5)`)
+				s.Address = "fd00:225:51::5/128"
+				s.Routes = []v1alpha1.Route{{Destination: "::/0", Gateway: "fe80::1"}}
+				return s
+			}(),
+		},
+		{
+			name: "direct extra NIC holding an IPv6 ElasticIP: a /128, routes left to the plugin",
+			nic:  testNIC("web", "ext0", "gw-eip"),
+			eip:  testEIP("fd00:225:51::5", heldBy(v1alpha1.AttachmentKindNetworkInterface, "web.ext0")),
+			want: func() v1alpha1.NetworkInterfaceStatus {
+				s := wantStatus(v1alpha1.NetworkInterfaceReady, metav1.ConditionTrue, v1alpha1.ReasonReady, `holds ElasticIP "gw-eip" (fd00:225:51::5)`)
+				s.Address = "fd00:225:51::5/128"
+				return s
+			}(),
 		},
 	}
 	for _, tt := range tests {

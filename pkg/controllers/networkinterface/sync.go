@@ -183,6 +183,7 @@ func statusApply(nic *v1alpha1.NetworkInterface, st v1alpha1.NetworkInterfaceSta
 	if st.Address != "" {
 		sa.WithAddress(st.Address)
 	}
+	sa.WithAddresses(st.Addresses...)
 	for _, r := range st.Routes {
 		ra := applyv1alpha1.Route().WithDestination(r.Destination).WithOnLink(r.OnLink)
 		if r.Gateway != "" {

@@ -249,7 +249,7 @@ func schema_pkg_apis_juneau_v1alpha1_ARPAdvertisementSpec(ref common.ReferenceCa
 					},
 					"address": {
 						SchemaProps: spec.SchemaProps{
-							Description: "address is the IPv4 address to answer for. Immutable.",
+							Description: "address is the address to answer for, IPv4 (by ARP) or IPv6 (by Neighbor Discovery), in canonical form. Immutable.",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
@@ -312,7 +312,7 @@ func schema_pkg_apis_juneau_v1alpha1_AddressPool(ref common.ReferenceCallback) c
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "AddressPool is a set of external IPv4 addresses ElasticIPs are reserved from.",
+				Description: "AddressPool is a set of external addresses of one family (IPv4 or IPv6) ElasticIPs are reserved from.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"kind": {
@@ -427,7 +427,7 @@ func schema_pkg_apis_juneau_v1alpha1_AddressPoolSpec(ref common.ReferenceCallbac
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "addresses lists IPv4 CIDRs (\"10.225.51.0/24\"), inclusive ranges (\"10.225.51.5-10.225.51.20\") or single addresses. Entries may only be appended.",
+							Description: "addresses lists CIDRs (\"10.225.51.0/24\", \"2001:db8::/64\"), inclusive ranges (\"10.225.51.5-10.225.51.20\", \"2001:db8::5-2001:db8::20\") or single addresses, all of one family. Entries may only be appended.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -612,7 +612,7 @@ func schema_pkg_apis_juneau_v1alpha1_AllocationClaimSpec(ref common.ReferenceCal
 					},
 					"address": {
 						SchemaProps: spec.SchemaProps{
-							Description: "address is the reserved IPv4 address; it equals the claim's name.",
+							Description: "address is the reserved address in canonical form (10.225.51.5, 2001:db8::5); the claim's name is this address, with '-' for ':' in IPv6 (2001-db8--5, docs/resources.md#allocationclaim).",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
@@ -1280,7 +1280,7 @@ func schema_pkg_apis_juneau_v1alpha1_ElasticIP(ref common.ReferenceCallback) com
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "ElasticIP is an externally reachable IPv4 address reserved from an ExternalNetwork, used by one Pod at a time either through NAT or directly on a Pod NIC.",
+				Description: "ElasticIP is an externally reachable IPv4 or IPv6 address reserved from an ExternalNetwork, used by one Pod at a time either through NAT or directly on a Pod NIC.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"kind": {
@@ -1602,9 +1602,17 @@ func schema_pkg_apis_juneau_v1alpha1_ElasticIPSpec(ref common.ReferenceCallback)
 							Format:      "",
 						},
 					},
+					"ipFamily": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ipFamily is the family of the address: IPv4 (the default) or IPv6. Immutable.\n\nPossible enum values:\n - `\"IPv4\"` : an address from the network's IPv4 pools (the default).\n - `\"IPv6\"` : an address from the network's IPv6 pools.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"IPv4", "IPv6"},
+						},
+					},
 					"requestedIP": {
 						SchemaProps: spec.SchemaProps{
-							Description: "requestedIP pins the address; it must lie in one of the network's pools. Immutable.",
+							Description: "requestedIP pins the address, in canonical form (10.225.51.5, 2001:db8::5) and of the family ipFamily; it must lie in one of the network's pools. Immutable.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -2029,9 +2037,28 @@ func schema_pkg_apis_juneau_v1alpha1_NetworkInterfaceStatus(ref common.Reference
 					},
 					"address": {
 						SchemaProps: spec.SchemaProps{
-							Description: "address in CIDR form: the Pod IP/32 for a Vpc NIC, <ElasticIP>/32 for a direct NIC (empty while it does not hold the ElasticIP).",
+							Description: "address in CIDR form: the Pod IP/32 for a Vpc NIC (its IPv6 address/128 when the Pod has no IPv4 one), <ElasticIP>/32 (IPv6: /128) for a direct NIC (empty while it does not hold the ElasticIP).",
 							Type:        []string{"string"},
 							Format:      "",
+						},
+					},
+					"addresses": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "addresses of a Vpc NIC in CIDR form, one per family, IPv4 first: a dual-stack Pod's IPv4/32 and IPv6/128. An ElasticIPAttachment translates to the one of its ElasticIP's family.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
 						},
 					},
 					"routes": {

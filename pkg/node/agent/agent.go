@@ -43,6 +43,12 @@ type ARP interface {
 	SetAddresses(addrs []netip.Addr)
 }
 
+// NDP answers Neighbor Discovery for a set of IPv6 addresses, never unsolicited
+// (ndp.Responder).
+type NDP interface {
+	SetAddresses(addrs []netip.Addr)
+}
+
 var (
 	_ NAT = (*nft.Programmer)(nil)
 )
@@ -92,6 +98,7 @@ type Agent struct {
 	listers Listers
 	nat     NAT
 	arp     ARP
+	ndp     NDP
 	metrics *Metrics
 
 	// BGP (UseBGP): the speaker, the passwords of its peers, whether it got its first
@@ -113,12 +120,13 @@ type Clients struct {
 }
 
 // New makes an agent; it starts nothing. Register informers with Watch before they
-// start. host names the Node interface routing an address to a Pod (direct NICs).
-func New(cfg Config, clients Clients, l Listers, nat NAT, arp ARP, host func(netip.Addr) (string, bool), metrics *Metrics) *Agent {
+// start. arp answers for the IPv4 addresses, ndp for the IPv6 ones. host names the
+// Node interface routing an address to a Pod (direct NICs).
+func New(cfg Config, clients Clients, l Listers, nat NAT, arp ARP, ndp NDP, host func(netip.Addr) (string, bool), metrics *Metrics) *Agent {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	a := &Agent{cfg: cfg, client: clients.Juneau, kube: clients.Kube, host: host, listers: l, nat: nat, arp: arp, metrics: metrics}
+	a := &Agent{cfg: cfg, client: clients.Juneau, kube: clients.Kube, host: host, listers: l, nat: nat, arp: arp, ndp: ndp, metrics: metrics}
 	a.loop = workloop.NewSingle("node-agent", a.syncOnce, workloop.SingleConfig{
 		MinInterval: cfg.MinInterval, Resync: cfg.Resync, Clock: cfg.Clock, Metrics: cfg.QueueMetrics,
 	})
@@ -222,6 +230,9 @@ func (a *Agent) sync(ctx context.Context) error {
 	}
 	a.arp.SetGratuitous(d.Gratuitous)
 	a.arp.SetAddresses(d.ARP)
+	if a.ndp != nil {
+		a.ndp.SetAddresses(d.NDP)
+	}
 	if err := a.markAnswering(ctx, in, d.Answering); err != nil {
 		return err
 	}
@@ -303,7 +314,7 @@ func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string) er
 		if !slices.Contains(names, ad.Name) {
 			continue
 		}
-		want := answeringCondition(a.cfg.ExternalInterface, a.cfg.ExternalMAC, ad.Generation)
+		want := answeringCondition(ad.Spec.Address, a.cfg.ExternalInterface, a.cfg.ExternalMAC, ad.Generation)
 		merged := status.Merge(ad.Status.Conditions, []metav1.Condition{want}, metav1.NewTime(a.cfg.Clock.Now()))
 		have := meta.FindStatusCondition(ad.Status.Conditions, v1alpha1.ConditionAnswering)
 		cur := meta.FindStatusCondition(merged, v1alpha1.ConditionAnswering)
@@ -315,7 +326,11 @@ func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string) er
 			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); err != nil {
 			return fmt.Errorf("writing Answering on ARPAdvertisement %q: %w", ad.Name, err)
 		}
-		klog.FromContext(ctx).Info("Answering ARP", "advertisement", ad.Name, "address", ad.Spec.Address)
+		if addr, err := netip.ParseAddr(ad.Spec.Address); err == nil && !addr.Unmap().Is4() {
+			klog.FromContext(ctx).Info("Answering NDP", "advertisement", ad.Name, "address", ad.Spec.Address)
+		} else {
+			klog.FromContext(ctx).Info("Answering ARP", "advertisement", ad.Name, "address", ad.Spec.Address)
+		}
 	}
 	return nil
 }

@@ -84,7 +84,7 @@ func TestRun(t *testing.T) {
 			Attachments:    listers.NewElasticIPAttachmentLister(attachments),
 			Advertisements: listers.NewARPAdvertisementLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 			Nodes:          corelisters.NewNodeLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
-		}, nat, fakeARP{}, nil, nil)
+		}, nat, fakeARP{}, fakeARP{}, nil, nil)
 
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
@@ -150,7 +150,7 @@ func TestRepairDrift(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	nat := &fakeNAT{syncs: make(chan nft.DesiredState, 10), fail: make(chan bool, 10)}
 	reg := prometheus.NewRegistry()
-	metrics, err := NewMetrics(reg, nil)
+	metrics, err := NewMetrics(reg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestRepairDrift(t *testing.T) {
 			Attachments:    listers.NewElasticIPAttachmentLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 			Advertisements: listers.NewARPAdvertisementLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 			Nodes:          corelisters.NewNodeLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
-		}, nat, fakeARP{}, nil, metrics)
+		}, nat, fakeARP{}, nil, nil, metrics)
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

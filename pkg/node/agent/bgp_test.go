@@ -198,7 +198,7 @@ func TestApplyBGP(t *testing.T) {
 	client := fake.NewClientset(ad)
 	sp := &fakeSpeaker{changed: make(chan struct{})}
 	a := New(Config{NodeName: "node-a", ExternalInterface: "ext0", Clock: clk}, Clients{Juneau: client}, Listers{},
-		&fakeNAT{syncs: make(chan nft.DesiredState, 10)}, fakeARP{}, nil, nil)
+		&fakeNAT{syncs: make(chan nft.DesiredState, 10)}, fakeARP{}, nil, nil, nil)
 	a.UseBGP(sp, nil)
 	_, ctx := ktesting.NewTestContext(t)
 	in := Inputs{NodeName: "node-a", ExternalInterface: "ext0", Nodes: []*corev1.Node{nodeObject("node-a", nil)},

@@ -77,7 +77,7 @@ func TestConflictingMappingHoldsUpNothing(t *testing.T) {
 	arp := &recordingARP{}
 	a := New(Config{NodeName: "node-a", ExternalInterface: "ext0"}, Clients{Juneau: client},
 		Listers{Attachments: listers.NewElasticIPAttachmentLister(attachments), Advertisements: listers.NewARPAdvertisementLister(ads),
-			Nodes: corelisters.NewNodeLister(nodes)}, checkingNAT{}, arp, nil, nil)
+			Nodes: corelisters.NewNodeLister(nodes)}, checkingNAT{}, arp, &recordingARP{}, nil, nil)
 
 	err := a.sync(ctx)
 	if !errors.Is(err, nft.ErrInvalidMapping) {

@@ -58,8 +58,9 @@ type Desired struct {
 	// NATRejected says what and why (nil when nothing was).
 	Programmed  nft.Programmed
 	NATRejected error
-	// ARP are the addresses the responder answers for, sorted.
-	ARP []netip.Addr
+	// ARP are the IPv4 addresses the ARP replier answers for, NDP the IPv6 ones the
+	// NDP responder answers for, each sorted.
+	ARP, NDP []netip.Addr
 	// Answering are the advertisements (by name) this Node answers for, sorted.
 	Answering []string
 	// Gratuitous are the addresses of ARP on networks with spec.gratuitousARP: the
@@ -69,18 +70,33 @@ type Desired struct {
 	BGP BGPDesired
 }
 
+// Answers reports whether this Node answers ARP or NDP for addr.
+func (d Desired) Answers(addr netip.Addr) bool {
+	if addr.Is4() {
+		_, ok := slices.BinarySearchFunc(d.ARP, addr, netip.Addr.Compare)
+		return ok
+	}
+	_, ok := slices.BinarySearchFunc(d.NDP, addr, netip.Addr.Compare)
+	return ok
+}
+
 // Compute is the node agent's one decision, a pure function of its inputs:
 //   - NAT for every ElasticIPAttachment that is Attached and Ready on this Node (the
 //     ElasticIP controller alone decided it uses the address);
 //   - for in-cluster clients, the mapping of every such attachment on any Node
 //     (docs/datapath.md, "In-cluster clients");
-//   - ARP answers for every ARPAdvertisement naming this Node whose address it serves
-//     (translates or routes to a direct NIC, as the NAT programmer keeps them),
-//     announced with gratuitous ARP when its network asks for it;
+//   - answers for every ARPAdvertisement naming this Node whose address it serves
+//     (translates or routes to a direct NIC, as the NAT programmer keeps them): by ARP
+//     for an IPv4 address, announced with gratuitous ARP when its network asks for it,
+//     by NDP for an IPv6 one (never unsolicited);
 //   - BGP announcements of the /32 of every BGPAdvertisement naming this Node whose
 //     address it serves, to every BGPPeer selecting this Node (docs/bgp.md);
 //   - never translated: Pod CIDRs (flags and Node spec.podCIDRs), ServiceCIDRs and
-//     every Node address.
+//     every Node address, of both families.
+//
+// An attachment whose ElasticIP and Pod IP are of different families (an IPv6
+// ElasticIP on a Pod without an IPv6 address) is handed to the NAT programmer, which
+// refuses it and says why (NATRejected), and is not answered for.
 func Compute(in Inputs) Desired {
 	d := Desired{NAT: nft.DesiredState{Config: nft.Config{
 		ExternalInterface: in.ExternalInterface,
@@ -121,19 +137,23 @@ func Compute(in Inputs) Desired {
 			continue
 		}
 		addr, err := netip.ParseAddr(ad.Spec.Address)
-		if err != nil || !addr.Is4() || !served(addr) {
+		if err != nil || addr.Zone() != "" || !served(addr.Unmap()) {
 			continue
 		}
-		d.ARP = append(d.ARP, addr)
+		if addr = addr.Unmap(); addr.Is4() {
+			d.ARP = append(d.ARP, addr)
+		} else {
+			d.NDP = append(d.NDP, addr)
+		}
 		d.Answering = append(d.Answering, ad.Name)
-		if n := in.Networks[ad.Spec.ExternalNetwork]; n != nil && n.Spec.GratuitousARP {
+		if n := in.Networks[ad.Spec.ExternalNetwork]; n != nil && n.Spec.GratuitousARP && addr.Is4() {
 			d.Gratuitous = append(d.Gratuitous, addr)
 		}
 	}
-	slices.SortFunc(d.ARP, netip.Addr.Compare)
-	d.ARP = slices.Compact(d.ARP)
-	slices.SortFunc(d.Gratuitous, netip.Addr.Compare)
-	d.Gratuitous = slices.Compact(d.Gratuitous)
+	for _, l := range []*[]netip.Addr{&d.ARP, &d.NDP, &d.Gratuitous} {
+		slices.SortFunc(*l, netip.Addr.Compare)
+		*l = slices.Compact(*l)
+	}
 	slices.Sort(d.Answering)
 	d.BGP = computeBGP(in, served)
 	return d
@@ -148,6 +168,7 @@ func mapping(node string, a *v1alpha1.ElasticIPAttachment) (nft.Mapping, bool) {
 }
 
 // attached is the NAT pair of an attachment that is Attached and Ready, on any Node.
+// The addresses may be of either family, and of different ones (refused by nft).
 func attached(a *v1alpha1.ElasticIPAttachment) (nft.Mapping, bool) {
 	st := a.Status
 	if st.NodeName == "" || st.Phase != v1alpha1.AttachmentAttached || a.DeletionTimestamp != nil ||
@@ -156,16 +177,16 @@ func attached(a *v1alpha1.ElasticIPAttachment) (nft.Mapping, bool) {
 	}
 	eip, err1 := netip.ParseAddr(st.ElasticIP)
 	pod, err2 := netip.ParseAddr(st.PodIP)
-	if err1 != nil || err2 != nil || !eip.Is4() || !pod.Is4() {
+	if err1 != nil || err2 != nil || eip.Zone() != "" || pod.Zone() != "" {
 		return nft.Mapping{}, false
 	}
-	return nft.Mapping{ElasticIP: eip, PodIP: pod}, true
+	return nft.Mapping{ElasticIP: eip.Unmap(), PodIP: pod.Unmap()}, true
 }
 
 func clusterCIDRs(in Inputs) []netip.Prefix {
 	out := slices.Clone(in.ClusterCIDRs)
 	add := func(s string) {
-		if p, err := netip.ParsePrefix(s); err == nil && p.Addr().Is4() {
+		if p, err := netip.ParsePrefix(s); err == nil {
 			out = append(out, p.Masked())
 		}
 	}
@@ -177,8 +198,9 @@ func clusterCIDRs(in Inputs) []netip.Prefix {
 			if a.Type != corev1.NodeInternalIP && a.Type != corev1.NodeExternalIP {
 				continue
 			}
-			if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Is4() {
-				out = append(out, netip.PrefixFrom(ip, 32))
+			if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Zone() == "" {
+				ip = ip.Unmap()
+				out = append(out, netip.PrefixFrom(ip, ip.BitLen()))
 			}
 		}
 	}
@@ -196,11 +218,16 @@ func clusterCIDRs(in Inputs) []netip.Prefix {
 	return slices.Compact(out)
 }
 
-// answeringCondition is the Answering condition this agent writes on an advertisement.
-func answeringCondition(iface, mac string, generation int64) metav1.Condition {
+// answeringCondition is the Answering condition this agent writes on an advertisement
+// of addr: answered by ARP (IPv4) or NDP (IPv6).
+func answeringCondition(addr, iface, mac string, generation int64) metav1.Condition {
+	proto := "ARP"
+	if a, err := netip.ParseAddr(addr); err == nil && !a.Unmap().Is4() {
+		proto = "NDP"
+	}
 	return metav1.Condition{
 		Type: v1alpha1.ConditionAnswering, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAnswering,
-		Message:            "answering ARP on interface " + iface + " with " + mac,
+		Message:            "answering " + proto + " on interface " + iface + " with " + mac,
 		ObservedGeneration: generation,
 	}
 }

@@ -77,7 +77,7 @@ func TestCompute(t *testing.T) {
 	}
 	wantCIDRs := []netip.Prefix{
 		netip.MustParsePrefix("10.96.0.0/12"), netip.MustParsePrefix("10.225.51.2/32"),
-		netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("10.244.1.0/24"),
+		netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("10.244.1.0/24"), netip.MustParsePrefix("fd00::/108"),
 	}
 	if !slices.Equal(d.NAT.ClusterCIDRs, wantCIDRs) {
 		t.Errorf("cluster CIDRs = %v, want %v", d.NAT.ClusterCIDRs, wantCIDRs)
@@ -200,5 +200,68 @@ func BenchmarkComputeClusterWide(b *testing.B) {
 		if len(d.NAT.InCluster) != 10000 || len(d.NAT.Mappings) != 100 {
 			b.Fatalf("%d in-cluster, %d local mappings", len(d.NAT.InCluster), len(d.NAT.Mappings))
 		}
+	}
+}
+
+// TestComputeIPv6: IPv6 attachments become IPv6 mappings beside IPv4 ones (a Pod with
+// both), advertisements of IPv6 addresses go to the NDP responder, an attachment
+// whose families differ is handed on (nft refuses it) but never answered for, and
+// the cluster ranges keep both families.
+func TestComputeIPv6(t *testing.T) {
+	in := Inputs{
+		NodeName: "node-a", ExternalInterface: "ext0",
+		Attachments: []*v1alpha1.ElasticIPAttachment{
+			attachment("v4", "node-a", "10.225.51.5", "10.244.1.5", v1alpha1.AttachmentAttached, true),
+			attachment("v6", "node-a", "2001:db8::5", "fd00:10:244:1::5", v1alpha1.AttachmentAttached, true),
+			attachment("mixed", "node-a", "2001:db8::6", "10.244.1.6", v1alpha1.AttachmentAttached, true),
+			attachment("v6-elsewhere", "node-b", "2001:db8::8", "fd00:10:244:2::8", v1alpha1.AttachmentAttached, true),
+		},
+		Advertisements: []*v1alpha1.ARPAdvertisement{
+			{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-v4"}, Spec: v1alpha1.ARPAdvertisementSpec{Address: "10.225.51.5", NodeName: "node-a"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-v6"}, Spec: v1alpha1.ARPAdvertisementSpec{Address: "2001:db8::5", NodeName: "node-a"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-mixed"}, Spec: v1alpha1.ARPAdvertisementSpec{Address: "2001:db8::6", NodeName: "node-a"}},
+		},
+		Nodes: []*corev1.Node{{
+			ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
+			Spec:       corev1.NodeSpec{PodCIDRs: []string{"10.244.1.0/24", "fd00:10:244:1::/64"}},
+			Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{
+				{Type: corev1.NodeInternalIP, Address: "10.225.51.2"}, {Type: corev1.NodeInternalIP, Address: "2001:db8::2"},
+			}},
+		}},
+	}
+	d := Compute(in)
+	a := netip.MustParseAddr
+	wantMappings := []nft.Mapping{
+		{ElasticIP: a("10.225.51.5"), PodIP: a("10.244.1.5")},
+		{ElasticIP: a("2001:db8::5"), PodIP: a("fd00:10:244:1::5")},
+		{ElasticIP: a("2001:db8::6"), PodIP: a("10.244.1.6")},
+	}
+	if !slices.Equal(d.NAT.Mappings, wantMappings) {
+		t.Errorf("mappings = %v, want %v", d.NAT.Mappings, wantMappings)
+	}
+	if len(d.NAT.InCluster) != 4 {
+		t.Errorf("in-cluster mappings = %v, want all four", d.NAT.InCluster)
+	}
+	if !slices.Equal(d.ARP, []netip.Addr{a("10.225.51.5")}) || !slices.Equal(d.NDP, []netip.Addr{a("2001:db8::5")}) {
+		t.Errorf("ARP = %v, NDP = %v", d.ARP, d.NDP)
+	}
+	if !slices.Equal(d.Answering, []string{"eip-default-v4", "eip-default-v6"}) {
+		t.Errorf("answering = %v", d.Answering)
+	}
+	if !d.Answers(a("2001:db8::5")) || d.Answers(a("2001:db8::6")) || !d.Answers(a("10.225.51.5")) {
+		t.Error("Answers disagrees with ARP and NDP")
+	}
+	wantCIDRs := []netip.Prefix{
+		netip.MustParsePrefix("10.225.51.2/32"), netip.MustParsePrefix("10.244.1.0/24"),
+		netip.MustParsePrefix("2001:db8::2/128"), netip.MustParsePrefix("fd00:10:244:1::/64"),
+	}
+	if !slices.Equal(d.NAT.ClusterCIDRs, wantCIDRs) {
+		t.Errorf("cluster CIDRs = %v, want %v", d.NAT.ClusterCIDRs, wantCIDRs)
+	}
+	if c := answeringCondition("2001:db8::5", "ext0", "02:00:00:00:00:01", 3); c.Message != "answering NDP on interface ext0 with 02:00:00:00:00:01" {
+		t.Errorf("IPv6 Answering message %q", c.Message)
+	}
+	if c := answeringCondition("10.225.51.5", "ext0", "02:00:00:00:00:01", 3); c.Message != "answering ARP on interface ext0 with 02:00:00:00:00:01" {
+		t.Errorf("IPv4 Answering message %q", c.Message)
 	}
 }

@@ -27,15 +27,20 @@ const (
 	driftLost = "notifications_lost"
 )
 
-// Counts reads ARP counters (arp.Responder).
+// Counts reads ARP or NDP counters (arp.Responder, ndp.Responder).
 type Counts interface {
 	Requests() uint64
 	Replies() uint64
+}
+
+// ARPCounts are the ARP replier's counters: its Counts and the gratuitous replies.
+type ARPCounts interface {
+	Counts
 	Gratuitous() uint64
 }
 
-// NewMetrics registers the agent's metrics on reg; arp may be nil.
-func NewMetrics(reg prometheus.Registerer, arp Counts) (*Metrics, error) {
+// NewMetrics registers the agent's metrics on reg; arp and ndp may be nil.
+func NewMetrics(reg prometheus.Registerer, arp ARPCounts, ndp Counts) (*Metrics, error) {
 	m := &Metrics{
 		mappings: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "juneau", Subsystem: "node", Name: "nat_mappings",
 			Help: "ElasticIP to Pod IP mappings programmed on this node."}),
@@ -63,6 +68,13 @@ func NewMetrics(reg prometheus.Registerer, arp Counts) (*Metrics, error) {
 				Help: "ARP replies sent for ElasticIPs."}, func() float64 { return float64(arp.Replies()) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "arp_gratuitous_total",
 				Help: "Gratuitous ARP replies sent for ElasticIPs of networks with spec.gratuitousARP."}, func() float64 { return float64(arp.Gratuitous()) }))
+	}
+	if ndp != nil {
+		cols = append(cols,
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "ndp_solicitations_total",
+				Help: "IPv6 neighbor solicitations seen on the external interface."}, func() float64 { return float64(ndp.Requests()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "ndp_advertisements_total",
+				Help: "IPv6 neighbor advertisements sent for ElasticIPs."}, func() float64 { return float64(ndp.Replies()) }))
 	}
 	for _, c := range cols {
 		if err := reg.Register(c); err != nil {

@@ -112,8 +112,8 @@ func podReadiness(in Inputs, d Desired, r ReadinessInputs, p *corev1.Pod) Readin
 			switch net := r.Networks[eip.Spec.ExternalNetwork]; {
 			case net == nil:
 			case net.Spec.Type == v1alpha1.AdvertiseARP:
-				if err != nil || !slices.Contains(d.ARP, a) {
-					missing = append(missing, fmt.Sprintf("ARP answer for %q", u.addr))
+				if err != nil || !d.Answers(a) {
+					missing = append(missing, fmt.Sprintf("%s answer for %q", neighbourProtocol(a), u.addr))
 				}
 			case net.Spec.Type == v1alpha1.AdvertiseBGP:
 				if err != nil || r.Announced == nil || !r.Announced(a) {
@@ -134,6 +134,14 @@ func podReadiness(in Inputs, d Desired, r ReadinessInputs, p *corev1.Pod) Readin
 }
 
 type use struct{ eip, addr string }
+
+// neighbourProtocol names what answers for a on an arp network.
+func neighbourProtocol(a netip.Addr) string {
+	if a.IsValid() && !a.Is4() {
+		return "NDP"
+	}
+	return "ARP"
+}
 
 // changed reports whether one of the Pod's gate conditions differs from r.
 func (r Readiness) changed() bool {

@@ -29,14 +29,14 @@ func (d *dataplane) check(s nicState) error {
 	if podLink != nil && hostLink.Attrs().ParentIndex != podLink.Attrs().Index {
 		missing = append(missing, fmt.Errorf("host interface %q is not the peer of %q", p.HostInterface, p.Interface))
 	}
-	addrs, err := addrsOf(d.host, hostLink)
+	addrs, err := addrsOf(d.host, hostLink, p.Address.Addr())
 	if err != nil {
 		return err
 	}
-	if !slices.Contains(addrs, netip.PrefixFrom(directGateway, 32)) {
-		missing = append(missing, fmt.Errorf("gateway %s is missing on host interface %q", directGateway, p.HostInterface))
+	if !slices.Contains(addrs, gatewayPrefix(p.Address.Addr())) {
+		missing = append(missing, fmt.Errorf("gateway %s is missing on host interface %q", gatewayFor(p.Address.Addr()), p.HostInterface))
 	}
-	routes, err := routesOf(d.host, hostLink, unix.RT_TABLE_MAIN)
+	routes, err := routesOf(d.host, hostLink, unix.RT_TABLE_MAIN, p.Address.Addr())
 	if err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func (d *dataplane) check(s nicState) error {
 
 func (d *dataplane) checkPod(s nicState, p nicPlan, podLink netlink.Link) []error {
 	var missing []error
-	addrs, err := addrsOf(d.pod, podLink)
+	addrs, err := addrsOf(d.pod, podLink, p.Address.Addr())
 	if err != nil {
 		return []error{err}
 	}
@@ -61,7 +61,7 @@ func (d *dataplane) checkPod(s nicState, p nicPlan, podLink netlink.Link) []erro
 		}
 	}
 	for _, r := range p.Routes {
-		routes, err := routesOf(d.pod, podLink, r.kernelTable())
+		routes, err := routesOf(d.pod, podLink, r.kernelTable(), r.Dst.Addr())
 		if err != nil {
 			return append(missing, err)
 		}
@@ -70,7 +70,7 @@ func (d *dataplane) checkPod(s nicState, p nicPlan, podLink netlink.Link) []erro
 		}
 	}
 	if len(p.Rules) > 0 {
-		rules, err := dump(func() ([]netlink.Rule, error) { return d.pod.RuleList(unix.AF_INET) })
+		rules, err := dump(func() ([]netlink.Rule, error) { return d.pod.RuleList(family(p.Address.Addr())) })
 		if err != nil {
 			return append(missing, fmt.Errorf("list rules in the Pod: %w", err))
 		}
@@ -83,8 +83,9 @@ func (d *dataplane) checkPod(s nicState, p nicPlan, podLink netlink.Link) []erro
 	return missing
 }
 
-func addrsOf(h *netlink.Handle, l netlink.Link) ([]netip.Prefix, error) {
-	list, err := dump(func() ([]netlink.Addr, error) { return h.AddrList(l, unix.AF_INET) })
+// addrsOf lists the addresses of l of the family of like.
+func addrsOf(h *netlink.Handle, l netlink.Link, like netip.Addr) ([]netip.Prefix, error) {
+	list, err := dump(func() ([]netlink.Addr, error) { return h.AddrList(l, family(like)) })
 	if err != nil {
 		return nil, fmt.Errorf("list addresses of %q: %w", l.Attrs().Name, err)
 	}
@@ -97,9 +98,10 @@ func addrsOf(h *netlink.Handle, l netlink.Link) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-func routesOf(h *netlink.Handle, l netlink.Link, table int) ([]netlink.Route, error) {
+// routesOf lists the routes of l in table of the family of like.
+func routesOf(h *netlink.Handle, l netlink.Link, table int, like netip.Addr) ([]netlink.Route, error) {
 	routes, err := dump(func() ([]netlink.Route, error) {
-		return h.RouteListFiltered(unix.AF_INET, &netlink.Route{LinkIndex: l.Attrs().Index, Table: table},
+		return h.RouteListFiltered(family(like), &netlink.Route{LinkIndex: l.Attrs().Index, Table: table},
 			netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
 	})
 	if err != nil {
@@ -112,6 +114,9 @@ func routesOf(h *netlink.Handle, l netlink.Link, table int) ([]netlink.Route, er
 func hasRoute(routes []netlink.Route, r route) bool {
 	for _, k := range routes {
 		dst := netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+		if r.Dst.Addr().Is6() {
+			dst = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+		}
 		if k.Dst != nil {
 			var ok bool
 			if dst, ok = prefixOf(k.Dst); !ok {

@@ -96,11 +96,42 @@ func gone(err error) bool {
 
 func exists(err error) bool { return err == nil || errors.Is(err, unix.EEXIST) }
 
-// gatewayAddr is 169.254.0.1/32 with host scope on a host end: the node answers ARP for
-// it towards the Pod (it is a local address), while host scope keeps it out of source
-// address selection, so the node never sends from it (README: "The gateway").
-func gatewayAddr() *netlink.Addr {
-	return &netlink.Addr{IPNet: ipNet(netip.PrefixFrom(directGateway, 32)), Scope: int(netlink.SCOPE_HOST)}
+// gatewayAddr is the gateway a host end holds for a NIC carrying addr. IPv4:
+// 169.254.0.1/32 with host scope: the node answers ARP for it towards the Pod (it is a
+// local address), while host scope keeps it out of source address selection, so the
+// node never sends from it (README: "The gateway"). IPv6: fe80::1/64, link-local and so
+// never a source beyond the link, answered by the node's NDP towards the Pod, without
+// duplicate address detection (every host end holds it; each link is its own).
+func gatewayAddr(addr netip.Addr) *netlink.Addr {
+	if addr.Is4() {
+		return &netlink.Addr{IPNet: ipNet(netip.PrefixFrom(directGateway, 32)), Scope: int(netlink.SCOPE_HOST)}
+	}
+	return &netlink.Addr{IPNet: ipNet(netip.PrefixFrom(directGateway6, 64)), Scope: int(netlink.SCOPE_LINK), Flags: unix.IFA_F_NODAD}
+}
+
+// gatewayPrefix is the prefix of gatewayAddr.
+func gatewayPrefix(addr netip.Addr) netip.Prefix {
+	g := gatewayAddr(addr)
+	p, _ := prefixOf(g.IPNet)
+	return p
+}
+
+// podAddr is an address inside the Pod: an IPv6 one without duplicate address
+// detection, so it is usable at once (the ElasticIP is reserved for this NIC).
+func podAddr(p netip.Prefix) *netlink.Addr {
+	a := &netlink.Addr{IPNet: ipNet(p)}
+	if p.Addr().Is6() {
+		a.Flags = unix.IFA_F_NODAD
+	}
+	return a
+}
+
+// family is the netlink address family of addr.
+func family(addr netip.Addr) int {
+	if addr.Is4() {
+		return unix.AF_INET
+	}
+	return unix.AF_INET6
 }
 
 func hostRoute(addr netip.Prefix, link netlink.Link) *netlink.Route {
@@ -122,7 +153,7 @@ func podRoute(r route, link netlink.Link) *netlink.Route {
 
 func podRule(r rule) *netlink.Rule {
 	nr := netlink.NewRule()
-	nr.Family = unix.AF_INET
+	nr.Family = family(r.From.Addr())
 	nr.Src = ipNet(r.From)
 	nr.Table = r.Table
 	nr.Priority = r.Priority
@@ -162,10 +193,11 @@ func (d *dataplane) primaryHostEnd(ifName string) (podLink, hostLink netlink.Lin
 	return podLink, hostLink, nil
 }
 
-// replacedAddresses are the IPv4 addresses on the primary NIC that the ElasticIP
-// replaces: every global one but the ElasticIP itself.
+// replacedAddresses are the addresses on the primary NIC that the ElasticIP replaces:
+// every global one of its family but the ElasticIP itself. The other family's
+// addresses stay (a dual-stack Pod keeps its IPv4 Pod IP beside an IPv6 ElasticIP).
 func (d *dataplane) replacedAddresses(podLink netlink.Link, eip netip.Prefix) ([]netip.Prefix, error) {
-	addrs, err := dump(func() ([]netlink.Addr, error) { return d.pod.AddrList(podLink, unix.AF_INET) })
+	addrs, err := dump(func() ([]netlink.Addr, error) { return d.pod.AddrList(podLink, family(eip.Addr())) })
 	if err != nil {
 		return nil, fmt.Errorf("list addresses of %q in the Pod: %w", podLink.Attrs().Name, err)
 	}
@@ -192,9 +224,10 @@ func prefixOf(n *net.IPNet) (netip.Prefix, bool) {
 	return netip.PrefixFrom(a.Unmap(), ones), true
 }
 
-// plumbPrimary moves the Pod's primary NIC from the primary plugin's addresses to the
-// ElasticIP: addresses and IPv4 main-table routes off, <EIP>/32 and the direct routes
-// on; the node routes <EIP>/32 to the host end, which answers for the gateway.
+// plumbPrimary moves the Pod's primary NIC from the primary plugin's addresses of the
+// ElasticIP's family to the ElasticIP: those addresses and main-table routes off (IPv6
+// link-local ones stay: the link needs them), <EIP>/32 (/128) and the direct routes
+// on; the node routes the ElasticIP to the host end, which answers for the gateway.
 func (d *dataplane) plumbPrimary(p nicPlan, replaced []netip.Prefix, podLink, hostLink netlink.Link) error {
 	for _, a := range replaced {
 		if err := d.pod.AddrDel(podLink, &netlink.Addr{IPNet: ipNet(a)}); !gone(err) {
@@ -204,13 +237,16 @@ func (d *dataplane) plumbPrimary(p nicPlan, replaced []netip.Prefix, podLink, ho
 	// Routes without a preferred source (the primary plugin's default route) survive
 	// the address removal; they point at the old gateway, which no longer applies.
 	routes, err := dump(func() ([]netlink.Route, error) {
-		return d.pod.RouteListFiltered(unix.AF_INET, &netlink.Route{LinkIndex: podLink.Attrs().Index, Table: unix.RT_TABLE_MAIN},
+		return d.pod.RouteListFiltered(family(p.Address.Addr()), &netlink.Route{LinkIndex: podLink.Attrs().Index, Table: unix.RT_TABLE_MAIN},
 			netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
 	})
 	if err != nil {
 		return fmt.Errorf("list routes of %q in the Pod: %w", p.Interface, err)
 	}
 	for i := range routes {
+		if dst, ok := prefixOf(routes[i].Dst); ok && (dst.Addr().IsLinkLocalUnicast() || dst.Addr().IsMulticast()) {
+			continue
+		}
 		if err := d.pod.RouteDel(&routes[i]); !gone(err) {
 			return fmt.Errorf("remove route %s from the Pod: %w", routes[i], err)
 		}
@@ -268,7 +304,7 @@ func (d *dataplane) plumbExtra(p nicPlan, mtu int) (podLink, hostLink netlink.Li
 // the Pod; the gateway address, strict reverse-path filtering and the /32 route on the
 // host end.
 func (d *dataplane) plumbCommon(p nicPlan, podLink, hostLink netlink.Link) error {
-	if err := d.pod.AddrAdd(podLink, &netlink.Addr{IPNet: ipNet(p.Address)}); !exists(err) {
+	if err := d.pod.AddrAdd(podLink, podAddr(p.Address)); !exists(err) {
 		return fmt.Errorf("add %s to %q in the Pod: %w", p.Address, p.Interface, err)
 	}
 	for _, r := range p.Routes {
@@ -282,12 +318,13 @@ func (d *dataplane) plumbCommon(p nicPlan, podLink, hostLink netlink.Link) error
 		}
 	}
 	host := hostLink.Attrs().Name
-	if err := d.host.AddrAdd(hostLink, gatewayAddr()); !exists(err) {
-		return fmt.Errorf("add %s to host interface %q: %w", directGateway, host, err)
+	if err := d.host.AddrAdd(hostLink, gatewayAddr(p.Address.Addr())); !exists(err) {
+		return fmt.Errorf("add %s to host interface %q: %w", gatewayFor(p.Address.Addr()), host, err)
 	}
 	// Only <EIP>/32 (and, for eth0, the primary plugin's Pod IP) route back through this
 	// link, so strict reverse-path filtering drops packets the Pod sends from any other
 	// source (anti-spoofing, docs/reference.md#direct-nics; the kernel applies max(all, interface)).
+	// IPv6 has no such setting: the node agent's nftables rules filter IPv6 sources.
 	if err := writeSysctl(filepath.Join("net/ipv4/conf", host, "rp_filter"), "1"); err != nil {
 		return err
 	}

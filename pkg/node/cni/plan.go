@@ -13,9 +13,21 @@ import (
 	"github.com/loutres/juneau/pkg/node/cniserver"
 )
 
-// directGateway is the on-link gateway every direct NIC routes through; the host end of
-// its veth answers ARP for it.
-var directGateway = netip.MustParseAddr(v1alpha1.DirectGateway)
+// directGateway is the on-link gateway every direct NIC carrying an IPv4 ElasticIP
+// routes through; the host end of its veth answers ARP for it. directGateway6 is the
+// IPv6 one, a link-local address the host end holds and answers NDP for.
+var (
+	directGateway  = netip.MustParseAddr(v1alpha1.DirectGateway)
+	directGateway6 = netip.MustParseAddr(cniserver.DirectGateway6)
+)
+
+// gatewayFor is the gateway of a NIC carrying addr.
+func gatewayFor(addr netip.Addr) netip.Addr {
+	if addr.Is4() {
+		return directGateway
+	}
+	return directGateway6
+}
 
 // maxIfNameLen is IFNAMSIZ-1.
 const maxIfNameLen = 15
@@ -28,7 +40,7 @@ type nicPlan struct {
 	// Interface is the NIC's name inside the Pod.
 	Interface string
 	ElasticIP string
-	// Address is <EIP>/32.
+	// Address is <EIP>/32, or <EIP>/128 for IPv6.
 	Address netip.Prefix
 	// Primary: the NIC is the interface the primary plugin made (CNI_IFNAME, eth0):
 	// its address is replaced. Otherwise juneau makes a veth pair for it.
@@ -77,12 +89,20 @@ func buildPlan(containerID, ifName string, nics []cniserver.Interface) ([]nicPla
 	plans := make([]nicPlan, 0, len(nics))
 	seen := map[string]bool{}
 	var primary []nicPlan
+	// The tables of extra NICs, settled over the Pod's addresses (IPv6 ones are hashed).
+	var extra []netip.Addr
+	for _, n := range nics {
+		if a, err := parseHostPrefix(n.Address); err == nil && n.Interface != ifName {
+			extra = append(extra, a.Addr())
+		}
+	}
+	tables := cniserver.RouteTables(extra)
 	for _, n := range nics {
 		if seen[n.Interface] {
 			return nil, fmt.Errorf("the node agent named interface %q twice", n.Interface)
 		}
 		seen[n.Interface] = true
-		p, err := planNIC(containerID, ifName, n)
+		p, err := planNIC(containerID, ifName, n, tables)
 		if err != nil {
 			return nil, fmt.Errorf("NIC %q (ElasticIP %q): %w", n.Interface, n.ElasticIP, err)
 		}
@@ -96,7 +116,7 @@ func buildPlan(containerID, ifName string, nics []cniserver.Interface) ([]nicPla
 	return append(primary, plans...), nil
 }
 
-func planNIC(containerID, ifName string, n cniserver.Interface) (nicPlan, error) {
+func planNIC(containerID, ifName string, n cniserver.Interface, tables map[netip.Addr]int64) (nicPlan, error) {
 	if !n.Holds {
 		return nicPlan{}, fmt.Errorf("does not hold its ElasticIP")
 	}
@@ -118,12 +138,15 @@ func planNIC(containerID, ifName string, n cniserver.Interface) (nicPlan, error)
 	}
 	routes, rules := n.Routes, n.Rules
 	if len(routes) == 0 && len(rules) == 0 {
-		routes, rules = cniserver.DefaultRouting(p.Primary, addr.Addr())
+		routes, rules = cniserver.DirectRouting(p.Primary, addr.Addr(), tables[addr.Addr()])
 	}
 	for _, r := range routes {
 		kr, err := parseRoute(r)
 		if err != nil {
 			return nicPlan{}, err
+		}
+		if kr.Dst.Addr().Is4() != addr.Addr().Is4() {
+			return nicPlan{}, fmt.Errorf("route to %s is not of the family of the NIC's address %s", kr.Dst, addr)
 		}
 		p.Routes = append(p.Routes, kr)
 	}
@@ -131,6 +154,9 @@ func planNIC(containerID, ifName string, n cniserver.Interface) (nicPlan, error)
 		kr, err := parseRule(r)
 		if err != nil {
 			return nicPlan{}, err
+		}
+		if kr.From.Addr().Is4() != addr.Addr().Is4() {
+			return nicPlan{}, fmt.Errorf("rule from %s is not of the family of the NIC's address %s", kr.From, addr)
 		}
 		p.Rules = append(p.Rules, kr)
 	}
@@ -145,7 +171,7 @@ func validIfName(name string) error {
 	return nil
 }
 
-// parseHostPrefix accepts "a.b.c.d/32" or a bare IPv4 address.
+// parseHostPrefix accepts "a.b.c.d/32", "<IPv6>/128" or a bare address.
 func parseHostPrefix(s string) (netip.Prefix, error) {
 	if !strings.Contains(s, "/") {
 		a, err := netip.ParseAddr(s)
@@ -158,22 +184,22 @@ func parseHostPrefix(s string) (netip.Prefix, error) {
 	if err != nil {
 		return netip.Prefix{}, err
 	}
-	if !p.Addr().Is4() || p.Bits() != 32 {
-		return netip.Prefix{}, fmt.Errorf("%q is not an IPv4 /32", s)
+	if p.Addr().Is4In6() || p.Addr().Zone() != "" || p.Bits() != p.Addr().BitLen() {
+		return netip.Prefix{}, fmt.Errorf("%q is not an IPv4 /32 or an IPv6 /128", s)
 	}
 	return p, nil
 }
 
 func parseRoute(r v1alpha1.Route) (route, error) {
 	dst, err := netip.ParsePrefix(r.Destination)
-	if err != nil || !dst.Addr().Is4() {
-		return route{}, fmt.Errorf("route destination %q is not an IPv4 prefix", r.Destination)
+	if err != nil || dst.Addr().Is4In6() || dst.Addr().Zone() != "" {
+		return route{}, fmt.Errorf("route destination %q is not an IPv4 or IPv6 prefix", r.Destination)
 	}
 	out := route{Dst: dst.Masked(), OnLink: r.OnLink}
 	if r.Gateway != "" {
 		gw, err := netip.ParseAddr(r.Gateway)
-		if err != nil || !gw.Is4() {
-			return route{}, fmt.Errorf("route gateway %q is not an IPv4 address", r.Gateway)
+		if err != nil || gw.Is4() != dst.Addr().Is4() || gw.Zone() != "" {
+			return route{}, fmt.Errorf("route gateway %q is not an address of the family of %s", r.Gateway, r.Destination)
 		}
 		out.Gw = gw
 	}
@@ -187,8 +213,8 @@ func parseRoute(r v1alpha1.Route) (route, error) {
 
 func parseRule(r v1alpha1.RoutingRule) (rule, error) {
 	from, err := netip.ParsePrefix(r.From)
-	if err != nil || !from.Addr().Is4() {
-		return rule{}, fmt.Errorf("rule source %q is not an IPv4 prefix", r.From)
+	if err != nil || from.Addr().Is4In6() || from.Addr().Zone() != "" {
+		return rule{}, fmt.Errorf("rule source %q is not an IPv4 or IPv6 prefix", r.From)
 	}
 	t, err := parseTable(r.Table)
 	if err != nil {

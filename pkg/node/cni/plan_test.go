@@ -86,10 +86,15 @@ func TestBuildPlanErrors(t *testing.T) {
 		mutate func(*cniserver.Interface)
 		want   string
 	}{
-		"not holding":     {func(n *cniserver.Interface) { n.Holds = false }, "does not hold"},
-		"no address":      {func(n *cniserver.Interface) { n.Address = "" }, "address"},
-		"not a /32":       {func(n *cniserver.Interface) { n.Address = "10.225.51.0/24" }, "not an IPv4 /32"},
-		"IPv6":            {func(n *cniserver.Interface) { n.Address = "fd00::1/128" }, "not an IPv4 /32"},
+		"not holding": {func(n *cniserver.Interface) { n.Holds = false }, "does not hold"},
+		"no address":  {func(n *cniserver.Interface) { n.Address = "" }, "address"},
+		"not a /32":   {func(n *cniserver.Interface) { n.Address = "10.225.51.0/24" }, "not an IPv4 /32 or an IPv6 /128"},
+		"not a /128":  {func(n *cniserver.Interface) { n.Address = "fd00::1/64" }, "not an IPv4 /32 or an IPv6 /128"},
+		"mapped IPv4": {func(n *cniserver.Interface) { n.Address = "::ffff:10.225.51.7/128" }, "not an IPv4 /32"},
+		"mixed families": {func(n *cniserver.Interface) {
+			n.Address = "fd00::1/128"
+			n.Routes = []v1alpha1.Route{{Destination: "0.0.0.0/0"}}
+		}, "not of the family"},
 		"long name":       {func(n *cniserver.Interface) { n.Interface = "abcdefghijklmnop" }, "invalid interface name"},
 		"slash in name":   {func(n *cniserver.Interface) { n.Interface = "a/b" }, "invalid interface name"},
 		"bad route":       {func(n *cniserver.Interface) { n.Routes = []v1alpha1.Route{{Destination: "x"}} }, "route destination"},
@@ -108,5 +113,33 @@ func TestBuildPlanErrors(t *testing.T) {
 	}
 	if _, err := buildPlan("c1", "eth0", []cniserver.Interface{ok, ok}); err == nil || !strings.Contains(err.Error(), "twice") {
 		t.Errorf("duplicate interface: err = %v", err)
+	}
+}
+
+// TestBuildPlanIPv6: an IPv6 direct NIC gets a /128, `default via fe80::1` (eth0) or
+// that route in a table of its own and a rule from the address (an extra NIC); two
+// extra NICs whose tables would collide get distinct ones.
+func TestBuildPlanIPv6(t *testing.T) {
+	x, y := "2001:db8::204f:3a3b:2fa1:ef1a", "2001:db8::7e87:4809:3b50:6474" // same hash
+	nics := []cniserver.Interface{
+		{Interface: "eth0", ElasticIP: "e0", Holds: true, Address: "2001:db8::5/128"},
+		{Interface: "ext1", ElasticIP: "e1", Holds: true, Address: y + "/128"},
+		{Interface: "ext0", ElasticIP: "e2", Holds: true, Address: x + "/128"},
+	}
+	plans, err := buildPlan("c1", "eth0", nics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := netip.MustParseAddr("fe80::1")
+	if p := plans[0]; !p.Primary || p.Address != netip.MustParsePrefix("2001:db8::5/128") ||
+		len(p.Routes) != 1 || p.Routes[0] != (route{Dst: netip.MustParsePrefix("::/0"), Gw: gw}) || len(p.Rules) != 0 {
+		t.Errorf("eth0 plan = %+v", p)
+	}
+	tx, ty := plans[2].Rules[0].Table, plans[1].Rules[0].Table
+	if tx == ty || int64(ty) != cniserver.RouteTable(netip.MustParseAddr(x))+1 || plans[2].Routes[0].Table != tx {
+		t.Errorf("tables: %s → %d, %s → %d", x, tx, y, ty)
+	}
+	if r := plans[1].Rules[0]; r.From != netip.MustParsePrefix(y+"/128") || r.Priority != 100 {
+		t.Errorf("rule = %+v", r)
 	}
 }

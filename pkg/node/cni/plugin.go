@@ -1,7 +1,7 @@
 // Package cni is the juneau CNI plugin. Chained after the cluster's primary CNI plugin,
 // it plumbs a Pod's direct NICs (docs/reference.md#direct-nics): the NIC that carries an ElasticIP gets it
-// as a /32 with an on-link default route through 169.254.0.1, and the node routes the
-// /32 to the Pod. What to plumb comes from the local node agent over a unix socket
+// as a /32 with an on-link default route through 169.254.0.1 (an IPv6 one as a /128 with
+// a default route through fe80::1), and the node routes the address to the Pod. What to plumb comes from the local node agent over a unix socket
 // (package cniserver), so the plugin needs no cluster credentials. See README.md.
 package cni
 

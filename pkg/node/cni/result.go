@@ -18,9 +18,9 @@ type plumbed struct {
 }
 
 // rewriteResult returns the result ADD prints: the primary plugin's result with the
-// primary NIC's IPv4 addresses replaced by its ElasticIP (which thus becomes the Pod
-// IP) and its IPv4 routes by the direct ones, and every extra NIC added as a host and a
-// Pod interface. prev is not modified.
+// primary NIC's addresses of the ElasticIP's family replaced by its ElasticIP (which
+// thus becomes the Pod IP of that family) and its routes of that family by the direct
+// ones, and every extra NIC added as a host and a Pod interface. prev is not modified.
 func rewriteResult(prev *current.Result, ifName, sandbox string, nics []plumbed) (*current.Result, error) {
 	res := copyResult(prev)
 	for _, n := range nics {
@@ -51,24 +51,40 @@ func rewritePrimary(res *current.Result, ifName string, n plumbed) error {
 	if idx < 0 {
 		return fmt.Errorf("the primary plugin's result lists no interface %s inside the Pod", quote(ifName))
 	}
-	ips := []*current.IPConfig{{
+	v4 := n.Address.Addr().Is4()
+	eip := &current.IPConfig{
 		Interface: current.Int(idx),
 		Address:   *ipNet(n.Address),
-		Gateway:   directGateway.AsSlice(),
-	}}
+		Gateway:   gatewayFor(n.Address.Addr()).AsSlice(),
+	}
+	// The ElasticIP takes the place of the first address it replaces, so the Pod's
+	// first IP keeps its family (runtimes report the first as status.podIP); with
+	// nothing replaced it comes first for IPv4, last for IPv6.
+	var ips []*current.IPConfig
+	placed := false
 	for _, ip := range res.IPs {
 		onNIC := ip.Interface == nil || *ip.Interface == idx
-		if onNIC && ip.Address.IP.To4() != nil {
+		if onNIC && (ip.Address.IP.To4() != nil) == v4 {
+			if !placed {
+				ips, placed = append(ips, eip), true
+			}
 			continue // replaced by the ElasticIP
 		}
 		ips = append(ips, ip)
+	}
+	switch {
+	case placed:
+	case v4:
+		ips = append([]*current.IPConfig{eip}, ips...)
+	default:
+		ips = append(ips, eip)
 	}
 	res.IPs = ips
 
 	var routes []*cnitypes.Route
 	for _, r := range res.Routes {
-		if r.Dst.IP.To4() != nil && (r.Table == nil || *r.Table == 0 || *r.Table == unix.RT_TABLE_MAIN) {
-			continue // the primary plugin's IPv4 routes no longer exist in the Pod
+		if (r.Dst.IP.To4() != nil) == v4 && (r.Table == nil || *r.Table == 0 || *r.Table == unix.RT_TABLE_MAIN) {
+			continue // the primary plugin's routes of this family no longer exist in the Pod
 		}
 		routes = append(routes, r)
 	}

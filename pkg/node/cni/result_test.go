@@ -153,3 +153,43 @@ func TestPlumbedInterface(t *testing.T) {
 		t.Errorf("plumbedInterface = %+v", pi)
 	}
 }
+
+const dualStackResult6 = `{
+  "cniVersion": "1.0.0",
+  "interfaces": [
+    {"name": "veth1a2b3c4d", "mac": "aa:bb:cc:00:00:01"},
+    {"name": "eth0", "mac": "aa:bb:cc:00:00:02", "sandbox": "/var/run/netns/pod"}
+  ],
+  "ips": [{"interface": 1, "address": "10.244.1.5/24", "gateway": "10.244.1.1"},
+          {"interface": 1, "address": "fd00:10:244:1::5/64", "gateway": "fd00:10:244:1::1"}],
+  "routes": [{"dst": "0.0.0.0/0", "gw": "10.244.1.1"}, {"dst": "::/0", "gw": "fd00:10:244:1::1"}]
+}`
+
+// TestRewriteResultIPv6: an IPv6 ElasticIP on eth0 of a dual-stack Pod replaces the
+// IPv6 Pod IP in its place, behind fe80::1, and the IPv6 routes; the IPv4 address and
+// routes stay, so the Pod's first IP keeps its family.
+func TestRewriteResultIPv6(t *testing.T) {
+	r, err := current.NewResult([]byte(dualStackResult6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev, err := current.GetResult(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans, err := buildPlan("c1", "eth0", nicsOf("eth0", "2001:db8::6/128"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := rewriteResult(prev, "eth0", "/var/run/netns/pod", []plumbed{{nicPlan: plans[0]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.IPs) != 2 || res.IPs[0].Address.String() != "10.244.1.5/24" ||
+		res.IPs[1].Address.String() != "2001:db8::6/128" || res.IPs[1].Gateway.String() != "fe80::1" {
+		t.Errorf("ips = %v, want the IPv4 Pod IP, then the ElasticIP via fe80::1", res.IPs)
+	}
+	if len(res.Routes) != 2 || res.Routes[0].Dst.String() != "0.0.0.0/0" || res.Routes[1].Dst.String() != "::/0" || res.Routes[1].GW.String() != "fe80::1" {
+		t.Errorf("routes = %v", res.Routes)
+	}
+}

@@ -27,7 +27,7 @@ func (d *dataplane) unplumbPrimary(s nicState) error {
 	if podLink != nil {
 		errs = append(errs, d.unplumbPod(p, podLink)...)
 		for _, a := range s.ReplacedAddresses {
-			if err := d.pod.AddrAdd(podLink, &netlink.Addr{IPNet: ipNet(a)}); !exists(err) {
+			if err := d.pod.AddrAdd(podLink, podAddr(a)); !exists(err) {
 				errs = append(errs, fmt.Errorf("give %s back to %q in the Pod: %w", a, p.Interface, err))
 			}
 		}
@@ -48,8 +48,8 @@ func (d *dataplane) unplumbPrimary(s nicState) error {
 	// The gateway address comes off only while the link provably is still this Pod's
 	// veth (its peer is the Pod's NIC); a link of the same name could be another Pod's.
 	if podLink != nil && hostLink.Attrs().ParentIndex == podLink.Attrs().Index {
-		if err := d.host.AddrDel(hostLink, gatewayAddr()); !gone(err) {
-			errs = append(errs, fmt.Errorf("remove %s from %q: %w", directGateway, p.HostInterface, err))
+		if err := d.host.AddrDel(hostLink, gatewayAddr(p.Address.Addr())); !gone(err) {
+			errs = append(errs, fmt.Errorf("remove %s from %q: %w", gatewayFor(p.Address.Addr()), p.HostInterface, err))
 		}
 	}
 	return errors.Join(errs...)

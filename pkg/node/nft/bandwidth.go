@@ -87,13 +87,14 @@ func limitChains(t *nftables.Table, eip netip.Addr) (in, out *nftables.Chain) {
 // hash lookup per direction and nothing more.
 func limitRules(sets setsOf, eip netip.Addr, mbps int32) (in, out *nftables.Rule) {
 	ci, co := limitChains(sets.cluster.Table, eip)
+	f := sets.fam
 	rule := func(c *nftables.Chain, peerOff uint32) *nftables.Rule {
 		return &nftables.Rule{Table: c.Table, Chain: c, Exprs: []expr.Any{
-			loadNH(peerOff, reg0), notIn(sets.cluster, reg0),
+			f.loadNH(peerOff, reg0), notIn(sets.cluster, reg0),
 			limitOver(mbps), &expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop},
 		}}
 	}
-	return rule(ci, offIPSrc), rule(co, offIPDst)
+	return rule(ci, f.offSrc), rule(co, f.offDst)
 }
 
 // limitOver matches packets once the ElasticIP's bytes exceed the rate. The
@@ -110,9 +111,13 @@ func lookupVerdict(s *nftables.Set, sreg uint32) *expr.Lookup {
 	return &expr.Lookup{SourceRegister: sreg, DestRegister: regVerdict, IsDestRegSet: true, SetName: s.Name, SetID: s.ID}
 }
 
-// addLimitChains adds the limit chains and rules of ElasticIPs to a ruleset.
+// addLimitChains adds the limit chains and rules of the ruleset's family's
+// ElasticIPs to it.
 func (rs *ruleset) addLimitChains(s *state) {
 	for _, eip := range sortedKeys(s.limits) {
+		if familyOf(eip) != rs.sets.fam {
+			continue
+		}
 		ci, co := limitChains(rs.table, eip)
 		ri, ro := limitRules(rs.sets, eip, s.limits[eip])
 		rs.chains = append(rs.chains, ci, co)
@@ -123,7 +128,7 @@ func (rs *ruleset) addLimitChains(s *state) {
 // limitElements adds the verdict map elements of ElasticIPs (inbound, keyed
 // by the ElasticIP) and of sources (outbound, keyed by the source address)
 // to out; deletions need only the keys.
-func limitElements(out map[*nftables.Set][]nftables.SetElement, s setsOf, eips []netip.Addr, srcs []limitSource, keysOnly bool) {
+func limitElements(out map[*nftables.Set][]nftables.SetElement, s familySets, eips []netip.Addr, srcs []limitSource, keysOnly bool) {
 	jump := func(chain string) *expr.Verdict {
 		if keysOnly {
 			return nil
@@ -132,11 +137,13 @@ func limitElements(out map[*nftables.Set][]nftables.SetElement, s setsOf, eips [
 	}
 	for _, eip := range eips {
 		in, _ := LimitChainNames(eip)
-		out[s.limitIn] = append(out[s.limitIn], nftables.SetElement{Key: addrBytes(eip), VerdictData: jump(in)})
+		m := s.of(eip).limitIn
+		out[m] = append(out[m], nftables.SetElement{Key: addrBytes(eip), VerdictData: jump(in)})
 	}
 	for _, src := range srcs {
 		_, o := LimitChainNames(src.eip)
-		out[s.limitOut] = append(out[s.limitOut], nftables.SetElement{Key: addrBytes(src.addr), VerdictData: jump(o)})
+		m := s.of(src.addr).limitOut
+		out[m] = append(out[m], nftables.SetElement{Key: addrBytes(src.addr), VerdictData: jump(o)})
 	}
 }
 
@@ -168,33 +175,33 @@ type limitChange struct {
 // be deleted earlier in the same batch), new chains are created with their
 // rule, and a changed rate replaces the rule of both chains of that
 // ElasticIP only.
-func writeLimitChains(c *nftables.Conn, sets setsOf, want *state, lc limitChange) {
-	t := sets.cluster.Table
+func writeLimitChains(c *nftables.Conn, sets familySets, want *state, lc limitChange) {
 	for _, eip := range lc.removed {
-		in, out := limitChains(t, eip)
+		in, out := limitChains(sets.of(eip).cluster.Table, eip)
 		c.DelChain(in)
 		c.DelChain(out)
 	}
 	for _, eip := range lc.added {
-		in, out := limitChains(t, eip)
+		in, out := limitChains(sets.of(eip).cluster.Table, eip)
 		c.AddChain(in)
 		c.AddChain(out)
-		ri, ro := limitRules(sets, eip, want.limits[eip])
+		ri, ro := limitRules(sets.of(eip), eip, want.limits[eip])
 		c.AddRule(ri)
 		c.AddRule(ro)
 	}
 	for _, eip := range lc.changed {
-		in, out := limitChains(t, eip)
+		in, out := limitChains(sets.of(eip).cluster.Table, eip)
 		c.FlushChain(in)
 		c.FlushChain(out)
-		ri, ro := limitRules(sets, eip, want.limits[eip])
+		ri, ro := limitRules(sets.of(eip), eip, want.limits[eip])
 		c.AddRule(ri)
 		c.AddRule(ro)
 	}
 }
 
 // KernelLimits reads back the limit, in Mbit/s, of every ElasticIP that has
-// a limit chain in the kernel, from the rule of its inbound chain.
+// a limit chain in the kernel, from the rule of its inbound chain, in both
+// tables.
 func (p *Programmer) KernelLimits(ctx context.Context) (map[netip.Addr]int32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -203,18 +210,29 @@ func (p *Programmer) KernelLimits(ctx context.Context) (map[netip.Addr]int32, er
 	if err != nil {
 		return nil, fmt.Errorf("netlink: %w", err)
 	}
-	t := newTable()
-	if _, err := c.ListTableOfFamily(TableName, nftables.TableFamilyIPv4); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return nil, ErrNoTable
-		}
-		return nil, fmt.Errorf("list table %s: %w", TableName, err)
-	}
-	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyIPv4)
-	if err != nil {
-		return nil, fmt.Errorf("list chains: %w", err)
-	}
 	out := map[netip.Addr]int32{}
+	for _, f := range families {
+		if err := kernelLimitsOf(c, f, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// kernelLimitsOf adds the limits of a family's table to out. The IPv4 table
+// must exist (ErrNoTable otherwise); a missing IPv6 table holds no limit.
+func kernelLimitsOf(c *nftables.Conn, f *family, out map[netip.Addr]int32) error {
+	t := newTable(f)
+	if err := tableExists(c, f); err != nil {
+		if errors.Is(err, ErrNoTable) && f == fam6 {
+			return nil
+		}
+		return err
+	}
+	chains, err := c.ListChainsOfTableFamily(f.table)
+	if err != nil {
+		return fmt.Errorf("list chains: %w", err)
+	}
 	for _, ch := range chains {
 		name, ok := strings.CutPrefix(ch.Name, chainLimitInPrefix)
 		if ch.Table.Name != TableName || !ok {
@@ -226,7 +244,7 @@ func (p *Programmer) KernelLimits(ctx context.Context) (map[netip.Addr]int32, er
 		}
 		rules, err := c.GetRules(t, &nftables.Chain{Name: ch.Name, Table: t})
 		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", ch.Name, err)
+			return fmt.Errorf("list %s: %w", ch.Name, err)
 		}
 		for _, r := range rules {
 			for _, e := range r.Exprs {
@@ -236,5 +254,17 @@ func (p *Programmer) KernelLimits(ctx context.Context) (map[netip.Addr]int32, er
 			}
 		}
 	}
-	return out, nil
+	return nil
+}
+
+// tableExists returns ErrNoTable when the kernel holds no table of ours in
+// that family.
+func tableExists(c *nftables.Conn, f *family) error {
+	if _, err := c.ListTableOfFamily(TableName, f.table); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return ErrNoTable
+		}
+		return fmt.Errorf("list table %s %s: %w", f.name, TableName, err)
+	}
+	return nil
 }

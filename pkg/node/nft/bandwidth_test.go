@@ -133,7 +133,7 @@ func TestNormalizeLimits(t *testing.T) {
 // holds one rule that counts only traffic with the outside and drops what
 // exceeds the rate, given in bytes per second (1 Mbit/s = 125,000 B/s).
 func TestLimitRules(t *testing.T) {
-	sets := newSets(newTable())
+	sets := newSets(fam4)
 	eip := netip.MustParseAddr("10.225.51.5")
 	if in, out := LimitChainNames(eip); in != "bw_in_10.225.51.5" || out != "bw_out_10.225.51.5" {
 		t.Errorf("chain names %q, %q", in, out)
@@ -146,7 +146,7 @@ func TestLimitRules(t *testing.T) {
 			peerOff uint32
 		}{{in, "bw_in_10.225.51.5", 12}, {out, "bw_out_10.225.51.5", 16}} {
 			want := []expr.Any{
-				loadNH(c.peerOff, reg0),
+				fam4.loadNH(c.peerOff, reg0),
 				&expr.Lookup{SourceRegister: reg0, SetName: SetClusterCIDRs, SetID: sets.cluster.ID, Invert: true},
 				&expr.Limit{Type: expr.LimitTypePktBytes, Rate: rate, Unit: expr.LimitTimeSecond, Over: true},
 				&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop},
@@ -166,7 +166,7 @@ func TestRulesetLimitChains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := buildRuleset(s)
+	rs := buildRuleset(s, fam4)
 	var names []string
 	for _, c := range rs.chains[10:] {
 		names = append(names, c.Name)
@@ -189,11 +189,12 @@ func TestRulesetLimitChains(t *testing.T) {
 }
 
 func TestLimitElements(t *testing.T) {
-	sets := newSets(newTable())
+	sets := newSets(fam4)
 	a := netip.MustParseAddr
 	srcs := []limitSource{{addr: a("10.244.1.5"), eip: a("10.225.51.5")}, {addr: a("10.225.51.6"), eip: a("10.225.51.6")}}
+	both := familySets{sets, newSets(fam6)}
 	got := map[*nftables.Set][]nftables.SetElement{}
-	limitElements(got, sets, []netip.Addr{a("10.225.51.5"), a("10.225.51.6")}, srcs, false)
+	limitElements(got, both, []netip.Addr{a("10.225.51.5"), a("10.225.51.6")}, srcs, false)
 	jump := func(c string) *expr.Verdict { return &expr.Verdict{Kind: expr.VerdictJump, Chain: c} }
 	want := map[*nftables.Set][]nftables.SetElement{
 		sets.limitIn: {
@@ -209,7 +210,7 @@ func TestLimitElements(t *testing.T) {
 		t.Errorf("elements = %v, want %v", got, want)
 	}
 	keys := map[*nftables.Set][]nftables.SetElement{}
-	limitElements(keys, sets, []netip.Addr{a("10.225.51.5")}, srcs[:1], true)
+	limitElements(keys, both, []netip.Addr{a("10.225.51.5")}, srcs[:1], true)
 	if keys[sets.limitIn][0].VerdictData != nil || keys[sets.limitOut][0].VerdictData != nil {
 		t.Error("deletions carry verdicts")
 	}
@@ -287,7 +288,7 @@ func TestFirstSyncWithLimits(t *testing.T) {
 		t.Fatalf("%d batches, want 1", len(r.batches))
 	}
 	k := kinds(r.batches[0])
-	if k["newchain"] != 10+20000 || k["newrule"] != 26+20000 || k["newset"] != 11 {
+	if k["newchain"] != 20+20000 || k["newrule"] != 26+29+20000 || k["newset"] != 22 {
 		t.Errorf("batch = %v", k)
 	}
 	limitElems := 0

@@ -194,7 +194,7 @@ func limitRule(t *testing.T, ns *netns.NS, chain string) (handle, drops uint64) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules, err := c.GetRules(newTable(), &nftables.Chain{Name: chain, Table: newTable()})
+	rules, err := c.GetRules(newTable(fam4), &nftables.Chain{Name: chain, Table: newTable(fam4)})
 	if err != nil || len(rules) != 1 {
 		t.Fatalf("chain %s: %d rules, %v", chain, len(rules), err)
 	}

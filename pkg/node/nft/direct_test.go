@@ -46,7 +46,7 @@ func addDirectPod(t *testing.T, tp *topology) *netns.NS {
 func sendUDPFrom(t *testing.T, ns *netns.NS, src, dst string, port int, payload string) {
 	t.Helper()
 	ns.MustDo(func() error {
-		c, err := net.ListenPacket("udp4", src+":0")
+		c, err := net.ListenPacket(network("udp", src), net.JoinHostPort(src, "0"))
 		if err != nil {
 			return err
 		}
@@ -59,6 +59,10 @@ func sendUDPFrom(t *testing.T, ns *netns.NS, src, dst string, port int, payload 
 // udpFrom matches a captured UDP datagram from src to port.
 func udpFrom(src string, port uint16) func(netns.Frame) bool {
 	return func(f netns.Frame) bool {
+		if p, ok := netns.ParseFrame6(f.Data); ok {
+			_, d, ok := p.Ports()
+			return ok && p.Src == addr(src) && d == port
+		}
 		p, ok := netns.ParseFrame(f.Data)
 		if !ok || p.Src != addr(src) {
 			return false
@@ -68,14 +72,19 @@ func udpFrom(src string, port uint16) func(netns.Frame) bool {
 	}
 }
 
-// directDrops reads the packet counter of the anti-spoofing drop rule.
-func directDrops(t *testing.T, ns *netns.NS) uint64 {
+// directDrops reads the packet counter of the anti-spoofing drop rule of
+// the ip table.
+func directDrops(t *testing.T, ns *netns.NS) uint64 { return directDropsOf(t, ns, fam4) }
+
+// directDropsOf reads the counter of the anti-spoofing drop rule of a
+// family's table.
+func directDropsOf(t *testing.T, ns *netns.NS, f *family) uint64 {
 	t.Helper()
 	c, err := nftables.New(nftables.WithNetNSFd(ns.FD()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules, err := c.GetRules(newTable(), &nftables.Chain{Name: ChainPrerouting, Table: newTable()})
+	rules, err := c.GetRules(newTable(f), &nftables.Chain{Name: ChainPrerouting, Table: newTable(f)})
 	if err != nil {
 		t.Fatalf("list %s: %v", ChainPrerouting, err)
 	}
@@ -220,5 +229,62 @@ func TestDirectNICsElementLevel(t *testing.T) {
 	}
 	if n := directDrops(t, tp.node); n != 1 {
 		t.Errorf("drop counter = %d, want 1", n)
+	}
+}
+
+// The direct IPv6 Pod: eth0 carries directEIP6/128 with `default via fe80::1
+// dev eth0`, as the CNI plugin plumbs it; the node's end of the veth holds
+// fe80::1 and routes the /128 to it.
+const (
+	directEIP6 = "2001:db8:51::6"
+	spoofedIP6 = "2001:db8:51::99"
+)
+
+// TestDirectNICAntiSpoofingIPv6: a direct NIC carrying an IPv6 ElasticIP
+// reaches the client and is reached from it, resolving its link-local
+// gateway through the filtered interface (NDP from fe80:: and :: passes);
+// a datagram from another global address is dropped and counted in the ip6
+// table; the interface has no IPv4 entry and the ip table leaves its IPv4
+// alone.
+func TestDirectNICAntiSpoofingIPv6(t *testing.T) {
+	tp := newTopology(t, topologyOptions{ipv6: true})
+	pod := netns.New(t, "dpod6")
+	netns.Veth(tp.node, directHost, pod, "eth0")
+	tp.node.Addr(directHost, podGW6+"/64")
+	tp.node.Route(directEIP6+"/128", "", directHost)
+	pod.Addr("eth0", directEIP6+"/128")
+	pod.Route("default", podGW6, "eth0")
+	tp.client.Neigh("eth0", directEIP6, tp.node.MAC(extIf))
+	tp.state.Direct = []DirectNIC{{HostInterface: directHost, Address: addr(directEIP6)}}
+	tp.sync(t)
+
+	ping(t, pod, clientIP6, 3)
+	ping(t, tp.client, directEIP6, 3)
+	// From the Pod's link-local address, as its Neighbor Discovery and router
+	// solicitations are: not a listed source, and passes.
+	ping(t, pod, podGW6+"%eth0", 2)
+	if saw := tcpExchange(t, tp.client, pod, 9192, clientIP6); saw != directEIP6 {
+		t.Errorf("client saw TCP from %s, want %s", saw, directEIP6)
+	}
+	if n := directDropsOf(t, tp.node, fam6); n != 0 {
+		t.Errorf("%d packets dropped before any spoofing, want none", n)
+	}
+	pod.Addr("eth0", spoofedIP6+"/128")
+	cliCap := tp.client.Capture("eth0")
+	sendUDPFrom(t, pod, spoofedIP6, clientIP6, 5392, "spoofed")
+	sendUDPFrom(t, pod, directEIP6, clientIP6, 5392, "legit")
+	if _, err := cliCap.WaitFor(ioTimeout, udpFrom(directEIP6, 5392)); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range cliCap.Frames() {
+		if udpFrom(spoofedIP6, 5392)(f) {
+			t.Error("datagram with a spoofed IPv6 source reached the client")
+		}
+	}
+	if n := directDropsOf(t, tp.node, fam6); n != 1 {
+		t.Errorf("ip6 drop counter = %d, want 1", n)
+	}
+	if e := kernelElementsOf(t, tp.node, fam4, SetDirectIfaces); len(e) != 0 {
+		t.Errorf("the ip table filters %d interfaces, want none (no IPv4 entry)", len(e))
 	}
 }

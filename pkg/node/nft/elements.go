@@ -19,9 +19,10 @@ type entry struct {
 	key, val []byte
 }
 
-// entriesOf returns the elements one mapping puts in the four NAT maps. The
-// eip2vpc value carries the limited flag after the Pod IP.
-func entriesOf(s setsOf, m Mapping) []entry {
+// entriesOf returns the elements one mapping puts in the four NAT maps of its
+// family's table. The eip2vpc value carries the limited flag after the Pod IP.
+func entriesOf(fs familySets, m Mapping) []entry {
+	s := fs.of(m.ElasticIP)
 	eip, pod := addrBytes(m.ElasticIP), addrBytes(m.PodIP)
 	flag := flagUnlimited
 	if limited(m) {
@@ -35,16 +36,15 @@ func entriesOf(s setsOf, m Mapping) []entry {
 	}
 }
 
-func addrBytes(a netip.Addr) []byte {
-	b := a.As4()
-	return b[:]
-}
+// addrBytes is the address as the kernel keys it: 4 bytes for IPv4, 16 for
+// IPv6.
+func addrBytes(a netip.Addr) []byte { return a.AsSlice() }
 
 func concat(a, b []byte) []byte { return append(slices.Clone(a), b...) }
 
-// groupBySet collects the elements per map, in the order of sets.maps(), with
-// values left out when keysOnly (deletions need only the key).
-func groupBySet(s setsOf, mappings []Mapping, keysOnly bool) map[*nftables.Set][]nftables.SetElement {
+// groupBySet collects the elements per map, with values left out when
+// keysOnly (deletions need only the key).
+func groupBySet(s familySets, mappings []Mapping, keysOnly bool) map[*nftables.Set][]nftables.SetElement {
 	out := map[*nftables.Set][]nftables.SetElement{}
 	for _, m := range mappings {
 		for _, e := range entriesOf(s, m) {
@@ -92,7 +92,8 @@ func align4(n int) int { return (n + 3) &^ 3 }
 
 // intervalElements encodes address ranges for an interval set: each range is a
 // start element and an end element one past its last address (flagged as
-// interval end), except a range reaching 255.255.255.255, which stays open.
+// interval end), except a range reaching the last address of its family
+// (255.255.255.255, ffff:…:ffff), which stays open.
 func intervalElements(rs []addrRange) []nftables.SetElement {
 	var out []nftables.SetElement
 	for _, r := range rs {
@@ -104,9 +105,9 @@ func intervalElements(rs []addrRange) []nftables.SetElement {
 	return out
 }
 
-func icmpErrorElements() []nftables.SetElement {
-	out := make([]nftables.SetElement, 0, len(ICMPErrorTypes))
-	for _, t := range ICMPErrorTypes {
+func icmpErrorElements(f *family) []nftables.SetElement {
+	out := make([]nftables.SetElement, 0, len(f.errorTypes))
+	for _, t := range f.errorTypes {
 		out = append(out, nftables.SetElement{Key: []byte{t}})
 	}
 	return out
@@ -128,13 +129,26 @@ func compareDirect(a, b DirectNIC) int {
 }
 
 // addDirect adds the elements of the anti-spoofing sets to out: interface
-// names padded to IFNAMSIZ, and "interface . address" keys, laid out as the
-// rule loads them into consecutive registers.
-func addDirect(out map[*nftables.Set][]nftables.SetElement, s setsOf, ifaces []string, pairs []DirectNIC) {
+// names padded to IFNAMSIZ in the table of each family they are filtered in,
+// and "interface . address" keys, laid out as the rule loads them into
+// consecutive registers.
+func addDirect(out map[*nftables.Set][]nftables.SetElement, s familySets, ifaces []familyIface, pairs []DirectNIC) {
 	for _, i := range ifaces {
-		out[s.directIfaces] = append(out[s.directIfaces], nftables.SetElement{Key: ifname(i)})
+		set := s[i.fam.index()].directIfaces
+		out[set] = append(out[set], nftables.SetElement{Key: ifname(i.name)})
 	}
 	for _, p := range pairs {
-		out[s.directAllowed] = append(out[s.directAllowed], nftables.SetElement{Key: concat(ifname(p.HostInterface), addrBytes(p.Address))})
+		set := s.of(p.Address).directAllowed
+		out[set] = append(out[set], nftables.SetElement{Key: concat(ifname(p.HostInterface), addrBytes(p.Address))})
 	}
+}
+
+// familyIface is a host interface filtered in one family's table.
+type familyIface struct {
+	fam  *family
+	name string
+}
+
+func compareFamilyIface(a, b familyIface) int {
+	return cmp.Or(cmp.Compare(a.fam.index(), b.fam.index()), cmp.Compare(a.name, b.name))
 }

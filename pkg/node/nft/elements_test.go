@@ -11,8 +11,8 @@ import (
 )
 
 func TestEntriesOf(t *testing.T) {
-	s := newSets(newTable())
-	es := entriesOf(s, m("10.225.51.5", "10.244.1.5"))
+	s := newSets(fam4)
+	es := entriesOf(familySets{s, newSets(fam6)}, m("10.225.51.5", "10.244.1.5"))
 	eip, pod := []byte{10, 225, 51, 5}, []byte{10, 244, 1, 5}
 	want := []entry{
 		{set: s.eip2vpc, key: eip, val: append(append([]byte{}, pod...), 0, 0, 0, 0)}, // unlimited
@@ -172,8 +172,8 @@ func TestDiffDirect(t *testing.T) {
 	}}
 	got := deltaOf(t, old, new).direct
 	want := directChange{
-		removedIfaces: []string{"veth3"},
-		addedIfaces:   []string{"veth4"},
+		removedIfaces: []familyIface{{fam: fam4, name: "veth3"}},
+		addedIfaces:   []familyIface{{fam: fam4, name: "veth4"}},
 		removedPairs:  []DirectNIC{dn("veth2", "10.225.51.7"), dn("veth3", "10.225.51.8"), dn("veth3", "10.244.1.8")},
 		addedPairs:    []DirectNIC{dn("veth2", "10.225.51.9"), dn("veth4", "10.225.51.8"), dn("veth4", "10.244.1.8")},
 	}
@@ -188,9 +188,9 @@ func TestDiffDirect(t *testing.T) {
 // TestDirectElements checks the keys: the name padded to IFNAMSIZ (as the
 // kernel stores iifname), then the address, 20 bytes in all.
 func TestDirectElements(t *testing.T) {
-	s := newSets(newTable())
+	s := newSets(fam4)
 	out := map[*nftables.Set][]nftables.SetElement{}
-	addDirect(out, s, []string{"jnab12cd"}, []DirectNIC{dn("jnab12cd", "10.225.51.6")})
+	addDirect(out, familySets{s, newSets(fam6)}, []familyIface{{fam: fam4, name: "jnab12cd"}}, []DirectNIC{dn("jnab12cd", "10.225.51.6")})
 	name := append([]byte("jnab12cd"), make([]byte, 8)...)
 	want := map[*nftables.Set][]nftables.SetElement{
 		s.directIfaces:  {{Key: name}},

@@ -209,8 +209,9 @@ func (p *Programmer) RunFlowCleanup(ctx context.Context) error {
 	}
 }
 
-// deleteFlows deletes the IPv4 connection-tracking entries match selects in
-// the network namespace ns (0: the caller's).
+// deleteFlows deletes the connection-tracking entries, IPv4 and IPv6, that
+// match selects in the network namespace ns (0: the caller's). Each family is
+// a walk of its own.
 func deleteFlows(ns int, match flowMatcher) (int, error) {
 	var (
 		h   *netlink.Handle
@@ -225,8 +226,15 @@ func deleteFlows(ns int, match flowMatcher) (int, error) {
 		return 0, err
 	}
 	defer h.Close()
-	n, err := h.ConntrackDeleteFilters(netlink.ConntrackTable, unix.AF_INET, flowFilter(match))
-	return int(n), err
+	total := 0
+	for _, af := range []netlink.InetFamily{unix.AF_INET, unix.AF_INET6} {
+		n, err := h.ConntrackDeleteFilters(netlink.ConntrackTable, af, flowFilter(match))
+		total += int(n)
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // flowFilter adapts a flowMatcher to netlink's conntrack filter.

@@ -40,7 +40,7 @@ func newClusterIndex() clusterIndex {
 // the addresses whose decision or conflicts may change.
 func (c *clusterIndex) entry(m Mapping, n int, touched addrSet) {
 	t := Mapping{ElasticIP: m.ElasticIP.Unmap(), PodIP: m.PodIP.Unmap()}
-	if !usable(t.ElasticIP) || !usable(t.PodIP) || t.ElasticIP == t.PodIP {
+	if !wellFormed(t) {
 		count(c.bad, Mapping{ElasticIP: m.ElasticIP, PodIP: m.PodIP}, n)
 		return
 	}
@@ -108,7 +108,7 @@ func (c *clusterIndex) issues(a netip.Addr) []error {
 func (c *clusterIndex) errs() []error {
 	var errs []error
 	for _, m := range slices.SortedFunc(maps.Keys(c.bad), compareMapping) {
-		errs = append(errs, fmt.Errorf("in-cluster mapping %v: addresses must be distinct IPv4 unicast addresses", m))
+		errs = append(errs, fmt.Errorf("in-cluster mapping %v: %s", m, malformed(m)))
 	}
 	for _, a := range sortedKeys(c.issue) {
 		errs = append(errs, c.issues(a)...)
@@ -118,12 +118,13 @@ func (c *clusterIndex) errs() []error {
 
 // addCluster adds the elements of the in-cluster map for mappings to out,
 // keys only when keysOnly (deletions).
-func addCluster(out map[*nftables.Set][]nftables.SetElement, s setsOf, mappings []Mapping, keysOnly bool) {
+func addCluster(out map[*nftables.Set][]nftables.SetElement, s familySets, mappings []Mapping, keysOnly bool) {
 	for _, m := range mappings {
 		el := nftables.SetElement{Key: addrBytes(m.ElasticIP)}
 		if !keysOnly {
 			el.Val = addrBytes(m.PodIP)
 		}
-		out[s.clusterEIP2VPC] = append(out[s.clusterEIP2VPC], el)
+		set := s.of(m.ElasticIP).clusterEIP2VPC
+		out[set] = append(out[set], el)
 	}
 }

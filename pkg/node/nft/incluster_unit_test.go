@@ -102,8 +102,8 @@ func TestInClusterRules(t *testing.T) {
 	}
 	lookupCluster := &expr.Lookup{SourceRegister: reg0, DestRegister: reg0, IsDestRegSet: true, SetName: MapClusterEIP2VPC, SetID: s.clusterEIP2VPC.ID}
 	fromCluster := [][]expr.Any{{
-		loadNH(16, reg0), lookupCluster,
-		loadNH(12, reg1), &expr.Lookup{SourceRegister: reg1, SetName: SetClusterCIDRs, SetID: s.cluster.ID},
+		fam4.loadNH(16, reg0), lookupCluster,
+		fam4.loadNH(12, reg1), &expr.Lookup{SourceRegister: reg1, SetName: SetClusterCIDRs, SetID: s.cluster.ID},
 		dnat(reg0),
 	}}
 	want := map[string][][]expr.Any{
@@ -114,7 +114,7 @@ func TestInClusterRules(t *testing.T) {
 			&expr.Bitwise{SourceRegister: reg0, DestRegister: reg0, Len: 4,
 				Mask: binaryutil.NativeEndian.PutUint32(1 << 5), Xor: []byte{0, 0, 0, 0}},
 			&expr.Cmp{Op: expr.CmpOpNeq, Register: reg0, Data: []byte{0, 0, 0, 0}},
-			loadNH(12, reg0), loadNH(16, reg1),
+			fam4.loadNH(12, reg0), fam4.loadNH(16, reg1),
 			&expr.Lookup{SourceRegister: reg0, DestRegister: reg0, IsDestRegSet: true, SetName: MapVPC2EIPQuoted, SetID: s.vpc2eipQuoted.ID},
 			&expr.NAT{Type: expr.NATTypeSourceNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg0},
 		}},

@@ -19,9 +19,12 @@ import (
 // address at a time:
 //   - a mapping E -> P is kept when E is given with one Pod IP and one
 //     bandwidth only, P with E only, and E is no mapping's Pod IP;
+//   - a mapping whose ElasticIP and Pod IP are of different families is
+//     malformed (no NAT64);
 //   - a direct NIC address is allowed when it is given for one interface
-//     with one bandwidth only; an interface is filtered when at least one
-//     entry with a usable name lists it, whatever its address;
+//     with one bandwidth only; an interface is filtered in a family's table
+//     when at least one entry with a usable name lists it with an address of
+//     that family, or with a malformed address (then in both);
 //   - a kept ElasticIP with a bandwidth is limited; so is an allowed direct
 //     NIC address with a bandwidth unless a kept mapping uses it;
 //   - an in-cluster mapping E -> P is kept when E is given (in InCluster or
@@ -37,7 +40,7 @@ type index struct {
 	natIssue map[netip.Addr]struct{}    // addresses with a conflict to report
 	dirCount map[DirectNIC]int          // well-formed direct NIC entries
 	byAddr   map[netip.Addr][]DirectNIC // the distinct well-formed entries of each address
-	ifaces   map[string]int             // entries with a usable interface name, by name
+	ifaces   map[familyIface]int        // entries with a usable interface name, by name and family (nil: malformed address)
 	dirBad   map[DirectNIC]int          // malformed entries, as given
 	dirIssue map[netip.Addr]struct{}    // addresses with a conflict to report
 	cl       clusterIndex
@@ -65,7 +68,7 @@ func (d *delta) empty() bool {
 
 // directChange is what a sync writes to the anti-spoofing sets.
 type directChange struct {
-	removedIfaces, addedIfaces []string
+	removedIfaces, addedIfaces []familyIface
 	removedPairs, addedPairs   []DirectNIC
 }
 
@@ -79,7 +82,7 @@ func newIndex(c Config) (*index, error) {
 		s:        newState(c),
 		natCount: map[Mapping]int{}, byEIP: map[netip.Addr][]Mapping{}, byPod: map[netip.Addr][]Mapping{},
 		natBad: map[Mapping]int{}, natIssue: map[netip.Addr]struct{}{},
-		dirCount: map[DirectNIC]int{}, byAddr: map[netip.Addr][]DirectNIC{}, ifaces: map[string]int{},
+		dirCount: map[DirectNIC]int{}, byAddr: map[netip.Addr][]DirectNIC{}, ifaces: map[familyIface]int{},
 		dirBad: map[DirectNIC]int{}, dirIssue: map[netip.Addr]struct{}{},
 		cl: newClusterIndex(),
 	}, nil
@@ -146,7 +149,7 @@ func (ix *index) apply(remM, addM []Mapping, remD, addD []DirectNIC, remC, addC 
 // may change. A well-formed entry also counts as an in-cluster mapping.
 func (ix *index) mapping(m Mapping, n int, eips, natAddrs, clAddrs addrSet) {
 	t := Mapping{ElasticIP: m.ElasticIP.Unmap(), PodIP: m.PodIP.Unmap(), BandwidthMbps: m.BandwidthMbps}
-	if !usable(t.ElasticIP) || !usable(t.PodIP) || t.ElasticIP == t.PodIP || !validBandwidth(t.BandwidthMbps) {
+	if !wellFormed(t) || !validBandwidth(t.BandwidthMbps) {
 		count(ix.natBad, m, n)
 		return
 	}
@@ -174,13 +177,15 @@ func (ix *index) directNIC(d DirectNIC, n int, addrs addrSet, names map[string]s
 		count(ix.dirBad, d, n)
 		return
 	}
-	count(ix.ifaces, d.HostInterface, n)
 	names[d.HostInterface] = struct{}{}
 	t := DirectNIC{HostInterface: d.HostInterface, Address: d.Address.Unmap(), BandwidthMbps: d.BandwidthMbps}
 	if !usable(t.Address) || !validBandwidth(t.BandwidthMbps) {
+		// Fails closed: the interface is filtered in both tables.
+		count(ix.ifaces, familyIface{name: d.HostInterface}, n)
 		count(ix.dirBad, d, n)
 		return
 	}
+	count(ix.ifaces, familyIface{fam: familyOf(t.Address), name: d.HostInterface}, n)
 	switch count(ix.dirCount, t, n) {
 	case 1:
 		if n > 0 {
@@ -310,18 +315,21 @@ func (ix *index) updateDirect(addrs addrSet, names map[string]struct{}, dl *delt
 		}
 	}
 	for n := range names {
-		_, had := s.directIfaces[n]
-		switch want := ix.ifaces[n] > 0; {
-		case want && !had:
-			c.addedIfaces = append(c.addedIfaces, n)
-			s.directIfaces[n] = struct{}{}
-		case !want && had:
-			c.removedIfaces = append(c.removedIfaces, n)
-			delete(s.directIfaces, n)
+		for _, f := range families {
+			k := familyIface{fam: f, name: n}
+			_, had := s.directIfaces[k]
+			switch want := ix.ifaces[k]+ix.ifaces[familyIface{name: n}] > 0; {
+			case want && !had:
+				c.addedIfaces = append(c.addedIfaces, k)
+				s.directIfaces[k] = struct{}{}
+			case !want && had:
+				c.removedIfaces = append(c.removedIfaces, k)
+				delete(s.directIfaces, k)
+			}
 		}
 	}
-	slices.Sort(c.removedIfaces)
-	slices.Sort(c.addedIfaces)
+	slices.SortFunc(c.removedIfaces, compareFamilyIface)
+	slices.SortFunc(c.addedIfaces, compareFamilyIface)
 	slices.SortFunc(c.removedPairs, compareDirect)
 	slices.SortFunc(c.addedPairs, compareDirect)
 }
@@ -461,7 +469,7 @@ func (ix *index) err() error {
 	var errs []error
 	for _, m := range slices.SortedFunc(maps.Keys(ix.natBad), compareMapping) {
 		if validBandwidth(m.BandwidthMbps) {
-			errs = append(errs, fmt.Errorf("%v: addresses must be distinct IPv4 unicast addresses", m))
+			errs = append(errs, fmt.Errorf("%v: %s", m, malformed(m)))
 		} else {
 			errs = append(errs, fmt.Errorf("%v: %w", m, errBandwidth))
 		}
@@ -476,7 +484,7 @@ func (ix *index) err() error {
 		case d.HostInterface == ix.s.iface:
 			errs = append(errs, fmt.Errorf("direct NIC %v: host interface is the external interface", d))
 		case !usable(d.Address.Unmap()):
-			errs = append(errs, fmt.Errorf("direct NIC %v: address must be an IPv4 unicast address", d))
+			errs = append(errs, fmt.Errorf("direct NIC %v: address must be a unicast address (IPv6: not link-local)", d))
 		default:
 			errs = append(errs, fmt.Errorf("direct NIC %v: %w", d, errBandwidth))
 		}
@@ -486,6 +494,25 @@ func (ix *index) err() error {
 	}
 	errs = append(errs, ix.cl.errs()...)
 	return fmt.Errorf("%w: %w", ErrInvalidMapping, errors.Join(errs...))
+}
+
+// wellFormed reports a mapping of two distinct usable addresses of one
+// family (unmapped).
+func wellFormed(m Mapping) bool {
+	return usable(m.ElasticIP) && usable(m.PodIP) && m.ElasticIP != m.PodIP && m.ElasticIP.Is4() == m.PodIP.Is4()
+}
+
+// malformed says what is wrong with a mapping that is not wellFormed.
+func malformed(m Mapping) string {
+	e, p := m.ElasticIP.Unmap(), m.PodIP.Unmap()
+	if usable(e) && usable(p) && e.Is4() != p.Is4() {
+		fam := "IPv4"
+		if e.Is6() {
+			fam = "IPv6"
+		}
+		return fmt.Sprintf("ElasticIP and Pod IP are of different families: an %s ElasticIP is translated only to the Pod's %s address (no NAT64)", fam, fam)
+	}
+	return "addresses must be distinct unicast addresses of one family (IPv6: not link-local)"
 }
 
 func compareMapping(a, b Mapping) int {

@@ -47,14 +47,21 @@ func generation(t testing.TB, ns *netns.NS) uint32 {
 	return 0
 }
 
-// kernelElements reads the elements of one of our sets in a namespace.
+// kernelElements reads the elements of one of our sets of the ip table in a
+// namespace.
 func kernelElements(t testing.TB, ns *netns.NS, set string) []nftables.SetElement {
+	t.Helper()
+	return kernelElementsOf(t, ns, fam4, set)
+}
+
+// kernelElementsOf reads the elements of one of our sets of a family's table.
+func kernelElementsOf(t testing.TB, ns *netns.NS, f *family, set string) []nftables.SetElement {
 	t.Helper()
 	c, err := nftables.New(nftables.WithNetNSFd(ns.FD()), nftables.WithSockOptions(raiseBuffers))
 	if err != nil {
 		t.Fatal(err)
 	}
-	elems, err := c.GetSetElements(&nftables.Set{Table: newTable(), Name: set})
+	elems, err := c.GetSetElements(&nftables.Set{Table: newTable(f), Name: set})
 	if err != nil {
 		t.Fatalf("read %s: %v", set, err)
 	}

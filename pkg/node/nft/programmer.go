@@ -290,8 +290,40 @@ func (p *Programmer) syncFull(desired DesiredState) (SyncStats, error) {
 	if err != nil {
 		return SyncStats{}, err
 	}
-	rs := buildRuleset(want)
-	// Adding first makes the delete valid whether or not the table exists.
+	// Both tables in the one transaction: the kernel commits them together.
+	var fs familySets
+	for _, f := range families {
+		rs := buildRuleset(want, f)
+		fs[f.index()] = rs.sets
+		if err := addTable(c, rs); err != nil {
+			return SyncStats{}, err
+		}
+	}
+	mappings := want.mappings()
+	byset := groupBySet(fs, mappings, false)
+	ifaces, pairs := want.direct()
+	addDirect(byset, fs, ifaces, pairs)
+	// After the chains: a verdict map element must name an existing chain.
+	limitElements(byset, fs, sortedKeys(want.limits), limitSources(want.limitSrc), false)
+	cluster := want.clusterMappings()
+	addCluster(byset, fs, cluster, false)
+	for _, s := range fs.dynamic() {
+		if err := addChunked(c, s, byset[s]); err != nil {
+			return SyncStats{}, err
+		}
+	}
+	if err := c.Flush(); err != nil {
+		return SyncStats{}, fmt.Errorf("replace tables %s: %w", TableName, err)
+	}
+	p.ix = ix
+	p.flows.replaced(want.cluster)
+	return SyncStats{Full: true, Added: len(mappings), DirectAdded: len(pairs), LimitsAdded: len(want.limits), InClusterAdded: len(cluster)}, nil
+}
+
+// addTable queues the replacement of one family's table: the table with its
+// sets, their constant elements, chains and rules. Adding the table first
+// makes the delete valid whether or not the table exists.
+func addTable(c *nftables.Conn, rs *ruleset) error {
 	c.AddTable(rs.table)
 	c.DelTable(rs.table)
 	c.AddTable(rs.table)
@@ -301,12 +333,12 @@ func (p *Programmer) syncFull(desired DesiredState) (SyncStats, error) {
 			initial = rs.icmpElems // a constant set gets its few elements with its creation
 		}
 		if err := c.AddSet(s, initial); err != nil {
-			return SyncStats{}, fmt.Errorf("set %s: %w", s.Name, err)
+			return fmt.Errorf("set %s %s: %w", rs.sets.fam.name, s.Name, err)
 		}
 	}
 	// Thousands of node addresses would not fit one message: chunk them too.
 	if err := addChunked(c, rs.sets.cluster, rs.clusterElems); err != nil {
-		return SyncStats{}, err
+		return err
 	}
 	for _, ch := range rs.chains {
 		c.AddChain(ch)
@@ -314,25 +346,7 @@ func (p *Programmer) syncFull(desired DesiredState) (SyncStats, error) {
 	for _, r := range rs.rules {
 		c.AddRule(r)
 	}
-	mappings := want.mappings()
-	byset := groupBySet(rs.sets, mappings, false)
-	ifaces, pairs := want.direct()
-	addDirect(byset, rs.sets, ifaces, pairs)
-	// After the chains: a verdict map element must name an existing chain.
-	limitElements(byset, rs.sets, sortedKeys(want.limits), limitSources(want.limitSrc), false)
-	cluster := want.clusterMappings()
-	addCluster(byset, rs.sets, cluster, false)
-	for _, s := range rs.sets.dynamic() {
-		if err := addChunked(c, s, byset[s]); err != nil {
-			return SyncStats{}, err
-		}
-	}
-	if err := c.Flush(); err != nil {
-		return SyncStats{}, fmt.Errorf("replace table %s: %w", TableName, err)
-	}
-	p.ix = ix
-	p.flows.replaced(want.cluster)
-	return SyncStats{Full: true, Added: len(mappings), DirectAdded: len(pairs), LimitsAdded: len(want.limits), InClusterAdded: len(cluster)}, nil
+	return nil
 }
 
 // syncElements deletes stale and adds new map and set elements in one
@@ -346,7 +360,7 @@ func (p *Programmer) syncElements(dl delta) (SyncStats, error) {
 	if err != nil {
 		return SyncStats{}, err
 	}
-	sets := newSets(newTable())
+	sets := newFamilySets()
 	del := groupBySet(sets, dl.removed, true)
 	add := groupBySet(sets, dl.added, false)
 	for _, m := range dl.reflagged {
@@ -374,7 +388,7 @@ func (p *Programmer) syncElements(dl delta) (SyncStats, error) {
 		}
 	}
 	if err := c.Flush(); err != nil {
-		return SyncStats{}, fmt.Errorf("update maps of table %s: %w", TableName, err)
+		return SyncStats{}, fmt.Errorf("update maps of tables %s: %w", TableName, err)
 	}
 	return SyncStats{
 		Removed: len(dl.removed), Added: len(dl.added),
@@ -393,8 +407,8 @@ func addChunked(c *nftables.Conn, s *nftables.Set, elems []nftables.SetElement) 
 	return nil
 }
 
-// Remove deletes the table. Normal shutdown must not call it: rules stay in
-// place so translated traffic keeps flowing while the agent restarts.
+// Remove deletes both tables. Normal shutdown must not call it: rules stay
+// in place so translated traffic keeps flowing while the agent restarts.
 func (p *Programmer) Remove(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -406,11 +420,13 @@ func (p *Programmer) Remove(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("netlink: %w", err)
 	}
-	t := newTable()
 	// Same trick as syncFull: the delete then succeeds whether or not the
 	// table exists, in one transaction.
-	c.AddTable(t)
-	c.DelTable(t)
+	for _, f := range families {
+		t := newTable(f)
+		c.AddTable(t)
+		c.DelTable(t)
+	}
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("delete table %s: %w", TableName, err)
 	}
@@ -420,7 +436,9 @@ func (p *Programmer) Remove(ctx context.Context) error {
 // ErrNoTable means the kernel holds no juneau table.
 var ErrNoTable = errors.New("nftables table " + TableName + " not found")
 
-// KernelMappings reads the ElasticIP map back from the kernel.
+// KernelMappings reads the ElasticIP maps of both tables back from the
+// kernel, sorted by ElasticIP (IPv4 first). ErrNoTable means the IPv4 table
+// does not exist; a missing IPv6 table holds no mapping.
 func (p *Programmer) KernelMappings(ctx context.Context) ([]Mapping, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -429,25 +447,27 @@ func (p *Programmer) KernelMappings(ctx context.Context) ([]Mapping, error) {
 	if err != nil {
 		return nil, fmt.Errorf("netlink: %w", err)
 	}
-	if _, err := c.ListTableOfFamily(TableName, nftables.TableFamilyIPv4); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return nil, ErrNoTable
+	var out []Mapping
+	for _, f := range families {
+		if err := tableExists(c, f); err != nil {
+			if errors.Is(err, ErrNoTable) && f == fam6 {
+				continue
+			}
+			return nil, err
 		}
-		return nil, fmt.Errorf("list table %s: %w", TableName, err)
-	}
-	elems, err := c.GetSetElements(newSets(newTable()).eip2vpc)
-	if err != nil {
-		return nil, fmt.Errorf("read map %s: %w", MapEIP2VPC, err)
-	}
-	out := make([]Mapping, 0, len(elems))
-	for _, e := range elems {
-		if len(e.Val) < 4 {
-			continue
+		elems, err := c.GetSetElements(newSets(f).eip2vpc)
+		if err != nil {
+			return nil, fmt.Errorf("read map %s %s: %w", f.name, MapEIP2VPC, err)
 		}
-		eip, ok1 := netip.AddrFromSlice(e.Key)
-		pod, ok2 := netip.AddrFromSlice(e.Val[:4]) // the limited flag follows
-		if ok1 && ok2 {
-			out = append(out, Mapping{ElasticIP: eip, PodIP: pod})
+		for _, e := range elems {
+			if len(e.Val) < int(f.addrLen) {
+				continue
+			}
+			eip, ok1 := netip.AddrFromSlice(e.Key)
+			pod, ok2 := netip.AddrFromSlice(e.Val[:f.addrLen]) // the limited flag follows
+			if ok1 && ok2 {
+				out = append(out, Mapping{ElasticIP: eip, PodIP: pod})
+			}
 		}
 	}
 	slices.SortFunc(out, func(a, b Mapping) int { return a.ElasticIP.Compare(b.ElasticIP) })

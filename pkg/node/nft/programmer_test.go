@@ -141,7 +141,7 @@ func TestFirstSyncIsOneTransaction(t *testing.T) {
 		t.Fatalf("%d batches, want 1", len(r.batches))
 	}
 	k := kinds(r.batches[0])
-	if k["begin"] != 1 || k["end"] != 1 || k["newtable"] != 2 || k["deltable"] != 1 || k["newset"] != 11 || k["newchain"] != 10 {
+	if k["begin"] != 1 || k["end"] != 1 || k["newtable"] != 4 || k["deltable"] != 2 || k["newset"] != 22 || k["newchain"] != 20 {
 		t.Errorf("batch = %v", k)
 	}
 	elems := 0
@@ -154,9 +154,9 @@ func TestFirstSyncIsOneTransaction(t *testing.T) {
 		}
 	}
 	// 4 elements per mapping and one more in the in-cluster map, 5 ICMP
-	// types, 2 interval bounds per cluster range, an interface and a pair per
+	// types and 4 ICMPv6 ones, 2 interval bounds per cluster range, an interface and a pair per
 	// direct NIC
-	if want := 5*10000 + 5 + 4 + 2*500; elems != want {
+	if want := 5*10000 + 5 + 4 + 4 + 2*500; elems != want {
 		t.Errorf("%d elements, want %d", elems, want)
 	}
 	if st := p.LastSync(); !st.Full || st.Mappings != 10000 || st.Direct != 500 {
@@ -214,7 +214,7 @@ func TestConfigChangeRebuilds(t *testing.T) {
 	if err := p.Sync(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.batches) != 2 || kinds(r.batches[1])["deltable"] != 1 {
+	if len(r.batches) != 2 || kinds(r.batches[1])["deltable"] != 2 {
 		t.Errorf("interface change did not rebuild the table: %v", kinds(r.batches[len(r.batches)-1]))
 	}
 }
@@ -231,7 +231,7 @@ func TestFailureMakesNextSyncFull(t *testing.T) {
 	if err := p.Sync(context.Background(), testState(ms)); err != nil {
 		t.Fatal(err)
 	}
-	if !p.LastSync().Full || kinds(r.batches[2])["deltable"] != 1 {
+	if !p.LastSync().Full || kinds(r.batches[2])["deltable"] != 2 {
 		t.Error("sync after a failure was not a full rebuild")
 	}
 	// The failed connection was dropped and a new one opened.
@@ -450,7 +450,7 @@ func TestOneDirectChangeTouchesOnlyItsElements(t *testing.T) {
 	if err := p.Sync(context.Background(), st); err != nil {
 		t.Fatal(err)
 	}
-	if k := kinds(r.batches[len(r.batches)-1]); k["deltable"] != 1 || k["newset"] != 11 {
+	if k := kinds(r.batches[len(r.batches)-1]); k["deltable"] != 2 || k["newset"] != 22 {
 		t.Errorf("sync after Invalidate = %v, want the whole table in one transaction", k)
 	}
 }

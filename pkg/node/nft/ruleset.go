@@ -1,6 +1,9 @@
 package nft
 
 import (
+	"net/netip"
+	"slices"
+
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
@@ -115,10 +118,12 @@ const (
 	reg1
 	reg2
 	reg3
-	reg4
+	// regAfterName follows the interface name: an address loaded there
+	// after a name in regName is the key "ifname . address" of a
+	// concatenated set.
+	regAfterName
 	// regName is the 16-byte register for interface names. It is the same
-	// storage as reg0..reg3, so a name in regName followed by an address in
-	// reg4 is the key "ifname . ipv4_addr" of a concatenated set.
+	// storage as reg0..reg3.
 	regName = unix.NFT_REG_1
 	// regVerdict receives the verdict of a verdict map lookup.
 	regVerdict = unix.NFT_REG_VERDICT
@@ -138,6 +143,7 @@ type ruleset struct {
 
 // setsOf names the table's sets and maps.
 type setsOf struct {
+	fam                                            *family
 	eip2vpc, vpc2eip, eip2vpcQuoted, vpc2eipQuoted *nftables.Set
 	cluster, icmpErrors                            *nftables.Set
 	directIfaces, directAllowed                    *nftables.Set
@@ -160,58 +166,78 @@ func (s setsOf) dynamic() []*nftables.Set {
 	return append(s.maps(), s.directIfaces, s.directAllowed, s.limitIn, s.limitOut, s.clusterEIP2VPC)
 }
 
-func newTable() *nftables.Table {
-	return &nftables.Table{Name: TableName, Family: nftables.TableFamilyIPv4}
+func newTable(f *family) *nftables.Table {
+	return &nftables.Table{Name: TableName, Family: f.table}
 }
 
-// newSets describes the sets. IDs are set here, not by the library, so that a
-// batch is fully determined by its input (they only need to be unique within
-// one transaction).
-func newSets(t *nftables.Table) setsOf {
-	addrPair := nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeIPAddr)
+// familySets are the sets of both tables.
+type familySets [2]setsOf
+
+func newFamilySets() familySets { return familySets{newSets(fam4), newSets(fam6)} }
+
+// of returns the sets of the table an address belongs to.
+func (fs familySets) of(a netip.Addr) setsOf {
+	if a.Is4() {
+		return fs[0]
+	}
+	return fs[1]
+}
+
+// dynamic are the dynamic sets of both tables.
+func (fs familySets) dynamic() []*nftables.Set { return append(fs[0].dynamic(), fs[1].dynamic()...) }
+
+// newSets describes the sets of a family's table. IDs are set here, not by
+// the library, so that a batch is fully determined by its input (they only
+// need to be unique within one transaction, which writes both tables).
+func newSets(f *family) setsOf {
+	t := newTable(f)
+	addr := f.addrType
+	addrPair := nftables.MustConcatSetType(addr, addr)
 	m := func(id uint32, name string, key nftables.SetDatatype) *nftables.Set {
 		return &nftables.Set{
-			Table: t, ID: id, Name: name, IsMap: true, KeyType: key, DataType: nftables.TypeIPAddr,
-			Concatenation: key.Bytes > 4,
+			Table: t, ID: f.setIDBase + id, Name: name, IsMap: true, KeyType: key, DataType: addr,
+			Concatenation: key.Bytes > f.addrLen,
 		}
 	}
 	// The Pod IP and the limited flag: one lookup tells the common path
 	// everything it needs (see fromOutsideRules).
-	eip2vpc := m(1, MapEIP2VPC, nftables.TypeIPAddr)
-	eip2vpc.DataType = nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeMark)
+	eip2vpc := m(1, MapEIP2VPC, addr)
+	eip2vpc.DataType = nftables.MustConcatSetType(addr, nftables.TypeMark)
 	return setsOf{
+		fam:           f,
 		eip2vpc:       eip2vpc,
-		vpc2eip:       m(2, MapVPC2EIP, nftables.TypeIPAddr),
+		vpc2eip:       m(2, MapVPC2EIP, addr),
 		eip2vpcQuoted: m(3, MapEIP2VPCQuoted, addrPair),
 		vpc2eipQuoted: m(4, MapVPC2EIPQuoted, addrPair),
 		cluster: &nftables.Set{
-			Table: t, ID: 5, Name: SetClusterCIDRs, Interval: true, KeyType: nftables.TypeIPAddr,
+			Table: t, ID: f.setIDBase + 5, Name: SetClusterCIDRs, Interval: true, KeyType: addr,
 		},
 		icmpErrors: &nftables.Set{
-			Table: t, ID: 6, Name: SetICMPErrors, Constant: true, KeyType: nftables.TypeICMPType,
+			Table: t, ID: f.setIDBase + 6, Name: SetICMPErrors, Constant: true, KeyType: f.icmpType,
 		},
 		// Interface names are strings, host byte order to nft; without saying
 		// so `nft list` prints the names reversed (as empty strings). The
 		// kernel compares bytes either way.
 		directIfaces: &nftables.Set{
-			Table: t, ID: 7, Name: SetDirectIfaces, KeyType: nftables.TypeIFName,
+			Table: t, ID: f.setIDBase + 7, Name: SetDirectIfaces, KeyType: nftables.TypeIFName,
 			KeyByteOrder: binaryutil.NativeEndian,
 		},
 		directAllowed: &nftables.Set{
-			Table: t, ID: 8, Name: SetDirectAllowed, Concatenation: true,
-			KeyType: nftables.MustConcatSetType(nftables.TypeIFName, nftables.TypeIPAddr),
+			Table: t, ID: f.setIDBase + 8, Name: SetDirectAllowed, Concatenation: true,
+			KeyType: nftables.MustConcatSetType(nftables.TypeIFName, addr),
 		},
-		limitIn:        &nftables.Set{Table: t, ID: 9, Name: MapLimitIn, IsMap: true, KeyType: nftables.TypeIPAddr, DataType: nftables.TypeVerdict},
-		limitOut:       &nftables.Set{Table: t, ID: 10, Name: MapLimitOut, IsMap: true, KeyType: nftables.TypeIPAddr, DataType: nftables.TypeVerdict},
-		clusterEIP2VPC: m(11, MapClusterEIP2VPC, nftables.TypeIPAddr),
+		limitIn:        &nftables.Set{Table: t, ID: f.setIDBase + 9, Name: MapLimitIn, IsMap: true, KeyType: addr, DataType: nftables.TypeVerdict},
+		limitOut:       &nftables.Set{Table: t, ID: f.setIDBase + 10, Name: MapLimitOut, IsMap: true, KeyType: addr, DataType: nftables.TypeVerdict},
+		clusterEIP2VPC: m(11, MapClusterEIP2VPC, addr),
 	}
 }
 
-// buildRuleset returns the table, sets, chains and rules for a configuration.
-// It is pure: the same state always gives the same ruleset.
-func buildRuleset(s *state) *ruleset {
-	t := newTable()
-	sets := newSets(t)
+// buildRuleset returns the table, sets, chains and rules of a family's table
+// for a configuration. It is pure: the same state always gives the same
+// ruleset.
+func buildRuleset(s *state, f *family) *ruleset {
+	sets := newSets(f)
+	t := sets.eip2vpc.Table
 	accept := nftables.ChainPolicyAccept
 	pre := &nftables.Chain{
 		Name: ChainPrerouting, Table: t, Type: nftables.ChainTypeFilter,
@@ -240,8 +266,8 @@ func buildRuleset(s *state) *ruleset {
 		table:        t,
 		sets:         sets,
 		chains:       []*nftables.Chain{pre, post, outside, dnat, dnatErr, snat, snatErr, inDNAT, inOutput, inHairpin},
-		clusterElems: intervalElements(ranges(s.cidrs)),
-		icmpElems:    icmpErrorElements(),
+		clusterElems: intervalElements(ranges(familyPrefixes(s.cidrs, f))),
+		icmpElems:    icmpErrorElements(f),
 	}
 	add := func(c *nftables.Chain, rules ...[]expr.Any) {
 		for _, e := range rules {
@@ -251,10 +277,15 @@ func buildRuleset(s *state) *ruleset {
 	add(pre, preroutingRules(sets, s.iface, s.extIndex)...)
 	add(outside, fromOutsideRules(sets)...)
 	add(dnat, dnatRules(sets)...)
-	add(dnatErr, quoteRules(sets.eip2vpcQuoted, offIPDst, offQuoteSrc)...)
 	add(post, postroutingRules(sets, s.iface)...)
 	add(snat, snatRules(sets)...)
-	add(snatErr, quoteRules(sets.vpc2eipQuoted, offIPSrc, offQuoteDst)...)
+	if f == fam4 {
+		add(dnatErr, quoteRules(sets.eip2vpcQuoted, offIPDst, offQuoteSrc)...)
+		add(snatErr, quoteRules(sets.vpc2eipQuoted, offIPSrc, offQuoteDst)...)
+	} else {
+		add(dnatErr, quoteRules6(sets.eip2vpcQuoted, offIP6Dst, offQuote6Src)...)
+		add(snatErr, quoteRules6(sets.vpc2eipQuoted, offIP6Src, offQuote6Dst)...)
+	}
 	add(inDNAT, inClusterDNATRules(sets)...)
 	add(inOutput, inClusterOutputRules(sets)...)
 	add(inHairpin, inClusterHairpinRules(sets)...)
@@ -287,6 +318,8 @@ func buildRuleset(s *state) *ruleset {
 // everything else, also when the interface was recreated with another index
 // since the last full sync.
 func preroutingRules(s setsOf, iface string, extIndex uint32) [][]expr.Any {
+	f := s.fam
+	r0, r1 := f.reg(0), f.reg(1)
 	var fast [][]expr.Any
 	if extIndex != 0 {
 		// meta iif <ext> ip daddr map @eip2vpc is "P . unlimited", not ICMP: ip daddr set P notrack accept
@@ -302,22 +335,42 @@ func preroutingRules(s setsOf, iface string, extIndex uint32) [][]expr.Any {
 			gotoChain(ChainFromOutside),
 		},
 		// iifname @direct_ifaces iifname . ip saddr != @direct_allowed counter drop
-		{
-			&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: regName}, in(s.directIfaces, regName),
-			loadNH(offIPSrc, reg4), notIn(s.directAllowed, regName),
-			&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop},
-		},
+		antiSpoofing(s),
 		// ip daddr @cluster_eip2vpc ip saddr @cluster_cidrs accept
-		{loadNH(offIPDst, reg0), in(s.clusterEIP2VPC, reg0), loadNH(offIPSrc, reg1), in(s.cluster, reg1), &expr.Verdict{Kind: expr.VerdictAccept}},
+		{f.loadDst(r0), in(s.clusterEIP2VPC, r0), f.loadSrc(r1), in(s.cluster, r1), &expr.Verdict{Kind: expr.VerdictAccept}},
 		// ip saddr vmap @bw_out (a miss continues)
-		{loadNH(offIPSrc, reg0), lookupVerdict(s.limitOut, reg0)},
+		{f.loadSrc(r0), lookupVerdict(s.limitOut, r0)},
 		// ip daddr vmap @bw_in
-		{loadNH(offIPDst, reg0), lookupVerdict(s.limitIn, reg0)},
+		{f.loadDst(r0), lookupVerdict(s.limitIn, r0)},
 		// ip daddr @eip2vpc goto dnat
-		{loadNH(offIPDst, reg0), in(s.eip2vpc, reg0), gotoChain(ChainDNAT)},
+		{f.loadDst(r0), in(s.eip2vpc, r0), gotoChain(ChainDNAT)},
 		// ip saddr @vpc2eip ip daddr != @cluster_cidrs notrack
-		{loadNH(offIPSrc, reg0), in(s.vpc2eip, reg0), loadNH(offIPDst, reg1), notIn(s.cluster, reg1), &expr.Notrack{}},
+		{f.loadSrc(r0), in(s.vpc2eip, r0), f.loadDst(r1), notIn(s.cluster, r1), &expr.Notrack{}},
 	}...)
+}
+
+// antiSpoofing drops what a direct NIC sends from an address not its own.
+// The interface name is loaded into the 16-byte register 1 and the source
+// address right after it, so the two form the key "ifname . address" of
+// direct_allowed. Over IPv6 a NIC also sends from its link-local address and,
+// during duplicate address detection, from ::; neither can leave the link
+// (the kernel never forwards a link-local source), and the Pod needs them to
+// find its gateway, so they pass.
+func antiSpoofing(s setsOf) []expr.Any {
+	e := []expr.Any{&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: regName}, in(s.directIfaces, regName)}
+	if s.fam == fam6 {
+		e = append(e,
+			// ip6 saddr != fe80::/10
+			&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: regAfterName, Base: expr.PayloadBaseNetworkHeader, Offset: offIP6Src, Len: 2},
+			&expr.Bitwise{SourceRegister: regAfterName, DestRegister: regAfterName, Len: 2, Mask: []byte{0xff, 0xc0}, Xor: []byte{0, 0}},
+			&expr.Cmp{Op: expr.CmpOpNeq, Register: regAfterName, Data: []byte{0xfe, 0x80}},
+			// ip6 saddr != ::
+			fam6.loadSrc(regAfterName),
+			&expr.Cmp{Op: expr.CmpOpNeq, Register: regAfterName, Data: make([]byte, 16)},
+		)
+	}
+	return append(e, s.fam.loadSrc(regAfterName), notIn(s.directAllowed, regName),
+		&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop})
 }
 
 // fromOutsideRules handle what enters through the external interface. A
@@ -329,26 +382,28 @@ func preroutingRules(s setsOf, iface string, extIndex uint32) [][]expr.Any {
 // The rest (the node's own traffic, anything routed elsewhere) leaves the
 // chain untouched.
 func fromOutsideRules(s setsOf) [][]expr.Any {
+	r0 := s.fam.reg(0)
 	return [][]expr.Any{
 		// ip daddr map @eip2vpc is "P . unlimited", meta l4proto != icmp:
 		// ip daddr set P notrack accept
 		translateUnlimited(s),
 		// ip daddr vmap @bw_in
-		{loadNH(offIPDst, reg0), lookupVerdict(s.limitIn, reg0)},
+		{s.fam.loadDst(r0), lookupVerdict(s.limitIn, r0)},
 		// ip daddr @eip2vpc goto dnat
-		{loadNH(offIPDst, reg0), in(s.eip2vpc, reg0), gotoChain(ChainDNAT)},
+		{s.fam.loadDst(r0), in(s.eip2vpc, r0), gotoChain(ChainDNAT)},
 	}
 }
 
 // translateUnlimited translates a packet to an ElasticIP without a limit
-// that is not ICMP, with one lookup, and accepts it.
+// that is not ICMP, with one lookup, and accepts it. The map's value is the
+// Pod IP followed by the limited flag, which lands in the next slot.
 func translateUnlimited(s setsOf) []expr.Any {
-	return []expr.Any{
-		loadNH(offIPDst, reg0), lookupMap(s.eip2vpc, reg0, reg0), eq(reg1, flagUnlimited[:]),
-		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg2},
-		&expr.Cmp{Op: expr.CmpOpNeq, Register: reg2, Data: []byte{unix.IPPROTO_ICMP}},
-		writeNH(offIPDst, reg0), &expr.Notrack{}, &expr.Verdict{Kind: expr.VerdictAccept},
-	}
+	f := s.fam
+	r0 := f.reg(0)
+	e := []expr.Any{f.loadDst(r0), lookupMap(s.eip2vpc, r0, r0), eq(f.reg(1), flagUnlimited[:])}
+	e = append(e, f.notICMP(f.reg(2))...)
+	e = append(e, f.writeNH(f.offDst, r0, f.reg(3))...)
+	return append(e, &expr.Notrack{}, &expr.Verdict{Kind: expr.VerdictAccept})
 }
 
 // Values of the flag that follows the Pod IP in MapEIP2VPC.
@@ -359,34 +414,46 @@ var (
 
 // dnatRules rewrite the destination ElasticIP to the Pod IP, fixing the IP
 // header checksum and the TCP/UDP pseudo-header checksum, after an ICMP error
-// has had its quote rewritten (or been dropped).
+// has had its quote rewritten (or been dropped). Over IPv6, Neighbor
+// Discovery addressed to an ElasticIP (a neighbour's unicast reachability
+// check) is never translated: the NDP responder has answered it on the
+// external interface already, and forwarded on it would only reach the Pod
+// with a hop limit below 255, which Neighbor Discovery refuses.
 func dnatRules(s setsOf) [][]expr.Any {
-	return [][]expr.Any{
-		isICMPError(s, jumpChain(ChainDNATICMPError)),
-		{
-			loadNH(offIPDst, reg0), lookupMap(s.eip2vpc, reg0, reg0),
-			writeNH(offIPDst, reg0), &expr.Notrack{},
-		},
+	f := s.fam
+	r0 := f.reg(0)
+	var out [][]expr.Any
+	if f == fam6 {
+		// icmpv6 type 133-137 counter drop
+		out = append(out, append(f.isICMP(r0),
+			loadTH(0, 1, r0),
+			&expr.Cmp{Op: expr.CmpOpGte, Register: r0, Data: []byte{ndpFirstType}},
+			&expr.Cmp{Op: expr.CmpOpLte, Register: r0, Data: []byte{ndpLastType}},
+			&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}))
 	}
+	out = append(out, isICMPError(s, jumpChain(ChainDNATICMPError)))
+	rewrite := append([]expr.Any{f.loadDst(r0), lookupMap(s.eip2vpc, r0, r0)}, f.writeNH(f.offDst, r0, f.reg(3))...)
+	return append(out, append(rewrite, &expr.Notrack{}))
 }
 
 // postroutingRules: a translated Pod's traffic leaving through the external
 // interface towards outside the cluster gets its ElasticIP as source.
 func postroutingRules(s setsOf, iface string) [][]expr.Any {
+	f := s.fam
 	return [][]expr.Any{{
 		&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: regName},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: regName, Data: ifname(iface)},
-		loadNH(offIPSrc, reg0), in(s.vpc2eip, reg0),
-		loadNH(offIPDst, reg1), notIn(s.cluster, reg1),
+		f.loadSrc(f.reg(0)), in(s.vpc2eip, f.reg(0)),
+		f.loadDst(f.reg(1)), notIn(s.cluster, f.reg(1)),
 		gotoChain(ChainSNAT),
 	}}
 }
 
 func snatRules(s setsOf) [][]expr.Any {
-	return [][]expr.Any{
-		isICMPError(s, jumpChain(ChainSNATICMPError)),
-		{loadNH(offIPSrc, reg0), lookupMap(s.vpc2eip, reg0, reg0), writeNH(offIPSrc, reg0)},
-	}
+	f := s.fam
+	r0 := f.reg(0)
+	out := [][]expr.Any{isICMPError(s, jumpChain(ChainSNATICMPError))}
+	return append(out, append([]expr.Any{f.loadSrc(r0), lookupMap(s.vpc2eip, r0, r0)}, f.writeNH(f.offSrc, r0, f.reg(3))...))
 }
 
 // inClusterDNATRules: a new connection from a cluster address to an
@@ -397,11 +464,13 @@ func snatRules(s setsOf) [][]expr.Any {
 // conntrack (and translated statelessly) on the target's node, so such a
 // client is left to the external path.
 func inClusterDNATRules(s setsOf) [][]expr.Any {
+	f := s.fam
+	r0, r1 := f.reg(0), f.reg(1)
 	// ip saddr @cluster_cidrs dnat ip to ip daddr map @cluster_eip2vpc
 	return [][]expr.Any{{
-		loadNH(offIPDst, reg0), lookupMap(s.clusterEIP2VPC, reg0, reg0),
-		loadNH(offIPSrc, reg1), in(s.cluster, reg1),
-		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg0},
+		f.loadDst(r0), lookupMap(s.clusterEIP2VPC, r0, r0),
+		f.loadSrc(r1), in(s.cluster, r1),
+		&expr.NAT{Type: expr.NATTypeDestNAT, Family: f.nfproto, RegAddrMin: r0},
 	}}
 }
 
@@ -416,25 +485,22 @@ func inClusterOutputRules(s setsOf) [][]expr.Any { return inClusterDNATRules(s) 
 // through the same connection. The key "source . destination" is "P . P",
 // whose element vpc2eip_quoted already holds for every Pod of this node.
 func inClusterHairpinRules(s setsOf) [][]expr.Any {
+	f := s.fam
+	r0 := f.reg(0)
 	// ct status dnat snat ip to ip saddr . ip daddr map @vpc2eip_quoted
 	return [][]expr.Any{{
 		&expr.Ct{Key: expr.CtKeySTATUS, Register: reg0},
 		&expr.Bitwise{SourceRegister: reg0, DestRegister: reg0, Len: 4,
 			Mask: binaryutil.NativeEndian.PutUint32(ipsDstNAT), Xor: binaryutil.NativeEndian.PutUint32(0)},
 		&expr.Cmp{Op: expr.CmpOpNeq, Register: reg0, Data: binaryutil.NativeEndian.PutUint32(0)},
-		loadNH(offIPSrc, reg0), loadNH(offIPDst, reg1), lookupMap(s.vpc2eipQuoted, reg0, reg0),
-		&expr.NAT{Type: expr.NATTypeSourceNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg0},
+		f.loadSrc(r0), f.loadDst(f.reg(1)), lookupMap(s.vpc2eipQuoted, r0, r0),
+		&expr.NAT{Type: expr.NATTypeSourceNAT, Family: f.nfproto, RegAddrMin: r0},
 	}}
 }
 
 // isICMPError matches ICMP messages that quote a packet and applies verdict.
 func isICMPError(s setsOf, verdict expr.Any) []expr.Any {
-	return []expr.Any{
-		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg0},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: reg0, Data: []byte{unix.IPPROTO_ICMP}},
-		loadTH(0, 1, reg0), in(s.icmpErrors, reg0),
-		verdict,
-	}
+	return append(s.fam.isICMP(reg0), loadTH(0, 1, reg0), in(s.icmpErrors, reg0), verdict)
 }
 
 // quoteRules rewrite the quoted address of an ICMP error. The lookup key is
@@ -453,8 +519,9 @@ func isICMPError(s setsOf, verdict expr.Any) []expr.Any {
 // writes the new value once more with the IP header checksum. Every write
 // leaves the ICMP checksum valid.
 func quoteRules(m *nftables.Set, outerOff, quoteOff uint32) [][]expr.Any {
+	f := fam4
 	key := func() []expr.Any {
-		return []expr.Any{loadNH(outerOff, reg0), loadTH(quoteOff, 4, reg1), lookupMap(m, reg0, reg2)}
+		return []expr.Any{f.loadNH(outerOff, reg0), loadTH(quoteOff, 4, reg1), lookupMap(m, reg0, reg2)}
 	}
 	l4fix := func(proto byte, csumOff uint32, nonZero bool) []expr.Any {
 		e := []expr.Any{
@@ -472,12 +539,12 @@ func quoteRules(m *nftables.Set, outerOff, quoteOff uint32) [][]expr.Any {
 		}
 		e = append(e, key()...)
 		return append(e,
-			loadTH(quoteOff, 4, reg3),                // old quoted address
-			writeTH(quoteOff, reg2, csumOff),         // new, quoted L4 checksum follows
-			writeTH(quoteOff, reg3, offICMPChecksum), // old again, ICMP checksum follows
+			loadTH(quoteOff, 4, reg3),                  // old quoted address
+			f.writeTH(quoteOff, reg2, csumOff),         // new, quoted L4 checksum follows
+			f.writeTH(quoteOff, reg3, offICMPChecksum), // old again, ICMP checksum follows
 		)
 	}
-	main := append(key(), writeTH(quoteOff, reg2, offQuoteChecksum), &expr.Verdict{Kind: expr.VerdictReturn})
+	main := append(key(), f.writeTH(quoteOff, reg2, offQuoteChecksum), &expr.Verdict{Kind: expr.VerdictReturn})
 	return [][]expr.Any{
 		l4fix(unix.IPPROTO_UDP, offQuoteUDPCsum, true),
 		l4fix(unix.IPPROTO_TCP, offQuoteTCPCsum, false),
@@ -486,30 +553,40 @@ func quoteRules(m *nftables.Set, outerOff, quoteOff uint32) [][]expr.Any {
 	}
 }
 
-func loadNH(off, reg uint32) *expr.Payload {
-	return &expr.Payload{OperationType: expr.PayloadLoad, DestRegister: reg, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: 4}
+// quoteRules6 rewrite the quoted address of an ICMPv6 error, with the same
+// key and drop as quoteRules. The quoted IPv6 header has no checksum to
+// absorb the change, but the quoted TCP, UDP or ICMPv6 checksum covers the
+// quoted addresses (pseudo-header) and lies inside the ICMPv6 message too:
+// writing the address with that checksum as csum field fixes it and, the
+// two changes cancelling in the sum, keeps the outer ICMPv6 checksum valid.
+// A quote with another next header (an extension header, a fragment), too
+// short to hold the field, or with a zero UDP checksum (invalid over IPv6)
+// has the change folded into the outer ICMPv6 checksum instead.
+func quoteRules6(m *nftables.Set, outerOff, quoteOff uint32) [][]expr.Any {
+	f := fam6
+	r0, r1, r2, r3 := f.reg(0), f.reg(1), f.reg(2), f.reg(3)
+	key := []expr.Any{f.loadNH(outerOff, r0), loadTH(quoteOff, 16, r1), lookupMap(m, r0, r2)}
+	rewrite := func(csumOff uint32) []expr.Any {
+		return append(slices.Clone(key), f.writeTH(quoteOff, r2, csumOff), &expr.Verdict{Kind: expr.VerdictReturn})
+	}
+	l4fix := func(proto byte, csumOff uint32) []expr.Any {
+		return append([]expr.Any{
+			loadTH(offQuote6NextHdr, 1, r3), eq(r3, []byte{proto}),
+			// Also proves the checksum field is inside the (possibly short) quote.
+			loadTH(csumOff, 2, r3), &expr.Cmp{Op: expr.CmpOpNeq, Register: r3, Data: []byte{0, 0}},
+		}, rewrite(csumOff)...)
+	}
+	return [][]expr.Any{
+		l4fix(unix.IPPROTO_UDP, offQuote6UDPCsum),
+		l4fix(unix.IPPROTO_TCP, offQuote6TCPCsum),
+		l4fix(unix.IPPROTO_ICMPV6, offQuote6ICMPSum),
+		rewrite(offICMPChecksum),
+		{&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}},
+	}
 }
 
 func loadTH(off, length, reg uint32) *expr.Payload {
 	return &expr.Payload{OperationType: expr.PayloadLoad, DestRegister: reg, Base: expr.PayloadBaseTransportHeader, Offset: off, Len: length}
-}
-
-// writeNH writes a 4-byte address into the IP header, updating the header
-// checksum and the TCP/UDP checksum whose pseudo-header covers the address
-// (the kernel skips the L4 update for ICMP and for non-first fragments).
-func writeNH(off, reg uint32) *expr.Payload {
-	return &expr.Payload{
-		OperationType: expr.PayloadWrite, SourceRegister: reg, Base: expr.PayloadBaseNetworkHeader,
-		Offset: off, Len: 4, CsumType: expr.CsumTypeInet, CsumOffset: offIPChecksum,
-		CsumFlags: unix.NFT_PAYLOAD_L4CSUM_PSEUDOHDR,
-	}
-}
-
-func writeTH(off, reg, csumOff uint32) *expr.Payload {
-	return &expr.Payload{
-		OperationType: expr.PayloadWrite, SourceRegister: reg, Base: expr.PayloadBaseTransportHeader,
-		Offset: off, Len: 4, CsumType: expr.CsumTypeInet, CsumOffset: csumOff,
-	}
 }
 
 func in(s *nftables.Set, reg uint32) *expr.Lookup {

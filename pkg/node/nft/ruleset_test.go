@@ -20,7 +20,7 @@ func testRuleset(t *testing.T) *ruleset {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return buildRuleset(s)
+	return buildRuleset(s, fam4)
 }
 
 func rulesOf(rs *ruleset, chain string) [][]expr.Any {
@@ -91,16 +91,16 @@ func TestPreroutingRules(t *testing.T) {
 			&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}},
 		// In-cluster clients: from a cluster address to any ElasticIP of the
 		// cluster, left to conntrack (and never limited).
-		{loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapClusterEIP2VPC, SetID: s.clusterEIP2VPC.ID},
-			loadNH(12, reg1), &expr.Lookup{SourceRegister: reg1, SetName: SetClusterCIDRs, SetID: s.cluster.ID},
+		{fam4.loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapClusterEIP2VPC, SetID: s.clusterEIP2VPC.ID},
+			fam4.loadNH(12, reg1), &expr.Lookup{SourceRegister: reg1, SetName: SetClusterCIDRs, SetID: s.cluster.ID},
 			&expr.Verdict{Kind: expr.VerdictAccept}},
 		// Limits see the addresses before any translation; a miss continues.
-		{loadNH(12, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: unix.NFT_REG_VERDICT, IsDestRegSet: true, SetName: MapLimitOut, SetID: s.limitOut.ID}},
-		{loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: unix.NFT_REG_VERDICT, IsDestRegSet: true, SetName: MapLimitIn, SetID: s.limitIn.ID}},
-		{loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapEIP2VPC, SetID: s.eip2vpc.ID},
+		{fam4.loadNH(12, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: unix.NFT_REG_VERDICT, IsDestRegSet: true, SetName: MapLimitOut, SetID: s.limitOut.ID}},
+		{fam4.loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: unix.NFT_REG_VERDICT, IsDestRegSet: true, SetName: MapLimitIn, SetID: s.limitIn.ID}},
+		{fam4.loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapEIP2VPC, SetID: s.eip2vpc.ID},
 			&expr.Verdict{Kind: expr.VerdictGoto, Chain: ChainDNAT}},
-		{loadNH(12, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapVPC2EIP, SetID: s.vpc2eip.ID},
-			loadNH(16, reg1), &expr.Lookup{SourceRegister: reg1, SetName: SetClusterCIDRs, SetID: s.cluster.ID, Invert: true},
+		{fam4.loadNH(12, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapVPC2EIP, SetID: s.vpc2eip.ID},
+			fam4.loadNH(16, reg1), &expr.Lookup{SourceRegister: reg1, SetName: SetClusterCIDRs, SetID: s.cluster.ID, Invert: true},
 			&expr.Notrack{}},
 	}
 	if got := rulesOf(rs, ChainPrerouting); !reflect.DeepEqual(got, want) {
@@ -117,7 +117,7 @@ func TestFastPathByIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.extIndex = 7
-	rs := buildRuleset(s)
+	rs := buildRuleset(s, fam4)
 	rules := rulesOf(rs, ChainPrerouting)
 	want := append([]expr.Any{
 		&expr.Meta{Key: expr.MetaKeyIIF, Register: reg0},
@@ -139,13 +139,13 @@ func TestFromOutsideRules(t *testing.T) {
 	rs := testRuleset(t)
 	s := rs.sets
 	want := [][]expr.Any{
-		{loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: reg0, IsDestRegSet: true, SetName: MapEIP2VPC, SetID: s.eip2vpc.ID},
+		{fam4.loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: reg0, IsDestRegSet: true, SetName: MapEIP2VPC, SetID: s.eip2vpc.ID},
 			&expr.Cmp{Op: expr.CmpOpEq, Register: unix.NFT_REG32_01, Data: []byte{0, 0, 0, 0}},
 			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg2},
 			&expr.Cmp{Op: expr.CmpOpNeq, Register: reg2, Data: []byte{unix.IPPROTO_ICMP}},
-			writeNH(16, reg0), &expr.Notrack{}, &expr.Verdict{Kind: expr.VerdictAccept}},
-		{loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: unix.NFT_REG_VERDICT, IsDestRegSet: true, SetName: MapLimitIn, SetID: s.limitIn.ID}},
-		{loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapEIP2VPC, SetID: s.eip2vpc.ID},
+			fam4.writeNH(16, reg0, reg3)[0], &expr.Notrack{}, &expr.Verdict{Kind: expr.VerdictAccept}},
+		{fam4.loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: unix.NFT_REG_VERDICT, IsDestRegSet: true, SetName: MapLimitIn, SetID: s.limitIn.ID}},
+		{fam4.loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapEIP2VPC, SetID: s.eip2vpc.ID},
 			&expr.Verdict{Kind: expr.VerdictGoto, Chain: ChainDNAT}},
 	}
 	if got := rulesOf(rs, ChainFromOutside); !reflect.DeepEqual(got, want) {
@@ -222,7 +222,7 @@ func TestQuoteRules(t *testing.T) {
 			for j, e := range r {
 				if l, ok := e.(*expr.Lookup); ok && l.IsDestRegSet {
 					if l.SetName != c.m.Name || l.SourceRegister != reg0 ||
-						!reflect.DeepEqual(r[j-2], loadNH(c.outer, reg0)) || !reflect.DeepEqual(r[j-1], loadTH(c.quote, 4, reg1)) {
+						!reflect.DeepEqual(r[j-2], fam4.loadNH(c.outer, reg0)) || !reflect.DeepEqual(r[j-1], loadTH(c.quote, 4, reg1)) {
 						t.Errorf("%s rule %d: lookup key is not outer . quoted address: %#v", chain, i, r[j-2:j+1])
 					}
 				}

@@ -30,8 +30,8 @@ type Config struct {
 	// traffic leaving through it gets its ElasticIP as source.
 	ExternalInterface string
 	// ClusterCIDRs are the Pod CIDRs, Service CIDRs and node addresses (as
-	// /32). Traffic between a Pod and these ranges is never translated. IPv6
-	// prefixes are ignored: the datapath is IPv4 only.
+	// /32 or /128), of both families. Traffic between a Pod and these ranges
+	// is never translated.
 	ClusterCIDRs []netip.Prefix
 }
 
@@ -59,9 +59,11 @@ type DesiredState struct {
 	// Mappings are the ElasticIPs attached to Pods of this node: translated
 	// statelessly between the ElasticIP and the outside.
 	Mappings []Mapping
-	// Direct lists the direct NICs: IPv4 packets entering the node through
-	// one of their host interfaces with a source address not listed for that
-	// interface are dropped. Interfaces not listed are not filtered.
+	// Direct lists the direct NICs: packets entering the node through one
+	// of their host interfaces with a source address not listed for that
+	// interface are dropped, in each family the interface has an address of
+	// (IPv6 link-local sources and :: excepted). Interfaces not listed are
+	// not filtered.
 	Direct []DirectNIC
 	// InCluster lists the NAT mappings of the whole cluster, on any node.
 	// Cluster clients on this node (its Pods, from a cluster address, and
@@ -89,15 +91,16 @@ type state struct {
 	// extIndex is the external interface's index when the table was built
 	// (0: unknown), for the inbound fast path; see preroutingRules.
 	extIndex uint32
-	cidrs    []netip.Prefix // IPv4, masked, without overlaps, sorted
+	cidrs    []netip.Prefix // masked, without overlaps, sorted (IPv4 first)
 	// eip2vpc and vpc2eip are the kept mappings, natBW the bandwidth of
 	// each kept ElasticIP (0: unlimited).
 	eip2vpc map[netip.Addr]netip.Addr
 	vpc2eip map[netip.Addr]netip.Addr
 	natBW   map[netip.Addr]int32
-	// directIfaces are the filtered host interfaces, directOf the allowed
-	// source addresses with the one interface each may enter through.
-	directIfaces map[string]struct{}
+	// directIfaces are the filtered host interfaces of each family,
+	// directOf the allowed source addresses with the one interface each may
+	// enter through.
+	directIfaces map[familyIface]struct{}
 	directOf     map[netip.Addr]string
 	// limits holds the limit in Mbit/s of every limited ElasticIP;
 	// limitSrc maps the source address its outbound traffic carries when it
@@ -114,7 +117,7 @@ func newState(c Config) *state {
 	return &state{
 		iface: c.ExternalInterface, cidrs: mergePrefixes(c.ClusterCIDRs),
 		eip2vpc: map[netip.Addr]netip.Addr{}, vpc2eip: map[netip.Addr]netip.Addr{}, natBW: map[netip.Addr]int32{},
-		directIfaces: map[string]struct{}{}, directOf: map[netip.Addr]string{},
+		directIfaces: map[familyIface]struct{}{}, directOf: map[netip.Addr]string{},
 		limits: map[netip.Addr]int32{}, limitSrc: map[netip.Addr]netip.Addr{}, limitFrom: map[netip.Addr]netip.Addr{},
 		cluster: map[netip.Addr]netip.Addr{},
 	}
@@ -152,8 +155,17 @@ func sortedKeys[V any](m map[netip.Addr]V) []netip.Addr {
 	return slices.SortedFunc(maps.Keys(m), netip.Addr.Compare)
 }
 
+// usable reports an address that may be an ElasticIP, a Pod IP or a direct
+// NIC's source: unicast, and for IPv6 neither loopback nor link-local (which
+// never leaves its link). Callers unmap IPv4-mapped IPv6 addresses first.
 func usable(a netip.Addr) bool {
-	return a.Is4() && !a.IsUnspecified() && !a.IsMulticast() && a != netip.AddrFrom4([4]byte{255, 255, 255, 255})
+	switch {
+	case a.Is4():
+		return !a.IsUnspecified() && !a.IsMulticast() && a != netip.AddrFrom4([4]byte{255, 255, 255, 255})
+	case a.Is6():
+		return !a.IsUnspecified() && !a.IsMulticast() && !a.IsLoopback() && !a.IsLinkLocalUnicast()
+	}
+	return false
 }
 
 // sameConfig reports whether two states need the same rules (they may differ
@@ -163,8 +175,8 @@ func (s *state) sameConfig(o *state) bool {
 }
 
 // direct returns the filtered interfaces and the allowed pairs, sorted.
-func (s *state) direct() ([]string, []DirectNIC) {
-	return slices.Sorted(maps.Keys(s.directIfaces)), directPairs(s.directOf)
+func (s *state) direct() ([]familyIface, []DirectNIC) {
+	return slices.SortedFunc(maps.Keys(s.directIfaces), compareFamilyIface), directPairs(s.directOf)
 }
 
 // mappings returns the state's mappings sorted by ElasticIP.
@@ -187,25 +199,34 @@ func (s *state) clusterMappings() []Mapping {
 	return out
 }
 
-// addrRange is an inclusive range of IPv4 addresses.
+// addrRange is an inclusive range of addresses of one family.
 type addrRange struct{ first, last netip.Addr }
 
-// mergePrefixes keeps the IPv4 prefixes, masks them, and drops the ones
-// covered by another; what is left is sorted and free of overlaps, which an
-// nftables interval set requires.
+// mergePrefixes masks the prefixes (an IPv4-mapped IPv6 prefix becomes the
+// IPv4 prefix it means) and drops the ones covered by another; what is left
+// is sorted, IPv4 first, and free of overlaps, which an nftables interval set
+// requires.
 func mergePrefixes(in []netip.Prefix) []netip.Prefix {
-	var v4 []netip.Prefix
+	var all []netip.Prefix
 	for _, p := range in {
-		if p.IsValid() && p.Addr().Unmap().Is4() {
-			v4 = append(v4, netip.PrefixFrom(p.Addr().Unmap(), p.Bits()).Masked())
+		if !p.IsValid() {
+			continue
 		}
+		a, bits := p.Addr(), p.Bits()
+		if a.Is4In6() {
+			if bits < 96 {
+				continue // covers more than the mapped IPv4 space: no IPv4 prefix
+			}
+			a, bits = a.Unmap(), bits-96
+		}
+		all = append(all, netip.PrefixFrom(a.WithZone(""), bits).Masked())
 	}
 	// Shorter prefixes first, so a covering prefix is kept before what it covers.
-	slices.SortFunc(v4, func(a, b netip.Prefix) int {
+	slices.SortFunc(all, func(a, b netip.Prefix) int {
 		return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
 	})
 	var out []netip.Prefix
-	for _, p := range v4 {
+	for _, p := range all {
 		if len(out) > 0 && out[len(out)-1].Overlaps(p) {
 			continue // sorted by address: an overlapping earlier prefix covers p
 		}
@@ -229,13 +250,23 @@ func ranges(prefixes []netip.Prefix) []addrRange {
 	return out
 }
 
+// lastAddr is the last address of a prefix: its host bits all set.
 func lastAddr(p netip.Prefix) netip.Addr {
-	a := p.Masked().Addr().As4()
-	host := uint32(1)<<(32-p.Bits()) - 1
-	if p.Bits() == 0 {
-		host = ^uint32(0)
+	b := p.Masked().Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
 	}
-	v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
-	v |= host
-	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}
+
+// familyPrefixes are the prefixes of one family among sorted ones.
+func familyPrefixes(ps []netip.Prefix, f *family) []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range ps {
+		if familyOf(p.Addr()) == f {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -63,8 +63,8 @@ func TestNormalizeMappings(t *testing.T) {
 			invalid: true,
 		},
 		{
-			name:    "IPv6, unspecified, multicast, broadcast, identical",
-			in:      []Mapping{m("2001:db8::1", "10.244.1.5"), m("0.0.0.0", "10.244.1.5"), m("224.0.0.1", "10.244.1.5"), m("255.255.255.255", "10.244.1.5"), m("10.244.1.5", "10.244.1.5"), {}},
+			name:    "mixed families, link-local, unspecified, multicast, broadcast, identical",
+			in:      []Mapping{m("2001:db8::1", "10.244.1.5"), m("fe80::1", "fe80::2"), m("0.0.0.0", "10.244.1.5"), m("224.0.0.1", "10.244.1.5"), m("255.255.255.255", "10.244.1.5"), m("10.244.1.5", "10.244.1.5"), {}},
 			want:    map[string]string{},
 			invalid: true,
 		},
@@ -109,7 +109,7 @@ func TestMergePrefixes(t *testing.T) {
 	}{
 		{in: []string{"10.244.0.0/16", "10.96.0.0/12", "10.225.51.2/32"}, want: []string{"10.96.0.0/12", "10.225.51.2/32", "10.244.0.0/16"}},
 		{in: []string{"10.244.3.0/24", "10.244.0.0/16", "10.244.0.7/32"}, want: []string{"10.244.0.0/16"}},
-		{in: []string{"10.244.1.9/16", "fd00::/64"}, want: []string{"10.244.0.0/16"}}, // masked, IPv6 dropped
+		{in: []string{"10.244.1.9/16", "fd00::1/64"}, want: []string{"10.244.0.0/16", "fd00::/64"}}, // masked, IPv4 first
 		{in: []string{"0.0.0.0/0", "10.0.0.0/8"}, want: []string{"0.0.0.0/0"}},
 		{in: nil, want: nil},
 	}
@@ -200,7 +200,7 @@ func TestNormalizeDirect(t *testing.T) {
 		},
 		{
 			name:    "bad address: interface filtered with nothing allowed",
-			in:      []DirectNIC{{HostInterface: "veth1"}, dn("veth2", "2001:db8::1"), dn("veth3", "224.0.0.1"), dn("veth4", "10.225.51.9")},
+			in:      []DirectNIC{{HostInterface: "veth1"}, dn("veth2", "fe80::1"), dn("veth3", "224.0.0.1"), dn("veth4", "10.225.51.9")},
 			ifaces:  []string{"veth1", "veth2", "veth3", "veth4"},
 			allowed: []DirectNIC{dn("veth4", "10.225.51.9")},
 			invalid: true,
@@ -223,7 +223,8 @@ func TestNormalizeDirect(t *testing.T) {
 			if tt.invalid != errors.Is(err, ErrInvalidMapping) {
 				t.Errorf("err = %v, want invalid=%v", err, tt.invalid)
 			}
-			ifaces, allowed := s.direct()
+			all, allowed := s.direct()
+			ifaces := namesIn(all, fam4)
 			if !reflect.DeepEqual(ifaces, tt.ifaces) || !reflect.DeepEqual(allowed, tt.allowed) {
 				t.Errorf("direct = %q %v, want %q %v", ifaces, allowed, tt.ifaces, tt.allowed)
 			}
@@ -259,4 +260,15 @@ func TestSameDirect(t *testing.T) {
 	if maps.Equal(a.directOf, c.directOf) || !a.sameConfig(c) || !maps.Equal(a.eip2vpc, c.eip2vpc) {
 		t.Error("swapped addresses not seen as a direct-only change")
 	}
+}
+
+// namesIn lists the names of the interfaces filtered in one family's table.
+func namesIn(ifaces []familyIface, f *family) []string {
+	var out []string
+	for _, i := range ifaces {
+		if i.fam == f {
+			out = append(out, i.name)
+		}
+	}
+	return out
 }

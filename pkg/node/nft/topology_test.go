@@ -23,6 +23,17 @@ const (
 	podIP     = "10.244.1.5"
 	podGW     = "10.244.1.1" // node's address on the Pod veth
 	extIf     = "ext0"
+
+	// IPv6 (topologyOptions.ipv6): the segment is 2001:db8:51::/64, or with
+	// a router two /120s (node side ::0-::ff, client side ::100-::1ff); the
+	// Pod's gateway is link-local.
+	clientIP6  = "2001:db8:51::164"
+	nodeIP6    = "2001:db8:51::2"
+	routerIP6  = "2001:db8:51::1"
+	routerCIP6 = "2001:db8:51::161"
+	elasticIP6 = "2001:db8:51::5"
+	podIP6     = "fd00:10:244:1::5"
+	podGW6     = "fe80::1"
 )
 
 // topology is an external client, a node running the datapath, and a Pod
@@ -43,6 +54,9 @@ type topologyOptions struct {
 	// masquerade installs what a primary CNI with ipMasq does in the node
 	// (an nftables masquerade for Pod egress) and keeps conntrack active.
 	masquerade bool
+	// ipv6 makes everything dual-stack: IPv6 addresses beside the IPv4
+	// ones, and a mapping elasticIP6 -> podIP6 beside the IPv4 one.
+	ipv6 bool
 }
 
 func newTopology(t *testing.T, o topologyOptions) *topology {
@@ -85,6 +99,9 @@ func newTopology(t *testing.T, o topologyOptions) *topology {
 	tp.pod.Addr("eth0", podIP+"/32")
 	tp.pod.Route(podGW+"/32", "", "eth0")
 	tp.pod.Route("default", podGW, "eth0")
+	if o.ipv6 {
+		tp.addIPv6(o)
+	}
 	for _, d := range []string{extIf, "vpod"} {
 		tp.node.DisableOffload(d)
 	}
@@ -107,7 +124,36 @@ func newTopology(t *testing.T, o topologyOptions) *topology {
 		},
 		Mappings: []Mapping{{ElasticIP: netip.MustParseAddr(elasticIP), PodIP: netip.MustParseAddr(podIP)}},
 	}
+	if o.ipv6 {
+		tp.state.ClusterCIDRs = append(tp.state.ClusterCIDRs,
+			netip.MustParsePrefix("fd00:10:244::/48"), netip.MustParsePrefix("fd00:10:96::/112"), netip.MustParsePrefix(nodeIP6+"/128"))
+		tp.state.Mappings = append(tp.state.Mappings, Mapping{ElasticIP: netip.MustParseAddr(elasticIP6), PodIP: netip.MustParseAddr(podIP6)})
+	}
 	return tp
+}
+
+// addIPv6 gives every namespace its IPv6 addresses and routes, the same
+// shape as the IPv4 ones: the Pod routes through a link-local gateway held
+// by the node's end of its veth.
+func (tp *topology) addIPv6(o topologyOptions) {
+	if tp.router != nil {
+		tp.node.Addr(extIf, nodeIP6+"/120")
+		tp.router.Addr("rnode", routerIP6+"/120")
+		tp.router.Addr("rcli", routerCIP6+"/120")
+		tp.client.Addr("eth0", clientIP6+"/120")
+		tp.router.Sysctl("net/ipv6/conf/all/forwarding", "1")
+		tp.client.Route("default", routerCIP6, "")
+		tp.node.Route("2001:db8:51::100/120", routerIP6, "")
+		tp.router.Neigh("rnode", elasticIP6, tp.node.MAC(extIf))
+	} else {
+		tp.node.Addr(extIf, nodeIP6+"/64")
+		tp.client.Addr("eth0", clientIP6+"/64")
+		tp.client.Neigh("eth0", elasticIP6, tp.node.MAC(extIf))
+	}
+	tp.node.Addr("vpod", podGW6+"/64")
+	tp.node.Route(podIP6+"/128", "", "vpod")
+	tp.pod.Addr("eth0", podIP6+"/128")
+	tp.pod.Route("default", podGW6, "eth0")
 }
 
 // installMasquerade mimics the primary CNI (ptp/bridge ipMasq: true) in the
@@ -120,6 +166,16 @@ func (tp *topology) installMasquerade(t *testing.T) {
 	chain postrouting {
 		type nat hook postrouting priority srcnat; policy accept;
 		ip saddr 10.244.0.0/16 ip daddr != 10.244.0.0/16 counter masquerade
+	}
+	chain forward {
+		type filter hook forward priority filter; policy accept;
+		ct state invalid counter drop
+	}
+}
+table ip6 cnisim {
+	chain postrouting {
+		type nat hook postrouting priority srcnat; policy accept;
+		ip6 saddr fd00:10:244::/48 ip6 daddr != fd00:10:244::/48 counter masquerade
 	}
 	chain forward {
 		type filter hook forward priority filter; policy accept;

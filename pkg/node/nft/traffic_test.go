@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"regexp"
 	"strconv"
 	"testing"
@@ -23,7 +24,7 @@ func tcpExchange(t *testing.T, server *netns.NS, client *netns.NS, port int, dia
 	t.Helper()
 	var ln net.Listener
 	server.MustDo(func() (err error) {
-		ln, err = net.Listen("tcp4", fmt.Sprintf("0.0.0.0:%d", port))
+		ln, err = net.Listen(network("tcp", dialIP), anyAddr(dialIP, port))
 		return err
 	})
 	defer ln.Close()
@@ -42,7 +43,7 @@ func tcpExchange(t *testing.T, server *netns.NS, client *netns.NS, port int, dia
 	}()
 	var conn net.Conn
 	client.MustDo(func() (err error) {
-		conn, err = net.DialTimeout("tcp4", fmt.Sprintf("%s:%d", dialIP, port), ioTimeout)
+		conn, err = net.DialTimeout(network("tcp", dialIP), net.JoinHostPort(dialIP, strconv.Itoa(port)), ioTimeout)
 		return err
 	})
 	defer conn.Close()
@@ -64,7 +65,7 @@ func udpExchange(t *testing.T, server *netns.NS, client *netns.NS, port int, dia
 	t.Helper()
 	var pc net.PacketConn
 	server.MustDo(func() (err error) {
-		pc, err = net.ListenPacket("udp4", fmt.Sprintf("0.0.0.0:%d", port))
+		pc, err = net.ListenPacket(network("udp", dialIP), anyAddr(dialIP, port))
 		return err
 	})
 	defer pc.Close()
@@ -82,7 +83,7 @@ func udpExchange(t *testing.T, server *netns.NS, client *netns.NS, port int, dia
 	}()
 	var cc net.PacketConn
 	client.MustDo(func() (err error) {
-		cc, err = net.ListenPacket("udp4", "0.0.0.0:0")
+		cc, err = net.ListenPacket(network("udp", dialIP), anyAddr(dialIP, 0))
 		return err
 	})
 	defer cc.Close()
@@ -97,6 +98,22 @@ func udpExchange(t *testing.T, server *netns.NS, client *netns.NS, port int, dia
 		t.Fatalf("answer = %q from %v: %v", buf[:n], from, err)
 	}
 	return <-seen, from.(*net.UDPAddr).IP.String()
+}
+
+// network is "tcp4"/"udp4" or "tcp6"/"udp6", after the family of ip.
+func network(proto, ip string) string {
+	if netip.MustParseAddr(ip).Is4() {
+		return proto + "4"
+	}
+	return proto + "6"
+}
+
+// anyAddr is the wildcard address of ip's family with port.
+func anyAddr(ip string, port int) string {
+	if netip.MustParseAddr(ip).Is4() {
+		return fmt.Sprintf("0.0.0.0:%d", port)
+	}
+	return fmt.Sprintf("[::]:%d", port)
 }
 
 var pingStats = regexp.MustCompile(`(\d+) packets transmitted, (\d+) received`)

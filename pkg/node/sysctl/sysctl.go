@@ -7,7 +7,9 @@
 package sysctl
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -22,9 +24,19 @@ const DefaultRoot = "/proc/sys"
 type Setting struct {
 	Key   string
 	Value string
+	// OnlyIf, when set, writes Value only while the key holds OnlyIf.
+	OnlyIf string
+	// Optional settings are skipped where the kernel lacks the key (IPv6
+	// disabled).
+	Optional bool
 }
 
-func (s Setting) String() string { return s.Key + "=" + s.Value }
+func (s Setting) String() string {
+	if s.OnlyIf != "" {
+		return s.Key + "=" + s.Value + " (if " + s.OnlyIf + ")"
+	}
+	return s.Key + "=" + s.Value
+}
 
 // Writer reads and writes parameters under Root.
 type Writer struct {
@@ -62,6 +74,18 @@ func (w *Writer) Set(key, value string) error {
 // Apply writes every setting in order and stops at the first error.
 func (w *Writer) Apply(settings []Setting) error {
 	for _, s := range settings {
+		if s.Optional || s.OnlyIf != "" {
+			cur, err := w.Get(s.Key)
+			if errors.Is(err, fs.ErrNotExist) && s.Optional {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if s.OnlyIf != "" && cur != s.OnlyIf {
+				continue
+			}
+		}
 		if err := w.Set(s.Key, s.Value); err != nil {
 			return err
 		}
@@ -83,13 +107,27 @@ func (w *Writer) path(key string) string {
 //   - arp_announce=2: ARP requests the node sends use the interface's own
 //     address as sender, never an address from another interface;
 //   - proxy_arp=0: the kernel never answers for addresses it merely routes,
-//     such as ElasticIPs whose traffic it forwards.
+//     such as ElasticIPs whose traffic it forwards;
+//
+// and for IPv6, where the kernel has it:
+//   - forwarding=1 (all interfaces): IPv6 ElasticIPs are routed like IPv4
+//     ones;
+//   - proxy_ndp=0: the kernel never answers neighbor solicitations for
+//     addresses it merely routes (pkg/node/ndp does for ElasticIPs);
+//   - accept_ra=2 where it is 1: a forwarding interface ignores router
+//     advertisements at accept_ra=1, so a Node that configures its external
+//     interface from them would lose its IPv6 default route; 2 keeps taking
+//     them.
 func ExternalInterface(iface string) []Setting {
 	conf := func(name string) string { return "net/ipv4/conf/" + iface + "/" + name }
+	conf6 := func(name string) string { return "net/ipv6/conf/" + iface + "/" + name }
 	return []Setting{
 		{Key: "net/ipv4/ip_forward", Value: "1"},
 		{Key: conf("arp_ignore"), Value: "1"},
 		{Key: conf("arp_announce"), Value: "2"},
 		{Key: conf("proxy_arp"), Value: "0"},
+		{Key: conf6("accept_ra"), Value: "2", OnlyIf: "1", Optional: true},
+		{Key: "net/ipv6/conf/all/forwarding", Value: "1", Optional: true},
+		{Key: conf6("proxy_ndp"), Value: "0", Optional: true},
 	}
 }

@@ -17,6 +17,9 @@ func TestExternalInterfaceSettings(t *testing.T) {
 		"net/ipv4/conf/eth0.100/arp_ignore=1",
 		"net/ipv4/conf/eth0.100/arp_announce=2",
 		"net/ipv4/conf/eth0.100/proxy_arp=0",
+		"net/ipv6/conf/eth0.100/accept_ra=2 (if 1)",
+		"net/ipv6/conf/all/forwarding=1",
+		"net/ipv6/conf/eth0.100/proxy_ndp=0",
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %v", got)
@@ -44,10 +47,27 @@ func TestWriterOnDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range ExternalInterface("eth0.100") {
-		got, err := w.Get(s.Key)
-		if err != nil || got != s.Value {
-			t.Errorf("%s = %q, %v; want %q", s.Key, got, err, s.Value)
+		want := s.Value
+		if s.OnlyIf != "" {
+			want = "7" // set only from OnlyIf
 		}
+		got, err := w.Get(s.Key)
+		if err != nil || got != want {
+			t.Errorf("%s = %q, %v; want %q", s.Key, got, err, want)
+		}
+	}
+	// accept_ra goes from 1 to 2, and IPv6 keys the kernel lacks are skipped.
+	if err := w.Set("net/ipv6/conf/eth0.100/accept_ra", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(root, "net/ipv6/conf/all")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Apply(ExternalInterface("eth0.100")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := w.Get("net/ipv6/conf/eth0.100/accept_ra"); got != "2" {
+		t.Errorf("accept_ra = %q after 1, want 2", got)
 	}
 	// The key cannot escape the root.
 	if p := w.path("../../etc/passwd"); !strings.HasPrefix(p, root) {
@@ -70,7 +90,7 @@ func TestPerNamespace(t *testing.T) {
 	b.Sysctl("net/ipv4/ip_forward", "0")
 	a.MustDo(func() error { return New().Apply(ExternalInterface("ext0")) })
 	for _, s := range ExternalInterface("ext0") {
-		if got := a.ReadSysctl(s.Key); got != s.Value {
+		if got := a.ReadSysctl(s.Key); got != s.Value && s.OnlyIf == "" {
 			t.Errorf("in a: %s = %q, want %q", s.Key, got, s.Value)
 		}
 	}

@@ -7,7 +7,10 @@
 //
 // Addresses exist only inside the namespaces the harness creates: the external segment
 // is 10.225.51.0/24 (client .100, Nodes .2, .3, ...), Pods 10.244.<n>.0/24 per Node,
-// each Node routing the others' Pod ranges through them.
+// each Node routing the others' Pod ranges through them. A dual-stack cluster
+// (Options.DualStack) adds unique local IPv6 addresses beside them: fd00:225:51::/64 on
+// the segment (client ::100, Nodes ::2, ::3, ...) and fd00:244:0:<n>::/64 per Node for
+// Pods, inside fd00:244::/56.
 package harness
 
 import (
@@ -47,6 +50,15 @@ const (
 	FarRouterIP = "10.225.60.1"
 	FarClientIP = "10.225.60.2"
 	RouterMTU   = 1280
+
+	// The IPv6 side of a dual-stack cluster.
+	ExternalPrefix6 = "fd00:225:51::/64"
+	ClientIP6       = "fd00:225:51::100"
+	ClusterCIDR6    = "fd00:244::/56"
+	RouterIP6       = "fd00:225:51::254"
+	FarPrefix6      = "fd00:225:60::/64"
+	FarRouterIP6    = "fd00:225:60::1"
+	FarClientIP6    = "fd00:225:60::2"
 )
 
 // Options shape a cluster.
@@ -63,6 +75,9 @@ type Options struct {
 	Router bool
 	// NoWebhook leaves admission out, to produce the races the webhook exists to stop.
 	NoWebhook bool
+	// DualStack gives the segment, the Nodes and the Pods IPv6 addresses too (and the far
+	// client, with FarClient or Router).
+	DualStack bool
 	// AgentArgs are extra flags of `juneau node` (given last, so they override the
 	// harness's own, e.g. --resync-period).
 	AgentArgs []string
@@ -79,6 +94,8 @@ type Cluster struct {
 	Router  *netns.NS // with Options.FarClient or Router: RouterIP on the segment
 	Nodes   map[string]*Node
 	Plugins string // CNI plugin directory: ptp, host-local, juneau
+
+	dualStack bool
 
 	Controller *framework.Component
 	Webhook    *framework.Webhook
@@ -98,6 +115,8 @@ type Node struct {
 	NS         *netns.NS
 	IP         string // on ext0
 	PodCIDR    string
+	IP6        string // on ext0, in a dual-stack cluster
+	PodCIDR6   string // in a dual-stack cluster
 	Kubeconfig string
 	Socket     string // the agent's CNI socket
 	Agent      *framework.Component
@@ -118,7 +137,7 @@ func New(t testing.TB, cp *framework.ControlPlane, opts Options) *Cluster {
 	if err != nil {
 		require.Unmet(t, "%v", err)
 	}
-	c := &Cluster{t: t, CP: cp, Dir: t.TempDir(), Nodes: map[string]*Node{}, agentArgs: opts.AgentArgs}
+	c := &Cluster{t: t, CP: cp, Dir: t.TempDir(), Nodes: map[string]*Node{}, agentArgs: opts.AgentArgs, dualStack: opts.DualStack}
 	c.Plugins = c.pluginDir(pluginDir)
 
 	c.Ext = netns.New(t, "ext")
@@ -127,6 +146,9 @@ func New(t testing.TB, cp *framework.ControlPlane, opts Options) *Cluster {
 	c.Client = netns.New(t, "cli")
 	c.attach(c.Client, "eth0", "cli")
 	c.Client.Addr("eth0", ClientIP+"/24")
+	if c.dualStack {
+		c.Client.Addr("eth0", ClientIP6+"/64")
+	}
 
 	// Every component runs with the credentials of its own ServiceAccount and the RBAC
 	// of manifests/, never as admin, so least privilege is exercised for real; each node
@@ -262,6 +284,14 @@ func (c *Cluster) addFarClient(smallMTU bool) {
 	c.Far.Addr("eth0", FarClientIP+"/24")
 	c.Far.Route("0.0.0.0/0", FarRouterIP, "eth0")
 	router.Sysctl("net/ipv4/ip_forward", "1")
+	if c.dualStack {
+		// IPv6's minimum MTU is 1280 too: the Pod's 1500-byte packets get Packet Too Big.
+		router.Addr("eth0", RouterIP6+"/64")
+		router.Addr("far0", FarRouterIP6+"/64")
+		c.Far.Addr("eth0", FarClientIP6+"/64")
+		c.Far.Route("::/0", FarRouterIP6, "eth0")
+		router.Sysctl("net/ipv6/conf/all/forwarding", "1")
+	}
 }
 
 func (c *Cluster) addNode(name string, i int) *Node {
@@ -271,12 +301,19 @@ func (c *Cluster) addNode(name string, i int) *Node {
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if c.dualStack {
+		n.IP6 = fmt.Sprintf("fd00:225:51::%d", 2+i)
+		n.PodCIDR6 = fmt.Sprintf("fd00:244:0:%d::/64", 1+i)
+	}
 	c.registerNode(n)
 	c.bootNode(n)
 	n.Socket = filepath.Join(n.dir, "cni.sock")
 	n.agentArgs = append([]string{"node", "--kubeconfig=" + n.Kubeconfig, "--node-name=" + name,
 		"--cluster-cidr=" + ClusterCIDR, "--metrics-bind-address=127.0.0.1:0", "--resync-period=30s",
 		"--cni-socket=" + n.Socket, "-v=2"}, c.agentArgs...)
+	if c.dualStack {
+		n.agentArgs = append(n.agentArgs, "--cluster-cidr="+ClusterCIDR6)
+	}
 	c.StartAgent(n)
 	return n
 }
@@ -294,8 +331,15 @@ func (c *Cluster) bootNode(n *Node) {
 	}
 	n.NS.Addr(extIface, n.IP+"/24")
 	n.NS.Sysctl("net/ipv4/ip_forward", "1")
+	if n.IP6 != "" {
+		n.NS.Addr(extIface, n.IP6+"/64")
+		n.NS.Sysctl("net/ipv6/conf/all/forwarding", "1")
+	}
 	if c.farClient {
 		n.NS.Route(FarPrefix, RouterIP, extIface)
+		if n.IP6 != "" {
+			n.NS.Route(FarPrefix6, RouterIP6, extIface)
+		}
 	}
 	var addr string
 	addr, n.stopFwd = forwardAPIServer(c.t, n.NS, strings.TrimPrefix(c.CP.URL, "https://"))
@@ -308,6 +352,9 @@ func (c *Cluster) routePods(n *Node) {
 	for _, o := range c.Nodes {
 		if o != n {
 			n.NS.Route(o.PodCIDR, o.IP, extIface)
+			if o.PodCIDR6 != "" {
+				n.NS.Route(o.PodCIDR6, o.IP6, extIface)
+			}
 		}
 	}
 }
@@ -330,7 +377,11 @@ func (c *Cluster) registerNode(n *Node) {
 	if err != nil {
 		c.t.Fatalf("creating Node %s: %v", n.Name, err)
 	}
-	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.IP}, {Type: corev1.NodeHostName, Address: n.Name}}
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.IP}}
+	if n.IP6 != "" {
+		node.Status.Addresses = append(node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: n.IP6})
+	}
+	node.Status.Addresses = append(node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: n.Name})
 	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
 	if _, err := nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {

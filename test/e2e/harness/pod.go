@@ -34,7 +34,8 @@ type Pod struct {
 	Node      *Node
 	Object    *corev1.Pod
 	NS        *netns.NS
-	IP        string // from the CNI result: the Pod IP, or the ElasticIP on a direct eth0
+	IP        string   // from the CNI result: the Pod IP, or the ElasticIP on a direct eth0
+	IPs       []string // every address of the CNI result, IPv4 first
 	Result    *current.Result
 	started   bool
 	namespace string
@@ -98,15 +99,22 @@ func (c *Cluster) RunPod(spec PodSpec) *Pod {
 }
 
 // conflist is the Node's CNI configuration: ptp (masquerading Pod egress, as real
-// clusters do) with host-local IPAM, then juneau chained.
+// clusters do) with host-local IPAM, then juneau chained. In a dual-stack cluster the
+// Pod gets an IPv6 address from a second range, and ::/0.
 func (n *Node) conflist(waitSeconds int) ([]byte, error) {
+	ranges := [][]map[string]string{{{"subnet": n.PodCIDR}}}
+	routes := []map[string]string{{"dst": "0.0.0.0/0"}}
+	if n.PodCIDR6 != "" {
+		ranges = append(ranges, []map[string]string{{"subnet": n.PodCIDR6}})
+		routes = append(routes, map[string]string{"dst": "::/0"})
+	}
 	return json.Marshal(map[string]any{
 		"cniVersion": "1.0.0",
 		"name":       "juneau-e2e",
 		"plugins": []map[string]any{
 			{"type": "ptp", "ipMasq": true, "ipam": map[string]any{
-				"type": "host-local", "ranges": [][]map[string]string{{{"subnet": n.PodCIDR}}},
-				"routes": []map[string]string{{"dst": "0.0.0.0/0"}}, "dataDir": filepath.Join(n.dir, "ipam"),
+				"type": "host-local", "ranges": ranges,
+				"routes": routes, "dataDir": filepath.Join(n.dir, "ipam"),
 			}},
 			{"type": "juneau", "agentSocket": n.Socket, "waitSeconds": waitSeconds,
 				"stateDir": filepath.Join(n.dir, "cni-state"), "logFile": filepath.Join(n.dir, "cni.log")},
@@ -179,7 +187,16 @@ func (p *Pod) StartWithWait(waitSeconds int) error {
 	if len(p.Result.IPs) == 0 {
 		return fmt.Errorf("CNI ADD returned no IP: %+v", p.Result)
 	}
-	p.IP = p.Result.IPs[0].Address.IP.String()
+	var v4, v6 []string
+	for _, ip := range p.Result.IPs {
+		if ip.Address.IP.To4() != nil {
+			v4 = append(v4, ip.Address.IP.String())
+		} else {
+			v6 = append(v6, ip.Address.IP.String())
+		}
+	}
+	p.IPs = append(v4, v6...)
+	p.IP = p.IPs[0]
 	p.started = true
 	return p.writeRunning()
 }
@@ -195,7 +212,10 @@ func (p *Pod) writeRunning() error {
 		now := metav1.Now()
 		obj.Status.Phase = corev1.PodRunning
 		obj.Status.PodIP = p.IP
-		obj.Status.PodIPs = []corev1.PodIP{{IP: p.IP}}
+		obj.Status.PodIPs = nil
+		for _, ip := range p.IPs {
+			obj.Status.PodIPs = append(obj.Status.PodIPs, corev1.PodIP{IP: ip})
+		}
 		if obj.Status.StartTime == nil {
 			obj.Status.StartTime = &now
 		}

@@ -24,13 +24,22 @@ type Server struct {
 	seen []string
 }
 
-// ServeTCP listens on port inside ns (all addresses) until the test ends.
+// ServeTCP listens on port inside ns (all IPv4 addresses) until the test ends.
 func (c *Cluster) ServeTCP(ns *netns.NS, name string, port int) *Server {
+	return c.serveTCP(ns, "tcp4", name, port)
+}
+
+// ServeTCP6 is ServeTCP on the IPv6 addresses of ns.
+func (c *Cluster) ServeTCP6(ns *netns.NS, name string, port int) *Server {
+	return c.serveTCP(ns, "tcp6", name, port)
+}
+
+func (c *Cluster) serveTCP(ns *netns.NS, network, name string, port int) *Server {
 	c.t.Helper()
 	s := &Server{name: name}
 	ns.MustDo(func() error {
 		var err error
-		s.l, err = net.Listen("tcp4", ":"+strconv.Itoa(port))
+		s.l, err = net.Listen(network, ":"+strconv.Itoa(port))
 		return err
 	})
 	var wg sync.WaitGroup
@@ -59,12 +68,12 @@ func (s *Server) Seen() []string {
 	return append([]string(nil), s.seen...)
 }
 
-// Dial connects from ns to addr:port and returns what the server answered.
+// Dial connects from ns to addr:port (IPv4 or IPv6) and returns what the server answered.
 func Dial(ns *netns.NS, addr string, port int) (string, error) {
 	var conn net.Conn
 	err := ns.Do(func() error {
 		var err error
-		conn, err = net.DialTimeout("tcp4", net.JoinHostPort(addr, strconv.Itoa(port)), 2*time.Second)
+		conn, err = net.DialTimeout("tcp", net.JoinHostPort(addr, strconv.Itoa(port)), 2*time.Second)
 		return err
 	})
 	if err != nil {

@@ -32,10 +32,24 @@ func arpNet() string {
 	return poolY("$P-pool", "arp", "10.225.$O.0/24") + netY("$P-net", "arp", "$P-pool")
 }
 
+// dualNet is arpNet with an IPv6 pool $P-pool6 over fd00:225:$O::/64 added to $P-net.
+func dualNet() string {
+	return poolY("$P-pool", "arp", "10.225.$O.0/24") + poolY("$P-pool6", "arp", "fd00:225:$O::/64") + netY("$P-net", "arp", "$P-pool", "$P-pool6")
+}
+
 func eipY(name, network, requested string) string {
 	spec := fmt.Sprintf("  externalNetwork: %s\n", network)
 	if requested != "" {
 		spec += fmt.Sprintf("  requestedIP: %s\n", requested)
+	}
+	return doc("ElasticIP", name, spec)
+}
+
+// eip6Y is an IPv6 ElasticIP.
+func eip6Y(name, network, requested string) string {
+	spec := fmt.Sprintf("  externalNetwork: %s\n  ipFamily: IPv6\n", network)
+	if requested != "" {
+		spec += fmt.Sprintf("  requestedIP: %q\n", requested)
 	}
 	return doc("ElasticIP", name, spec)
 }
@@ -53,7 +67,8 @@ func nicY(pod, iface, uid, eipName string) string {
 }
 
 func claimY(addr, pool, consumerNS, consumer, uid string) string {
-	return doc("AllocationClaim", addr, fmt.Sprintf("  addressPool: %s\n  address: %s\n  consumer:\n    kind: ElasticIP\n    namespace: %s\n    name: %s\n    uid: %q\n",
+	name := strings.NewReplacer("::", "--", ":", "-").Replace(addr) // iprange.ClaimName for these addresses
+	return doc("AllocationClaim", name, fmt.Sprintf("  addressPool: %s\n  address: %q\n  consumer:\n    kind: ElasticIP\n    namespace: %s\n    name: %s\n    uid: %q\n",
 		pool, addr, consumerNS, consumer, uid))
 }
 

@@ -31,26 +31,42 @@ func Reason(err error) string {
 	return err.Error()
 }
 
-// ParseAddr parses an address of a supported family in canonical form: today an IPv4
-// address in dotted-decimal form ("10.225.51.5"). Leading zeros, IPv6 and IPv4-mapped
-// IPv6 forms are refused, so that one address has exactly one spelling:
-// AllocationClaims are named after the address.
+// ParseAddr parses an address of either family in canonical form: an IPv4 address in
+// dotted-decimal form ("10.225.51.5") or an IPv6 address in the canonical text form of
+// RFC 5952 ("2001:db8::5": lower-case hexadecimal, no leading zeros, the longest run of
+// zero groups shortened to "::"). Leading zeros, zones and IPv4-mapped IPv6 forms are
+// refused, so that one address has exactly one spelling: AllocationClaims are named
+// after the address (ClaimName).
 func ParseAddr(s string) (netip.Addr, error) {
-	const what = "IPv4 address"
+	const what = "IP address"
 	a, err := netip.ParseAddr(s)
 	switch {
 	case err != nil:
 		return netip.Addr{}, &ParseError{What: what, Value: s,
-			Reason: "must be an IPv4 address in dotted-decimal form such as 10.225.51.5 (" + netipDetail(err) + ")"}
+			Reason: "must be an IPv4 address in dotted-decimal form such as 10.225.51.5 or an IPv6 address such as 2001:db8::5 (" + netipDetail(err) + ")"}
 	case a.Is4In6():
 		return netip.Addr{}, &ParseError{What: what, Value: s,
 			Reason: fmt.Sprintf("must be written as a plain IPv4 address: use %q", a.Unmap().String())}
-	case !a.Is4():
+	case a.Zone() != "":
 		return netip.Addr{}, &ParseError{What: what, Value: s,
-			Reason: "must be an IPv4 address: IPv6 is not supported"}
+			Reason: fmt.Sprintf("must not carry a zone: use %q", a.WithZone("").String())}
 	case a.String() != s:
 		return netip.Addr{}, &ParseError{What: what, Value: s,
 			Reason: fmt.Sprintf("must be written in canonical form %q", a.String())}
+	}
+	return a, nil
+}
+
+// ParseAddrOf is ParseAddr for one family: an address of the other family is refused
+// with a reason that names both.
+func ParseAddrOf(s string, f Family) (netip.Addr, error) {
+	a, err := ParseAddr(s)
+	if err != nil {
+		return a, err
+	}
+	if got := FamilyOf(a); got != f {
+		return netip.Addr{}, &ParseError{What: "IP address", Value: s,
+			Reason: fmt.Sprintf("is an %s address, %s expected", got, f)}
 	}
 	return a, nil
 }
@@ -65,9 +81,11 @@ func netipDetail(err error) string {
 	return msg
 }
 
-// Parse parses one entry of an AddressPool's spec.addresses: a canonical CIDR whose host
-// bits are zero ("10.225.51.0/24"), an inclusive range "first-last" with first <= last
-// ("10.225.51.5-10.225.51.20"), or a single address ("10.225.51.7").
+// Parse parses one entry of an AddressPool's spec.addresses, of either family: a
+// canonical CIDR whose host bits are zero ("10.225.51.0/24", "2001:db8::/64"), an
+// inclusive range "first-last" of one family with first <= last
+// ("10.225.51.5-10.225.51.20", "2001:db8::5-2001:db8::20"), or a single address
+// ("10.225.51.7", "2001:db8::7").
 func Parse(s string) (Range, error) {
 	const what = "address pool entry"
 	if strings.Contains(s, "/") {
@@ -84,6 +102,10 @@ func Parse(s string) (Range, error) {
 			return Range{}, &ParseError{What: what, Value: s,
 				Reason: fmt.Sprintf("last address of the range %s", Reason(err))}
 		}
+		if FamilyOf(a) != FamilyOf(b) {
+			return Range{}, &ParseError{What: what, Value: s,
+				Reason: fmt.Sprintf("the first address %s is %s and the last address %s is %s: a range holds one family", a, FamilyOf(a), b, FamilyOf(b))}
+		}
 		if b.Less(a) {
 			return Range{}, &ParseError{What: what, Value: s,
 				Reason: fmt.Sprintf("the first address %s is greater than the last address %s; write the range as %s-%s", a, b, b, a)}
@@ -97,7 +119,7 @@ func Parse(s string) (Range, error) {
 			return Range{}, &ParseError{What: what, Value: s, Reason: Reason(err)}
 		}
 		return Range{}, &ParseError{What: what, Value: s,
-			Reason: "must be an IPv4 CIDR (10.225.51.0/24), an inclusive range (10.225.51.5-10.225.51.20) or one IPv4 address: " + Reason(err)}
+			Reason: "must be a CIDR (10.225.51.0/24, 2001:db8::/64), an inclusive range (10.225.51.5-10.225.51.20) or one address: " + Reason(err)}
 	}
 	return Range{First: a, Last: a}, nil
 }
@@ -133,7 +155,8 @@ func FromPrefix(p netip.Prefix) Range {
 }
 
 // ParsePool parses every entry of an AddressPool's spec.addresses, in order. The first
-// bad entry ends parsing; its error names the entry's field path.
+// bad entry ends parsing; its error names the entry's field path. A pool holds one
+// family: an entry of another family than the first entry's is refused (MixedFamily).
 func ParsePool(entries []string) ([]Range, error) {
 	out := make([]Range, 0, len(entries))
 	for i, s := range entries {
@@ -141,7 +164,26 @@ func ParsePool(entries []string) ([]Range, error) {
 		if err != nil {
 			return nil, fmt.Errorf("spec.addresses[%d]: %w", i, err)
 		}
+		if len(out) > 0 && r.Family() != out[0].Family() {
+			return nil, fmt.Errorf("spec.addresses[%d]: %w", i, MixedFamily(s, r.Family(), out[0].Family()))
+		}
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// MixedFamily is the error for a pool entry s of family got in a pool whose first
+// entry is of family want.
+func MixedFamily(s string, got, want Family) error {
+	return &ParseError{What: "address pool entry", Value: s, Reason: fmt.Sprintf(
+		"is %s but spec.addresses[0] is %s: a pool holds addresses of one family; put %s addresses in a pool of their own (an ExternalNetwork may list pools of both families)",
+		got, want, got)}
+}
+
+// PoolFamily is the family of a pool's parsed entries; false for no entries.
+func PoolFamily(rs []Range) (Family, bool) {
+	if len(rs) == 0 {
+		return 0, false
+	}
+	return rs[0].Family(), true
 }

@@ -21,7 +21,14 @@ func TestParseAddr(t *testing.T) {
 		{in: "10.225.51", wantErr: "dotted-decimal"},
 		{in: " 10.225.51.5", wantErr: "dotted-decimal"},
 		{in: "10.225.51.5/32", wantErr: "dotted-decimal"},
-		{in: "fd00::1", wantErr: "IPv6 is not supported"},
+		{in: "fd00::1"},
+		{in: "2001:db8::5"},
+		{in: "::"},
+		{in: "2001:DB8::5", wantErr: `canonical form "2001:db8::5"`},
+		{in: "2001:db8:0:0:0:0:0:5", wantErr: `canonical form "2001:db8::5"`},
+		{in: "2001:0db8::5", wantErr: `canonical form "2001:db8::5"`},
+		{in: "2001:db8:0:0:1:0:0:1", wantErr: `canonical form "2001:db8::1:0:0:1"`},
+		{in: "fe80::1%eth0", wantErr: `zone: use "fe80::1"`},
 		{in: "::ffff:10.225.51.5", wantErr: `use "10.225.51.5"`},
 		{in: "256.1.1.1", wantErr: "dotted-decimal"},
 	}
@@ -67,14 +74,22 @@ func TestParse(t *testing.T) {
 		{in: "10.225.51.0/08", wantErr: "leading zeros"},
 		{in: "10.225.51.0/", wantErr: "from 0 to 32"},
 		{in: "10.225.051.0/24", wantErr: "leading zero"},
-		{in: "fd00::/64", wantErr: "IPv6 is not supported"},
+		{in: "fd00::/64", first: "fd00::", last: "fd00::ffff:ffff:ffff:ffff", cidr: true, size: math.MaxUint64},
+		{in: "fd00:225:51::/120", first: "fd00:225:51::", last: "fd00:225:51::ff", cidr: true, size: 256},
+		{in: "fd00:225:51::5-fd00:225:51::20", first: "fd00:225:51::5", last: "fd00:225:51::20", size: 28},
+		{in: "fd00:225:51::7", first: "fd00:225:51::7", last: "fd00:225:51::7", size: 1},
+		{in: "fd00:225:51::1/64", wantErr: `did you mean "fd00:225:51::/64"`},
+		{in: "fd00::/129", wantErr: "from 0 to 128"},
+		{in: "FD00::/64", wantErr: "canonical form"},
+		{in: "fd00::20-fd00::5", wantErr: "write the range as fd00::5-fd00::20"},
+		{in: "fd00::1-10.225.51.5", wantErr: "a range holds one family"},
 		{in: "10.225.51.20-10.225.51.5", wantErr: "write the range as 10.225.51.5-10.225.51.20"},
 		{in: "10.225.51.5-", wantErr: "last address of the range"},
 		{in: "-10.225.51.5", wantErr: "first address of the range"},
 		{in: "10.225.51.5 - 10.225.51.9", wantErr: "first address of the range"},
-		{in: "10.225.51.5-fd00::1", wantErr: "IPv6"},
-		{in: "pool", wantErr: "IPv4 CIDR (10.225.51.0/24), an inclusive range"},
-		{in: "", wantErr: "IPv4 CIDR"},
+		{in: "10.225.51.5-fd00::1", wantErr: "is IPv4 and the last address fd00::1 is IPv6"},
+		{in: "pool", wantErr: "a CIDR (10.225.51.0/24, 2001:db8::/64), an inclusive range"},
+		{in: "", wantErr: "a CIDR"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -151,6 +166,11 @@ func TestAuto(t *testing.T) {
 		"10.225.51.7/32":            "10.225.51.7/32",
 		"10.225.51.0-10.225.51.255": "10.225.51.0-10.225.51.255",
 		"10.225.51.0":               "10.225.51.0",
+		"fd00::/64":                 "fd00::1-fd00::ffff:ffff:ffff:ffff",
+		"fd00::/126":                "fd00::1-fd00::3",
+		"fd00::/127":                "fd00::/127",
+		"fd00::5/128":               "fd00::5/128",
+		"fd00::-fd00::3":            "fd00::-fd00::3",
 	}
 	for in, want := range tests {
 		if got, ok := mustRange(t, in).Auto(); !ok || got.String() != want {
@@ -179,6 +199,16 @@ func TestParsePool(t *testing.T) {
 	var pe *ParseError
 	if err == nil || !strings.HasPrefix(err.Error(), "spec.addresses[1]: ") || !errors.As(err, &pe) {
 		t.Errorf("ParsePool error = %v, want one naming spec.addresses[1] and wrapping a *ParseError", err)
+	}
+
+	rs, err = ParsePool([]string{"fd00:225:51::/64", "fd00:225:52::5"})
+	if f, ok := PoolFamily(rs); err != nil || !ok || f != IPv6 {
+		t.Errorf("ParsePool of IPv6 entries = %v, %v (family %v)", rs, err, f)
+	}
+	_, err = ParsePool([]string{"fd00:225:51::/64", "10.225.51.0/24"})
+	if err == nil || !strings.HasPrefix(err.Error(), "spec.addresses[1]: ") ||
+		!strings.Contains(err.Error(), "is IPv4 but spec.addresses[0] is IPv6: a pool holds addresses of one family") {
+		t.Errorf("ParsePool of mixed families error = %v", err)
 	}
 }
 

@@ -5,15 +5,16 @@
 // (pkg/controllers/ipam) and the AddressPool status all use it, so they cannot disagree
 // on what a pool contains (docs/reference.md#addresspool).
 //
-// Addresses are net/netip values and counts are uint64 that saturate, so a second
-// family (IPv6, whose ranges can exceed 2^64 addresses) is added here, in Parse and
-// Auto, without changing the callers. Today only IPv4 parses.
+// Both families parse. Addresses are net/netip values and counts are uint64 that
+// saturate (an IPv6 range can exceed 2^64 addresses); positions inside a range are
+// computed over 128-bit values (Distance, Add, U128).
 //
 // The package imports no client-go and nothing else of juneau but the API types.
 package iprange
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/bits"
 	"net/netip"
@@ -27,6 +28,17 @@ const (
 	IPv4 Family = 4
 	IPv6 Family = 6
 )
+
+// String is the family as the API spells it (spec.ipFamily): "IPv4" or "IPv6".
+func (f Family) String() string {
+	switch f {
+	case IPv4:
+		return "IPv4"
+	case IPv6:
+		return "IPv6"
+	}
+	return fmt.Sprintf("Family(%d)", int(f))
+}
 
 // FamilyOf is the family of an address; an IPv4-mapped IPv6 address is IPv6.
 func FamilyOf(a netip.Addr) Family {
@@ -81,16 +93,23 @@ func (r Range) Size() uint64 {
 
 // Auto is the part of the range automatic allocation hands out, and false when that part
 // is empty. For an IPv4 CIDR shorter than /31 the network and broadcast addresses are
-// left out; /31 and /32 CIDRs, ranges and single addresses are used whole. A requested
-// address may still pin any address of the full range.
+// left out; for an IPv6 CIDR shorter than /127 the Subnet-Router anycast address (the
+// first one, RFC 4291 section 2.6.1) is left out; /31, /32, /127 and /128 CIDRs, ranges
+// and single addresses are used whole. A requested address may still pin any address of
+// the full range.
 func (r Range) Auto() (Range, bool) {
 	if !r.Valid() {
 		return Range{}, false
 	}
-	if !r.IsCIDR() || r.Family() != IPv4 || r.Prefix.Bits() >= 31 {
+	switch {
+	case !r.IsCIDR():
 		return r, true
+	case r.Family() == IPv4 && r.Prefix.Bits() < 31:
+		return Range{First: r.First.Next(), Last: r.Last.Prev()}, true
+	case r.Family() == IPv6 && r.Prefix.Bits() < 127:
+		return Range{First: r.First.Next(), Last: r.Last}, true
 	}
-	return Range{First: r.First.Next(), Last: r.Last.Prev()}, true
+	return r, true
 }
 
 // String renders the range the way it is written in spec.addresses.

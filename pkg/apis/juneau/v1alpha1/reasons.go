@@ -50,6 +50,10 @@ const (
 	ReasonMissingElasticIP = "MissingElasticIP"
 	// ReasonMissingNetworkInterface: an attachment names a NIC that does not exist.
 	ReasonMissingNetworkInterface = "MissingNetworkInterface"
+	// ReasonAddressFamilyMismatch: an attachment's ElasticIP is of a family its target
+	// Pod has no address of (an IPv6 ElasticIP for an IPv4-only Pod): juneau translates
+	// within one family only, never between them (no NAT64).
+	ReasonAddressFamilyMismatch = "AddressFamilyMismatch"
 	// ReasonWaitingForPodIP: a Vpc NIC whose Pod has no IP yet.
 	ReasonWaitingForPodIP = "WaitingForPodIP"
 	// ReasonNotAllocated: the ElasticIP has no address, so nobody can use it yet.
@@ -146,6 +150,7 @@ var severities = map[string]string{
 	ReasonWaitingForNetworkInterface:  corev1.EventTypeNormal,
 	ReasonMissingElasticIP:            corev1.EventTypeWarning,
 	ReasonMissingNetworkInterface:     corev1.EventTypeWarning,
+	ReasonAddressFamilyMismatch:       corev1.EventTypeWarning,
 	ReasonWaitingForPodIP:             corev1.EventTypeNormal,
 	ReasonNotAllocated:                corev1.EventTypeNormal,
 	ReasonReleased:                    corev1.EventTypeNormal,

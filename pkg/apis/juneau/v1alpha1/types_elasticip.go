@@ -32,6 +32,18 @@ const (
 	AttachmentKindNetworkInterface AttachmentKind = "NetworkInterface"
 )
 
+// IPFamily is the address family of an ElasticIP.
+// +enum
+// +kubebuilder:validation:Enum=IPv4;IPv6
+type IPFamily string
+
+const (
+	// IPv4: an address from the network's IPv4 pools (the default).
+	IPv4 IPFamily = "IPv4"
+	// IPv6: an address from the network's IPv6 pools.
+	IPv6 IPFamily = "IPv6"
+)
+
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
@@ -45,8 +57,8 @@ const (
 // +kubebuilder:printcolumn:name="ALLOCATED",type=string,JSONPath=`.status.conditions[?(@.type=="Allocated")].status`
 // +kubebuilder:printcolumn:name="ATTACHED",type=string,JSONPath=`.status.conditions[?(@.type=="Attached")].status`
 
-// ElasticIP is an externally reachable IPv4 address reserved from an ExternalNetwork,
-// used by one Pod at a time either through NAT or directly on a Pod NIC.
+// ElasticIP is an externally reachable IPv4 or IPv6 address reserved from an
+// ExternalNetwork, used by one Pod at a time either through NAT or directly on a Pod NIC.
 type ElasticIP struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -65,9 +77,16 @@ type ElasticIPSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="externalNetwork is immutable"
 	ExternalNetwork string `json:"externalNetwork"`
 
-	// requestedIP pins the address; it must lie in one of the network's pools. Immutable.
+	// ipFamily is the family of the address: IPv4 (the default) or IPv6. Immutable.
 	// +optional
-	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:default=IPv4
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="ipFamily is immutable"
+	IPFamily IPFamily `json:"ipFamily,omitempty"`
+
+	// requestedIP pins the address, in canonical form (10.225.51.5, 2001:db8::5) and of
+	// the family ipFamily; it must lie in one of the network's pools. Immutable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=39
 	RequestedIP string `json:"requestedIP,omitempty"`
 
 	// bandwidthMbps limits the traffic of this address, in Mbit/s, in each direction.
@@ -75,6 +94,14 @@ type ElasticIPSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100000
 	BandwidthMbps *int32 `json:"bandwidthMbps,omitempty"`
+}
+
+// Family is the spec's ipFamily with its default applied: IPv4 when unset.
+func (s ElasticIPSpec) Family() IPFamily {
+	if s.IPFamily == "" {
+		return IPv4
+	}
+	return s.IPFamily
 }
 
 // ElasticIPStatus is the observed state of an ElasticIP.

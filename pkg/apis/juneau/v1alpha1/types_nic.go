@@ -90,10 +90,17 @@ type NetworkInterfaceStatus struct {
 	// phase: Pending, Ready or Failed.
 	// +optional
 	Phase NetworkInterfacePhase `json:"phase,omitempty"`
-	// address in CIDR form: the Pod IP/32 for a Vpc NIC, <ElasticIP>/32 for a direct NIC
-	// (empty while it does not hold the ElasticIP).
+	// address in CIDR form: the Pod IP/32 for a Vpc NIC (its IPv6 address/128 when the
+	// Pod has no IPv4 one), <ElasticIP>/32 (IPv6: /128) for a direct NIC (empty while it
+	// does not hold the ElasticIP).
 	// +optional
 	Address string `json:"address,omitempty"`
+	// addresses of a Vpc NIC in CIDR form, one per family, IPv4 first: a dual-stack Pod's
+	// IPv4/32 and IPv6/128. An ElasticIPAttachment translates to the one of its
+	// ElasticIP's family.
+	// +optional
+	// +listType=atomic
+	Addresses []string `json:"addresses,omitempty"`
 	// routes inside the Pod for a direct NIC.
 	// +optional
 	// +listType=atomic
@@ -180,10 +187,11 @@ type ARPAdvertisementSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="externalNetwork is immutable"
 	ExternalNetwork string `json:"externalNetwork"`
-	// address is the IPv4 address to answer for. Immutable.
+	// address is the address to answer for, IPv4 (by ARP) or IPv6 (by Neighbor
+	// Discovery), in canonical form. Immutable.
 	// +required
-	// +kubebuilder:validation:MinLength=7
-	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=39
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="address is immutable"
 	Address string `json:"address"`
 	// nodeName is the single Node that answers.

@@ -29,7 +29,8 @@ const (
 // +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 
-// AddressPool is a set of external IPv4 addresses ElasticIPs are reserved from.
+// AddressPool is a set of external addresses of one family (IPv4 or IPv6) ElasticIPs are
+// reserved from.
 type AddressPool struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -46,13 +47,14 @@ type AddressPoolSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="advertiseMode is immutable"
 	AdvertiseMode AdvertiseMode `json:"advertiseMode"`
 
-	// addresses lists IPv4 CIDRs ("10.225.51.0/24"), inclusive ranges
-	// ("10.225.51.5-10.225.51.20") or single addresses. Entries may only be appended.
+	// addresses lists CIDRs ("10.225.51.0/24", "2001:db8::/64"), inclusive ranges
+	// ("10.225.51.5-10.225.51.20", "2001:db8::5-2001:db8::20") or single addresses,
+	// all of one family. Entries may only be appended.
 	// +required
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=64
-	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:items:MaxLength=80
 	// +kubebuilder:validation:XValidation:rule="oldSelf.all(a, a in self)",message="addresses is append-only: existing entries cannot be removed"
 	Addresses []string `json:"addresses"`
 }
@@ -183,10 +185,12 @@ type AllocationClaimSpec struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	AddressPool string `json:"addressPool"`
-	// address is the reserved IPv4 address; it equals the claim's name.
+	// address is the reserved address in canonical form (10.225.51.5, 2001:db8::5); the
+	// claim's name is this address, with '-' for ':' in IPv6 (2001-db8--5,
+	// docs/resources.md#allocationclaim).
 	// +required
-	// +kubebuilder:validation:MinLength=7
-	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=39
 	Address string `json:"address"`
 	// consumer is the object the address is reserved for.
 	// +required

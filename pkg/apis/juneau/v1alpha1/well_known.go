@@ -131,6 +131,9 @@ const (
 	DefaultInterface = "eth0"
 	// DirectGateway is the on-link gateway of an eth0 that carries an ElasticIP.
 	DirectGateway = "169.254.0.1"
+	// DirectGateway6 is the gateway of a NIC that carries an IPv6 ElasticIP: a
+	// link-local address the node's end of the NIC's veth holds.
+	DirectGateway6 = "fe80::1"
 	// DirectRulePriority is the priority of the "from <EIP> lookup T" rule of an extra NIC.
 	DirectRulePriority = 100
 )

@@ -160,15 +160,28 @@ func validateSecretKeyReference(path *field.Path, ref v1alpha1.SecretKeyReferenc
 }
 
 // ValidateBGPAdvertisement checks a BGPAdvertisement on its own.
+//
+// Its address is IPv4: IPv6 /128 announcements (MP-BGP) are not built yet.
 func ValidateBGPAdvertisement(a *v1alpha1.BGPAdvertisement) field.ErrorList {
-	return validateAdvertisement(a.Spec.ExternalNetwork, a.Spec.Address, a.Spec.NodeName)
+	return append(validateAdvertisement(a.Spec.ExternalNetwork, a.Spec.Address, a.Spec.NodeName),
+		validateIPv4Announcement(a.Spec.Address)...)
+}
+
+// validateIPv4Announcement refuses an IPv6 address on a BGP advertisement.
+func validateIPv4Announcement(address string) field.ErrorList {
+	if a, err := iprange.ParseAddr(address); err == nil && a.Is6() {
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "address"), address,
+			"is an IPv6 address: BGP advertisements announce IPv4 addresses only (IPv6 over MP-BGP is not supported yet)")}
+	}
+	return nil
 }
 
 // ValidateBGPAdvertisementUpdate checks an updated BGPAdvertisement: only nodeName may
 // change (the controller rewrites it in place when the Pod moves).
 func ValidateBGPAdvertisementUpdate(newAd, oldAd *v1alpha1.BGPAdvertisement) field.ErrorList {
 	n, o := newAd.Spec, oldAd.Spec
-	return validateAdvertisementUpdate(n.ExternalNetwork, n.Address, n.NodeName, o.ExternalNetwork, o.Address)
+	return append(validateAdvertisementUpdate(n.ExternalNetwork, n.Address, n.NodeName, o.ExternalNetwork, o.Address),
+		validateIPv4Announcement(n.Address)...)
 }
 
 // validateAdvertisement checks the spec every advertisement kind shares: a network, an
@@ -176,7 +189,7 @@ func ValidateBGPAdvertisementUpdate(newAd, oldAd *v1alpha1.BGPAdvertisement) fie
 func validateAdvertisement(network, address, nodeName string) field.ErrorList {
 	spec := field.NewPath("spec")
 	errs := ValidateObjectName(spec.Child("externalNetwork"), network, "ExternalNetwork")
-	errs = append(errs, validateIPv4(spec.Child("address"), address)...)
+	errs = append(errs, validateIP(spec.Child("address"), address)...)
 	return append(errs, ValidateObjectName(spec.Child("nodeName"), nodeName, "Node")...)
 }
 

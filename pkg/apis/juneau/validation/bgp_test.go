@@ -51,7 +51,7 @@ func TestValidateBGPPeer(t *testing.T) {
 		{name: "address missing", mutate: func(s *v1alpha1.BGPPeerSpec) { s.PeerAddress = "" },
 			want: []wantErr{required("spec.peerAddress")}},
 		{name: "address IPv6", mutate: func(s *v1alpha1.BGPPeerSpec) { s.PeerAddress = "fd00::1" },
-			want: []wantErr{invalid("spec.peerAddress")}, detail: []string{"IPv6 is not supported"}},
+			want: []wantErr{invalid("spec.peerAddress")}, detail: []string{"is an IPv6 address, IPv4 expected"}},
 		{name: "address not canonical", mutate: func(s *v1alpha1.BGPPeerSpec) { s.PeerAddress = "010.225.51.1" },
 			want: []wantErr{invalid("spec.peerAddress")}},
 		{name: "address loopback", mutate: func(s *v1alpha1.BGPPeerSpec) { s.PeerAddress = "127.0.0.1" },
@@ -133,6 +133,9 @@ func TestValidateBGPAdvertisement(t *testing.T) {
 	expectErrs(t, ValidateBGPAdvertisement(ad("bgp-net", "10.225.53.7", "node-a")))
 	expectErrs(t, ValidateBGPAdvertisement(ad("", "10.225.53.07", "Node_A")),
 		required("spec.externalNetwork"), invalid("spec.address"), invalid("spec.nodeName"))
+	six := ValidateBGPAdvertisement(ad("bgp-net", "fd00::7", "node-a"))
+	expectErrs(t, six, invalid("spec.address"))
+	expectDetail(t, six, "spec.address", "IPv6 over MP-BGP is not supported yet")
 	old := ad("bgp-net", "10.225.53.7", "node-a")
 	expectErrs(t, ValidateBGPAdvertisementUpdate(ad("bgp-net", "10.225.53.7", "node-b"), old))
 	expectErrs(t, ValidateBGPAdvertisementUpdate(ad("other-net", "10.225.53.8", "node-b"), old),

@@ -11,14 +11,16 @@ import (
 )
 
 // ValidateAllocationClaim checks an AllocationClaim on its own. Its name must be its
-// address in canonical form: that is what makes the API server refuse a second
-// reservation of the same address.
+// address in canonical form (iprange.ClaimName: an IPv6 address with '-' for ':'): that
+// is what makes the API server refuse a second reservation of the same address.
 func ValidateAllocationClaim(c *v1alpha1.AllocationClaim) field.ErrorList {
 	spec := field.NewPath("spec")
-	errs := validateIPv4(spec.Child("address"), c.Spec.Address)
-	if c.Name != c.Spec.Address {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), c.Name, fmt.Sprintf(
-			"must equal spec.address %q: a claim is named after the address it reserves", c.Spec.Address)))
+	errs := validateIP(spec.Child("address"), c.Spec.Address)
+	if addr, err := iprange.ParseAddr(c.Spec.Address); err == nil {
+		if want := iprange.ClaimName(addr); c.Name != want {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), c.Name, fmt.Sprintf(
+				"must be %q for spec.address %q: a claim is named after the address it reserves", want, c.Spec.Address)))
+		}
 	}
 	errs = append(errs, ValidateObjectName(spec.Child("addressPool"), c.Spec.AddressPool, "AddressPool")...)
 	return append(errs, validateConsumer(spec.Child("consumer"), c.Spec.Consumer)...)

@@ -35,10 +35,13 @@ func TestValidateAllocationClaim(t *testing.T) {
 			want: []wantErr{invalid("metadata.name")}},
 		{name: "non-canonical address", claim: claim(func(c *v1alpha1.AllocationClaim) { c.Name, c.Spec.Address = "10.225.51.05", "10.225.51.05" }),
 			want: []wantErr{invalid("spec.address")}},
-		{name: "IPv6 address", claim: claim(func(c *v1alpha1.AllocationClaim) { c.Name, c.Spec.Address = "fd00::5", "fd00::5" }),
+		{name: "IPv6 address", claim: claim(func(c *v1alpha1.AllocationClaim) { c.Name, c.Spec.Address = "fd00--5", "fd00::5" })},
+		{name: "IPv6 address named with colons", claim: claim(func(c *v1alpha1.AllocationClaim) { c.Name, c.Spec.Address = "fd00::5", "fd00::5" }),
+			want: []wantErr{invalid("metadata.name")}},
+		{name: "IPv6 address not canonical", claim: claim(func(c *v1alpha1.AllocationClaim) { c.Name, c.Spec.Address = "fd00-0--5", "fd00:0::5" }),
 			want: []wantErr{invalid("spec.address")}},
 		{name: "address missing", claim: claim(func(c *v1alpha1.AllocationClaim) { c.Spec.Address = "" }),
-			want: []wantErr{required("spec.address"), invalid("metadata.name")}},
+			want: []wantErr{required("spec.address")}},
 		{name: "pool missing", claim: claim(func(c *v1alpha1.AllocationClaim) { c.Spec.AddressPool = "" }),
 			want: []wantErr{required("spec.addressPool")}},
 		{name: "pool name invalid", claim: claim(func(c *v1alpha1.AllocationClaim) { c.Spec.AddressPool = "Pool A" }),
@@ -54,7 +57,9 @@ func TestValidateAllocationClaim(t *testing.T) {
 		})
 	}
 	expectDetail(t, ValidateAllocationClaim(claim(func(c *v1alpha1.AllocationClaim) { c.Name = "x" })),
-		"metadata.name", `"x"`, `must equal spec.address "10.225.51.5"`)
+		"metadata.name", `"x"`, `must be "10.225.51.5" for spec.address "10.225.51.5"`)
+	expectDetail(t, ValidateAllocationClaim(claim(func(c *v1alpha1.AllocationClaim) { c.Name, c.Spec.Address = "2001:db8::", "2001:db8::" })),
+		"metadata.name", `must be "2001-db8--0" for spec.address "2001:db8::"`)
 }
 
 func TestValidateAllocationClaimUpdate(t *testing.T) {

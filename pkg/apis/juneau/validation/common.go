@@ -61,6 +61,18 @@ func validateIPv4(path *field.Path, value string) field.ErrorList {
 	if value == "" {
 		return field.ErrorList{field.Required(path, "an IPv4 address such as 10.225.51.5 is required")}
 	}
+	if _, err := iprange.ParseAddrOf(value, iprange.IPv4); err != nil {
+		return field.ErrorList{field.Invalid(path, value, iprange.Reason(err))}
+	}
+	return nil
+}
+
+// validateIP checks a required canonical address of either family (IPv6 in the
+// canonical text form of RFC 5952).
+func validateIP(path *field.Path, value string) field.ErrorList {
+	if value == "" {
+		return field.ErrorList{field.Required(path, "an IPv4 address such as 10.225.51.5 or an IPv6 address such as 2001:db8::5 is required")}
+	}
 	if _, err := iprange.ParseAddr(value); err != nil {
 		return field.ErrorList{field.Invalid(path, value, iprange.Reason(err))}
 	}

@@ -38,8 +38,21 @@ func TestValidateElasticIP(t *testing.T) {
 			want: []wantErr{invalid("spec.externalNetwork")}},
 		{name: "requestedIP with leading zero", eip: eip(func(e *v1alpha1.ElasticIP) { e.Spec.RequestedIP = "10.225.51.05" }),
 			want: []wantErr{invalid("spec.requestedIP")}},
-		{name: "requestedIP IPv6", eip: eip(func(e *v1alpha1.ElasticIP) { e.Spec.RequestedIP = "fd00::5" }),
+		{name: "requestedIP IPv6 for an IPv4 ElasticIP", eip: eip(func(e *v1alpha1.ElasticIP) { e.Spec.RequestedIP = "fd00::5" }),
 			want: []wantErr{invalid("spec.requestedIP")}},
+		{name: "IPv6", eip: eip(func(e *v1alpha1.ElasticIP) { e.Spec.IPFamily = v1alpha1.IPv6 })},
+		{name: "IPv4 written out", eip: eip(func(e *v1alpha1.ElasticIP) { e.Spec.IPFamily = v1alpha1.IPv4 })},
+		{name: "requestedIP IPv6", eip: eip(func(e *v1alpha1.ElasticIP) {
+			e.Spec.IPFamily, e.Spec.RequestedIP = v1alpha1.IPv6, "fd00:225:51::5"
+		})},
+		{name: "requestedIP IPv4 for an IPv6 ElasticIP", eip: eip(func(e *v1alpha1.ElasticIP) {
+			e.Spec.IPFamily, e.Spec.RequestedIP = v1alpha1.IPv6, "10.225.51.5"
+		}), want: []wantErr{invalid("spec.requestedIP")}},
+		{name: "requestedIP IPv6 not canonical", eip: eip(func(e *v1alpha1.ElasticIP) {
+			e.Spec.IPFamily, e.Spec.RequestedIP = v1alpha1.IPv6, "fd00:225:51:0::5"
+		}), want: []wantErr{invalid("spec.requestedIP")}},
+		{name: "ipFamily unknown", eip: eip(func(e *v1alpha1.ElasticIP) { e.Spec.IPFamily = "ipv6" }),
+			want: []wantErr{notSupported("spec.ipFamily")}},
 		{name: "requestedIP CIDR", eip: eip(func(e *v1alpha1.ElasticIP) { e.Spec.RequestedIP = "10.225.51.5/32" }),
 			want: []wantErr{invalid("spec.requestedIP")}},
 		{name: "bandwidth lowest", eip: eip(func(e *v1alpha1.ElasticIP) { e.Spec.BandwidthMbps = ptr.To[int32](1) })},
@@ -62,6 +75,11 @@ func TestValidateElasticIP(t *testing.T) {
 	}
 	expectDetail(t, ValidateElasticIP(eip(func(e *v1alpha1.ElasticIP) { e.Spec.BandwidthMbps = ptr.To[int32](0) })),
 		"spec.bandwidthMbps", "from 1 to 100000")
+	expectDetail(t, ValidateElasticIP(eip(func(e *v1alpha1.ElasticIP) { e.Spec.RequestedIP = "fd00::5" })),
+		"spec.requestedIP", "is an IPv6 address but spec.ipFamily is IPv4")
+	expectDetail(t, ValidateElasticIP(eip(func(e *v1alpha1.ElasticIP) {
+		e.Spec.IPFamily, e.Spec.RequestedIP = v1alpha1.IPv6, "fd00:225:51:0::5"
+	})), "spec.requestedIP", `canonical form "fd00:225:51::5"`)
 }
 
 func TestValidateElasticIPUpdate(t *testing.T) {
@@ -82,6 +100,12 @@ func TestValidateElasticIPUpdate(t *testing.T) {
 		{name: "requestedIP changed", new: eip(func(e *v1alpha1.ElasticIP) { e.Spec.RequestedIP = "10.225.51.6" }),
 			want: []wantErr{invalid("spec.requestedIP")}},
 		{name: "requestedIP removed", new: eip(), want: []wantErr{invalid("spec.requestedIP")}},
+		{name: "ipFamily IPv4 written out", new: eip(func(e *v1alpha1.ElasticIP) {
+			e.Spec.IPFamily, e.Spec.RequestedIP, e.Spec.BandwidthMbps = v1alpha1.IPv4, "10.225.51.5", ptr.To[int32](10)
+		})},
+		{name: "ipFamily changed", new: eip(func(e *v1alpha1.ElasticIP) {
+			e.Spec.IPFamily, e.Spec.RequestedIP, e.Spec.BandwidthMbps = v1alpha1.IPv6, "10.225.51.5", ptr.To[int32](10)
+		}), want: []wantErr{invalid("spec.requestedIP"), invalid("spec.ipFamily")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

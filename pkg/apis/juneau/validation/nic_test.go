@@ -113,6 +113,9 @@ func TestValidateARPAdvertisement(t *testing.T) {
 	expectErrs(t, ValidateARPAdvertisement(arpAd("ext_net", "10.225.51.5", "node-1")), invalid("spec.externalNetwork"))
 	expectErrs(t, ValidateARPAdvertisement(arpAd("ext-net", "10.225.51.005", "node-1")), invalid("spec.address"))
 	expectErrs(t, ValidateARPAdvertisement(arpAd("ext-net", "10.225.51.5", "Node_1")), invalid("spec.nodeName"))
+	// An IPv6 address is answered by Neighbor Discovery; it is the same kind.
+	expectErrs(t, ValidateARPAdvertisement(arpAd("ext-net", "fd00:225:51::5", "node-1")))
+	expectErrs(t, ValidateARPAdvertisement(arpAd("ext-net", "fd00:225:51:0::5", "node-1")), invalid("spec.address"))
 }
 
 func TestValidateARPAdvertisementUpdate(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
-// reservedRange is an IPv4 block that can never be an ElasticIP: the kernel treats
+// reservedRange is a block that can never be an ElasticIP: the kernel treats
 // these addresses specially on every host, so a Pod could never be reached on them.
 type reservedRange struct {
 	prefix netip.Prefix
@@ -27,6 +27,10 @@ func reservedRanges() []reservedRange {
 		{netip.MustParsePrefix("169.254.0.0/16"), "the link-local block"},
 		{netip.MustParsePrefix("224.0.0.0/4"), "the multicast block"},
 		{netip.MustParsePrefix("255.255.255.255/32"), "the limited broadcast address"},
+		{netip.MustParsePrefix("::/128"), "the unspecified address"},
+		{netip.MustParsePrefix("::1/128"), "the loopback address"},
+		{netip.MustParsePrefix("fe80::/10"), "the link-local block"},
+		{netip.MustParsePrefix("ff00::/8"), "the multicast block"},
 	}
 }
 
@@ -34,7 +38,24 @@ func reservedRanges() []reservedRange {
 func ValidateAddressPool(p *v1alpha1.AddressPool) field.ErrorList {
 	spec := field.NewPath("spec")
 	errs := validateAdvertiseMode(spec.Child("advertiseMode"), p.Spec.AdvertiseMode)
-	return append(errs, validatePoolAddresses(spec.Child("addresses"), p.Spec.Addresses)...)
+	errs = append(errs, validatePoolAddresses(spec.Child("addresses"), p.Spec.Addresses)...)
+	if p.Spec.AdvertiseMode == v1alpha1.AdvertiseBGP {
+		errs = append(errs, validateNoIPv6OverBGP(spec.Child("addresses"), p.Spec.Addresses)...)
+	}
+	return errs
+}
+
+// validateNoIPv6OverBGP refuses IPv6 entries in a bgp pool: the speaker announces IPv4
+// /32s only (IPv6 /128s over MP-BGP are not built yet), so such an address could never
+// be reached. Entries that do not parse are reported by validatePoolAddresses.
+func validateNoIPv6OverBGP(path *field.Path, addresses []string) field.ErrorList {
+	for i, s := range addresses {
+		if r, err := iprange.Parse(s); err == nil && r.Family() == iprange.IPv6 {
+			return field.ErrorList{field.Invalid(path.Index(i), s,
+				"is IPv6, which advertiseMode bgp does not announce yet (IPv4 /32s only): put IPv6 addresses in a pool of advertiseMode arp")}
+		}
+	}
+	return nil
 }
 
 // ValidateAddressPoolUpdate checks an updated AddressPool: advertiseMode is immutable and
@@ -67,7 +88,7 @@ type indexedRange struct {
 func validatePoolAddresses(path *field.Path, addresses []string) field.ErrorList {
 	if len(addresses) == 0 {
 		return field.ErrorList{field.Required(path,
-			"at least one entry is required: an IPv4 CIDR (10.225.51.0/24), a range (10.225.51.5-10.225.51.20) or an address")}
+			"at least one entry is required: a CIDR (10.225.51.0/24, 2001:db8::/64), a range (10.225.51.5-10.225.51.20) or an address, all of one family")}
 	}
 	// At most one error per entry, reported in list order.
 	perEntry := make([]*field.Error, len(addresses))
@@ -82,6 +103,13 @@ func validatePoolAddresses(path *field.Path, addresses []string) field.ErrorList
 		r, err := iprange.Parse(s)
 		if err != nil {
 			perEntry[i] = field.Invalid(path.Index(i), s, iprange.Reason(err))
+			continue
+		}
+		if len(parsed) > 0 && r.Family() != parsed[0].r.Family() {
+			first := parsed[0]
+			perEntry[i] = field.Invalid(path.Index(i), s, fmt.Sprintf(
+				"is %s but %s %q is %s: a pool holds addresses of one family; put %s addresses in a pool of their own (an ExternalNetwork may list pools of both families)",
+				r.Family(), path.Index(first.index), addresses[first.index], first.r.Family(), r.Family()))
 			continue
 		}
 		if perEntry[i] = validateNotReserved(path.Index(i), s, r); perEntry[i] == nil {

@@ -645,6 +645,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+    - name: ipFamily
+      type:
+        scalar: string
     - name: requestedIP
       type:
         scalar: string
@@ -762,6 +765,12 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: address
       type:
         scalar: string
+    - name: addresses
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
     - name: conditions
       type:
         list:

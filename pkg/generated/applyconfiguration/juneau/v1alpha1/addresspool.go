@@ -30,7 +30,8 @@ import (
 // AddressPoolApplyConfiguration represents a declarative configuration of the AddressPool type for use
 // with apply.
 //
-// AddressPool is a set of external IPv4 addresses ElasticIPs are reserved from.
+// AddressPool is a set of external addresses of one family (IPv4 or IPv6) ElasticIPs are
+// reserved from.
 type AddressPoolApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`

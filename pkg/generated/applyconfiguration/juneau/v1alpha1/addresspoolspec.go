@@ -29,8 +29,9 @@ import (
 type AddressPoolSpecApplyConfiguration struct {
 	// advertiseMode says how the pool's addresses are made reachable. Immutable.
 	AdvertiseMode *juneauv1alpha1.AdvertiseMode `json:"advertiseMode,omitempty"`
-	// addresses lists IPv4 CIDRs ("10.225.51.0/24"), inclusive ranges
-	// ("10.225.51.5-10.225.51.20") or single addresses. Entries may only be appended.
+	// addresses lists CIDRs ("10.225.51.0/24", "2001:db8::/64"), inclusive ranges
+	// ("10.225.51.5-10.225.51.20", "2001:db8::5-2001:db8::20") or single addresses,
+	// all of one family. Entries may only be appended.
 	Addresses []string `json:"addresses,omitempty"`
 }
 

@@ -25,7 +25,9 @@ package v1alpha1
 type AllocationClaimSpecApplyConfiguration struct {
 	// addressPool is the AddressPool the address belongs to.
 	AddressPool *string `json:"addressPool,omitempty"`
-	// address is the reserved IPv4 address; it equals the claim's name.
+	// address is the reserved address in canonical form (10.225.51.5, 2001:db8::5); the
+	// claim's name is this address, with '-' for ':' in IPv6 (2001-db8--5,
+	// docs/resources.md#allocationclaim).
 	Address *string `json:"address,omitempty"`
 	// consumer is the object the address is reserved for.
 	Consumer *ConsumerReferenceApplyConfiguration `json:"consumer,omitempty"`

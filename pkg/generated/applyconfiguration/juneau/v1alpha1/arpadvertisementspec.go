@@ -25,7 +25,8 @@ package v1alpha1
 type ARPAdvertisementSpecApplyConfiguration struct {
 	// externalNetwork names the ExternalNetwork (type arp) of the address. Immutable.
 	ExternalNetwork *string `json:"externalNetwork,omitempty"`
-	// address is the IPv4 address to answer for. Immutable.
+	// address is the address to answer for, IPv4 (by ARP) or IPv6 (by Neighbor
+	// Discovery), in canonical form. Immutable.
 	Address *string `json:"address,omitempty"`
 	// nodeName is the single Node that answers.
 	NodeName *string `json:"nodeName,omitempty"`

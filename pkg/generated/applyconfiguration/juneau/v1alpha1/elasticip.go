@@ -30,8 +30,8 @@ import (
 // ElasticIPApplyConfiguration represents a declarative configuration of the ElasticIP type for use
 // with apply.
 //
-// ElasticIP is an externally reachable IPv4 address reserved from an ExternalNetwork,
-// used by one Pod at a time either through NAT or directly on a Pod NIC.
+// ElasticIP is an externally reachable IPv4 or IPv6 address reserved from an
+// ExternalNetwork, used by one Pod at a time either through NAT or directly on a Pod NIC.
 type ElasticIPApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`

@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	juneauv1alpha1 "github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+)
+
 // ElasticIPSpecApplyConfiguration represents a declarative configuration of the ElasticIPSpec type for use
 // with apply.
 //
@@ -25,7 +29,10 @@ package v1alpha1
 type ElasticIPSpecApplyConfiguration struct {
 	// externalNetwork names the ExternalNetwork the address comes from. Immutable.
 	ExternalNetwork *string `json:"externalNetwork,omitempty"`
-	// requestedIP pins the address; it must lie in one of the network's pools. Immutable.
+	// ipFamily is the family of the address: IPv4 (the default) or IPv6. Immutable.
+	IPFamily *juneauv1alpha1.IPFamily `json:"ipFamily,omitempty"`
+	// requestedIP pins the address, in canonical form (10.225.51.5, 2001:db8::5) and of
+	// the family ipFamily; it must lie in one of the network's pools. Immutable.
 	RequestedIP *string `json:"requestedIP,omitempty"`
 	// bandwidthMbps limits the traffic of this address, in Mbit/s, in each direction.
 	BandwidthMbps *int32 `json:"bandwidthMbps,omitempty"`
@@ -42,6 +49,14 @@ func ElasticIPSpec() *ElasticIPSpecApplyConfiguration {
 // If called multiple times, the ExternalNetwork field is set to the value of the last call.
 func (b *ElasticIPSpecApplyConfiguration) WithExternalNetwork(value string) *ElasticIPSpecApplyConfiguration {
 	b.ExternalNetwork = &value
+	return b
+}
+
+// WithIPFamily sets the IPFamily field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the IPFamily field is set to the value of the last call.
+func (b *ElasticIPSpecApplyConfiguration) WithIPFamily(value juneauv1alpha1.IPFamily) *ElasticIPSpecApplyConfiguration {
+	b.IPFamily = &value
 	return b
 }
 

@@ -30,9 +30,14 @@ import (
 type NetworkInterfaceStatusApplyConfiguration struct {
 	// phase: Pending, Ready or Failed.
 	Phase *juneauv1alpha1.NetworkInterfacePhase `json:"phase,omitempty"`
-	// address in CIDR form: the Pod IP/32 for a Vpc NIC, <ElasticIP>/32 for a direct NIC
-	// (empty while it does not hold the ElasticIP).
+	// address in CIDR form: the Pod IP/32 for a Vpc NIC (its IPv6 address/128 when the
+	// Pod has no IPv4 one), <ElasticIP>/32 (IPv6: /128) for a direct NIC (empty while it
+	// does not hold the ElasticIP).
 	Address *string `json:"address,omitempty"`
+	// addresses of a Vpc NIC in CIDR form, one per family, IPv4 first: a dual-stack Pod's
+	// IPv4/32 and IPv6/128. An ElasticIPAttachment translates to the one of its
+	// ElasticIP's family.
+	Addresses []string `json:"addresses,omitempty"`
 	// routes inside the Pod for a direct NIC.
 	Routes []RouteApplyConfiguration `json:"routes,omitempty"`
 	// rules inside the Pod for a direct extra NIC.
@@ -60,6 +65,16 @@ func (b *NetworkInterfaceStatusApplyConfiguration) WithPhase(value juneauv1alpha
 // If called multiple times, the Address field is set to the value of the last call.
 func (b *NetworkInterfaceStatusApplyConfiguration) WithAddress(value string) *NetworkInterfaceStatusApplyConfiguration {
 	b.Address = &value
+	return b
+}
+
+// WithAddresses adds the given value to the Addresses field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Addresses field.
+func (b *NetworkInterfaceStatusApplyConfiguration) WithAddresses(values ...string) *NetworkInterfaceStatusApplyConfiguration {
+	for i := range values {
+		b.Addresses = append(b.Addresses, values[i])
+	}
 	return b
 }
 
