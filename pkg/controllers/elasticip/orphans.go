@@ -38,8 +38,8 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 		if err != nil || !deleted {
 			return err // released already (by its deletion with the finalizer), or an error
 		}
-		status.Eventf(c.recorder, gone, v1alpha1.ReasonReleased, "released address %q", claim.Name)
-		klog.FromContext(ctx).Info("Released ElasticIP", "elasticIP", klog.KObj(gone), "address", claim.Name)
+		status.Eventf(c.recorder, gone, v1alpha1.ReasonReleased, "released address %q", claim.Spec.Address)
+		klog.FromContext(ctx).Info("Released ElasticIP", "elasticIP", klog.KObj(gone), "address", claim.Spec.Address)
 		return nil
 	}
 	if age := c.clock.Since(claim.CreationTimestamp.Time); age < c.grace {

@@ -499,3 +499,20 @@ func TestSyncIPv6WithoutIPv6Pool(t *testing.T) {
 		t.Errorf("created %v, want nothing", creates)
 	}
 }
+
+// The Released Event of a deleted IPv6 ElasticIP gives the address, not the claim's name.
+func TestGoneIPv6ElasticIPReleasedNamesTheAddress(t *testing.T) {
+	eip := elasticIP6("six", "uid-6")
+	eip.Finalizers = nil
+	claim := claimFor("fd00:225:51::1", eip)
+	claim.Spec.AddressPool = "six"
+	f := newFixture(t, append(dualStack(), claim))
+	f.ctrl.onElasticIPGone(eip)
+	_, ctx := ktesting.NewTestContext(t)
+	if err := f.ctrl.syncClaim(ctx, claim.Name); err != nil {
+		t.Fatal(err)
+	}
+	if ev := f.events(); len(ev) != 1 || ev[0] != `Normal Released released address "fd00:225:51::1"` {
+		t.Errorf("Events %v, want one Released naming fd00:225:51::1", ev)
+	}
+}
