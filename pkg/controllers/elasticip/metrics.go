@@ -14,6 +14,7 @@ type Metrics struct {
 	toAllocated   prometheus.Histogram
 	orphanClaims  prometheus.Counter
 	reconcileErrs prometheus.Counter
+	attach        prometheus.Histogram
 }
 
 // NewMetrics registers the controller's metrics on reg.
@@ -36,8 +37,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: "juneau", Subsystem: "elasticip", Name: "sync_errors_total",
 			Help: "Failed ElasticIP and claim syncs.",
 		}),
+		attach: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "juneau", Subsystem: "elasticip", Name: "attach_seconds",
+			Help:    "Time from an ElasticIP's creation until its Attached condition turned True (its user can carry traffic).",
+			Buckets: prometheus.ExponentialBuckets(0.25, 2, 12),
+		}),
 	}
-	for _, col := range []prometheus.Collector{m.allocations, m.toAllocated, m.orphanClaims, m.reconcileErrs} {
+	for _, col := range []prometheus.Collector{m.allocations, m.toAllocated, m.orphanClaims, m.reconcileErrs, m.attach} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
 		}
@@ -61,6 +67,12 @@ func (m *Metrics) allocated() {
 func (m *Metrics) allocatedAfter(d time.Duration) {
 	if m != nil {
 		m.toAllocated.Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) attached(d time.Duration) {
+	if m != nil {
+		m.attach.Observe(d.Seconds())
 	}
 }
 

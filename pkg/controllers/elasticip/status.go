@@ -131,6 +131,9 @@ func (c *Controller) writeStatus(ctx context.Context, eip *v1alpha1.ElasticIP, s
 	if err != nil {
 		return fmt.Errorf("writing status of ElasticIP %s/%s: %w", eip.Namespace, eip.Name, err)
 	}
+	if !meta.IsStatusConditionTrue(eip.Status.Conditions, v1alpha1.ConditionAttached) && meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionAttached) {
+		c.metrics.attached(c.clock.Since(eip.CreationTimestamp.Time))
+	}
 	for t, policy := range conditionEvents {
 		status.Announce(c.recorder, eip, policy,
 			meta.FindStatusCondition(eip.Status.Conditions, t), meta.FindStatusCondition(st.Conditions, t))

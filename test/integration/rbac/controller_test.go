@@ -47,12 +47,16 @@ func TestControllerAccessTable(t *testing.T) {
 			juneau("update", "elasticips/status"),
 			juneau("patch", "addresspools/status"), juneau("patch", "externalnetworks/status"),
 			juneau("patch", "elasticipattachments/status"), juneau("patch", "networkinterfaces/status"),
+			// Answering=Unknown when a Node's agent stops renewing its heartbeat Lease.
+			juneau("patch", "arpadvertisements/status"),
 			core("list", "pods"), core("watch", "pods"), core("patch", "pods"), core("update", "pods/finalizers"),
 			core("list", "nodes"), core("watch", "nodes"),
 			core("create", "events"), core("patch", "events"), events("create"), events("patch"),
 			lease("get", framework.SystemNamespace, "juneau-controller"),
 			lease("update", framework.SystemNamespace, "juneau-controller"),
 			lease("create", framework.SystemNamespace, ""),
+			// The node agents' heartbeat Leases.
+			lease("list", framework.SystemNamespace, ""), lease("watch", framework.SystemNamespace, ""),
 		})
 	checkAccess(t, kube, true, allowed)
 
@@ -60,7 +64,7 @@ func TestControllerAccessTable(t *testing.T) {
 		every(juneau, "addresspools", "create", "update", "patch", "delete"),
 		every(juneau, "externalnetworks", "create", "update", "patch", "delete"),
 		every(juneau, "allocationclaims", "update", "patch"),
-		every(juneau, "arpadvertisements/status", "update", "patch"),
+		every(juneau, "arpadvertisements/status", "update"),
 		every(juneau, "bgpadvertisements/status", "update", "patch"),
 		every(juneau, "bgppeers", "create", "update", "patch", "delete"),
 		every(juneau, "bgpnodestatuses", "get", "create", "update", "patch", "delete"),
@@ -74,6 +78,8 @@ func TestControllerAccessTable(t *testing.T) {
 			lease("update", framework.SystemNamespace, "another-lease"),
 			lease("update", "default", "juneau-controller"),
 			lease("create", "default", ""),
+			lease("list", "default", ""),
+			lease("update", framework.SystemNamespace, v1alpha1.NodeLeasePrefix+"node-a"),
 		})
 	checkAccess(t, kube, false, denied)
 }
