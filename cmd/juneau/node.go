@@ -112,9 +112,11 @@ func (o *nodeOptions) run(ctx context.Context) error {
 		}
 	}
 	if o.sysctls {
-		if err := sysctl.New().Apply(sysctl.ExternalInterface(iface)); err != nil {
+		ipv6 := hasGlobalIPv6(link)
+		if err := sysctl.New().Apply(sysctl.ExternalInterfaceFor(iface, ipv6)); err != nil {
 			return err
 		}
+		logger.V(2).Info("Set kernel parameters of the external interface", "interface", iface, "ipv6", ipv6)
 	}
 	logger.Info("Starting node agent", "externalInterface", iface, "mac", link.HardwareAddr.String())
 
@@ -445,4 +447,20 @@ func hostInterface(addr netip.Addr) (string, bool) {
 		return "", false
 	}
 	return link.Attrs().Name, true
+}
+
+// hasGlobalIPv6 tells whether the interface carries a global IPv6 address (ULAs
+// included), i.e. whether this Node's external network has IPv6 at all; the IPv6
+// kernel settings are made only then (docs/datapath.md).
+func hasGlobalIPv6(link *net.Interface) bool {
+	addrs, err := link.Addrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() == nil && n.IP.IsGlobalUnicast() {
+			return true
+		}
+	}
+	return false
 }
