@@ -11,6 +11,7 @@ import (
 // Metrics of the ElasticIP controller. A nil *Metrics records nothing.
 type Metrics struct {
 	allocations   prometheus.Counter
+	toAllocated   prometheus.Histogram
 	orphanClaims  prometheus.Counter
 	reconcileErrs prometheus.Counter
 	attach        prometheus.Histogram
@@ -22,6 +23,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		allocations: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "juneau", Subsystem: "elasticip", Name: "allocations_total",
 			Help: "Addresses reserved for ElasticIPs (AllocationClaims created).",
+		}),
+		toAllocated: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "juneau", Subsystem: "elasticip", Name: "allocation_duration_seconds",
+			Help:    "Time from an ElasticIP's creation to the status write that first shows its address reserved (Allocated True).",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
 		}),
 		orphanClaims: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "juneau", Subsystem: "elasticip", Name: "orphan_claims_deleted_total",
@@ -37,7 +43,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.25, 2, 12),
 		}),
 	}
-	for _, col := range []prometheus.Collector{m.allocations, m.orphanClaims, m.reconcileErrs, m.attach} {
+	for _, col := range []prometheus.Collector{m.allocations, m.toAllocated, m.orphanClaims, m.reconcileErrs, m.attach} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
 		}
@@ -55,6 +61,12 @@ func (m *Metrics) errorCounter() workloop.ErrorCounter {
 func (m *Metrics) allocated() {
 	if m != nil {
 		m.allocations.Inc()
+	}
+}
+
+func (m *Metrics) allocatedAfter(d time.Duration) {
+	if m != nil {
+		m.toAllocated.Observe(d.Seconds())
 	}
 }
 
