@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -192,7 +193,7 @@ func TestBGPWithBIRD(t *testing.T) {
 	// keeps both routes (never missing, never relearned) and no packet is lost. Each
 	// restarted agent is killed again only once it sent its routes again: BIRD flushes
 	// the stale routes of a session that drops again during its restart recovery.
-	before, _ := bird.Routes()
+	before := settledRoutes(t, bird)
 	const count = 1000
 	ping := c.Far.Start("ping", "-n", "-i", "0.02", "-c", strconv.Itoa(count), "-W", "5", webAddr)
 	if err := ping.WaitForOutput("icmp_seq=", 10*time.Second); err != nil {
@@ -400,4 +401,25 @@ func watchRoutes(b *bgprouter.BIRD, prefixes ...string) (stop func() (int, strin
 		wg.Wait()
 		return polls, missing
 	}
+}
+
+// settledRoutes reads BIRD's table until it stays the same, times included, for a
+// second: right after a move the old Node's withdrawal may still change the route's
+// time, which is no relearning by a restart.
+func settledRoutes(t *testing.T, bird *bgprouter.BIRD) map[string]bgprouter.Route {
+	t.Helper()
+	var last map[string]bgprouter.Route
+	var since time.Time
+	framework.EventuallyWithin(t, time.Minute, "BIRD's table unchanged for a second", func(context.Context) (bool, string) {
+		routes, err := bird.Routes()
+		if err != nil {
+			return false, err.Error()
+		}
+		if !maps.Equal(routes, last) {
+			last, since = routes, time.Now()
+			return false, fmt.Sprint(routes)
+		}
+		return time.Since(since) >= time.Second, fmt.Sprint(routes)
+	})
+	return last
 }

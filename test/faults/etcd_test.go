@@ -42,8 +42,10 @@ func TestEtcdRestartExpiredWatches(t *testing.T) {
 	reflectorLog := "--vmodule=reflector=4"
 	s := newScenario(t, cp, harness.Options{
 		ControllerArgs: []string{reflectorLog},
-		// No periodic full sync may fall into the test's window.
-		AgentArgs: []string{reflectorLog, "--resync-period=30m"},
+		// No periodic full sync may fall into the test's window, nor a heartbeat Lease
+		// expiring while etcd restarts (the harness's 4 s would, on a loaded machine, and
+		// Answering=Unknown is another test's subject).
+		AgentArgs: []string{reflectorLog, "--resync-period=30m", "--heartbeat-lease-duration=40s"},
 	})
 	c := s.c
 	late := c.RunPod(harness.PodSpec{Namespace: s.ns, Name: "late", Node: "node-b"})
