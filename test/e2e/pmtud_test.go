@@ -22,7 +22,7 @@ func TestPMTUDThroughNAT(t *testing.T) {
 	c := harness.New(t, cp, harness.Options{FarClient: true})
 	ns := cp.NewNamespace(t, "pmtud")
 	ctx := testContext(t)
-	setupNetwork(t, c)
+	c.CreateExternalNetwork()
 	p := c.RunPod(harness.PodSpec{Namespace: ns, Name: "big", Node: "node-a"})
 	manifest := `apiVersion: juneau.loutres.me/v1alpha1
 kind: ElasticIP
