@@ -20,10 +20,10 @@ import (
 )
 
 // attachSteady gives a Pod on node-a an ElasticIP through an attachment, reachable from
-// the client, and returns the address.
-func attachSteady(t *testing.T, c *harness.Cluster, ns string) string {
+// the client, and returns the address. The Pod has the readiness gates given.
+func attachSteady(t *testing.T, c *harness.Cluster, ns string, readinessGates ...string) string {
 	t.Helper()
-	p := c.RunPod(harness.PodSpec{Namespace: ns, Name: "steady", Node: "node-a"})
+	p := c.RunPod(harness.PodSpec{Namespace: ns, Name: "steady", Node: "node-a", ReadinessGates: readinessGates})
 	c.ServeTCP(p.NS, "steady", 80)
 	manifest := `apiVersion: juneau.loutres.me/v1alpha1
 kind: ElasticIP

@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -139,7 +137,9 @@ spec:
 		_ = server
 	})
 	t.Run("PMTUD through a small-MTU IPv6 router", func(t *testing.T) {
-		pmtud6(t, c, web)
+		// The router's far link has IPv6's minimum MTU: its Packet Too Big, addressed to
+		// the ElasticIP, must be rewritten to the Pod for the transfer to complete.
+		transferLearnsPathMTU(t, c, web.NS, "tcp6", harness.FarClientIP6)
 	})
 	t.Run("traceroute through NAT", func(t *testing.T) {
 		eventually(t, c, "traceroute -6 from the Pod to the far client", func() error {
@@ -279,58 +279,6 @@ spec:
 	r = c.CP.Kubectl(ctx, refused, "apply", "-n", ns, "-f", "-")
 	if r.Err == nil || !containsAll(r.Stderr, "spec.targetRef.networkInterfaceName", `NetworkInterface "old.eth0" of Pod "old" has no IPv6 address`, "no NAT64") {
 		t.Errorf("a second IPv6 attachment to the IPv4-only Pod: err=%v stderr=%q, want a refusal naming the NetworkInterface", r.Err, r.Stderr)
-	}
-}
-
-// pmtud6 sends 2 MiB from web to the far client, behind a router whose far link has
-// IPv6's minimum MTU: the router's Packet Too Big, addressed to the ElasticIP, must be
-// rewritten to the Pod for the transfer to complete, and the Pod learns the path MTU.
-func pmtud6(t *testing.T, c *harness.Cluster, web *harness.Pod) {
-	t.Helper()
-	var l net.Listener
-	c.Far.MustDo(func() error {
-		var err error
-		l, err = net.Listen("tcp6", ":9500")
-		return err
-	})
-	defer l.Close()
-	got := make(chan int64, 4)
-	go func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			n, _ := io.Copy(io.Discard, conn)
-			conn.Close()
-			got <- n
-		}
-	}()
-	const size = 2 << 20
-	c.WaitGone("a 2 MiB transfer from the Pod to the far client over IPv6", func(context.Context) bool {
-		err := web.NS.Do(func() error {
-			conn, err := net.DialTimeout("tcp6", net.JoinHostPort(harness.FarClientIP6, "9500"), 2*time.Second)
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-			_, err = conn.Write(make([]byte, size))
-			return err
-		})
-		if err != nil {
-			return false
-		}
-		select {
-		case n := <-got:
-			return n == size
-		case <-time.After(10 * time.Second):
-			return false
-		}
-	})
-	out := web.NS.MustRun("ip", "-6", "route", "get", harness.FarClientIP6)
-	if !strings.Contains(out, fmt.Sprintf("mtu %d", harness.RouterMTU)) {
-		t.Errorf("the Pod did not learn the path MTU: %s", out)
 	}
 }
 

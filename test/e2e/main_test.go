@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/test/e2e/harness"
 	"github.com/loutres/juneau/test/framework"
 	"github.com/loutres/juneau/test/netns"
@@ -32,27 +29,8 @@ func setupWith(t *testing.T, opts harness.Options) (*harness.Cluster, string) {
 	cp := framework.Shared(t)
 	c := harness.New(t, cp, opts)
 	ns := cp.NewNamespace(t, "e2e")
-	setupNetwork(t, c)
+	c.CreateExternalNetwork()
 	return c, ns
-}
-
-// setupNetwork creates the AddressPool and ExternalNetwork every test uses.
-func setupNetwork(t *testing.T, c *harness.Cluster) {
-	t.Helper()
-	ctx := context.Background()
-	j := c.CP.Juneau.JuneauV1alpha1()
-	if _, err := j.AddressPools().Create(ctx, &v1alpha1.AddressPool{
-		ObjectMeta: metav1.ObjectMeta{Name: "ext-pool"},
-		Spec:       v1alpha1.AddressPoolSpec{AdvertiseMode: v1alpha1.AdvertiseARP, Addresses: []string{"10.225.51.5-10.225.51.99"}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := j.ExternalNetworks().Create(ctx, &v1alpha1.ExternalNetwork{
-		ObjectMeta: metav1.ObjectMeta{Name: "ext-net"},
-		Spec:       v1alpha1.ExternalNetworkSpec{Type: v1alpha1.AdvertiseARP, AddressPools: []string{"ext-pool"}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func testContext(t *testing.T) context.Context {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/test/e2e/harness"
 	"github.com/loutres/juneau/test/framework"
 	"github.com/loutres/juneau/test/netns"
 )
@@ -95,25 +94,7 @@ func TestMetricsMove(t *testing.T) {
 	c, ns := setup(t)
 	ctx := testContext(t)
 	node := c.Nodes["node-a"]
-	p := c.RunPod(harness.PodSpec{Namespace: ns, Name: "steady", Node: "node-a", ReadinessGates: []string{v1alpha1.PodConditionElasticIP}})
-	c.ServeTCP(p.NS, "steady", 80)
-	manifest := `apiVersion: juneau.loutres.me/v1alpha1
-kind: ElasticIP
-metadata: {name: steady-eip}
-spec: {externalNetwork: ext-net}
----
-apiVersion: juneau.loutres.me/v1alpha1
-kind: ElasticIPAttachment
-metadata: {name: steady-attach}
-spec:
-  elasticIPRef: {name: steady-eip}
-  targetRef: {networkInterfaceName: steady.eth0}
-`
-	if r := c.CP.Kubectl(ctx, manifest, "apply", "-n", ns, "-f", "-"); r.Err != nil {
-		t.Fatal(r.Err)
-	}
-	eip := c.WaitElasticIPAttached(ns, "steady-eip")
-	c.EventuallyDial(c.Client, eip, 80, "steady")
+	eip := attachSteady(t, c, ns, v1alpha1.PodConditionElasticIP)
 	// Refused by the webhook: an address outside every pool.
 	bad := "apiVersion: juneau.loutres.me/v1alpha1\nkind: ElasticIP\nmetadata: {name: outside}\nspec: {externalNetwork: ext-net, requestedIP: 10.225.51.200}\n"
 	if r := c.CP.Kubectl(ctx, bad, "apply", "-n", ns, "-f", "-"); r.Err == nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/loutres/juneau/test/e2e/harness"
 	"github.com/loutres/juneau/test/framework"
+	"github.com/loutres/juneau/test/netns"
 )
 
 // TestPMTUDThroughNAT: the router before the far client has a 1280-byte link; its
@@ -21,7 +22,7 @@ func TestPMTUDThroughNAT(t *testing.T) {
 	c := harness.New(t, cp, harness.Options{FarClient: true})
 	ns := cp.NewNamespace(t, "pmtud")
 	ctx := testContext(t)
-	setupNetwork(t, c)
+	c.CreateExternalNetwork()
 	p := c.RunPod(harness.PodSpec{Namespace: ns, Name: "big", Node: "node-a"})
 	manifest := `apiVersion: juneau.loutres.me/v1alpha1
 kind: ElasticIP
@@ -43,11 +44,23 @@ spec:
 	c.ServeTCP(c.Far, "far", 9400)
 	c.EventuallyDial(p.NS, harness.FarClientIP, 9400, "far "+eip)
 
+	transferLearnsPathMTU(t, c, p.NS, "tcp4", harness.FarClientIP)
+}
+
+// transferLearnsPathMTU sends 2 MiB from the Pod's namespace to a sink on the far client
+// at farIP over network ("tcp4" or "tcp6") until one transfer arrives whole, then checks
+// that the Pod's kernel learned the path MTU of the router's far link towards farIP.
+func transferLearnsPathMTU(t *testing.T, c *harness.Cluster, pod *netns.NS, network, farIP string) {
+	t.Helper()
+	family, over := "-4", ""
+	if network == "tcp6" {
+		family, over = "-6", " over IPv6"
+	}
 	// A sink on the far client counts the bytes of each connection.
 	var l net.Listener
 	c.Far.MustDo(func() error {
 		var err error
-		l, err = net.Listen("tcp4", ":9500")
+		l, err = net.Listen(network, ":9500")
 		return err
 	})
 	defer l.Close()
@@ -64,9 +77,9 @@ spec:
 		}
 	}()
 	const size = 2 << 20
-	c.WaitGone("a 2 MiB transfer from the Pod to the far client", func(context.Context) bool {
-		err := p.NS.Do(func() error {
-			conn, err := net.DialTimeout("tcp4", fmt.Sprintf("%s:9500", harness.FarClientIP), 2*time.Second)
+	c.WaitGone("a 2 MiB transfer from the Pod to the far client"+over, func(context.Context) bool {
+		err := pod.Do(func() error {
+			conn, err := net.DialTimeout(network, net.JoinHostPort(farIP, "9500"), 2*time.Second)
 			if err != nil {
 				return err
 			}
@@ -85,7 +98,7 @@ spec:
 			return false
 		}
 	})
-	out := p.NS.MustRun("ip", "route", "get", harness.FarClientIP)
+	out := pod.MustRun("ip", family, "route", "get", farIP)
 	if !strings.Contains(out, fmt.Sprintf("mtu %d", harness.RouterMTU)) {
 		t.Errorf("the Pod did not learn the path MTU: %s", out)
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/test/e2e/harness"
 )
 
 var pingSummary = regexp.MustCompile(`(\d+) packets transmitted, (\d+) received`)
@@ -24,25 +23,7 @@ var pingSummary = regexp.MustCompile(`(\d+) packets transmitted, (\d+) received`
 func TestAgentRestart(t *testing.T) {
 	c, ns := setup(t)
 	ctx := testContext(t)
-	p := c.RunPod(harness.PodSpec{Namespace: ns, Name: "steady", Node: "node-a"})
-	c.ServeTCP(p.NS, "steady", 80)
-	manifest := `apiVersion: juneau.loutres.me/v1alpha1
-kind: ElasticIP
-metadata: {name: steady-eip}
-spec: {externalNetwork: ext-net}
----
-apiVersion: juneau.loutres.me/v1alpha1
-kind: ElasticIPAttachment
-metadata: {name: steady-attach}
-spec:
-  elasticIPRef: {name: steady-eip}
-  targetRef: {networkInterfaceName: steady.eth0}
-`
-	if r := c.CP.Kubectl(ctx, manifest, "apply", "-n", ns, "-f", "-"); r.Err != nil {
-		t.Fatal(r.Err)
-	}
-	eip := c.WaitElasticIPAttached(ns, "steady-eip")
-	c.EventuallyDial(c.Client, eip, 80, "steady")
+	eip := attachSteady(t, c, ns)
 
 	node := c.Nodes["node-a"]
 	mac := node.NS.MAC("ext0").String()

@@ -68,7 +68,7 @@ func newScenario(t *testing.T, cp *framework.ControlPlane, opts harness.Options)
 	t.Helper()
 	c := harness.New(t, cp, opts)
 	s := &scenario{c: c, ns: cp.NewNamespace(t, "faults")}
-	network(t, c)
+	c.CreateExternalNetwork()
 	createEIP(t, c, s.ns, "nat-eip")
 	s.nat = c.RunPod(harness.PodSpec{Namespace: s.ns, Name: "nat", Node: "node-a"})
 	attach(t, c, s.ns, "nat-attach", "nat-eip", "nat.eth0")
@@ -97,25 +97,6 @@ func (s *scenario) waitReachable(t *testing.T, targets ...harness.ProbeTarget) {
 			got, from, err := harness.UDPAsk(s.c.Client, tg.Addr, tg.Port)
 			return err == nil && got == tg.Name+" "+harness.ClientIP && from == tg.Addr, fmt.Sprintf("%q from %s, %v", got, from, err)
 		})
-	}
-}
-
-// network creates the AddressPool and ExternalNetwork of the segment.
-func network(t *testing.T, c *harness.Cluster) {
-	t.Helper()
-	ctx := context.Background()
-	j := c.CP.Juneau.JuneauV1alpha1()
-	if _, err := j.AddressPools().Create(ctx, &v1alpha1.AddressPool{
-		ObjectMeta: metav1.ObjectMeta{Name: "ext-pool"},
-		Spec:       v1alpha1.AddressPoolSpec{AdvertiseMode: v1alpha1.AdvertiseARP, Addresses: []string{"10.225.51.5-10.225.51.99"}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := j.ExternalNetworks().Create(ctx, &v1alpha1.ExternalNetwork{
-		ObjectMeta: metav1.ObjectMeta{Name: "ext-net"},
-		Spec:       v1alpha1.ExternalNetworkSpec{Type: v1alpha1.AdvertiseARP, AddressPools: []string{"ext-pool"}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
 	}
 }
 

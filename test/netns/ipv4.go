@@ -67,11 +67,21 @@ func ParseIPv4(b []byte) (*IPv4, error) {
 // ParseFrame parses an Ethernet frame carrying IPv4; ok is false for other
 // frames.
 func ParseFrame(frame []byte) (*IPv4, bool) {
-	if len(frame) < ethHeaderLen || binary.BigEndian.Uint16(frame[12:14]) != etherTypeIPv4 {
+	b, ok := framePayload(frame, etherTypeIPv4)
+	if !ok {
 		return nil, false
 	}
-	p, err := ParseIPv4(frame[ethHeaderLen:])
+	p, err := ParseIPv4(b)
 	return p, err == nil
+}
+
+// framePayload returns what an Ethernet frame of the EtherType carries; ok is
+// false for a frame of another type.
+func framePayload(frame []byte, etherType uint16) ([]byte, bool) {
+	if len(frame) < ethHeaderLen || binary.BigEndian.Uint16(frame[12:14]) != etherType {
+		return nil, false
+	}
+	return frame[ethHeaderLen:], true
 }
 
 // Ports returns the transport ports of a TCP or UDP packet.
@@ -100,23 +110,27 @@ func (p *IPv4) L4ChecksumOK() (ok, checked bool) {
 		if len(seg) < 8 || binary.BigEndian.Uint16(seg[6:8]) == 0 {
 			return false, false
 		}
-		return Checksum(seg, pseudoHeaderSum(p, len(seg))) == 0, true
+		return Checksum(seg, pseudoHeaderSum(p.Src, p.Dst, p.Proto, len(seg))) == 0, true
 	case ProtoTCP:
 		if len(seg) < 20 {
 			return false, false
 		}
-		return Checksum(seg, pseudoHeaderSum(p, len(seg))) == 0, true
+		return Checksum(seg, pseudoHeaderSum(p.Src, p.Dst, p.Proto, len(seg))) == 0, true
 	}
 	return false, false
 }
 
-func pseudoHeaderSum(p *IPv4, l4len int) uint32 {
-	s, d := p.Src.As4(), p.Dst.As4()
+// pseudoHeaderSum sums the pseudo-header that the TCP, UDP and ICMPv6 checksums
+// cover, for either family.
+func pseudoHeaderSum(src, dst netip.Addr, proto uint8, l4len int) uint32 {
 	var sum uint32
-	sum += uint32(binary.BigEndian.Uint16(s[0:2])) + uint32(binary.BigEndian.Uint16(s[2:4]))
-	sum += uint32(binary.BigEndian.Uint16(d[0:2])) + uint32(binary.BigEndian.Uint16(d[2:4]))
-	sum += uint32(p.Proto) + uint32(l4len)
-	return sum
+	for _, a := range []netip.Addr{src, dst} {
+		b := a.AsSlice()
+		for i := 0; i+1 < len(b); i += 2 {
+			sum += uint32(binary.BigEndian.Uint16(b[i : i+2]))
+		}
+	}
+	return sum + uint32(proto) + uint32(l4len)
 }
 
 // ICMP is a parsed ICMP message.
@@ -190,19 +204,22 @@ func BuildIPv4(src, dst netip.Addr, proto uint8, ttl uint8, payload []byte) []by
 
 // BuildUDP returns an IPv4/UDP packet with valid checksums.
 func BuildUDP(src, dst netip.Addr, sport, dport uint16, data []byte) []byte {
+	return BuildIPv4(src, dst, ProtoUDP, 64, udpSegment(src, dst, sport, dport, data))
+}
+
+// udpSegment returns a UDP header and data with a valid checksum for either family.
+func udpSegment(src, dst netip.Addr, sport, dport uint16, data []byte) []byte {
 	seg := make([]byte, 8+len(data))
 	binary.BigEndian.PutUint16(seg[0:2], sport)
 	binary.BigEndian.PutUint16(seg[2:4], dport)
 	binary.BigEndian.PutUint16(seg[4:6], uint16(len(seg)))
 	copy(seg[8:], data)
-	pkt := BuildIPv4(src, dst, ProtoUDP, 64, seg)
-	p, _ := ParseIPv4(pkt)
-	sum := Checksum(pkt[20:], pseudoHeaderSum(p, len(seg)))
+	sum := Checksum(seg, pseudoHeaderSum(src, dst, ProtoUDP, len(seg)))
 	if sum == 0 {
 		sum = 0xffff
 	}
-	binary.BigEndian.PutUint16(pkt[26:28], sum)
-	return pkt
+	binary.BigEndian.PutUint16(seg[6:8], sum)
+	return seg
 }
 
 // BuildICMP returns an ICMP message (header and body) with a valid checksum;
@@ -249,6 +266,12 @@ func ParseARP(frame []byte) (*ARP, bool) {
 // BuildTCP returns an IPv4/TCP segment (20-byte header, ACK set) with valid
 // checksums.
 func BuildTCP(src, dst netip.Addr, sport, dport uint16, seq uint32, data []byte) []byte {
+	return BuildIPv4(src, dst, ProtoTCP, 64, tcpSegment(src, dst, sport, dport, seq, data))
+}
+
+// tcpSegment returns a TCP segment (20-byte header, ACK set) with a valid checksum
+// for either family.
+func tcpSegment(src, dst netip.Addr, sport, dport uint16, seq uint32, data []byte) []byte {
 	seg := make([]byte, 20+len(data))
 	binary.BigEndian.PutUint16(seg[0:2], sport)
 	binary.BigEndian.PutUint16(seg[2:4], dport)
@@ -257,8 +280,6 @@ func BuildTCP(src, dst netip.Addr, sport, dport uint16, seq uint32, data []byte)
 	seg[13] = 0x10 // ACK
 	binary.BigEndian.PutUint16(seg[14:16], 65535)
 	copy(seg[20:], data)
-	pkt := BuildIPv4(src, dst, ProtoTCP, 64, seg)
-	p, _ := ParseIPv4(pkt)
-	binary.BigEndian.PutUint16(pkt[36:38], Checksum(pkt[20:], pseudoHeaderSum(p, len(seg))))
-	return pkt
+	binary.BigEndian.PutUint16(seg[16:18], Checksum(seg, pseudoHeaderSum(src, dst, ProtoTCP, len(seg))))
+	return seg
 }

@@ -50,10 +50,11 @@ func ParseIPv6(b []byte) (*IPv6, error) {
 // ParseFrame6 parses an Ethernet frame carrying IPv6; ok is false for other
 // frames.
 func ParseFrame6(frame []byte) (*IPv6, bool) {
-	if len(frame) < ethHeaderLen || binary.BigEndian.Uint16(frame[12:14]) != etherTypeIPv6 {
+	b, ok := framePayload(frame, etherTypeIPv6)
+	if !ok {
 		return nil, false
 	}
-	p, err := ParseIPv6(frame[ethHeaderLen:])
+	p, err := ParseIPv6(b)
 	return p, err == nil
 }
 
@@ -69,20 +70,9 @@ func (p *IPv6) L4ChecksumOK() (ok, checked bool) {
 	seg := p.Payload[:p.PayloadLen]
 	switch p.Next {
 	case ProtoICMPv6, ProtoUDP, ProtoTCP:
-		return Checksum(seg, pseudoHeaderSum6(p.Src, p.Dst, p.Next, len(seg))) == 0, true
+		return Checksum(seg, pseudoHeaderSum(p.Src, p.Dst, p.Next, len(seg))) == 0, true
 	}
 	return false, false
-}
-
-func pseudoHeaderSum6(src, dst netip.Addr, next uint8, l4len int) uint32 {
-	var sum uint32
-	for _, a := range []netip.Addr{src, dst} {
-		b := a.As16()
-		for i := 0; i < 16; i += 2 {
-			sum += uint32(binary.BigEndian.Uint16(b[i : i+2]))
-		}
-	}
-	return sum + uint32(l4len) + uint32(next)
 }
 
 // ICMP parses the payload of an ICMPv6 packet.
@@ -120,32 +110,13 @@ func BuildIPv6(src, dst netip.Addr, next, hopLimit uint8, payload []byte) []byte
 
 // BuildUDP6 returns an IPv6/UDP packet with a valid checksum.
 func BuildUDP6(src, dst netip.Addr, sport, dport uint16, data []byte) []byte {
-	seg := make([]byte, 8+len(data))
-	binary.BigEndian.PutUint16(seg[0:2], sport)
-	binary.BigEndian.PutUint16(seg[2:4], dport)
-	binary.BigEndian.PutUint16(seg[4:6], uint16(len(seg)))
-	copy(seg[8:], data)
-	sum := Checksum(seg, pseudoHeaderSum6(src, dst, ProtoUDP, len(seg)))
-	if sum == 0 {
-		sum = 0xffff
-	}
-	binary.BigEndian.PutUint16(seg[6:8], sum)
-	return BuildIPv6(src, dst, ProtoUDP, 64, seg)
+	return BuildIPv6(src, dst, ProtoUDP, 64, udpSegment(src, dst, sport, dport, data))
 }
 
 // BuildTCP6 returns an IPv6/TCP segment (20-byte header, ACK set) with a
 // valid checksum.
 func BuildTCP6(src, dst netip.Addr, sport, dport uint16, seq uint32, data []byte) []byte {
-	seg := make([]byte, 20+len(data))
-	binary.BigEndian.PutUint16(seg[0:2], sport)
-	binary.BigEndian.PutUint16(seg[2:4], dport)
-	binary.BigEndian.PutUint32(seg[4:8], seq)
-	seg[12] = 5 << 4
-	seg[13] = 0x10 // ACK
-	binary.BigEndian.PutUint16(seg[14:16], 65535)
-	copy(seg[20:], data)
-	binary.BigEndian.PutUint16(seg[16:18], Checksum(seg, pseudoHeaderSum6(src, dst, ProtoTCP, len(seg))))
-	return BuildIPv6(src, dst, ProtoTCP, 64, seg)
+	return BuildIPv6(src, dst, ProtoTCP, 64, tcpSegment(src, dst, sport, dport, seq, data))
 }
 
 // SendNeighborSolicitation sends from n a neighbor solicitation for target to

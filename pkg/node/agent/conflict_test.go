@@ -43,41 +43,51 @@ func (r *recordingARP) SetAddresses(a []netip.Addr) {
 	r.addrs = slices.Clone(a)
 }
 
-// TestConflictingMappingHoldsUpNothing: one ElasticIP attached on this Node to two Pods
-// (a transient state the controllers may show during a handover) is neither translated
-// nor answered, and does not keep the agent from answering ARP for, and marking, every
-// other address; the sync still reports the conflict.
-func TestConflictingMappingHoldsUpNothing(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	attachments := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	ads := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	adObjects := []*v1alpha1.ARPAdvertisement{
-		{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-ok"}, Spec: v1alpha1.ARPAdvertisementSpec{Address: "10.225.51.5", NodeName: "node-a"}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-twice"}, Spec: v1alpha1.ARPAdvertisementSpec{Address: "10.225.51.6", NodeName: "node-a"}},
-	}
+// syncFixture keeps the advertisements in the API and in the informer cache, and the
+// attachments in the cache, and returns the fake client and the listers of an agent
+// on a Node with no Node objects cached.
+func syncFixture(t *testing.T, ctx context.Context, ads []*v1alpha1.ARPAdvertisement, attachments ...*v1alpha1.ElasticIPAttachment) (*fake.Clientset, Listers) {
+	t.Helper()
+	adCache := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	attachmentCache := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	client := fake.NewClientset()
-	for _, ad := range adObjects {
-		if err := ads.Add(ad); err != nil {
+	for _, ad := range ads {
+		if err := adCache.Add(ad); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := client.JuneauV1alpha1().ARPAdvertisements().Create(ctx, ad, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, a := range []*v1alpha1.ElasticIPAttachment{
-		attachment("ok", "node-a", "10.225.51.5", "10.244.1.5", v1alpha1.AttachmentAttached, true),
-		attachment("first", "node-a", "10.225.51.6", "10.244.1.6", v1alpha1.AttachmentAttached, true),
-		attachment("second", "node-a", "10.225.51.6", "10.244.1.7", v1alpha1.AttachmentAttached, true),
-	} {
-		if err := attachments.Add(a); err != nil {
+	for _, a := range attachments {
+		if err := attachmentCache.Add(a); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return client, Listers{
+		Attachments:    listers.NewElasticIPAttachmentLister(attachmentCache),
+		Advertisements: listers.NewARPAdvertisementLister(adCache),
+		Nodes:          corelisters.NewNodeLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+	}
+}
+
+// TestConflictingMappingHoldsUpNothing: one ElasticIP attached on this Node to two Pods
+// (a transient state the controllers may show during a handover) is neither translated
+// nor answered, and does not keep the agent from answering ARP for, and marking, every
+// other address; the sync still reports the conflict.
+func TestConflictingMappingHoldsUpNothing(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	adObjects := []*v1alpha1.ARPAdvertisement{
+		{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-ok"}, Spec: v1alpha1.ARPAdvertisementSpec{Address: "10.225.51.5", NodeName: "node-a"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-twice"}, Spec: v1alpha1.ARPAdvertisementSpec{Address: "10.225.51.6", NodeName: "node-a"}},
+	}
+	client, ls := syncFixture(t, ctx, adObjects,
+		attachment("ok", "node-a", "10.225.51.5", "10.244.1.5", v1alpha1.AttachmentAttached, true),
+		attachment("first", "node-a", "10.225.51.6", "10.244.1.6", v1alpha1.AttachmentAttached, true),
+		attachment("second", "node-a", "10.225.51.6", "10.244.1.7", v1alpha1.AttachmentAttached, true),
+	)
 	arp := &recordingARP{}
-	a := New(Config{NodeName: "node-a", ExternalInterface: "ext0"}, Clients{Juneau: client},
-		Listers{Attachments: listers.NewElasticIPAttachmentLister(attachments), Advertisements: listers.NewARPAdvertisementLister(ads),
-			Nodes: corelisters.NewNodeLister(nodes)}, checkingNAT{}, arp, &recordingARP{}, nil, nil)
+	a := New(Config{NodeName: "node-a", ExternalInterface: "ext0"}, Clients{Juneau: client}, ls, checkingNAT{}, arp, &recordingARP{}, nil, nil)
 
 	err := a.sync(ctx)
 	if !errors.Is(err, nft.ErrInvalidMapping) {

@@ -8,13 +8,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
-	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/node/nft"
 )
 
@@ -26,15 +22,8 @@ func TestStandbyAnswersARPOnly(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ad := &v1alpha1.ARPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-web"},
 		Spec: v1alpha1.ARPAdvertisementSpec{Address: "10.225.51.5", NodeName: "node-a"}}
-	ads := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	attachments := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	if err := ads.Add(ad); err != nil {
-		t.Fatal(err)
-	}
-	if err := attachments.Add(attachment("web", "node-a", "10.225.51.5", "10.244.1.5", v1alpha1.AttachmentAttached, true)); err != nil {
-		t.Fatal(err)
-	}
-	client := fake.NewClientset(ad)
+	client, ls := syncFixture(t, ctx, []*v1alpha1.ARPAdvertisement{ad},
+		attachment("web", "node-a", "10.225.51.5", "10.244.1.5", v1alpha1.AttachmentAttached, true))
 	nat := &fakeNAT{syncs: make(chan nft.DesiredState, 10), fail: make(chan bool, 10)}
 	arp := &recordingARP{}
 	var held atomic.Bool
@@ -44,9 +33,7 @@ func TestStandbyAnswersARPOnly(t *testing.T) {
 		Holds:    held.Load,
 		Answered: func(addrs []netip.Addr) error { saved = append(saved, addrs); return nil },
 		Synced:   func() { synced++ },
-	}, Clients{Juneau: client},
-		Listers{Attachments: listers.NewElasticIPAttachmentLister(attachments), Advertisements: listers.NewARPAdvertisementLister(ads),
-			Nodes: corelisters.NewNodeLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))}, nat, arp, nil, nil, nil)
+	}, Clients{Juneau: client}, ls, nat, arp, nil, nil, nil)
 
 	want := []netip.Addr{netip.MustParseAddr("10.225.51.5")}
 	answering := func() bool {

@@ -9,13 +9,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
-	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/node/nft"
 )
 
@@ -25,32 +21,17 @@ import (
 // attached to an IPv4 Pod IP.
 func TestSyncHandsAddressesByFamily(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	attachments := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	ads := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	client := fake.NewClientset()
-	adObjects := map[string]string{"eip-default-v4": "10.225.51.5", "eip-default-v6": "2001:db8::5", "eip-default-mixed": "2001:db8::6"}
-	for name, address := range adObjects {
-		ad := &v1alpha1.ARPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.ARPAdvertisementSpec{Address: address, NodeName: "node-a"}}
-		if err := ads.Add(ad); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := client.JuneauV1alpha1().ARPAdvertisements().Create(ctx, ad, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+	var ads []*v1alpha1.ARPAdvertisement
+	for name, address := range map[string]string{"eip-default-v4": "10.225.51.5", "eip-default-v6": "2001:db8::5", "eip-default-mixed": "2001:db8::6"} {
+		ads = append(ads, &v1alpha1.ARPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.ARPAdvertisementSpec{Address: address, NodeName: "node-a"}})
 	}
-	for _, a := range []*v1alpha1.ElasticIPAttachment{
+	client, ls := syncFixture(t, ctx, ads,
 		attachment("v4", "node-a", "10.225.51.5", "10.244.1.5", v1alpha1.AttachmentAttached, true),
 		attachment("v6", "node-a", "2001:db8::5", "fd00:10:244:1::5", v1alpha1.AttachmentAttached, true),
 		attachment("mixed", "node-a", "2001:db8::6", "10.244.1.6", v1alpha1.AttachmentAttached, true),
-	} {
-		if err := attachments.Add(a); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 	arp, ndp := &recordingARP{}, &recordingARP{}
-	a := New(Config{NodeName: "node-a", ExternalInterface: "ext0", ExternalMAC: "02:00:00:00:00:01"}, Clients{Juneau: client},
-		Listers{Attachments: listers.NewElasticIPAttachmentLister(attachments), Advertisements: listers.NewARPAdvertisementLister(ads),
-			Nodes: corelisters.NewNodeLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))},
+	a := New(Config{NodeName: "node-a", ExternalInterface: "ext0", ExternalMAC: "02:00:00:00:00:01"}, Clients{Juneau: client}, ls,
 		checkingNAT{}, arp, ndp, nil, nil)
 
 	if err := a.sync(ctx); !errors.Is(err, nft.ErrInvalidMapping) || !strings.Contains(err.Error(), "different families") {

@@ -34,24 +34,12 @@ type lan struct {
 func newLAN(t *testing.T) *lan {
 	t.Helper()
 	require.Root(t)
-	l := &lan{
-		lan: netns.New(t, "lan"), client: netns.New(t, "cli"),
-		node1: netns.New(t, "n1"), node2: netns.New(t, "n2"),
-		captures: map[string]*netns.Capture{},
-	}
-	l.lan.Bridge("br0")
-	for port, end := range map[string]*netns.NS{"pcli": l.client, "pn1": l.node1, "pn2": l.node2} {
-		dev := "ext0"
-		if end == l.client {
-			dev = "eth0"
-		}
-		netns.Veth(l.lan, port, end, dev)
-		l.lan.SetMaster(port, "br0")
+	s := netns.NewLAN(t, "", clientIP+"/24", node1IP+"/24", node2IP+"/24")
+	l := &lan{lan: s.Bridge, client: s.Client, node1: s.Node1, node2: s.Node2, captures: map[string]*netns.Capture{}}
+	for _, port := range []string{"pcli", "pn1", "pn2"} {
 		l.captures[port] = l.lan.Capture(port)
 	}
-	l.client.Addr("eth0", clientIP+"/24")
-	for n, ip := range map[*netns.NS]string{l.node1: node1IP, l.node2: node2IP} {
-		n.Addr("ext0", ip+"/24")
+	for _, n := range []*netns.NS{l.node1, l.node2} {
 		n.MustDo(func() error { return sysctl.New().Apply(sysctl.ExternalInterface("ext0")) })
 	}
 	return l

@@ -36,19 +36,9 @@ func newLAN(t *testing.T) *lan {
 	t.Helper()
 	require.Root(t)
 	require.Binary(t, "ndisc6")
-	l := &lan{lan: netns.New(t, "lan6"), client: netns.New(t, "cli6"), node1: netns.New(t, "n16"), node2: netns.New(t, "n26")}
-	l.lan.Bridge("br0")
-	for port, end := range map[string]*netns.NS{"pcli": l.client, "pn1": l.node1, "pn2": l.node2} {
-		dev := "ext0"
-		if end == l.client {
-			dev = "eth0"
-		}
-		netns.Veth(l.lan, port, end, dev)
-		l.lan.SetMaster(port, "br0")
-	}
-	l.client.Addr("eth0", clientIP+"/64")
-	for n, ip := range map[*netns.NS]string{l.node1: node1IP, l.node2: node2IP} {
-		n.Addr("ext0", ip+"/64")
+	s := netns.NewLAN(t, "6", clientIP+"/64", node1IP+"/64", node2IP+"/64")
+	l := &lan{lan: s.Bridge, client: s.Client, node1: s.Node1, node2: s.Node2}
+	for _, n := range []*netns.NS{l.node1, l.node2} {
 		n.MustDo(func() error { return sysctl.New().Apply(sysctl.ExternalInterface("ext0")) })
 	}
 	return l
