@@ -103,7 +103,7 @@ func startRouterFamilies(t *testing.T, addr string, port uint16, asn, speakerASN
 		Conf:            &api.PeerConf{NeighborAddress: loopback, PeerAsn: speakerASN},
 		Transport:       &api.Transport{PassiveMode: true},
 		GracefulRestart: &api.GracefulRestart{Enabled: true},
-		AfiSafis: routerFamilies(ipv6),
+		AfiSafis:        routerFamilies(ipv6),
 	}}); err != nil {
 		t.Fatal(err)
 	}
