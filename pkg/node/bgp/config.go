@@ -268,3 +268,21 @@ func desiredPeers(peers []Peer) (map[netip.Addr]Peer, []rejection) {
 	}
 	return out, rejected
 }
+
+// NextHop6 chooses the next hop of the IPv6 /128s among the addresses of the Node's
+// external interface: the lowest global one (ULA included) of an on-link subnet (not a
+// /128, which may be an ElasticIP or another host route), usable (usable reports
+// whether it is neither tentative, failed nor deprecated). Invalid when none fits.
+func NextHop6(addrs []netip.Prefix, usable func(netip.Prefix) bool) netip.Addr {
+	var best netip.Addr
+	for _, p := range addrs {
+		a := p.Addr()
+		if !a.Is6() || a.Is4In6() || !a.IsGlobalUnicast() || p.Bits() >= 128 || (usable != nil && !usable(p)) {
+			continue
+		}
+		if !best.IsValid() || a.Less(best) {
+			best = a
+		}
+	}
+	return best
+}

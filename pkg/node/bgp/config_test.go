@@ -189,3 +189,21 @@ func TestDesiredPeers(t *testing.T) {
 		}
 	}
 }
+
+func TestNextHop6(t *testing.T) {
+	addrs := []netip.Prefix{
+		netip.MustParsePrefix("10.225.51.11/24"),
+		netip.MustParsePrefix("fe80::1/64"),
+		netip.MustParsePrefix("fd00:225:53::7/128"), // an ElasticIP or host route
+		netip.MustParsePrefix("fd00:225:51::12/64"),
+		netip.MustParsePrefix("fd00:225:51::11/64"),
+		netip.MustParsePrefix("fd00:225:51::5/64"), // tentative
+	}
+	usable := func(p netip.Prefix) bool { return p.Addr() != netip.MustParseAddr("fd00:225:51::5") }
+	if got := NextHop6(addrs, usable); got != netip.MustParseAddr("fd00:225:51::11") {
+		t.Errorf("NextHop6 = %v, want fd00:225:51::11", got)
+	}
+	if got := NextHop6(addrs[:3], nil); got.IsValid() {
+		t.Errorf("NextHop6 without a global on-link IPv6 address = %v", got)
+	}
+}
