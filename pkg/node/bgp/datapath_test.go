@@ -493,3 +493,28 @@ func TestFRRAnnouncesAndWithdraws(t *testing.T) {
 	sp.setPrefixes()
 	frr.WaitRoutes(10*time.Second, nil)
 }
+
+// TestBIRDAnnouncesIPv6: an IPv6 /128 rides the IPv4 session (MP-BGP, BIRD's ipv6
+// channel) with the Node's IPv6 address as next hop, beside the IPv4 /32s, and is
+// withdrawn on its own.
+func TestBIRDAnnouncesIPv6(t *testing.T) {
+	tp := newTopology(t)
+	tp.node.Addr("eth0", "fd00:225:51::11/64")
+	tp.router.Addr("eth0", "fd00:225:51::1/64")
+	bird := bgprouter.StartBIRD(t, tp.router, bgprouter.Config{RouterID: routerAddr, AS: routerASN, Accept: pool,
+		Accept6: netip.MustParsePrefix("fd00:225:53::/64"), Neighbors: []bgprouter.Neighbor{
+			{Name: "node_a", Local: routerAddr, Address: nodeAddr, AS: nodeASN},
+		}})
+	cfg := speakerConfig()
+	cfg.NextHop6 = netip.MustParseAddr("fd00:225:51::11")
+	sp := startSpeaker(t, tp.node, speakerSpec{Config: cfg, Peers: []Peer{nodePeer("tor-a", routerAddr)},
+		Prefixes: prefixes("10.225.53.7/32", "fd00:225:53::7/128", "fd00:225:54::1/128")})
+	bird.WaitRoutes(30*time.Second, map[string]string{"10.225.53.7/32": nodeNextHop, "fd00:225:53::7/128": "fd00:225:51::11"})
+	sp.waitPeer("tor-a", 10*time.Second, func(p PeerStatus) bool {
+		return established(p) && p.PrefixesAnnounced == 3 && p.IPv6Announced == 2
+	})
+
+	sp.setPrefixes(prefixes("10.225.53.7/32")...)
+	bird.WaitRoutes(10*time.Second, viaNode("10.225.53.7/32"))
+	sp.waitPeer("tor-a", 10*time.Second, func(p PeerStatus) bool { return p.PrefixesAnnounced == 1 && p.IPv6Announced == 0 })
+}
