@@ -89,6 +89,27 @@ func (p *profiler) start(pid int, name string) (*cpuProfile, error) {
 	if p == nil || p.outDir == "" {
 		return nil, nil
 	}
+	prof, err := p.endpoint(pid, name)
+	if err != nil {
+		return nil, err
+	}
+	return prof, prof.post("/cpu/start?file=" + url.QueryEscape(prof.file))
+}
+
+// heap writes a heap profile of the process to DIR/name.pprof.
+func (p *profiler) heap(pid int, name string) (string, error) {
+	if p == nil || p.outDir == "" {
+		return "", nil
+	}
+	prof, err := p.endpoint(pid, name)
+	if err != nil {
+		return "", err
+	}
+	return prof.file, prof.post("/heap?file=" + url.QueryEscape(prof.file))
+}
+
+// endpoint finds the profiling endpoint of pid and names the profile's file.
+func (p *profiler) endpoint(pid int, name string) (*cpuProfile, error) {
 	var addr string
 	// The process writes its address right after it starts.
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true,
@@ -104,8 +125,7 @@ func (p *profiler) start(pid int, name string) (*cpuProfile, error) {
 	if err != nil {
 		return nil, err
 	}
-	prof := &cpuProfile{addr: addr, file: file}
-	return prof, prof.post("/cpu/start?file=" + url.QueryEscape(file))
+	return &cpuProfile{addr: addr, file: file}, nil
 }
 
 // stop ends the profile and returns the file it was written to.
@@ -138,6 +158,17 @@ func (e *env) startProfile(pid int, name string) *cpuProfile {
 		return nil
 	}
 	return prof
+}
+
+// heapProfile writes a heap profile of the process pid (with -cpuprofile).
+func (e *env) heapProfile(pid int, name string) {
+	file, err := e.prof.heap(pid, name)
+	switch {
+	case err != nil:
+		e.Logf("no heap profile %s: %v", name, err)
+	case file != "":
+		e.Logf("heap profile written to %s", file)
+	}
 }
 
 // stopProfile ends a profile startProfile began (nil: nothing to do).

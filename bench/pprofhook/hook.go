@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"sync"
@@ -34,6 +35,7 @@ func init() {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /cpu/start", p.start)
 	mux.HandleFunc("POST /cpu/stop", p.stop)
+	mux.HandleFunc("POST /heap", heap)
 	go func() { _ = http.Serve(l, mux) }()
 	_ = os.WriteFile(filepath.Join(dir, strconv.Itoa(os.Getpid())), []byte(l.Addr().String()), 0o644)
 }
@@ -75,6 +77,24 @@ func (p *benchProfiler) stop(w http.ResponseWriter, _ *http.Request) {
 	pprof.StopCPUProfile()
 	err := p.file.Close()
 	p.file = nil
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}
+
+// heap writes a heap profile (live objects after a collection) to the file the driver
+// names.
+func heap(w http.ResponseWriter, r *http.Request) {
+	f, err := os.Create(r.URL.Query().Get("file"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	runtime.GC()
+	err = pprof.Lookup("heap").WriteTo(f, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 	}

@@ -22,7 +22,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/loutres/juneau/pkg/controllers/answering"
 	"github.com/loutres/juneau/pkg/controllers/elasticip"
+	"github.com/loutres/juneau/pkg/controllers/trim"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	juneauscheme "github.com/loutres/juneau/pkg/generated/clientset/versioned/scheme"
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
@@ -58,7 +60,7 @@ func newControllerCommand(common *commonOptions) *cobra.Command {
 	fs.IntVar(&o.workers, "workers", 4, "workers per controller")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9090", "address serving /metrics, /healthz and /readyz; empty disables")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader through a Lease so only one replica acts")
-	fs.StringVar(&o.leaseNamespace, "leader-elect-namespace", envOr("POD_NAMESPACE", "juneau-system"), "namespace of the leader-election Lease")
+	fs.StringVar(&o.leaseNamespace, "leader-elect-namespace", envOr("POD_NAMESPACE", "juneau-system"), "namespace of the leader-election Lease and of the node agents' heartbeat Leases")
 	fs.StringVar(&o.leaseName, "leader-elect-name", "juneau-controller", "name of the leader-election Lease")
 	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a lease lasts without renewal")
 	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before giving up")
@@ -142,8 +144,10 @@ func (o *controllerOptions) runElected(ctx context.Context, kube kubernetes.Inte
 // runControllers builds every controller on shared informers, starts the informers and
 // runs the controllers until ctx ends.
 func (o *controllerOptions) runControllers(ctx context.Context, kube kubernetes.Interface, juneau versioned.Interface, reg registerer, health *health) error {
-	kubeInf := kubeinformers.NewSharedInformerFactory(kube, o.resync)
-	juneauInf := juneauinformers.NewSharedInformerFactory(juneau, o.resync)
+	// The caches hold no managedFields: nothing reads them, and they are a large part of
+	// the controller's memory (docs/performance.md, row 6).
+	kubeInf := kubeinformers.NewSharedInformerFactoryWithOptions(kube, o.resync, kubeinformers.WithTransform(trim.ManagedFields))
+	juneauInf := juneauinformers.NewSharedInformerFactoryWithOptions(juneau, o.resync, juneauinformers.WithTransform(trim.ManagedFields))
 	recorder, stopEvents := newRecorder(ctx, kube)
 	defer stopEvents()
 
@@ -170,12 +174,28 @@ func (o *controllerOptions) runControllers(ctx context.Context, kube kubernetes.
 		return err
 	}
 	runners = append(runners, more...)
+	// The node agents' heartbeat Leases, in juneau's namespace only.
+	leaseInf := kubeinformers.NewSharedInformerFactoryWithOptions(kube, o.resync, kubeinformers.WithNamespace(o.leaseNamespace))
+	ans, err := answering.NewController(juneau, answering.Informers{
+		Advertisements: j.ARPAdvertisements(), Leases: leaseInf.Coordination().V1().Leases(),
+	}, recorder, answering.Options{Namespace: o.leaseNamespace, QueueMetrics: queues})
+	if err != nil {
+		return fmt.Errorf("answering controller: %w", err)
+	}
+	runners = append(runners, ans.Run)
 
+	leaseInf.Start(ctx.Done())
+	defer leaseInf.Shutdown()
 	kubeInf.Start(ctx.Done())
 	juneauInf.Start(ctx.Done())
 	defer kubeInf.Shutdown()
 	defer juneauInf.Shutdown()
 	for typ, ok := range juneauInf.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("cache of %v did not sync", typ)
+		}
+	}
+	for typ, ok := range leaseInf.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("cache of %v did not sync", typ)
 		}

@@ -13,19 +13,24 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/component-helpers/apimachinery/lease"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
 	"github.com/loutres/juneau/pkg/node/agent"
 	"github.com/loutres/juneau/pkg/node/arp"
 	"github.com/loutres/juneau/pkg/node/bgp"
 	"github.com/loutres/juneau/pkg/node/cniserver"
+	"github.com/loutres/juneau/pkg/node/handover"
 	"github.com/loutres/juneau/pkg/node/ndp"
 	"github.com/loutres/juneau/pkg/node/nft"
 	"github.com/loutres/juneau/pkg/node/shutdown"
@@ -45,6 +50,9 @@ type nodeOptions struct {
 	podName      string
 	podNamespace string
 	verdictFile  string
+	stateDir     string
+	leaseNS      string
+	leaseTTL     time.Duration
 	routerID     string
 	nextHop6     string
 	bgpRetry     time.Duration
@@ -69,6 +77,9 @@ func newNodeCommand(common *commonOptions) *cobra.Command {
 	fs.StringVar(&o.podName, "pod-name", os.Getenv("POD_NAME"), "this agent's Pod (default $POD_NAME): at SIGTERM, the agent removes its datapath if the DaemonSet owning the Pod is being deleted")
 	fs.StringVar(&o.podNamespace, "pod-namespace", os.Getenv("POD_NAMESPACE"), "namespace of --pod-name (default $POD_NAMESPACE)")
 	fs.StringVar(&o.verdictFile, "shutdown-verdict-file", "", "file the agent writes at SIGTERM: \"uninstall: <reason>\" or \"restart: <reason>\", for the container that removes the CNI entry")
+	fs.StringVar(&o.stateDir, "state-dir", "/run/juneau", "host directory of the datapath lock and the addresses answered for, shared with the next agent of this Node (docs/operations.md#restarts-and-rollouts)")
+	fs.StringVar(&o.leaseNS, "heartbeat-lease-namespace", envOr("POD_NAMESPACE", "juneau-system"), "namespace of the agent's heartbeat Lease, juneau-node-<node>")
+	fs.DurationVar(&o.leaseTTL, "heartbeat-lease-duration", 40*time.Second, "how long the heartbeat Lease lasts unrenewed (renewed every quarter of it); once it expires the controller marks this Node's ARPAdvertisements Answering=Unknown")
 	fs.StringVar(&o.routerID, "bgp-router-id", "", "BGP identifier of this Node, an IPv4 address of it (default: the Node's IPv4 InternalIP); without one the Node announces nothing on bgp networks")
 	fs.StringVar(&o.nextHop6, "bgp-ipv6-next-hop", "", "next hop of the IPv6 /128s this Node announces, a global IPv6 address of it (default: the lowest global IPv6 address on the external interface at start); without one the Node announces no IPv6 address")
 	fs.DurationVar(&o.bgpRetry, "bgp-connect-retry", bgp.DefaultConnectRetry, "interval between connection attempts to a BGP router (at least 2s)")
@@ -104,15 +115,42 @@ func (o *nodeOptions) run(ctx context.Context) error {
 		}
 	}
 	if o.sysctls {
-		if err := sysctl.New().Apply(sysctl.ExternalInterface(iface)); err != nil {
+		ipv6 := hasGlobalIPv6(link)
+		if err := sysctl.New().Apply(sysctl.ExternalInterfaceFor(iface, ipv6)); err != nil {
 			return err
 		}
+		logger.V(2).Info("Set kernel parameters of the external interface", "interface", iface, "ipv6", ipv6)
 	}
 	logger.Info("Starting node agent", "externalInterface", iface, "mac", link.HardwareAddr.String())
 
 	health := newHealth()
 	responder := arp.NewResponder(iface)
+	// Answer at once for what the previous agent of this Node answered: the kernel kept
+	// its NAT rules, and the caches will take over at the first sync.
+	saved, err := handover.LoadAnswering(o.stateDir)
+	if err != nil {
+		logger.Error(err, "Not answering ARP before the first sync", "stateDir", o.stateDir)
+	} else {
+		responder.SetAddresses(saved) // the IPv4 ones
+		logger.Info("Answering ARP for the addresses of the previous agent until the first sync", "addresses", len(saved))
+	}
+	// A BGP speaker that cannot start stops the agent (runCtx), which then exits with
+	// its error, to be restarted.
+	runCtx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	var g errgroup.Group
+	g.Go(func() error { return responder.Run(runCtx) })
 	ndpResponder := ndp.NewResponder(iface)
+	ndpResponder.SetAddresses(saved) // the IPv6 ones
+	g.Go(func() error { return ndpResponder.Run(runCtx) })
+	lock := handover.NewLock(o.stateDir)
+	held, err := lock.TryAcquire()
+	if err != nil {
+		return err
+	}
+	if !held {
+		logger.Info("Another agent of this Node holds the datapath; answering ARP and standing by until it stops", "lock", lock.Path())
+	}
 	srv, reg, err := startMetricsServer(ctx, o.metricsAddr, health)
 	if err != nil {
 		return err
@@ -157,6 +195,10 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	a := agent.New(agent.Config{
 		NodeName: o.nodeName, ExternalInterface: iface, ExternalMAC: link.HardwareAddr.String(),
 		ClusterCIDRs: cidrs, Resync: o.resync, QueueMetrics: queues,
+		Holds:           lock.Held,
+		Answered:        func(addrs []netip.Addr) error { return handover.SaveAnswering(o.stateDir, addrs) },
+		Synced:          health.setReady,
+		ExternalSubnets: func() []netip.Prefix { return subnetsOf(iface) },
 	}, agent.Clients{Juneau: juneau, Kube: kube}, agent.Listers{
 		Attachments: attachments.Lister(), Advertisements: adverts.Lister(),
 		BGPPeers: bgpPeers.Lister(), BGPAdvertisements: bgpAdverts.Lister(),
@@ -187,10 +229,6 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	source := &agent.DirectSource{Pods: pods.Lister(), NICs: nics.Lister(), ElasticIPs: eips.Lister(), Synced: func() bool {
 		return pods.Informer().HasSynced() && nics.Informer().HasSynced() && eips.Informer().HasSynced()
 	}}
-	// A BGP speaker that cannot start stops the agent (runCtx), which then exits with
-	// its error, to be restarted.
-	runCtx, stopRun := context.WithCancelCause(ctx)
-	defer stopRun(nil)
 	for _, f := range []interface {
 		Start(<-chan struct{})
 		Shutdown()
@@ -198,7 +236,6 @@ func (o *nodeOptions) run(ctx context.Context) error {
 		f.Start(runCtx.Done())
 		defer f.Shutdown()
 	}
-	health.setReady()
 
 	speakerDone := make(chan error, 1)
 	if speaker != nil {
@@ -212,23 +249,40 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	} else {
 		close(speakerDone)
 	}
-	var g errgroup.Group
-	g.Go(func() error { return responder.Run(runCtx) })
-	g.Go(func() error { return ndpResponder.Run(runCtx) })
 	g.Go(func() error { return a.Run(runCtx) })
-	// In-cluster clients follow an ElasticIP that moves (pkg/node/nft/flows.go).
-	g.Go(func() error { return nat.RunFlowCleanup(runCtx) })
-	// Changes others make to the table are repaired at once, not at the next resync.
+	// What only the holder of the datapath lock does, from the moment it holds it: a
+	// standing-by agent would see the holder's writes as drift.
 	g.Go(func() error {
-		return nft.NewDriftWatcher(nft.Options{}).Run(runCtx, func(d nft.Drift) { a.RepairDrift(runCtx, d) })
+		if !held {
+			if err := lock.Acquire(runCtx); err != nil {
+				return nil // stopped while standing by
+			}
+			logger.Info("Took over the datapath from the previous agent of this Node")
+			a.Trigger()
+		}
+		var h errgroup.Group
+		h.Go(func() error { o.heartbeat(kube).Run(runCtx); return nil })
+		// In-cluster clients follow an ElasticIP that moves (pkg/node/nft/flows.go).
+		h.Go(func() error { return nat.RunFlowCleanup(runCtx) })
+		// Changes others make to the table are repaired at once, not at the next resync.
+		h.Go(func() error {
+			return nft.NewDriftWatcher(nft.Options{}).Run(runCtx, func(d nft.Drift) { a.RepairDrift(runCtx, d) })
+		})
+		if o.cniSocket != "" {
+			h.Go(func() error { return cniserver.New(source).Run(runCtx, o.cniSocket) })
+		}
+		return h.Wait()
 	})
-	if o.cniSocket != "" {
-		g.Go(func() error { return cniserver.New(source).Run(runCtx, o.cniSocket) })
-	}
 	err = g.Wait()
 	uninstall := false
-	if ctx.Err() != nil {
+	switch {
+	case ctx.Err() != nil && lock.Held():
 		uninstall = o.shutdown(logger, kube, pods.Lister(), nat)
+	case ctx.Err() != nil && o.verdictFile != "":
+		// The datapath is another agent's: nothing of it is this one's to remove.
+		if err := shutdown.WriteVerdict(o.verdictFile, shutdown.Verdict{Reason: "stopped while another agent of this Node holds the datapath"}); err != nil {
+			logger.Error(err, "Writing the shutdown verdict", "file", o.verdictFile)
+		}
 	}
 	if speaker != nil {
 		speaker.SetWithdrawOnStop(uninstall)
@@ -328,6 +382,31 @@ func (o *nodeOptions) shutdown(logger klog.Logger, kube kubernetes.Interface, po
 	return verdict.Uninstall
 }
 
+// heartbeat renews the agent's Lease (as a kubelet renews its node Lease), owned by
+// the Node so that it goes with it.
+func (o *nodeOptions) heartbeat(kube kubernetes.Interface) lease.Controller {
+	ttl := max(o.leaseTTL, 4*time.Second)
+	return lease.NewController(clock.RealClock{}, kube, o.nodeName, int32(ttl/time.Second), nil, ttl/4,
+		v1alpha1.NodeLeasePrefix+o.nodeName, o.leaseNS, func(l *coordinationv1.Lease) error {
+			if l.Labels == nil {
+				l.Labels = map[string]string{}
+			}
+			l.Labels["app.kubernetes.io/name"] = "juneau"
+			l.Labels["app.kubernetes.io/component"] = "node"
+			if len(l.OwnerReferences) > 0 {
+				return nil
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			node, err := kube.CoreV1().Nodes().Get(ctx, o.nodeName, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("reading Node %q to own the heartbeat Lease: %w", o.nodeName, err)
+			}
+			l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}
+			return nil
+		})
+}
+
 // externalInterface is --external-interface, or the interface holding the Node's InternalIP.
 func (o *nodeOptions) externalInterface(ctx context.Context, kube kubernetes.Interface) (string, error) {
 	if o.extIface != "" {
@@ -373,6 +452,30 @@ func parsePrefixes(in []string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
+// subnetsOf lists the IPv4 prefixes of the interface's addresses.
+func subnetsOf(iface string) []netip.Prefix {
+	link, err := netlink.LinkByName(iface)
+	if err != nil {
+		return nil
+	}
+	addrs, err := netlink.AddrList(link, netlink.FAMILY_V4)
+	if err != nil {
+		return nil
+	}
+	var out []netip.Prefix
+	for _, a := range addrs {
+		if a.IPNet == nil {
+			continue
+		}
+		ip, ok := netip.AddrFromSlice(a.IPNet.IP.To4())
+		ones, _ := a.IPNet.Mask.Size()
+		if ok {
+			out = append(out, netip.PrefixFrom(ip, ones))
+		}
+	}
+	return out
+}
+
 // hostInterface names the interface of the node's host route for addr: the /32 (/128)
 // the CNI plugin adds towards a direct NIC's host end.
 func hostInterface(addr netip.Addr) (string, bool) {
@@ -391,4 +494,20 @@ func hostInterface(addr netip.Addr) (string, bool) {
 		return "", false
 	}
 	return link.Attrs().Name, true
+}
+
+// hasGlobalIPv6 tells whether the interface carries a global IPv6 address (ULAs
+// included), i.e. whether this Node's external network has IPv6 at all; the IPv6
+// kernel settings are made only then (docs/datapath.md).
+func hasGlobalIPv6(link *net.Interface) bool {
+	addrs, err := link.Addrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() == nil && n.IP.IsGlobalUnicast() {
+			return true
+		}
+	}
+	return false
 }

@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"os"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -84,7 +86,9 @@ func (h *health) readyz(w http.ResponseWriter, _ *http.Request) {
 type metricsServer struct{ srv *http.Server }
 
 // startMetricsServer registers the process collectors on a new registry and serves it.
-// An empty address serves nothing but still returns a registry.
+// An empty address serves nothing but still returns a registry. The port is opened
+// with SO_REUSEPORT: two node agents of one Node (hostNetwork, during a rolling update
+// with maxSurge) share it, each connection served by one of them.
 func startMetricsServer(ctx context.Context, addr string, h *health) (*metricsServer, *prometheus.Registry, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -95,7 +99,16 @@ func startMetricsServer(ctx context.Context, addr string, h *health) (*metricsSe
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", h.healthz)
 	mux.HandleFunc("/readyz", h.readyz)
-	l, err := net.Listen("tcp", addr)
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	l, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -26,6 +26,7 @@ type webhookOptions struct {
 	bindAddress string
 	certFile    string
 	keyFile     string
+	metricsAddr string
 
 	// Certificate provisioning (without cert-manager).
 	secret        string
@@ -62,6 +63,7 @@ renewing them), writes the pair to those files, and sets the CA bundle of the
 	fs.StringVar(&o.service, "service", "juneau-webhook", "Service (in the Secret's namespace) the provisioned certificate is issued for")
 	fs.StringSliceVar(&o.extraHosts, "certificate-extra-hosts", nil, "more DNS names or IP addresses for the provisioned certificate")
 	fs.DurationVar(&o.checkInterval, "certificate-check-interval", time.Hour, "how often the provisioned certificate and caBundle are checked and renewed")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9092", "address serving /metrics (plain HTTP); empty disables")
 	return cmd
 }
 
@@ -104,8 +106,20 @@ func (o *webhookOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	health := newHealth()
+	srv, reg, err := startMetricsServer(ctx, o.metricsAddr, health)
+	if err != nil {
+		return err
+	}
+	defer srv.shutdown()
+	metrics, err := admission.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	handler := admission.NewHandler(validators, validators.HasSynced)
+	handler.SetMetrics(metrics)
 	server := admission.NewServer(admission.ServerConfig{BindAddress: o.bindAddress, CertFile: o.certFile, KeyFile: o.keyFile},
-		admission.NewHandler(validators, validators.HasSynced), validators.HasSynced)
+		handler, validators.HasSynced)
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return server.Run(ctx) })
@@ -119,6 +133,7 @@ func (o *webhookOptions) run(ctx context.Context) error {
 			return nil // ctx ended
 		}
 		logger.Info("Caches synced; validating requests")
+		health.setReady()
 		return nil
 	})
 	err = g.Wait()

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
+	"github.com/loutres/juneau/pkg/apis/juneau/bounded"
 	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
@@ -240,7 +241,7 @@ func (v *Validators) pendingNIC(ctx context.Context, namespace, name string) (st
 	}
 	nics, errs := annotations.ParseDirect(pod.Annotations)
 	if len(errs) > 0 {
-		return fmt.Sprintf("NetworkInterface %q does not exist: the annotations of Pod %q cannot be read (%s)", name, podName, errs.ToAggregate()), nil
+		return fmt.Sprintf("NetworkInterface %q does not exist: the annotations of Pod %q cannot be read (%s)", name, podName, bounded.Message(errs)), nil
 	}
 	i := slices.IndexFunc(nics, func(n annotations.DirectNIC) bool { return n.Interface == iface })
 	switch {

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/bounded"
 )
 
 // kindFunc judges one AdmissionRequest of a kind: nil allows it, a Status denies it.
@@ -144,7 +146,8 @@ func verdict(gk schema.GroupKind, name string, errs field.ErrorList, err error) 
 	case len(errs) == 0:
 		return nil
 	}
-	st := apierrors.NewInvalid(gk, name, errs).ErrStatus
+	// Bounded: a huge invalid annotation must not become a huge answer (or log line).
+	st := apierrors.NewInvalid(gk, name, bounded.Errors(errs)).ErrStatus
 	return &st
 }
 

@@ -74,11 +74,11 @@ func (v *Validators) elasticIPReferences(ctx context.Context, e *v1alpha1.Elasti
 // elasticIPReferrers says why an ElasticIP may not be deleted: the non-deleting
 // ElasticIPAttachments that reference it.
 func (v *Validators) elasticIPReferrers(ctx context.Context, e *v1alpha1.ElasticIP) (string, error) {
-	refs, err := confirmed(ctx, func(r []string) bool { return len(r) == 0 },
-		func(ctx context.Context, live bool) ([]string, error) {
-			atts, err := v.r.attachmentsOf(ctx, e.Namespace, e.Name, false, live)
-			return activeNames(atts), err
-		})
+	// Both answers of the cache are confirmed by the API server: it may not have seen a
+	// new attachment yet, nor one just deleted (kubectl deletes attachments and then
+	// ElasticIPs within milliseconds: docs/operations.md#uninstalling).
+	atts, err := v.r.attachmentsOf(ctx, e.Namespace, e.Name, false, true)
+	refs := activeNames(atts)
 	if err != nil || len(refs) == 0 {
 		return "", err
 	}

@@ -5,6 +5,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
@@ -103,6 +104,13 @@ func TestElasticIPRules(t *testing.T) {
 		{name: "delete while an attachment not yet in the cache references it", op: admissionv1.Delete, old: eip("e", "net", ""),
 			setup: func(f *fixture) { f.live(attachment("fresh", "e", "web.eth0")) },
 			want:  forbidden(`ElasticIPAttachment "fresh"`)},
+		{name: "delete right after the attachment, still in the cache", op: admissionv1.Delete, old: eip("e", "net", ""),
+			setup: func(f *fixture) {
+				f.cached(attachment("gone", "e", "web.eth0"))
+				if err := f.juneau.Tracker().Delete(schema.GroupVersionResource{Group: "juneau.loutres.me", Version: "v1alpha1", Resource: "elasticipattachments"}, ns, "gone"); err != nil {
+					f.t.Fatal(err)
+				}
+			}, want: allowed()},
 		{name: "delete while the attachment is being deleted", op: admissionv1.Delete, old: eip("e", "net", ""),
 			setup: func(f *fixture) { f.cached(deleting(attachment("web-attach", "e", "web.eth0"))) }, want: allowed()},
 		{name: "an attachment in another namespace does not count", op: admissionv1.Delete, old: eip("e", "net", ""),

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/bounded"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -28,9 +29,13 @@ const reviewTimeout = 4 * time.Second
 // Handler answers AdmissionReview requests (admission.k8s.io/v1) by running the rules
 // of the object's kind.
 type Handler struct {
-	kinds map[schema.GroupKind]kindFunc
-	ready func() bool
+	kinds   map[schema.GroupKind]kindFunc
+	ready   func() bool
+	metrics *Metrics
 }
+
+// SetMetrics makes the handler count every review it answers; call it before serving.
+func (h *Handler) SetMetrics(m *Metrics) { h.metrics = m }
 
 // NewHandler routes each kind to its rules. ready gates validation: until it reports
 // true (caches synced), requests are denied with 503 rather than judged on empty caches.
@@ -107,6 +112,8 @@ func (p *pathHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // judge runs the rules of the request's kind.
 func (p *pathHandler) judge(ctx context.Context, req *admissionv1.AdmissionRequest) (resp *admissionv1.AdmissionResponse) {
+	start := time.Now()
+	defer func() { p.h.metrics.observe(req.Kind.Kind, resp, time.Since(start)) }()
 	logger := klog.FromContext(ctx).WithValues("uid", req.UID, "kind", req.Kind.Kind,
 		"namespace", req.Namespace, "name", req.Name, "operation", req.Operation)
 	gk := schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}
@@ -132,6 +139,7 @@ func (p *pathHandler) judge(ctx context.Context, req *admissionv1.AdmissionReque
 	}
 	st := check(klog.NewContext(ctx, logger), req)
 	if st != nil {
+		st.Message = bounded.String(st.Message, bounded.MaxMessage)
 		logger.V(2).Info("Denied", "code", st.Code, "message", st.Message)
 	}
 	return response(req.UID, st)

@@ -37,6 +37,8 @@ type Loop struct {
 	queue  workqueue.TypedRateLimitingInterface[string]
 	sync   SyncFunc
 	errors ErrorCounter
+	// byName counts failed syncs by controller (NewQueueMetrics); may be nil.
+	byName ErrorCounter
 }
 
 // Config says where a loop reports.
@@ -57,6 +59,7 @@ func New(name string, sync SyncFunc, cfg Config) *Loop {
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: name, MetricsProvider: cfg.Metrics}),
 		sync:   sync,
 		errors: cfg.Errors,
+		byName: syncErrorsOf(cfg.Metrics, name),
 	}
 }
 
@@ -155,6 +158,9 @@ func (l *Loop) handleErr(ctx context.Context, key string, err error) {
 	}
 	if l.errors != nil {
 		l.errors.Inc()
+	}
+	if l.byName != nil {
+		l.byName.Inc()
 	}
 	logger := klog.FromContext(ctx)
 	if n := l.queue.NumRequeues(key); n < MaxRetries {

@@ -14,6 +14,27 @@ type queueMetrics struct {
 	depth, unfinished, longest *prometheus.GaugeVec
 	adds, retries              *prometheus.CounterVec
 	latency, workDuration      *prometheus.HistogramVec
+	// syncErrors counts failed syncs by loop (controller) name.
+	syncErrors *prometheus.CounterVec
+}
+
+// syncErrorCounter is what a queue metrics provider of NewQueueMetrics also offers:
+// the failed-sync counter of one loop.
+type syncErrorCounter interface {
+	SyncErrors(name string) ErrorCounter
+}
+
+// SyncErrors is the counter of failed syncs of the loop (controller) name.
+func (m *queueMetrics) SyncErrors(name string) ErrorCounter {
+	return m.syncErrors.WithLabelValues(name)
+}
+
+// syncErrorsOf returns the failed-sync counter provider offers for name, if any.
+func syncErrorsOf(provider workqueue.MetricsProvider, name string) ErrorCounter {
+	if p, ok := provider.(syncErrorCounter); ok {
+		return p.SyncErrors(name)
+	}
+	return nil
 }
 
 var _ workqueue.MetricsProvider = (*queueMetrics)(nil)
@@ -41,8 +62,10 @@ func NewQueueMetrics(reg prometheus.Registerer) (workqueue.MetricsProvider, erro
 		unfinished:   gauge("unfinished_work_seconds", "Seconds of work under way and not yet done; a growing value means a stuck worker."),
 		longest:      gauge("longest_running_processor_seconds", "Seconds the longest running worker has been processing its key."),
 		retries:      counter("retries_total", "Keys put back for a retry."),
+		syncErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "reconcile_errors_total",
+			Help: "Failed syncs (reconciles) by controller; the node agent's loop is node-agent."}, []string{"controller"}),
 	}
-	for _, c := range []prometheus.Collector{m.depth, m.adds, m.latency, m.workDuration, m.unfinished, m.longest, m.retries} {
+	for _, c := range []prometheus.Collector{m.depth, m.adds, m.latency, m.workDuration, m.unfinished, m.longest, m.retries, m.syncErrors} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering workqueue metrics: %w", err)
 		}

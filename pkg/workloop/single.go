@@ -48,6 +48,8 @@ type Single struct {
 	// Read and written by the one worker only.
 	last, lastFull time.Time
 	failed         bool
+	// errors counts failed syncs by loop name (NewQueueMetrics); may be nil.
+	errors ErrorCounter
 }
 
 // NewSingle makes a Single; nothing runs until Run.
@@ -64,7 +66,7 @@ func NewSingle(name string, sync FullSyncFunc, cfg SingleConfig) *Single {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Single{name: name, sync: sync, cfg: cfg}
+	return &Single{name: name, sync: sync, cfg: cfg, errors: syncErrorsOf(cfg.Metrics, name)}
 }
 
 // Trigger asks for a sync. Before Run it does nothing: Run starts with a sync anyway.
@@ -106,6 +108,9 @@ func (s *Single) processNext(ctx context.Context, q workqueue.TypedRateLimitingI
 	s.last = now
 	if err := s.sync(ctx, full); err != nil {
 		s.failed = true
+		if s.errors != nil {
+			s.errors.Inc()
+		}
 		klog.FromContext(ctx).Error(err, "Sync failed; the next one is full", "loop", s.name, "retries", q.NumRequeues(key))
 		q.AddRateLimited(key)
 		return true

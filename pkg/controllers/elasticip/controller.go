@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -83,6 +84,11 @@ type Controller struct {
 	mu      sync.Mutex
 	created map[types.UID]string
 
+	// gone remembers, for a grace period, the ElasticIPs the watch has shown deleted (by
+	// UID, the last state seen): their claims are released at once, without the orphan
+	// grace, since a deletion seen by the watch is final and UIDs are never reused.
+	gone *utilcache.Expiring
+
 	eipLoop   *workloop.Loop
 	claimLoop *workloop.Loop
 	synced    []cache.InformerSynced
@@ -103,6 +109,7 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		nics: inf.NetworkInterfaces.Lister(),
 		inf:  inf, index: ipam.NewIndex(), created: map[types.UID]string{},
 		arp: arpKind(client, inf.Advertisements), bgp: bgpKind(client, inf.BGPAdvertisements),
+		gone: utilcache.NewExpiringWithClock(opts.Clock),
 	}
 	c.kinds = []advertiser{c.arp, c.bgp}
 	loopCfg := workloop.Config{Errors: c.metrics.errorCounter(), Metrics: opts.QueueMetrics}
@@ -117,6 +124,7 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 	}
 	watches := []workloop.Watch{
 		{Informer: inf.ElasticIPs.Informer(), Handler: c.eipLoop.Handler()},
+		{Informer: inf.ElasticIPs.Informer(), Handler: cache.ResourceEventHandlerFuncs{DeleteFunc: c.onElasticIPGone}},
 		{Informer: inf.Claims.Informer(), Handler: c.claimHandler()},
 		{Informer: inf.Pools.Informer(), Handler: workloop.SpecFuncs(func(any) { c.enqueueAll() })},
 		{Informer: inf.Networks.Informer(), Handler: workloop.SpecFuncs(func(any) { c.enqueueAll() })},
@@ -181,6 +189,36 @@ func (c *Controller) claimHandler() cache.ResourceEventHandler {
 			c.enqueueWaitingForAddress()
 		},
 	}
+}
+
+// onElasticIPGone remembers a deleted ElasticIP and wakes the claim loop for its claims,
+// which are released at once: an ElasticIP nobody uses carries no finalizer
+// (docs/reference.md#deletion), so its deletion is only seen here. A claim that the cache
+// shows later (created just before the deletion) is released when it arrives.
+func (c *Controller) onElasticIPGone(obj any) {
+	eip, ok := workloop.Unwrap(obj).(*v1alpha1.ElasticIP)
+	if !ok || eip.UID == "" {
+		return
+	}
+	c.gone.Set(eip.UID, eip, goneMemory(c.grace))
+	claims, _ := indexes.ByIndex[*v1alpha1.AllocationClaim](c.inf.Claims.Informer(), indexes.ClaimByConsumerUID, string(eip.UID))
+	for _, claim := range claims {
+		c.claimLoop.AddObject(claim)
+	}
+}
+
+// goneMemory is how long a deleted ElasticIP is remembered: past it, a claim that shows
+// up late is an ordinary orphan.
+func goneMemory(grace time.Duration) time.Duration { return max(grace, 5*time.Minute) }
+
+// goneElasticIP returns the deleted ElasticIP of that UID, if the watch showed it lately.
+func (c *Controller) goneElasticIP(uid string) (*v1alpha1.ElasticIP, bool) {
+	v, ok := c.gone.Get(types.UID(uid))
+	if !ok {
+		return nil, false
+	}
+	eip, ok := v.(*v1alpha1.ElasticIP)
+	return eip, ok
 }
 
 func (c *Controller) enqueueConsumer(claim *v1alpha1.AllocationClaim) {

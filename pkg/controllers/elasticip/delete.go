@@ -18,10 +18,9 @@ import (
 // address); once none is left, everything is released and the finalizer goes.
 // NAT use is refused deletion by the webhook; should an attachment slip through, the
 // address is released anyway: the attachment turns Error and its NAT rules are removed.
+// An ElasticIP without the finalizer that another finalizer keeps is released the same
+// way while it waits for that one.
 func (c *Controller) syncDeleting(ctx context.Context, eip *v1alpha1.ElasticIP) error {
-	if !slices.Contains(eip.Finalizers, v1alpha1.FinalizerElasticIP) {
-		return nil
-	}
 	claims, err := c.claimsOf(eip)
 	if err != nil {
 		return err
@@ -51,6 +50,7 @@ func (c *Controller) syncDeleting(ctx context.Context, eip *v1alpha1.ElasticIP) 
 	if err := c.deleteAdvertisements(ctx, eip); err != nil {
 		return err
 	}
+	released := len(claims) > 0
 	for _, claim := range claims {
 		if err := c.deleteClaim(ctx, claim); err != nil {
 			return err
@@ -63,12 +63,19 @@ func (c *Controller) syncDeleting(ctx context.Context, eip *v1alpha1.ElasticIP) 
 			if err := c.deleteClaim(ctx, claim); err != nil {
 				return err
 			}
+			released = true
 		} else if err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 	}
-	if err := c.removeFinalizer(ctx, eip); err != nil {
-		return err
+	if slices.Contains(eip.Finalizers, v1alpha1.FinalizerElasticIP) {
+		if err := c.removeFinalizer(ctx, eip); err != nil {
+			return err
+		}
+		released = true
+	}
+	if !released {
+		return nil // nothing was left to release (again, while another finalizer waits)
 	}
 	if eip.Status.Address != "" {
 		status.Eventf(c.recorder, eip, v1alpha1.ReasonReleased, "released address %q", eip.Status.Address)

@@ -9,11 +9,14 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
+	"github.com/loutres/juneau/pkg/status"
 )
 
 // syncClaim deletes a claim whose consumer no longer exists (docs/reference.md#allocationclaim), but only once
 // the claim is older than the grace period and a fresh read from the API server confirms
-// the consumer is gone, so a lagging cache never frees a live address.
+// the consumer is gone, so a lagging cache never frees a live address. The claim of an
+// ElasticIP the watch has shown deleted (onElasticIPGone) is released at once, without
+// the grace period or a read (the deletion of that UID is final), with the Event Released.
 func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	claim, err := c.claims.Get(key)
 	if apierrors.IsNotFound(err) {
@@ -27,6 +30,16 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 		return nil // not ours to judge
 	}
 	if live, _ := indexes.ByIndex[*v1alpha1.ElasticIP](c.inf.ElasticIPs.Informer(), indexes.ElasticIPByUID, consumer.UID); len(live) > 0 {
+		return nil
+	}
+	if gone, ok := c.goneElasticIP(consumer.UID); ok {
+		// The watch showed this very ElasticIP deleted: no read can bring it back.
+		deleted, err := c.deleteClaimReporting(ctx, claim)
+		if err != nil || !deleted {
+			return err // released already (by its deletion with the finalizer), or an error
+		}
+		status.Eventf(c.recorder, gone, v1alpha1.ReasonReleased, "released address %q", claim.Spec.Address)
+		klog.FromContext(ctx).Info("Released ElasticIP", "elasticIP", klog.KObj(gone), "address", claim.Spec.Address)
 		return nil
 	}
 	if age := c.clock.Since(claim.CreationTimestamp.Time); age < c.grace {

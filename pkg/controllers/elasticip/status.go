@@ -131,17 +131,31 @@ func (c *Controller) writeStatus(ctx context.Context, eip *v1alpha1.ElasticIP, s
 	if err != nil {
 		return fmt.Errorf("writing status of ElasticIP %s/%s: %w", eip.Namespace, eip.Name, err)
 	}
-	for _, t := range []string{v1alpha1.ConditionAllocated, v1alpha1.ConditionAttached} {
-		status.Announce(c.recorder, eip, conditionEvents,
+	if !meta.IsStatusConditionTrue(eip.Status.Conditions, v1alpha1.ConditionAttached) && meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionAttached) {
+		c.metrics.attached(c.clock.Since(eip.CreationTimestamp.Time))
+	}
+	for t, policy := range conditionEvents {
+		status.Announce(c.recorder, eip, policy,
 			meta.FindStatusCondition(eip.Status.Conditions, t), meta.FindStatusCondition(st.Conditions, t))
+	}
+	if !meta.IsStatusConditionTrue(eip.Status.Conditions, v1alpha1.ConditionAllocated) &&
+		meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionAllocated) {
+		c.metrics.allocatedAfter(c.clock.Since(eip.CreationTimestamp.Time))
 	}
 	logger(ctx, eip).V(2).Info("Updated status", "phase", st.Phase, "address", st.Address, "attachment", st.Attachment)
 	return nil
 }
 
-// conditionEvents announces every change of Allocated and Attached, the first ones
-// too, each with the severity of its reason.
-var conditionEvents = status.Policy{}
+// conditionEvents announces every change of Allocated and Attached with the severity
+// of its reason, but not the routine start of a new ElasticIP: an address reserved at
+// once (Allocated True) and nobody using it yet (Attached False). Those are counted by
+// the metric juneau_elasticip_allocations_total instead; a first status that is a
+// Warning (no address available, an invalid pool) is announced, and so is every later
+// change (an address found after waiting, a user, a conflict).
+var conditionEvents = map[string]status.Policy{
+	v1alpha1.ConditionAllocated: {Quiet: metav1.ConditionTrue},
+	v1alpha1.ConditionAttached:  {Quiet: metav1.ConditionFalse},
+}
 
 // Small formatting helpers (docs/reference.md#messages).
 

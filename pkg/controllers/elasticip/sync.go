@@ -22,6 +22,7 @@ import (
 
 // sync reconciles one ElasticIP: finalizer, dependencies, reservation, holder,
 // advertisement, status — each step read from the caches, decided by a pure function.
+// A routine allocation is two writes: the claim and the status.
 func (c *Controller) sync(ctx context.Context, key string) error {
 	namespace, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
@@ -29,8 +30,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	eip, err := c.eips.ElasticIPs(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
-		// Gone without its finalizer (forced): its advertisement must not outlive it.
-		// Its claim, if any, is an orphan the claim loop removes after the grace period.
+		// Gone (without a finalizer, or forced): its advertisements must not outlive it.
+		// Its claims are released by the claim loop (onElasticIPGone).
 		return c.deleteGoneAdvertisements(ctx, key)
 	}
 	if err != nil {
@@ -39,8 +40,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if eip.DeletionTimestamp != nil {
 		return c.syncDeleting(ctx, eip)
 	}
-	if !slices.Contains(eip.Finalizers, v1alpha1.FinalizerElasticIP) {
-		// The finalizer goes on before anything is reserved; its update event brings us back.
+	if needsFinalizer(eip, c.nicsOf(eip)) {
+		// The finalizer goes on before a NetworkInterface can be recorded as the user;
+		// its update event brings us back.
 		return c.addFinalizer(ctx, eip)
 	}
 
@@ -289,13 +291,19 @@ func (c *Controller) createClaim(ctx context.Context, eip *v1alpha1.ElasticIP, c
 
 // deleteClaim deletes exactly this claim (UID precondition), tolerating it being gone.
 func (c *Controller) deleteClaim(ctx context.Context, claim *v1alpha1.AllocationClaim) error {
+	_, err := c.deleteClaimReporting(ctx, claim)
+	return err
+}
+
+// deleteClaimReporting is deleteClaim that also says whether this call deleted it.
+func (c *Controller) deleteClaimReporting(ctx context.Context, claim *v1alpha1.AllocationClaim) (bool, error) {
 	uid := claim.UID
 	err := c.client.JuneauV1alpha1().AllocationClaims().Delete(ctx, claim.Name,
 		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("deleting AllocationClaim %q: %w", claim.Name, err)
+		return false, fmt.Errorf("deleting AllocationClaim %q: %w", claim.Name, err)
 	}
-	return nil
+	return err == nil, nil
 }
 
 // decide gathers the users of the ElasticIP from the caches and asks DecideHolder.
@@ -320,6 +328,17 @@ func (c *Controller) decide(eip *v1alpha1.ElasticIP, deleting bool) HolderDecisi
 func (c *Controller) nicsOf(eip *v1alpha1.ElasticIP) []*v1alpha1.NetworkInterface {
 	nics, _ := indexes.ByIndex[*v1alpha1.NetworkInterface](c.inf.NetworkInterfaces.Informer(), indexes.NICByElasticIP, indexes.Key(eip.Namespace, eip.Name))
 	return slices.DeleteFunc(nics, func(n *v1alpha1.NetworkInterface) bool { return n.Spec.CreatedAfterPodNetwork })
+}
+
+// needsFinalizer says whether the ElasticIP must get the finalizer now: only deletion
+// that must wait needs it (docs/reference.md#deletion), and it must wait while a
+// NetworkInterface names the ElasticIP, since that Pod may carry the address. Every
+// other user is released at once: the webhook refuses to delete an ElasticIP an
+// attachment uses, and an unused one is released as soon as the watch shows it gone
+// (onElasticIPGone). So a routine allocation writes no finalizer. A finalizer already
+// in place stays until the deletion is done.
+func needsFinalizer(eip *v1alpha1.ElasticIP, nics []*v1alpha1.NetworkInterface) bool {
+	return len(nics) > 0 && !slices.Contains(eip.Finalizers, v1alpha1.FinalizerElasticIP)
 }
 
 func (c *Controller) addFinalizer(ctx context.Context, eip *v1alpha1.ElasticIP) error {

@@ -3,6 +3,7 @@ package elasticip
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
@@ -21,10 +24,11 @@ import (
 
 // fixture is a controller on a fake clientset whose informers are fed by hand.
 type fixture struct {
-	t      *testing.T
-	client *fake.Clientset
-	ctrl   *Controller
-	inf    juneauinformers.SharedInformerFactory
+	t        *testing.T
+	client   *fake.Clientset
+	ctrl     *Controller
+	inf      juneauinformers.SharedInformerFactory
+	recorder *record.FakeRecorder
 }
 
 func newFixture(t *testing.T, cached []runtime.Object, apiOnly ...runtime.Object) *fixture {
@@ -32,10 +36,11 @@ func newFixture(t *testing.T, cached []runtime.Object, apiOnly ...runtime.Object
 	client := fake.NewClientset(append(append([]runtime.Object{}, cached...), apiOnly...)...)
 	inf := juneauinformers.NewSharedInformerFactory(client, 0)
 	j := inf.Juneau().V1alpha1()
+	recorder := record.NewFakeRecorder(1000)
 	ctrl, err := NewController(client, Informers{
 		ElasticIPs: j.ElasticIPs(), Claims: j.AllocationClaims(), Pools: j.AddressPools(), Networks: j.ExternalNetworks(),
 		Attachments: j.ElasticIPAttachments(), NetworkInterfaces: j.NetworkInterfaces(), Advertisements: j.ARPAdvertisements(), BGPAdvertisements: j.BGPAdvertisements(),
-	}, nil, Options{})
+	}, recorder, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +70,36 @@ func newFixture(t *testing.T, cached []runtime.Object, apiOnly ...runtime.Object
 		}
 	}
 	client.ClearActions()
-	return &fixture{t: t, client: client, ctrl: ctrl, inf: inf}
+	return &fixture{t: t, client: client, ctrl: ctrl, inf: inf, recorder: recorder}
+}
+
+// events drains the Events recorded so far.
+func (f *fixture) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// apiWrites lists the API writes made since the last ClearActions, as "verb resource[/sub]".
+func (f *fixture) apiWrites() []string {
+	var out []string
+	for _, a := range f.client.Actions() {
+		if v := a.GetVerb(); v == "get" || v == "list" || v == "watch" {
+			continue
+		}
+		w := a.GetVerb() + " " + a.GetResource().Resource
+		if sub := a.GetSubresource(); sub != "" {
+			w += "/" + sub
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 func (f *fixture) sync(key string) *v1alpha1.ElasticIP {
@@ -166,17 +200,132 @@ func TestSyncDeletesDuplicateClaims(t *testing.T) {
 	}
 }
 
-// The finalizer goes on before anything is reserved.
-func TestSyncAddsFinalizerFirst(t *testing.T) {
+// A routine allocation is two writes, the claim and the status, with no finalizer and
+// no Event: nothing has to wait for the deletion of an ElasticIP nobody uses.
+func TestSyncRoutineAllocationWritesClaimAndStatusOnly(t *testing.T) {
 	eip := elasticIP("nginx-eip", "uid-1")
 	eip.Finalizers = nil
 	f := newFixture(t, append(poolAndNetwork("10.225.51.0/24"), eip))
 	got := f.sync("default/nginx-eip")
+	if got.Status.Address != "10.225.51.1" || got.Status.Phase != v1alpha1.ElasticIPAvailable || len(got.Finalizers) != 0 {
+		t.Errorf("status %s %q, finalizers %v; want Available 10.225.51.1 without a finalizer", got.Status.Phase, got.Status.Address, got.Finalizers)
+	}
+	if w := f.apiWrites(); !slices.Equal(w, []string{"create allocationclaims", "update elasticips/status"}) {
+		t.Errorf("writes = %v, want the claim and the status only", w)
+	}
+	if ev := f.events(); len(ev) != 0 {
+		t.Errorf("Events %v for a routine allocation", ev)
+	}
+}
+
+// An allocation that had to wait is announced once it succeeds; so is a first status
+// that is a Warning.
+func TestSyncAnnouncesAllocationAfterWaiting(t *testing.T) {
+	eip := elasticIP("nginx-eip", "uid-1")
+	other := elasticIP("other", "uid-2")
+	f := newFixture(t, append(poolAndNetwork("10.225.51.1"), eip, other, claimFor("10.225.51.1", other)))
+	got := f.sync("default/nginx-eip")
+	if got.Status.Phase != v1alpha1.ElasticIPPending {
+		t.Fatalf("phase %s, want Pending", got.Status.Phase)
+	}
+	if ev := f.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning "+v1alpha1.ReasonNoAddressAvailable) {
+		t.Errorf("Events %v, want one Warning NoAddressAvailable", ev)
+	}
+	// The other one's claim goes; the address is free again.
+	if err := f.client.JuneauV1alpha1().AllocationClaims().Delete(context.Background(), "10.225.51.1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	claim, err := f.inf.Juneau().V1alpha1().AllocationClaims().Lister().Get("10.225.51.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.inf.Juneau().V1alpha1().AllocationClaims().Informer().GetIndexer().Delete(claim); err != nil {
+		t.Fatal(err)
+	}
+	f.ctrl.claimHandler().OnDelete(claim)
+	if err := f.inf.Juneau().V1alpha1().ElasticIPs().Informer().GetIndexer().Update(got); err != nil {
+		t.Fatal(err)
+	}
+	got = f.sync("default/nginx-eip")
+	if got.Status.Address != "10.225.51.1" {
+		t.Fatalf("address %q, want 10.225.51.1", got.Status.Address)
+	}
+	if ev := f.events(); !slices.ContainsFunc(ev, func(e string) bool { return strings.HasPrefix(e, "Normal "+v1alpha1.ReasonAllocated+" ") }) {
+		t.Errorf("Events %v, want a Normal Allocated", ev)
+	}
+}
+
+// A NetworkInterface naming the ElasticIP makes its deletion wait: the finalizer goes on
+// before the NetworkInterface can be recorded as the user.
+func TestSyncAddsFinalizerForNetworkInterfaces(t *testing.T) {
+	eip := elasticIP("nginx-eip", "uid-1")
+	eip.Finalizers = nil
+	eip.Status = v1alpha1.ElasticIPStatus{Phase: v1alpha1.ElasticIPAvailable, Address: "10.225.51.1"}
+	nic := &v1alpha1.NetworkInterface{ObjectMeta: metav1.ObjectMeta{Name: "web.eth0", Namespace: "default", UID: "nic-uid"},
+		Spec: v1alpha1.NetworkInterfaceSpec{PodRef: v1alpha1.PodReference{Name: "web"}, NodeName: "node-a", ElasticIP: "nginx-eip"}}
+	f := newFixture(t, append(poolAndNetwork("10.225.51.0/24"), eip, claimFor("10.225.51.1", eip), nic))
+	got := f.sync("default/nginx-eip")
 	if len(got.Finalizers) != 1 || got.Finalizers[0] != v1alpha1.FinalizerElasticIP {
 		t.Errorf("finalizers = %v", got.Finalizers)
 	}
-	if creates := f.claimCreates(); len(creates) != 0 {
-		t.Errorf("reserved %v before the finalizer was in place", creates)
+	if got.Status.Attachment != nil {
+		t.Errorf("holder %+v recorded before the finalizer was in place", got.Status.Attachment)
+	}
+	if w := f.apiWrites(); !slices.Equal(w, []string{"patch elasticips"}) {
+		t.Errorf("writes = %v, want the finalizer alone", w)
+	}
+}
+
+// An ElasticIP without the finalizer, deleted: the watch's delete event releases its
+// claim at once, without the orphan grace period, with the Event Released; a second
+// look (the same claim seen again) releases nothing twice.
+func TestGoneElasticIPReleasedAtOnce(t *testing.T) {
+	eip := elasticIP("nginx-eip", "uid-1")
+	eip.Finalizers = nil
+	eip.Status = v1alpha1.ElasticIPStatus{Phase: v1alpha1.ElasticIPAvailable, Address: "10.225.51.1"}
+	claim := claimFor("10.225.51.1", eip) // created just now: well within the grace period
+	f := newFixture(t, append(poolAndNetwork("10.225.51.0/24"), eip, claim))
+	if err := f.client.JuneauV1alpha1().ElasticIPs("default").Delete(context.Background(), eip.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.inf.Juneau().V1alpha1().ElasticIPs().Informer().GetIndexer().Delete(eip); err != nil {
+		t.Fatal(err)
+	}
+	f.ctrl.onElasticIPGone(cache.DeletedFinalStateUnknown{Key: "default/nginx-eip", Obj: eip})
+	if n := f.ctrl.claimLoop.Len(); n != 1 {
+		t.Fatalf("claim loop holds %d keys, want the claim's", n)
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	f.client.ClearActions()
+	for range 2 {
+		if err := f.ctrl.syncClaim(ctx, claim.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, a := range f.client.Actions() {
+		if a.GetResource().Resource == "elasticips" {
+			t.Errorf("read the deleted ElasticIP again: %s", a.GetVerb())
+		}
+	}
+	if _, err := f.client.JuneauV1alpha1().AllocationClaims().Get(context.Background(), claim.Name, metav1.GetOptions{}); err == nil {
+		t.Error("the claim of the deleted ElasticIP is still there")
+	}
+	if ev := f.events(); len(ev) != 1 || ev[0] != `Normal Released released address "10.225.51.1"` {
+		t.Errorf("Events %v, want one Released", ev)
+	}
+}
+
+// A claim whose consumer the watch never showed deleted still waits for the grace period.
+func TestOrphanClaimWaitsForGrace(t *testing.T) {
+	eip := elasticIP("nginx-eip", "uid-1")
+	claim := claimFor("10.225.51.1", eip)
+	f := newFixture(t, append(poolAndNetwork("10.225.51.0/24"), claim))
+	_, ctx := ktesting.NewTestContext(t)
+	if err := f.ctrl.syncClaim(ctx, claim.Name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.client.JuneauV1alpha1().AllocationClaims().Get(context.Background(), claim.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("a young orphan claim was deleted: %v", err)
 	}
 }
 
@@ -241,6 +390,35 @@ func TestSyncAddressOutsideThePools(t *testing.T) {
 	}
 	if got := f.sync("default/other"); got.Status.Address != "10.225.51.5" {
 		t.Errorf("the other ElasticIP got %q, want 10.225.51.5", got.Status.Address)
+	}
+}
+
+// Only a NetworkInterface that may carry the address makes deletion wait: one made after
+// its Pod's network was set up was never plumbed, and an ElasticIP that has the
+// finalizer already needs nothing more.
+func TestNeedsFinalizer(t *testing.T) {
+	eip := elasticIP("nginx-eip", "uid-1")
+	bare := eip.DeepCopy()
+	bare.Finalizers = nil
+	nic := &v1alpha1.NetworkInterface{ObjectMeta: metav1.ObjectMeta{Name: "web.eth0", Namespace: "default"},
+		Spec: v1alpha1.NetworkInterfaceSpec{ElasticIP: "nginx-eip"}}
+	late := nic.DeepCopy()
+	late.Spec.CreatedAfterPodNetwork = true
+	f := newFixture(t, []runtime.Object{late})
+	for _, tc := range []struct {
+		name string
+		eip  *v1alpha1.ElasticIP
+		nics []*v1alpha1.NetworkInterface
+		want bool
+	}{
+		{"unused", bare, nil, false},
+		{"named by an interface", bare, []*v1alpha1.NetworkInterface{nic}, true},
+		{"already has it", eip, []*v1alpha1.NetworkInterface{nic}, false},
+		{"named only by an interface made after the Pod's network", bare, f.ctrl.nicsOf(bare), false},
+	} {
+		if got := needsFinalizer(tc.eip, tc.nics); got != tc.want {
+			t.Errorf("%s: needsFinalizer = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 
@@ -319,5 +497,22 @@ func TestSyncIPv6WithoutIPv6Pool(t *testing.T) {
 	}
 	if creates := f.claimCreates(); len(creates) != 0 {
 		t.Errorf("created %v, want nothing", creates)
+	}
+}
+
+// The Released Event of a deleted IPv6 ElasticIP gives the address, not the claim's name.
+func TestGoneIPv6ElasticIPReleasedNamesTheAddress(t *testing.T) {
+	eip := elasticIP6("six", "uid-6")
+	eip.Finalizers = nil
+	claim := claimFor("fd00:225:51::1", eip)
+	claim.Spec.AddressPool = "six"
+	f := newFixture(t, append(dualStack(), claim))
+	f.ctrl.onElasticIPGone(eip)
+	_, ctx := ktesting.NewTestContext(t)
+	if err := f.ctrl.syncClaim(ctx, claim.Name); err != nil {
+		t.Fatal(err)
+	}
+	if ev := f.events(); len(ev) != 1 || ev[0] != `Normal Released released address "fd00:225:51::1"` {
+		t.Errorf("Events %v, want one Released naming fd00:225:51::1", ev)
 	}
 }

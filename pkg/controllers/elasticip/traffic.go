@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
@@ -35,6 +36,8 @@ type trafficInput struct {
 // answer for its current generation: it answers only for addresses it can deliver (the
 // NAT mapping or the direct route is in place), so Answering is the datapath's word.
 // On a bgp network, announcementBlocked says the same of the BGPAdvertisement.
+// Answering Unknown means the agent stopped renewing its heartbeat Lease (package
+// answering): the address may be unreachable, and the message says since when.
 func trafficBlocked(in trafficInput) *conditionError {
 	d := in.decision
 	if d.Holder == nil || d.Conflict {
@@ -67,6 +70,12 @@ func trafficBlocked(in trafficInput) *conditionError {
 		return blocked(v1alpha1.ReasonNotAnswering, "Node %q does not answer ARP for %q yet (no ARPAdvertisement names it)", d.NodeName, in.address)
 	}
 	answering := meta.FindStatusCondition(ad.Status.Conditions, v1alpha1.ConditionAnswering)
+	if answering != nil && answering.Status == metav1.ConditionFalse && answering.ObservedGeneration == ad.Generation {
+		return blocked(v1alpha1.ReasonNotAnswering, "Node %q does not answer ARP for %q: %s", d.NodeName, in.address, answering.Message)
+	}
+	if answering != nil && answering.Status == metav1.ConditionUnknown {
+		return blocked(v1alpha1.ReasonAgentNotReporting, "Node %q may no longer answer ARP for %q: %s", d.NodeName, in.address, answering.Message)
+	}
 	if answering == nil || answering.Status != "True" || answering.ObservedGeneration != ad.Generation {
 		return blocked(v1alpha1.ReasonNotAnswering, "Node %q does not answer ARP for %q yet (ARPAdvertisement %q has no Answering condition from it)",
 			d.NodeName, in.address, ad.Name)

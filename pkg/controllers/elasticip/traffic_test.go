@@ -52,6 +52,19 @@ func TestTrafficBlocked(t *testing.T) {
 			v1alpha1.ReasonNotAnswering, `ARPAdvertisement "eip-default-x" has no Answering condition`},
 		{"answering an older generation (before a move)", trafficInput{decision: direct, address: "10.225.51.5", arp: true, advert: advert("node-b", 3, 2, true)},
 			v1alpha1.ReasonNotAnswering, `Node "node-b" does not answer`},
+		{"agent not reporting", trafficInput{decision: direct, address: "10.225.51.5", arp: true, advert: func() *v1alpha1.ARPAdvertisement {
+			ad := advert("node-b", 1, 1, false)
+			ad.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionAnswering, Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonAgentNotReporting,
+				Message: `the node agent of Node "node-b" has not renewed its heartbeat Lease "juneau-system/juneau-node-node-b" since 2026-01-01T00:00:00Z`, ObservedGeneration: 1}}
+			return ad
+		}()}, v1alpha1.ReasonAgentNotReporting, `Node "node-b" may no longer answer ARP for "10.225.51.5": the node agent of Node "node-b" has not renewed`},
+		{"refused by the agent", trafficInput{decision: direct, address: "10.225.51.255", arp: true, advert: func() *v1alpha1.ARPAdvertisement {
+			ad := advert("node-b", 1, 1, false)
+			ad.Spec.Address = "10.225.51.255"
+			ad.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionAnswering, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonReservedAddress,
+				Message: "10.225.51.255 is the broadcast address of 10.225.51.0/24 on interface ext0: no Node answers ARP for it", ObservedGeneration: 1}}
+			return ad
+		}()}, v1alpha1.ReasonNotAnswering, `Node "node-b" does not answer ARP for "10.225.51.255": 10.225.51.255 is the broadcast address of 10.225.51.0/24`},
 		{"direct, answered", trafficInput{decision: direct, address: "10.225.51.5", arp: true, advert: advert("node-b", 1, 1, true)}, "", ""},
 		{"bgp network: no ARP to wait for", trafficInput{decision: nat, address: "10.225.51.5", target: ready}, "", ""},
 		{"unused", trafficInput{decision: HolderDecision{Reason: v1alpha1.ReasonUnused}, arp: true}, "", ""},

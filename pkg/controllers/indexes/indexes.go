@@ -33,6 +33,8 @@ const (
 	AdvertisementByOwner = "juneau.advertisement.owner"
 	// AdvertisementByAddress: advertisements by spec.address.
 	AdvertisementByAddress = "juneau.advertisement.address"
+	// AdvertisementByNode: ARPAdvertisements by spec.nodeName.
+	AdvertisementByNode = "juneau.arpadvertisement.node"
 )
 
 var funcs = map[string]cache.IndexFunc{
@@ -93,6 +95,13 @@ var funcs = map[string]cache.IndexFunc{
 			return []string{ad.Spec.Address}, nil
 		}
 		return nil, nil
+	},
+	AdvertisementByNode: func(obj any) ([]string, error) {
+		ad, ok := obj.(*v1alpha1.ARPAdvertisement)
+		if !ok || ad.Spec.NodeName == "" {
+			return nil, nil
+		}
+		return []string{ad.Spec.NodeName}, nil
 	},
 	ElasticIPByUID: func(obj any) ([]string, error) {
 		e, ok := obj.(*v1alpha1.ElasticIP)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/bounded"
 	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
@@ -129,11 +129,7 @@ func problemMessage(problems field.ErrorList) string {
 	if len(problems) == 0 {
 		return ""
 	}
-	parts := make([]string, len(problems))
-	for i, e := range problems {
-		parts[i] = e.Error()
-	}
-	return strings.Join(parts, "; ")
+	return bounded.Message(problems)
 }
 
 // writeStatus applies a NIC's status when it changed, and emits an Event when the Ready

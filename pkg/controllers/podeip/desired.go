@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
+	"github.com/loutres/juneau/pkg/apis/juneau/bounded"
 	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
@@ -58,7 +59,7 @@ func classify(pod *corev1.Pod) (podState, annotations.AutoEIP, *problem) {
 	}
 	if errs := annotations.ValidatePod(pod.Annotations); len(errs) > 0 {
 		return podHolding, annotations.AutoEIP{}, &problem{Object: pod, Reason: v1alpha1.EventInvalidAnnotations,
-			Message: "No ElasticIP is allocated or attached while the annotations cannot be read: " + errs.ToAggregate().Error()}
+			Message: "No ElasticIP is allocated or attached while the annotations cannot be read: " + bounded.Message(errs)}
 	}
 	auto, _ := annotations.ParseAuto(pod.Annotations)
 	switch {

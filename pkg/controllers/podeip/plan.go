@@ -174,7 +174,12 @@ func applyOwnMeta(eip *v1alpha1.ElasticIP, in inputs) *v1alpha1.ElasticIP {
 		owner = in.Pod
 	}
 	eip.OwnerReferences = withPodOwner(eip.OwnerReferences, in.Name, owner)
-	eip.Spec.BandwidthMbps = in.Auto.BandwidthMbps
+	// The eip-bandwidth annotation, where the Pod has it, decides the limit; without it
+	// the ElasticIP's own spec.bandwidthMbps stands, so a user may set or change it
+	// there (docs/automatic.md#bandwidth).
+	if in.Auto.BandwidthMbps != nil {
+		eip.Spec.BandwidthMbps = in.Auto.BandwidthMbps
+	}
 	return eip
 }
 

@@ -139,6 +139,10 @@ func TestPlanPod(t *testing.T) {
 			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}, nics: []*v1alpha1.NetworkInterface{nicOf(web)}}},
 		{name: "bandwidth changed: update", w: world{pod: webBW, eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}},
 			want: []string{"update eip web label=web strategy=Follow owner=uid-web bw=50"}},
+		{name: "bandwidth set on the ElasticIP, no annotation: it stands", w: world{
+			pod:  newPod("web", withEIP("ext-net", v1alpha1.AnnotationAllocatedEIPName, "web", v1alpha1.AnnotationAllocatedEIPAddr, "10.225.51.5")),
+			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow", address("10.225.51.5"), bandwidth(5))},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}, nics: []*v1alpha1.NetworkInterface{nicOf(web)}}},
 		{name: "strategy changed to Never: owner dropped", w: world{pod: webNever, eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}},
 			want: []string{"update eip web label=web strategy=Never owner=-"}},
 

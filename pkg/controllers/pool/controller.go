@@ -2,13 +2,17 @@
 // addresses the pool has, how many are reserved by AllocationClaims, and whether a
 // Node address has come to lie inside it. It also exports the pools' figures as
 // Prometheus gauges.
+//
+// The counts are kept up to date from claim events (counts.go) and written at most once
+// per pool per Options.CountInterval, however many claims come and go in between; a
+// change of the pool itself or of a Node address is written at once.
 package pool
 
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -26,7 +30,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
@@ -56,7 +59,14 @@ type Options struct {
 	Clock clock.PassiveClock
 	// Registerer, when set, gets the pool gauges (see NewCollector).
 	Registerer prometheus.Registerer
+	// CountInterval is how long a claim event waits for others before the pool's counts
+	// are written (DefaultCountInterval when zero; negative: at once).
+	CountInterval time.Duration
 }
+
+// DefaultCountInterval coalesces the count writes of a burst of allocations: one status
+// write per pool per second at most.
+const DefaultCountInterval = time.Second
 
 // Controller keeps AddressPool status.
 type Controller struct {
@@ -66,7 +76,9 @@ type Controller struct {
 
 	pools    listers.AddressPoolLister
 	nodes    corelisters.NodeLister
-	claimInf cache.SharedIndexInformer
+	claims   listers.AllocationClaimLister
+	counts   *counts
+	interval time.Duration
 	loop     *workloop.Loop
 	synced   []cache.InformerSynced
 }
@@ -83,7 +95,12 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		clock:    opts.Clock,
 		pools:    inf.Pools.Lister(),
 		nodes:    inf.Nodes.Lister(),
-		claimInf: inf.Claims.Informer(),
+		claims:   inf.Claims.Lister(),
+		counts:   newCounts(),
+		interval: opts.CountInterval,
+	}
+	if c.interval == 0 {
+		c.interval = DefaultCountInterval
 	}
 	c.loop = workloop.New(ControllerName, c.sync, workloop.Config{Errors: opts.Errors, Metrics: opts.QueueMetrics})
 	if opts.Registerer != nil {
@@ -92,8 +109,8 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		}
 	}
 	synced, err := workloop.Register([]workloop.Watch{
-		{Informer: inf.Pools.Informer(), Handler: c.loop.Handler()},
-		{Informer: c.claimInf, Handler: workloop.Funcs(c.onClaim)},
+		{Informer: inf.Pools.Informer(), Handler: c.poolHandler()},
+		{Informer: inf.Claims.Informer(), Handler: c.claimHandler()},
 		{Informer: inf.Nodes.Informer(), Handler: c.nodeHandler()},
 	})
 	if err != nil {
@@ -108,29 +125,72 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	c.loop.Run(ctx, workers, c.synced...)
 }
 
-// onClaim wakes the pool the claim names and every pool holding its address (they
-// differ once a pool was made again without it, or with it under another name).
-func (c *Controller) onClaim(obj any) {
-	claim, ok := obj.(*v1alpha1.AllocationClaim)
-	if !ok {
-		return
+// claimHandler counts the claim in (or out of) the pools holding its address and wakes
+// them after the count interval, so that a burst of claims is one write per pool.
+func (c *Controller) claimHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if claim, ok := obj.(*v1alpha1.AllocationClaim); ok {
+				c.countsChanged(c.counts.addClaim(claim))
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*v1alpha1.AllocationClaim)
+			n, ok2 := newObj.(*v1alpha1.AllocationClaim)
+			if !ok1 || !ok2 || o.Spec == n.Spec {
+				return
+			}
+			c.countsChanged(c.counts.removeClaim(o))
+			c.countsChanged(c.counts.addClaim(n))
+		},
+		DeleteFunc: func(obj any) {
+			if claim, ok := workloop.Unwrap(obj).(*v1alpha1.AllocationClaim); ok {
+				c.countsChanged(c.counts.removeClaim(claim))
+			}
+		},
 	}
-	if claim.Spec.AddressPool != "" {
-		c.loop.Add(claim.Spec.AddressPool)
-	}
-	addr, err := netip.ParseAddr(claim.Spec.Address)
-	if err != nil {
-		return
-	}
-	pools, err := c.pools.List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, p := range pools {
-		if ranges, err := iprange.ParsePool(p.Spec.Addresses); err == nil && iprange.Contain(ranges, addr) {
-			c.loop.Add(p.Name)
+}
+
+// countsChanged wakes the pools once the count interval has passed: a key already
+// waiting keeps its time, so a pool is written at most once per interval.
+func (c *Controller) countsChanged(pools []string) {
+	for _, name := range pools {
+		if c.interval < 0 {
+			c.loop.Add(name)
+		} else {
+			c.loop.AddAfter(name, c.interval)
 		}
 	}
+}
+
+// poolHandler counts a new or changed pool afresh and wakes it at once.
+func (c *Controller) poolHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if pool, ok := obj.(*v1alpha1.AddressPool); ok {
+				c.counts.setPool(pool, c.allClaims)
+				c.loop.AddObject(pool)
+			}
+		},
+		UpdateFunc: func(_, obj any) {
+			if pool, ok := obj.(*v1alpha1.AddressPool); ok {
+				c.counts.setPool(pool, c.allClaims)
+				c.loop.AddObject(pool)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if pool, ok := workloop.Unwrap(obj).(*v1alpha1.AddressPool); ok {
+				c.counts.deletePool(pool.Name)
+				c.loop.AddObject(pool)
+			}
+		},
+	}
+}
+
+// allClaims lists the claim cache, for counting a pool afresh.
+func (c *Controller) allClaims() []*v1alpha1.AllocationClaim {
+	all, _ := c.claims.List(labels.Everything())
+	return all
 }
 
 // nodeHandler wakes every pool when a Node appears, goes, or changes its addresses;
@@ -169,15 +229,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	claims, err := listers.NewAllocationClaimLister(c.claimInf.GetIndexer()).List(labels.Everything())
-	if err != nil {
-		return err
-	}
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
 		return err
 	}
-	merged := poolStatus(pool, claims, nodes)
+	merged := poolStatus(pool, c.counts.count(pool, c.allClaims), nodes)
 	merged.Conditions = status.Merge(pool.Status.Conditions, merged.Conditions, metav1.NewTime(c.clock.Now()))
 	if equality.Semantic.DeepEqual(merged, pool.Status) {
 		return nil

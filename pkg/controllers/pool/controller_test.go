@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -49,7 +52,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		Nodes:  kubeFactory.Core().V1().Nodes(),
 	}
 	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
-	c, err := NewController(f.client, f.inf, f.recorder, Options{Clock: clk, Registerer: f.registry})
+	c, err := NewController(f.client, f.inf, f.recorder, Options{Clock: clk, Registerer: f.registry, CountInterval: -1})
 	if err != nil {
 		t.Fatalf("NewController: %v", err)
 	}
@@ -80,6 +83,12 @@ func (f *fixture) refreshCache() {
 	}
 	if err := f.inf.Claims.Informer().GetIndexer().Replace(c, ""); err != nil {
 		f.t.Fatal(err)
+	}
+	// The caches were replaced without events: every pool is counted afresh, as its
+	// add event does.
+	f.c.counts = newCounts()
+	for i := range pools.Items {
+		f.c.counts.setPool(&pools.Items[i], f.c.allClaims)
 	}
 }
 
@@ -198,7 +207,7 @@ func TestSyncReportsNodeAddressInPool(t *testing.T) {
 func TestHandlersQueueTheRightPools(t *testing.T) {
 	f := newFixture(t, testPool("blue", "10.225.51.0/24"), testPool("green", "10.225.52.0/24"))
 
-	f.c.onClaim(testClaim("10.225.51.1", "blue"))
+	f.c.claimHandler().OnAdd(testClaim("10.225.51.1", "blue"), false)
 	if f.c.loop.Len() != 1 {
 		t.Errorf("claim event queued %d pools, want 1", f.c.loop.Len())
 	}
@@ -220,9 +229,81 @@ func TestHandlersQueueTheRightPools(t *testing.T) {
 // A claim naming one pool on an address of another wakes both: both count it or not.
 func TestClaimOnAnotherPoolsAddress(t *testing.T) {
 	f := newFixture(t, testPool("blue", "10.225.51.0/24"), testPool("green", "10.225.52.0/24"))
-	f.c.onClaim(testClaim("10.225.52.1", "blue"))
-	if f.c.loop.Len() != 2 {
-		t.Errorf("claim event queued %d pools, want blue and green", f.c.loop.Len())
+	f.c.claimHandler().OnAdd(testClaim("10.225.52.1", "blue"), false)
+	if f.c.loop.Len() != 1 {
+		t.Errorf("claim event queued %d pools, want green, which holds the address", f.c.loop.Len())
+	}
+	blue, green := f.c.counts.count(f.pool("blue"), noRecount(t)), f.c.counts.count(f.pool("green"), noRecount(t))
+	if blue.allocated != 0 || green.allocated != 1 {
+		t.Errorf("counts blue %+v, green %+v; want the claim counted by green only", blue, green)
+	}
+}
+
+// noRecount is a claim source for counts that fails the test when a pool is counted
+// afresh.
+func noRecount(t *testing.T) func() []*v1alpha1.AllocationClaim {
+	return func() []*v1alpha1.AllocationClaim {
+		t.Helper()
+		t.Error("a pool was counted afresh from every claim")
+		return nil
+	}
+}
+
+// Claim events keep the counts without counting any pool afresh, pinned network and
+// broadcast addresses included, and the same event twice (a recount racing the
+// event) counts once.
+func TestCountsFollowClaimEvents(t *testing.T) {
+	f := newFixture(t, testPool("blue", "10.225.51.0/24"), testPool("bad", "10.225.60.1/24"))
+	h := f.c.claimHandler()
+	for _, name := range []string{"10.225.51.0", "10.225.51.7", "10.225.51.8"} {
+		h.OnAdd(testClaim(name, "blue"), false)
+	}
+	h.OnAdd(testClaim("10.225.51.7", "blue"), false)
+	h.OnAdd(testClaim("10.225.61.1", "bad"), false) // the unreadable pool counts claims naming it
+	if got := f.c.counts.count(f.pool("blue"), noRecount(t)); got != (tally{allocated: 3, pinned: 1}) {
+		t.Errorf("blue %+v, want 3 allocated, 1 pinned", got)
+	}
+	if got := f.c.counts.count(f.pool("bad"), noRecount(t)); got != (tally{allocated: 1}) {
+		t.Errorf("bad %+v, want 1 allocated", got)
+	}
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "10.225.51.0", Obj: testClaim("10.225.51.0", "blue")})
+	h.OnDelete(testClaim("10.225.51.8", "blue"))
+	h.OnDelete(testClaim("10.225.51.8", "blue"))
+	if got := f.c.counts.count(f.pool("blue"), noRecount(t)); got != (tally{allocated: 1}) {
+		t.Errorf("blue after deletes %+v, want 1 allocated", got)
+	}
+
+	// The pool's addresses change: it is counted afresh from the claim cache.
+	changed := f.pool("blue").DeepCopy()
+	changed.Spec.Addresses = []string{"10.225.51.0/29"}
+	recounted := false
+	got := f.c.counts.count(changed, func() []*v1alpha1.AllocationClaim {
+		recounted = true
+		return []*v1alpha1.AllocationClaim{testClaim("10.225.51.7", "blue"), testClaim("10.225.51.9", "blue")}
+	})
+	if !recounted || got != (tally{allocated: 1, pinned: 1}) {
+		t.Errorf("after the change %+v (recounted %v), want 1 allocated on the broadcast address .7", got, recounted)
+	}
+}
+
+// A burst of claim events is one sync per pool, once the count interval has passed.
+func TestClaimEventsCoalesce(t *testing.T) {
+	f := newFixture(t, testPool("blue", "10.225.51.0/24"))
+	f.c.interval = 300 * time.Millisecond
+	h := f.c.claimHandler()
+	for i := range 50 {
+		h.OnAdd(testClaim(fmt.Sprintf("10.225.51.%d", i+1), "blue"), false)
+	}
+	if n := f.c.loop.Len(); n != 0 {
+		t.Errorf("%d keys queued at once, want none before the interval", n)
+	}
+	if err := wait.PollUntilContextTimeout(f.ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return f.c.loop.Len() > 0, nil
+	}); err != nil {
+		t.Fatal("the pool was never queued")
+	}
+	if n := f.c.loop.Len(); n != 1 {
+		t.Errorf("%d keys queued after the interval, want the pool once", n)
 	}
 }
 

@@ -16,8 +16,8 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
-// poolStatus computes an AddressPool's status from the claims (all of them: those on
-// its addresses count, whatever pool they name) and from the Nodes (for the
+// poolStatus computes an AddressPool's status from its count of claims (counts.go: all
+// claims on its addresses count, whatever pool they name) and from the Nodes (for the
 // node-address check). The Ready condition carries no lastTransitionTime.
 //
 // The counts describe what automatic allocation can still hand out:
@@ -31,36 +31,19 @@ import (
 //
 // So a fresh 10.225.51.0/24 shows 254 total, 254 available. A pool whose entries cannot
 // be read counts the claims naming it.
-func poolStatus(pool *v1alpha1.AddressPool, claims []*v1alpha1.AllocationClaim, nodes []*corev1.Node) v1alpha1.AddressPoolStatus {
+func poolStatus(pool *v1alpha1.AddressPool, t tally, nodes []*corev1.Node) v1alpha1.AddressPoolStatus {
 	var st v1alpha1.AddressPoolStatus
+	st.Allocated = t.allocated
 	ranges, err := iprange.ParsePool(pool.Spec.Addresses)
 	if err != nil {
-		for _, c := range claims {
-			if c.Spec.AddressPool == pool.Name {
-				st.Allocated++
-			}
-		}
 		return withReady(pool, st, metav1.ConditionFalse, v1alpha1.ReasonInvalidAddressPool, err.Error())
 	}
-	claims = claimsIn(ranges, claims)
-	st.Allocated = int64(len(claims))
-	st.Total = toInt64(addSaturating(autoSize(ranges), pinnedEnds(ranges, claims)))
+	st.Total = toInt64(addSaturating(autoSize(ranges), uint64(max(t.pinned, 0))))
 	st.Available = max(st.Total-st.Allocated, 0)
 	if inside := nodeAddressesIn(ranges, nodes); len(inside) > 0 {
 		return withReady(pool, st, metav1.ConditionFalse, v1alpha1.ReasonNodeAddressInPool, nodeMessage(inside))
 	}
 	return withReady(pool, st, metav1.ConditionTrue, v1alpha1.ReasonReady, "no Node address lies in this pool")
-}
-
-// claimsIn returns the claims whose address lies in the ranges.
-func claimsIn(ranges []iprange.Range, claims []*v1alpha1.AllocationClaim) []*v1alpha1.AllocationClaim {
-	var out []*v1alpha1.AllocationClaim
-	for _, c := range claims {
-		if addr, err := netip.ParseAddr(c.Spec.Address); err == nil && iprange.Contain(ranges, addr) {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // autoSize is the number of addresses automatic allocation may pick (iprange's
@@ -85,25 +68,6 @@ func addSaturating(a, b uint64) uint64 {
 // toInt64 is n as a status count, saturating at math.MaxInt64.
 func toInt64(n uint64) int64 {
 	return int64(min(n, math.MaxInt64))
-}
-
-// pinnedEnds counts the claims on addresses of the pool that automatic allocation skips
-// (network and broadcast addresses pinned through requestedIP).
-func pinnedEnds(ranges []iprange.Range, claims []*v1alpha1.AllocationClaim) uint64 {
-	var n uint64
-	for _, c := range claims {
-		addr, err := netip.ParseAddr(c.Spec.Address)
-		if err != nil {
-			continue
-		}
-		for _, r := range ranges {
-			if auto, ok := r.Auto(); r.Contains(addr) && (!ok || !auto.Contains(addr)) {
-				n++
-				break
-			}
-		}
-	}
-	return n
 }
 
 // nodeAddress is an address of a Node inside a pool.

@@ -133,7 +133,7 @@ func TestPoolStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := poolStatus(tt.pool, tt.claims, tt.nodes)
+			st := poolStatus(tt.pool, recount(tt.pool, tt.claims).tally(), tt.nodes)
 			if st.Total != tt.total || st.Allocated != tt.allocated || st.Available != tt.available {
 				t.Errorf("total/allocated/available = %d/%d/%d, want %d/%d/%d",
 					st.Total, st.Allocated, st.Available, tt.total, tt.allocated, tt.available)
@@ -164,7 +164,7 @@ func TestAvailableMatchesTheAllocator(t *testing.T) {
 		testClaim("10.225.51.0", "p"), testClaim("10.225.51.255", "p"), // pinned ends, like .54.3 below
 		testClaim("10.225.51.5", "p"), testClaim("10.225.52.11", "p"), testClaim("10.225.53.1", "p"), testClaim("10.225.54.3", "p"),
 	}
-	st := poolStatus(pool, claims, nil)
+	st := poolStatus(pool, recount(pool, claims).tally(), nil)
 	if st.Total != 254+1+3+2+2+3 || st.Allocated != 6 {
 		t.Fatalf("status %d total, %d allocated; want 265, 6", st.Total, st.Allocated)
 	}

@@ -68,6 +68,19 @@ type Config struct {
 	Clock clock.WithTicker
 	// QueueMetrics receives the loop's workqueue metrics; may be nil.
 	QueueMetrics workqueue.MetricsProvider
+	// Holds reports whether this agent holds the Node's datapath lock
+	// (pkg/node/handover). While it does not, a sync only sets the ARP answers: the
+	// NAT rules, conditions and readiness gates belong to the holder. The first sync
+	// after it is taken is full. nil: always held.
+	Holds func() bool
+	// Answered is told the addresses ARP is answered for whenever they change while
+	// the lock is held (handover.SaveAnswering); may be nil.
+	Answered func([]netip.Addr) error
+	// Synced is called once, after the first sync from synced caches; may be nil.
+	Synced func()
+	// ExternalSubnets lists the IPv4 prefixes of the external interface's addresses
+	// (read at every sync); may be nil.
+	ExternalSubnets func() []netip.Prefix
 }
 
 // Listers are the agent's caches. Advertisements (of both kinds), Pods and NICs are field-selected to
@@ -111,6 +124,12 @@ type Agent struct {
 
 	loop   *workloop.Single
 	synced []cache.InformerSynced
+
+	// Read and written by the loop's one worker only.
+	held       bool
+	answered   []netip.Addr
+	saved      bool
+	syncedOnce bool
 }
 
 // Clients the agent writes with: the Answering condition and the Pod readiness gate.
@@ -202,6 +221,14 @@ func (a *Agent) Run(ctx context.Context) error {
 
 // syncOnce is one turn of the loop.
 func (a *Agent) syncOnce(ctx context.Context, full bool) error {
+	holds := a.cfg.Holds == nil || a.cfg.Holds()
+	if !holds {
+		return a.standby(ctx)
+	}
+	if !a.held {
+		// Whatever the programmer believes applied, another agent wrote since.
+		a.held, full = true, true
+	}
 	if full {
 		a.nat.Invalidate()
 	}
@@ -209,6 +236,48 @@ func (a *Agent) syncOnce(ctx context.Context, full bool) error {
 		a.nat.Invalidate()
 		return err
 	}
+	a.markSynced()
+	return nil
+}
+
+// standby is the sync of an agent waiting for the datapath lock: it answers ARP for
+// what this Node serves according to its caches, and writes nothing else.
+func (a *Agent) standby(ctx context.Context) error {
+	in, err := a.inputs()
+	if err != nil {
+		return err
+	}
+	d := Compute(in)
+	a.arp.SetGratuitous(d.Gratuitous)
+	a.arp.SetAddresses(d.ARP)
+	if a.ndp != nil {
+		a.ndp.SetAddresses(d.NDP)
+	}
+	if !a.syncedOnce {
+		klog.FromContext(ctx).Info("Answering ARP from the caches while another agent holds the datapath", "addresses", len(d.ARP))
+	}
+	a.markSynced()
+	return nil
+}
+
+func (a *Agent) markSynced() {
+	if !a.syncedOnce {
+		a.syncedOnce = true
+		if a.cfg.Synced != nil {
+			a.cfg.Synced()
+		}
+	}
+}
+
+// saveAnswered hands the answered addresses to cfg.Answered when they changed.
+func (a *Agent) saveAnswered(addrs []netip.Addr) error {
+	if a.cfg.Answered == nil || (a.saved && slices.Equal(a.answered, addrs)) {
+		return nil
+	}
+	if err := a.cfg.Answered(addrs); err != nil {
+		return err
+	}
+	a.answered, a.saved = slices.Clone(addrs), true
 	return nil
 }
 
@@ -233,7 +302,10 @@ func (a *Agent) sync(ctx context.Context) error {
 	if a.ndp != nil {
 		a.ndp.SetAddresses(d.NDP)
 	}
-	if err := a.markAnswering(ctx, in, d.Answering); err != nil {
+	if err := a.saveAnswered(slices.Concat(d.ARP, d.NDP)); err != nil {
+		return err
+	}
+	if err := a.markAnswering(ctx, in, d.Answering, d.Refused); err != nil {
 		return err
 	}
 	announced, bgpErr := a.applyBGP(ctx, in, d)
@@ -251,6 +323,9 @@ func (a *Agent) sync(ctx context.Context) error {
 
 func (a *Agent) inputs() (Inputs, error) {
 	in := Inputs{NodeName: a.cfg.NodeName, ExternalInterface: a.cfg.ExternalInterface, ClusterCIDRs: a.cfg.ClusterCIDRs, HostInterface: a.host}
+	if a.cfg.ExternalSubnets != nil {
+		in.ExternalSubnets = a.cfg.ExternalSubnets()
+	}
 	var err error
 	if a.listers.NICs != nil {
 		if in.NICs, err = a.listers.NICs.List(labels.Everything()); err != nil {
@@ -308,13 +383,18 @@ func (a *Agent) inputs() (Inputs, error) {
 }
 
 // markAnswering writes the Answering condition on the advertisements this agent now
-// answers for, with server-side apply so it owns only that condition.
-func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string) error {
+// answers for (True) or refuses to (False, with why), with server-side apply so it owns
+// only that condition.
+func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string, refused map[string]string) error {
 	for _, ad := range in.Advertisements {
-		if !slices.Contains(names, ad.Name) {
+		var want metav1.Condition
+		if why, ok := refused[ad.Name]; ok {
+			want = refusedCondition(why, ad.Generation)
+		} else if slices.Contains(names, ad.Name) {
+			want = answeringCondition(ad.Spec.Address, a.cfg.ExternalInterface, a.cfg.ExternalMAC, ad.Generation)
+		} else {
 			continue
 		}
-		want := answeringCondition(ad.Spec.Address, a.cfg.ExternalInterface, a.cfg.ExternalMAC, ad.Generation)
 		merged := status.Merge(ad.Status.Conditions, []metav1.Condition{want}, metav1.NewTime(a.cfg.Clock.Now()))
 		have := meta.FindStatusCondition(ad.Status.Conditions, v1alpha1.ConditionAnswering)
 		cur := meta.FindStatusCondition(merged, v1alpha1.ConditionAnswering)
@@ -325,6 +405,10 @@ func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string) er
 		if _, err := a.client.JuneauV1alpha1().ARPAdvertisements().ApplyStatus(ctx, apply,
 			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); err != nil {
 			return fmt.Errorf("writing Answering on ARPAdvertisement %q: %w", ad.Name, err)
+		}
+		if cur.Status != metav1.ConditionTrue {
+			klog.FromContext(ctx).Info("Not answering ARP", "advertisement", ad.Name, "address", ad.Spec.Address, "reason", cur.Reason, "message", cur.Message)
+			continue
 		}
 		if addr, err := netip.ParseAddr(ad.Spec.Address); err == nil && !addr.Unmap().Is4() {
 			klog.FromContext(ctx).Info("Answering NDP", "advertisement", ad.Name, "address", ad.Spec.Address)

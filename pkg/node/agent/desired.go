@@ -7,6 +7,7 @@ package agent
 
 import (
 	"cmp"
+	"fmt"
 	"net/netip"
 	"slices"
 
@@ -48,6 +49,9 @@ type Inputs struct {
 	// Password returns the TCP-MD5 password a BGPPeer names, ErrPasswordPending while
 	// its Secret is being read; nil: no Secret can be read.
 	Password func(ref v1alpha1.SecretKeyReference) (string, error)
+	// ExternalSubnets are the IPv4 prefixes of the external interface's addresses: their
+	// network and broadcast addresses are never answered for.
+	ExternalSubnets []netip.Prefix
 }
 
 // Desired is the whole datapath state of this Node.
@@ -68,6 +72,9 @@ type Desired struct {
 	Gratuitous []netip.Addr
 	// BGP is what the BGP speaker announces, and to whom.
 	BGP BGPDesired
+	// Refused are the advertisements (by name) this Node will not answer for, with why:
+	// their address is the network or broadcast address of the external subnet.
+	Refused map[string]string
 }
 
 // Answers reports whether this Node answers ARP or NDP for addr.
@@ -140,6 +147,13 @@ func Compute(in Inputs) Desired {
 		if err != nil || addr.Zone() != "" || !served(addr.Unmap()) {
 			continue
 		}
+		if why := reservedAddress(in, addr.Unmap()); why != "" {
+			if d.Refused == nil {
+				d.Refused = map[string]string{}
+			}
+			d.Refused[ad.Name] = why
+			continue
+		}
 		if addr = addr.Unmap(); addr.Is4() {
 			d.ARP = append(d.ARP, addr)
 		} else {
@@ -157,6 +171,29 @@ func Compute(in Inputs) Desired {
 	slices.Sort(d.Answering)
 	d.BGP = computeBGP(in, served)
 	return d
+}
+
+// reservedAddress says why addr must not be answered for on the external segment (it is
+// the network or broadcast address of a subnet of the external interface: answering
+// would claim the whole segment's broadcast, or an address hosts treat as the network
+// itself), or "" when it may be.
+func reservedAddress(in Inputs, addr netip.Addr) string {
+	for _, p := range in.ExternalSubnets {
+		if !p.Addr().Is4() || p.Bits() >= 31 || !p.Contains(addr) {
+			continue
+		}
+		network := p.Masked().Addr()
+		if addr == network {
+			return fmt.Sprintf("%s is the network address of %s on interface %s: no Node answers ARP for it", addr, p.Masked(), in.ExternalInterface)
+		}
+		b := network.As4()
+		host := uint32(1)<<(32-p.Bits()) - 1
+		v := (uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])) | host
+		if addr == netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}) {
+			return fmt.Sprintf("%s is the broadcast address of %s on interface %s: no Node answers ARP for it", addr, p.Masked(), in.ExternalInterface)
+		}
+	}
+	return ""
 }
 
 // mapping is the NAT pair of an attachment translated on node, if any.
@@ -216,6 +253,15 @@ func clusterCIDRs(in Inputs) []netip.Prefix {
 		return a.Bits() - b.Bits()
 	})
 	return slices.Compact(out)
+}
+
+// refusedCondition is the Answering condition of an advertisement this agent will not
+// answer for.
+func refusedCondition(why string, generation int64) metav1.Condition {
+	return metav1.Condition{
+		Type: v1alpha1.ConditionAnswering, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonReservedAddress,
+		Message: why, ObservedGeneration: generation,
+	}
 }
 
 // answeringCondition is the Answering condition this agent writes on an advertisement

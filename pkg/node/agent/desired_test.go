@@ -203,6 +203,33 @@ func BenchmarkComputeClusterWide(b *testing.B) {
 	}
 }
 
+// TestComputeRefusesSubnetReservedAddresses: an advertisement of the external subnet's
+// network or broadcast address is not answered, and says why; the neighbours are.
+func TestComputeRefusesSubnetReservedAddresses(t *testing.T) {
+	in := Inputs{NodeName: "node-a", ExternalInterface: "ext0",
+		ExternalSubnets: []netip.Prefix{netip.MustParsePrefix("10.225.51.2/24"), netip.MustParsePrefix("192.0.2.1/32")}}
+	for i, eip := range []string{"10.225.51.0", "10.225.51.255", "10.225.51.254", "10.225.51.1"} {
+		name := "eip-default-" + strconv.Itoa(i)
+		in.Attachments = append(in.Attachments, attachment(name, "node-a", eip, "10.244.1."+strconv.Itoa(10+i), v1alpha1.AttachmentAttached, true))
+		in.Advertisements = append(in.Advertisements, &v1alpha1.ARPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: v1alpha1.ARPAdvertisementSpec{Address: eip, NodeName: "node-a"}})
+	}
+	d := Compute(in)
+	want := []netip.Addr{netip.MustParseAddr("10.225.51.1"), netip.MustParseAddr("10.225.51.254")}
+	if !slices.Equal(d.ARP, want) {
+		t.Errorf("answering %v, want %v", d.ARP, want)
+	}
+	if len(d.Refused) != 2 ||
+		d.Refused["eip-default-0"] != "10.225.51.0 is the network address of 10.225.51.0/24 on interface ext0: no Node answers ARP for it" ||
+		d.Refused["eip-default-1"] != "10.225.51.255 is the broadcast address of 10.225.51.0/24 on interface ext0: no Node answers ARP for it" {
+		t.Errorf("refused %v", d.Refused)
+	}
+	// The NAT mappings stay: only ARP is refused.
+	if len(d.NAT.Mappings) != 4 {
+		t.Errorf("%d mappings, want 4", len(d.NAT.Mappings))
+	}
+}
+
 // TestComputeIPv6: IPv6 attachments become IPv6 mappings beside IPv4 ones (a Pod with
 // both), advertisements of IPv6 addresses go to the NDP responder, an attachment
 // whose families differ is handed on (nft refuses it) but never answered for, and

@@ -49,7 +49,7 @@ func (c *choices) flag() bool { return c.next()%2 == 1 }
 // A few addresses to collide on, and some that are no usable address at all.
 func (c *choices) addr() string {
 	return c.pick("10.225.51.5", "10.225.51.6", "10.225.51.7", "10.244.1.5", "10.244.1.6", "10.225.51.2",
-		"0.0.0.0", "255.255.255.255", "224.0.0.1", "::ffff:10.225.51.5", "fd00::5", "", "10.225.51.05", " 10.225.51.5")
+		"0.0.0.0", "255.255.255.255", "224.0.0.1", "::ffff:10.225.51.5", "fd00::5", "", "10.225.51.05", " 10.225.51.5", "10.225.51.255", "10.225.51.0")
 }
 
 func (c *choices) node() string { return c.pick(fuzzNode, "node-b", "", "Node-A") }
@@ -65,7 +65,7 @@ func (c *choices) deleting() *metav1.Time {
 // addresses that collide, and status values no controller writes.
 func (c *choices) inputs() Inputs {
 	in := Inputs{NodeName: fuzzNode, ExternalInterface: "ext0", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
-		ElasticIPs: map[string]*v1alpha1.ElasticIP{}}
+		ElasticIPs: map[string]*v1alpha1.ElasticIP{}, ExternalSubnets: []netip.Prefix{netip.MustParsePrefix("10.225.51.2/24")}}
 	for i := range c.next() % 8 {
 		a := &v1alpha1.ElasticIPAttachment{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("att-%d", i), Namespace: c.pick("default", "other"), DeletionTimestamp: c.deleting()},
@@ -241,7 +241,7 @@ func checkARP(t *testing.T, in Inputs, d Desired) {
 		a, err := netip.ParseAddr(ad.Spec.Address)
 		_, nat := d.Programmed.Mappings[a]
 		_, direct := d.Programmed.Direct[a]
-		if ad.Spec.NodeName == fuzzNode && ad.DeletionTimestamp == nil && err == nil && (nat || direct) {
+		if ad.Spec.NodeName == fuzzNode && ad.DeletionTimestamp == nil && err == nil && (nat || direct) && reservedAddress(in, a) == "" {
 			want = append(want, ad.Name)
 			wantARP = append(wantARP, a)
 		}

@@ -90,6 +90,11 @@ func (a *Agent) patchGate(ctx context.Context, r Readiness) error {
 	if err != nil {
 		return fmt.Errorf("setting readiness gate of Pod %s/%s: %w", r.Pod.Namespace, r.Pod.Name, err)
 	}
+	if r.Ready {
+		if old := findPodCondition(r.Pod, r.Types[0]); old == nil || old.Status != corev1.ConditionTrue {
+			a.metrics.observePodReady(a.cfg.Clock.Since(r.Pod.CreationTimestamp.Time))
+		}
+	}
 	klog.FromContext(ctx).V(2).Info("Set readiness gate", "pod", klog.KObj(r.Pod), "ready", r.Ready, "reason", r.Reason)
 	return nil
 }

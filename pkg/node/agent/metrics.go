@@ -14,6 +14,7 @@ type Metrics struct {
 	mappings prometheus.Gauge
 	duration prometheus.Histogram
 	errors   prometheus.Counter
+	podReady prometheus.Histogram
 	drift    *prometheus.CounterVec
 	sessions *prometheus.GaugeVec
 	prefixes prometheus.Gauge
@@ -37,6 +38,8 @@ type Counts interface {
 type ARPCounts interface {
 	Counts
 	Gratuitous() uint64
+	// Drops counts unanswered frames by reason.
+	Drops() map[string]uint64
 }
 
 // NewMetrics registers the agent's metrics on reg; arp and ndp may be nil.
@@ -56,10 +59,13 @@ func NewMetrics(reg prometheus.Registerer, arp ARPCounts, ndp Counts) (*Metrics,
 		prefixes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "juneau", Subsystem: "node", Name: "bgp_prefixes_announced",
 			Help: "ElasticIP /32s this node announces to its BGP peers."}),
 	}
+	m.podReady = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "juneau", Subsystem: "node", Name: "pod_ready_seconds",
+		Help:    "Time from a Pod's creation until this agent set its ElasticIP readiness gate True (Pods with the gate).",
+		Buckets: prometheus.ExponentialBuckets(0.25, 2, 12)})
 	for _, r := range []string{driftChanged, driftLost} {
 		m.drift.WithLabelValues(r) // exported at 0 before the first repair
 	}
-	cols := []prometheus.Collector{m.mappings, m.duration, m.errors, m.drift, m.sessions, m.prefixes}
+	cols := []prometheus.Collector{m.mappings, m.duration, m.errors, m.podReady, m.drift, m.sessions, m.prefixes}
 	if arp != nil {
 		cols = append(cols,
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "arp_requests_total",
@@ -67,7 +73,8 @@ func NewMetrics(reg prometheus.Registerer, arp ARPCounts, ndp Counts) (*Metrics,
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "arp_replies_total",
 				Help: "ARP replies sent for ElasticIPs."}, func() float64 { return float64(arp.Replies()) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "arp_gratuitous_total",
-				Help: "Gratuitous ARP replies sent for ElasticIPs of networks with spec.gratuitousARP."}, func() float64 { return float64(arp.Gratuitous()) }))
+				Help: "Gratuitous ARP replies sent for ElasticIPs of networks with spec.gratuitousARP."}, func() float64 { return float64(arp.Gratuitous()) }),
+			dropCollector{arp})
 	}
 	if ndp != nil {
 		cols = append(cols,
@@ -82,6 +89,26 @@ func NewMetrics(reg prometheus.Registerer, arp ARPCounts, ndp Counts) (*Metrics,
 		}
 	}
 	return m, nil
+}
+
+func (m *Metrics) observePodReady(d time.Duration) {
+	if m != nil {
+		m.podReady.Observe(d.Seconds())
+	}
+}
+
+// dropCollector reports the ARP responder's unanswered frames by reason.
+type dropCollector struct{ arp ARPCounts }
+
+var dropDesc = prometheus.NewDesc("juneau_node_arp_dropped_total",
+	"ARP frames seen on the external interface and not answered, by reason (not_owned: a request for another address).", []string{"reason"}, nil)
+
+func (dropCollector) Describe(ch chan<- *prometheus.Desc) { ch <- dropDesc }
+
+func (c dropCollector) Collect(ch chan<- prometheus.Metric) {
+	for reason, n := range c.arp.Drops() {
+		ch <- prometheus.MustNewConstMetric(dropDesc, prometheus.CounterValue, float64(n), reason)
+	}
 }
 
 func (m *Metrics) observeSync(d time.Duration, mappings int, err error) {

@@ -59,6 +59,47 @@ type Responder struct {
 	requests  atomic.Uint64
 	replies   atomic.Uint64
 	announced atomic.Uint64
+	drops     [len(dropLabels)]atomic.Uint64
+}
+
+// dropLabels name the drop reasons (and failed sends) as metric label values, in
+// the order of Responder.drops.
+var dropLabels = [...]struct {
+	reason DropReason
+	label  string
+}{
+	{DropMalformed, "malformed"},
+	{DropNotEthernetV4, "not_ethernet_ipv4"},
+	{DropNotRequest, "not_request"},
+	{DropOwnFrame, "own_frame"},
+	{DropNotForUs, "not_for_us"},
+	{DropBadSender, "bad_sender"},
+	{DropProbe, "probe"},
+	{DropAnnouncement, "announcement"},
+	{DropNotOwned, "not_owned"},
+	{dropSendFailed, "send_failed"},
+}
+
+// dropSendFailed counts replies the socket did not send.
+const dropSendFailed DropReason = "send failed"
+
+func (r *Responder) countDrop(reason DropReason) {
+	for i := range dropLabels {
+		if dropLabels[i].reason == reason {
+			r.drops[i].Add(1)
+			return
+		}
+	}
+}
+
+// Drops counts the frames not answered, by reason (as metric label values, every
+// reason present).
+func (r *Responder) Drops() map[string]uint64 {
+	out := make(map[string]uint64, len(dropLabels))
+	for i, d := range dropLabels {
+		out[d.label] = r.drops[i].Load()
+	}
+	return out
 }
 
 // Gratuitous ARP after the responder starts answering for an address: this many
@@ -294,12 +335,14 @@ func (r *Responder) serve(ctx context.Context, conn frameConn, ours net.Hardware
 			r.requests.Add(1)
 		}
 		if reason != Answer {
+			r.countDrop(reason)
 			continue
 		}
 		if _, err := conn.Write(reply); err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return err
 			}
+			r.countDrop(dropSendFailed)
 			logger.Error(err, "Cannot send ARP reply", "to", net.HardwareAddr(reply[offEthDst:offEthDst+macLen]).String())
 			continue
 		}

@@ -109,7 +109,8 @@ func (w *Writer) path(key string) string {
 //   - proxy_arp=0: the kernel never answers for addresses it merely routes,
 //     such as ElasticIPs whose traffic it forwards;
 //
-// and for IPv6, where the kernel has it:
+// and for IPv6, where the kernel has it (ExternalInterfaceFor leaves these out on
+// a Node whose external interface has no global IPv6 address):
 //   - forwarding=1 (all interfaces): IPv6 ElasticIPs are routed like IPv4
 //     ones;
 //   - proxy_ndp=0: the kernel never answers neighbor solicitations for
@@ -130,4 +131,23 @@ func ExternalInterface(iface string) []Setting {
 		{Key: "net/ipv6/conf/all/forwarding", Value: "1", Optional: true},
 		{Key: conf6("proxy_ndp"), Value: "0", Optional: true},
 	}
+}
+
+// ExternalInterfaceFor is ExternalInterface without the IPv6 settings unless ipv6 is
+// set: a Node with no IPv6 on its external network is not made an IPv6 router
+// (forwarding=1 applies to every interface, makes those at accept_ra=1 ignore router
+// advertisements, and adds the subnet-router anycast addresses), so uninstalling
+// juneau leaves its IPv6 as it was.
+func ExternalInterfaceFor(iface string, ipv6 bool) []Setting {
+	all := ExternalInterface(iface)
+	if ipv6 {
+		return all
+	}
+	var v4 []Setting
+	for _, s := range all {
+		if !strings.HasPrefix(s.Key, "net/ipv6/") {
+			v4 = append(v4, s)
+		}
+	}
+	return v4
 }

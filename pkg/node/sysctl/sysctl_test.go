@@ -1,6 +1,7 @@
 package sysctl
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,5 +100,21 @@ func TestPerNamespace(t *testing.T) {
 	}
 	if got := b.ReadSysctl("net/ipv4/ip_forward"); got != "0" {
 		t.Errorf("ip_forward leaked into b: %q", got)
+	}
+}
+
+// TestExternalInterfaceFor: without IPv6 on the external network no IPv6 key is set;
+// with it, all of ExternalInterface.
+func TestExternalInterfaceFor(t *testing.T) {
+	for _, s := range ExternalInterfaceFor("eth0", false) {
+		if strings.HasPrefix(s.Key, "net/ipv6/") {
+			t.Errorf("IPv6 setting %s without IPv6", s)
+		}
+	}
+	if got, all := len(ExternalInterfaceFor("eth0", false)), len(ExternalInterface("eth0")); got != 4 || all != 7 {
+		t.Errorf("%d settings without IPv6, %d in all; want 4 and 7", got, all)
+	}
+	if got, want := fmt.Sprint(ExternalInterfaceFor("eth0", true)), fmt.Sprint(ExternalInterface("eth0")); got != want {
+		t.Errorf("with IPv6: %s, want %s", got, want)
 	}
 }

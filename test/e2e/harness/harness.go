@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -310,12 +311,21 @@ func (c *Cluster) addNode(name string, i int) *Node {
 	n.Socket = filepath.Join(n.dir, "cni.sock")
 	n.agentArgs = append([]string{"node", "--kubeconfig=" + n.Kubeconfig, "--node-name=" + name,
 		"--cluster-cidr=" + ClusterCIDR, "--metrics-bind-address=127.0.0.1:0", "--resync-period=30s",
-		"--cni-socket=" + n.Socket, "-v=2"}, c.agentArgs...)
+		"--cni-socket=" + n.Socket, "--state-dir=" + n.RunDir(), "--heartbeat-lease-duration=4s", "-v=2"}, c.agentArgs...)
 	if c.dualStack {
 		n.agentArgs = append(n.agentArgs, "--cluster-cidr="+ClusterCIDR6)
 	}
 	c.StartAgent(n)
 	return n
+}
+
+// StartAnotherAgent starts one more agent inside the Node's namespace, with the Node's
+// arguments followed by extra (a later flag wins), as a DaemonSet rolling update with
+// maxSurge does, or a restart with other settings. It does not wait for anything and
+// does not replace n.Agent.
+func (c *Cluster) StartAnotherAgent(n *Node, name string, extra ...string) *framework.Component {
+	args := n.NS.Wrap(framework.JuneauBinary(c.t), append(slices.Clone(n.agentArgs), extra...)...)
+	return framework.StartCommand(c.t, "agent-"+n.Name+"-"+name, require.Binary(c.t, "nsenter"), args...)
 }
 
 // bootNode gives the Node its network namespace on the segment (ext0 with its address,

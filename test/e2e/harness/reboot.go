@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 // Reboot power-cycles a Node. Everything the machine held in memory goes: its agent
@@ -12,7 +13,7 @@ import (
 // its Pods' namespaces (their containers die with the machine). What a Node keeps on
 // disk stays: the CNI plugins' state (host-local's reservations, juneau's state
 // directory, libcni's cache of results); what lives under /run does not (the agent's
-// CNI socket). Then the Node comes back as it booted first: a new namespace with the
+// CNI socket, its --state-dir). Then the Node comes back as it booted first: a new namespace with the
 // same address and MAC on the segment, its routes to the other Nodes' Pods, the agent
 // started again; everything else must come from the API. The Pods' sandboxes are
 // re-created by Pod.RestartSandbox, as the kubelet does after a reboot.
@@ -47,6 +48,9 @@ func (c *Cluster) PowerOff(n *Node) {
 	if err := os.Remove(n.Socket); err != nil && !os.IsNotExist(err) {
 		c.t.Fatal(err)
 	}
+	if err := os.RemoveAll(n.RunDir()); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 // PowerOn is the second half of Reboot: the Node boots with what it kept on disk.
@@ -74,3 +78,7 @@ func (c *Cluster) podsOn(n *Node) []*Pod {
 // under ipam/, juneau's under cni-state/, libcni's cache under cni-cache/), which a
 // reboot keeps.
 func (n *Node) Dir() string { return n.dir }
+
+// RunDir is what the Node keeps under /run/juneau: the agent's --state-dir (datapath
+// lock, addresses answered for), which a reboot forgets.
+func (n *Node) RunDir() string { return filepath.Join(n.dir, "run") }

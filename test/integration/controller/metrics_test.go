@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/test/framework"
 )
@@ -56,6 +58,8 @@ func TestMetricsAndHealth(t *testing.T) {
 	}
 	want := []string{
 		`juneau_elasticip_allocations_total`,
+		// The routine allocation is a metric, not an Event.
+		`juneau_elasticip_allocation_duration_seconds_count`,
 		`juneau_address_pool_addresses{pool="metrics-net-pool"} 2`,
 		`juneau_address_pool_allocated_addresses{pool="metrics-net-pool"} 1`,
 		// Every controller's work queue reports on the same registry.
@@ -73,4 +77,11 @@ func TestMetricsAndHealth(t *testing.T) {
 		}
 		return true, body
 	})
+	evs, err := cp.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		t.Errorf("Event %s %s %q for a routine allocation", e.Type, e.Reason, e.Message)
+	}
 }

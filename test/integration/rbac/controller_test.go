@@ -47,12 +47,16 @@ func TestControllerAccessTable(t *testing.T) {
 			juneau("update", "elasticips/status"),
 			juneau("patch", "addresspools/status"), juneau("patch", "externalnetworks/status"),
 			juneau("patch", "elasticipattachments/status"), juneau("patch", "networkinterfaces/status"),
+			// Answering=Unknown when a Node's agent stops renewing its heartbeat Lease.
+			juneau("patch", "arpadvertisements/status"),
 			core("list", "pods"), core("watch", "pods"), core("patch", "pods"), core("update", "pods/finalizers"),
 			core("list", "nodes"), core("watch", "nodes"),
 			core("create", "events"), core("patch", "events"), events("create"), events("patch"),
 			lease("get", framework.SystemNamespace, "juneau-controller"),
 			lease("update", framework.SystemNamespace, "juneau-controller"),
 			lease("create", framework.SystemNamespace, ""),
+			// The node agents' heartbeat Leases.
+			lease("list", framework.SystemNamespace, ""), lease("watch", framework.SystemNamespace, ""),
 		})
 	checkAccess(t, kube, true, allowed)
 
@@ -60,7 +64,7 @@ func TestControllerAccessTable(t *testing.T) {
 		every(juneau, "addresspools", "create", "update", "patch", "delete"),
 		every(juneau, "externalnetworks", "create", "update", "patch", "delete"),
 		every(juneau, "allocationclaims", "update", "patch"),
-		every(juneau, "arpadvertisements/status", "update", "patch"),
+		every(juneau, "arpadvertisements/status", "update"),
 		every(juneau, "bgpadvertisements/status", "update", "patch"),
 		every(juneau, "bgppeers", "create", "update", "patch", "delete"),
 		every(juneau, "bgpnodestatuses", "get", "create", "update", "patch", "delete"),
@@ -74,6 +78,8 @@ func TestControllerAccessTable(t *testing.T) {
 			lease("update", framework.SystemNamespace, "another-lease"),
 			lease("update", "default", "juneau-controller"),
 			lease("create", "default", ""),
+			lease("list", "default", ""),
+			lease("update", framework.SystemNamespace, v1alpha1.NodeLeasePrefix+"node-a"),
 		})
 	checkAccess(t, kube, false, denied)
 }
@@ -104,8 +110,8 @@ func TestControllerUnderLeastPrivilege(t *testing.T) {
 	}
 }
 
-// userElasticIP: allocation with the finalizer, a Pod's NIC, NAT attachment with its
-// ARPAdvertisement, pool and network status, Events, and release.
+// userElasticIP: allocation, a Pod's NIC, NAT attachment with its ARPAdvertisement,
+// pool and network status, Events, release, and the finalizer of direct use.
 func userElasticIP(t *testing.T, cp *framework.ControlPlane, ctrl *framework.Component) {
 	ns := cp.NewNamespace(t, "rbac-user")
 	j := cp.Juneau.JuneauV1alpha1()
@@ -125,8 +131,7 @@ func userElasticIP(t *testing.T, cp *framework.ControlPlane, ctrl *framework.Com
 			return false, err.Error()
 		}
 		addr, _ := netip.ParseAddr(e.Status.Address)
-		return e.Status.Phase == v1alpha1.ElasticIPAvailable && pool.Contains(addr) &&
-			slices.Contains(e.Finalizers, v1alpha1.FinalizerElasticIP), fmt.Sprintf("%+v %v", e.Status, e.Finalizers)
+		return e.Status.Phase == v1alpha1.ElasticIPAvailable && pool.Contains(addr), fmt.Sprintf("%+v", e.Status)
 	}, ctrl)
 
 	createRunningPod(t, cp, ns, "nginx", "10.244.1.10", nil)
@@ -195,6 +200,42 @@ func userElasticIP(t *testing.T, cp *framework.ControlPlane, ctrl *framework.Com
 		}
 		return apierrors.IsNotFound(eipErr) && apierrors.IsNotFound(adErr) && !claimed,
 			fmt.Sprintf("elasticip: %v; advertisement: %v; claim left: %v", eipErr, adErr, claimed)
+	}, ctrl)
+
+	// Direct use: a Pod's interface naming the ElasticIP makes its deletion wait, through
+	// the controller's finalizer, until the Pod is gone.
+	direct, err := j.ElasticIPs(ns).Create(ctx, &v1alpha1.ElasticIP{
+		ObjectMeta: metav1.ObjectMeta{Name: "direct"}, Spec: v1alpha1.ElasticIPSpec{ExternalNetwork: ns},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.Kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "direct", Annotations: map[string]string{v1alpha1.AnnotationElasticIP: direct.Name}},
+		Spec:       corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/pause:1"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, "the directly used ElasticIP gets the finalizer", func(ctx context.Context) (bool, string) {
+		e, err := j.ElasticIPs(ns).Get(ctx, direct.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return slices.Contains(e.Finalizers, v1alpha1.FinalizerElasticIP) && e.Status.Address != "", fmt.Sprintf("%+v %v", e.Status, e.Finalizers)
+	}, ctrl)
+	if err := j.ElasticIPs(ns).Delete(ctx, direct.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.Kube.CoreV1().Pods(ns).Delete(ctx, "direct", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, "the directly used ElasticIP and its claim are gone", func(ctx context.Context) (bool, string) {
+		_, eipErr := j.ElasticIPs(ns).Get(ctx, direct.Name, metav1.GetOptions{})
+		claimed, err := claimsOf(ctx, cp, ns)
+		if err != nil {
+			return false, err.Error()
+		}
+		return apierrors.IsNotFound(eipErr) && !claimed, fmt.Sprintf("elasticip: %v; claim left: %v", eipErr, claimed)
 	}, ctrl)
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -128,6 +129,25 @@ func (a agentOf) gate(ctx context.Context, ns, pod string) error {
 	return err
 }
 
+// heartbeat creates or renews the heartbeat Lease of node, as the agent renews its own.
+func (a agentOf) heartbeat(ctx context.Context, node string) error {
+	leases := a.kube.CoordinationV1().Leases(framework.SystemNamespace)
+	name := v1alpha1.NodeLeasePrefix + node
+	now := metav1.NewMicroTime(time.Now())
+	l, err := leases.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &a.node, RenewTime: &now}}, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	l.Spec.HolderIdentity, l.Spec.RenewTime = &a.node, &now
+	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+	return err
+}
+
 // write is one of the agent's writes aimed at one Node's object.
 type write struct {
 	what string
@@ -150,6 +170,9 @@ func writesFor(ns, node string, f scopeFixtures) []write {
 		{"the readiness gate of Pod " + ns + "/" + f.pod,
 			func(ctx context.Context, a agentOf) error { return a.gate(ctx, ns, f.pod) },
 			onNode("Pod", ns+"/"+f.pod, node)},
+		{"the heartbeat Lease of " + node,
+			func(ctx context.Context, a agentOf) error { return a.heartbeat(ctx, node) },
+			onNode("Lease", framework.SystemNamespace+"/"+v1alpha1.NodeLeasePrefix+node, node)},
 	}
 }
 
@@ -194,6 +217,7 @@ func TestNodeScope(t *testing.T) {
 	t.Cleanup(func() {
 		for _, n := range []string{"node-a", "node-b"} {
 			_ = cp.Juneau.JuneauV1alpha1().BGPNodeStatuses().Delete(context.Background(), n, metav1.DeleteOptions{})
+			_ = cp.Kube.CoordinationV1().Leases(framework.SystemNamespace).Delete(context.Background(), v1alpha1.NodeLeasePrefix+n, metav1.DeleteOptions{})
 		}
 	})
 	agents := map[string]agentOf{}
@@ -257,6 +281,14 @@ func TestNodeScope(t *testing.T) {
 		}
 	}
 
+	// Leases of juneau-system other than the agents' heartbeats are on no Node: the
+	// controller's leader-election Lease, say.
+	leases := agents["node-a"].kube.CoordinationV1().Leases(framework.SystemNamespace)
+	if _, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "juneau-controller"}}, metav1.CreateOptions{}); !refusedByPolicy(err,
+		`Lease "`+framework.SystemNamespace+`/juneau-controller" is on no Node`+byAgentOf("node-a")) {
+		t.Errorf("the agent of node-a creating the controller's Lease: err = %v, want the policy's refusal", err)
+	}
+
 	// A Pod not yet scheduled is on no Node: no agent may write it.
 	if _, err := cp.Kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pending"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/pause:1"}}}}, metav1.CreateOptions{}); err != nil {
@@ -278,6 +310,7 @@ func TestNodeScopeNeedsABoundToken(t *testing.T) {
 	f := newScopeFixtures(t, cp, ns, "node-a", 83)
 	t.Cleanup(func() {
 		_ = cp.Juneau.JuneauV1alpha1().BGPNodeStatuses().Delete(context.Background(), "node-a", metav1.DeleteOptions{})
+		_ = cp.Kube.CoordinationV1().Leases(framework.SystemNamespace).Delete(context.Background(), v1alpha1.NodeLeasePrefix+"node-a", metav1.DeleteOptions{})
 	})
 	unbound := newAgent("node-a", cp.ServiceAccountConfig(t, framework.SystemNamespace, framework.NodeServiceAccount))
 	writes := writesFor(ns, "node-a", f)
@@ -350,8 +383,18 @@ func TestNodeScopeLeavesOthersAlone(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	// And to its Role in juneau-system (the heartbeat Lease).
+	if _, err := cp.Kube.RbacV1().RoleBindings(framework.SystemNamespace).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: other},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "juneau-node"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: framework.SystemNamespace, Name: other}},
+	}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		_ = cp.Kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), other, metav1.DeleteOptions{})
+		_ = cp.Kube.RbacV1().RoleBindings(framework.SystemNamespace).Delete(context.Background(), other, metav1.DeleteOptions{})
+		_ = cp.Kube.CoordinationV1().Leases(framework.SystemNamespace).Delete(context.Background(), v1alpha1.NodeLeasePrefix+"node-b", metav1.DeleteOptions{})
 	})
 	writers := map[string]agentOf{
 		"the administrator": newAgent("admin", cp.Config),
@@ -423,6 +466,7 @@ func TestNodeScopeDelete(t *testing.T) {
 	t.Cleanup(func() {
 		for _, n := range []string{"node-a", "node-b"} {
 			_ = cp.Juneau.JuneauV1alpha1().BGPNodeStatuses().Delete(context.Background(), n, metav1.DeleteOptions{})
+			_ = cp.Kube.CoordinationV1().Leases(framework.SystemNamespace).Delete(context.Background(), v1alpha1.NodeLeasePrefix+n, metav1.DeleteOptions{})
 		}
 	})
 	del := func(ctx context.Context, a agentOf) error {

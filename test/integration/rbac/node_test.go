@@ -157,6 +157,10 @@ func TestNodeAgentAccessTable(t *testing.T) {
 		core("patch", "pods/status"),
 		// At SIGTERM: is its DaemonSet being deleted (an uninstall)?
 		access{verb: "get", group: "apps", resource: "daemonsets", namespace: framework.SystemNamespace, name: "juneau-node"},
+		// Its heartbeat Lease (the node-scope policy keeps it to its own).
+		access{verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: framework.SystemNamespace, name: v1alpha1.NodeLeasePrefix + "node-a"},
+		access{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: framework.SystemNamespace},
+		access{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: framework.SystemNamespace, name: v1alpha1.NodeLeasePrefix + "node-a"},
 	)
 	checkAccess(t, kube, true, allowed)
 
@@ -172,7 +176,10 @@ func TestNodeAgentAccessTable(t *testing.T) {
 	denied = append(denied,
 		access{verb: "update", resource: "secrets", namespace: framework.SystemNamespace, name: v1alpha1.BGPPasswordSecret},
 		access{verb: "list", resource: "secrets", namespace: framework.SystemNamespace},
-		juneau("update", "bgpadvertisements/status"))
+		juneau("update", "bgpadvertisements/status"),
+		access{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: "default"},
+		access{verb: "delete", group: "coordination.k8s.io", resource: "leases", namespace: framework.SystemNamespace, name: v1alpha1.NodeLeasePrefix + "node-a"},
+		access{verb: "list", group: "coordination.k8s.io", resource: "leases", namespace: framework.SystemNamespace})
 	for _, r := range []string{"elasticips/status", "allocationclaims/status", "elasticipattachments/status", "networkinterfaces/status", "addresspools/status", "externalnetworks/status"} {
 		denied = append(denied, every(juneau, r, "update", "patch")...)
 	}
@@ -182,7 +189,9 @@ func TestNodeAgentAccessTable(t *testing.T) {
 		core("update", "pods/status"), core("patch", "pods"), core("create", "pods"), core("delete", "pods"),
 		core("update", "nodes"), core("patch", "nodes/status"), core("delete", "nodes"),
 		core("get", "secrets"), core("list", "secrets"), core("create", "events"),
-		access{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: framework.SystemNamespace, name: "juneau-controller"},
+		// RBAC lets the agent update Leases of juneau-system (it cannot name the agents'
+		// own); the node-scope policy refuses it the controller's (TestNodeScope).
+		access{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: "default", name: "juneau-controller"},
 		access{verb: "create", resource: "serviceaccounts", subresource: "token", namespace: framework.SystemNamespace},
 		access{verb: "get", group: "apps", resource: "daemonsets", namespace: "default", name: "juneau-node"},
 		access{verb: "update", group: "apps", resource: "daemonsets", namespace: framework.SystemNamespace, name: "juneau-node"},

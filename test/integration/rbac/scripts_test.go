@@ -390,12 +390,16 @@ func TestSetSysctls(t *testing.T) {
 		}
 		return root, string(out)
 	}
-	check := func(root, iface string) {
+	check := func(root, iface string, ipv6 bool) {
 		t.Helper()
+		set := map[string]bool{}
+		for _, s := range sysctl.ExternalInterfaceFor(iface, ipv6) {
+			set[s.Key] = true
+		}
 		for _, s := range sysctl.ExternalInterface(iface) {
 			want := s.Value
-			if s.OnlyIf != "" {
-				want = "7" // written only from OnlyIf
+			if s.OnlyIf != "" || !set[s.Key] {
+				want = "7" // written only from OnlyIf; IPv6 ones left alone without IPv6
 			}
 			b, err := os.ReadFile(filepath.Join(root, s.Key))
 			if err != nil || strings.TrimSpace(string(b)) != want {
@@ -403,13 +407,16 @@ func TestSetSysctls(t *testing.T) {
 			}
 		}
 	}
-	root, _ := run("eth0.100", "EXTERNAL_INTERFACE=eth0.100", "HOST_IP=192.0.2.1")
-	check(root, "eth0.100")
+	root, _ := run("eth0.100", "EXTERNAL_INTERFACE=eth0.100", "HOST_IP=192.0.2.1", "JUNEAU_IPV6=true")
+	check(root, "eth0.100", true)
+	root, _ = run("eth0.100", "EXTERNAL_INTERFACE=eth0.100", "HOST_IP=192.0.2.1", "JUNEAU_IPV6=false")
+	check(root, "eth0.100", false)
 
-	// The interface holding the Node's address: loopback's 127.0.0.1 here (read only).
+	// The interface holding the Node's address: loopback's 127.0.0.1 here (read only);
+	// its only IPv6 address, ::1, is not global, so the IPv6 settings are left alone.
 	require.Binary(t, "ip")
 	root, out := run("lo", "EXTERNAL_INTERFACE=", "HOST_IP=127.0.0.1")
-	check(root, "lo")
+	check(root, "lo", false)
 	if !strings.Contains(out, "external interface lo") {
 		t.Errorf("set-sysctls.sh output %q does not name lo", out)
 	}

@@ -18,6 +18,13 @@ const (
 
 const networksExample = `[{"interface":"ext0","elasticIP":"gw-eip"}]`
 
+// Limits of the networks annotation (docs/reference.md#limits): at most MaxNetworks
+// extra NICs per Pod, in at most MaxNetworksBytes.
+const (
+	MaxNetworks      = 16
+	MaxNetworksBytes = 4096
+)
+
 // networkEntry is one decoded entry; has* tell a missing field from an empty one.
 type networkEntry struct {
 	iface, elasticIP       string
@@ -33,6 +40,11 @@ type networkEntry struct {
 // "elasticIP" must be errors, not guesses. Structural problems stop decoding and are the
 // only error returned; value problems of well-formed entries are left to the caller.
 func decodeNetworks(path *field.Path, value string) ([]networkEntry, field.ErrorList) {
+	if len(value) > MaxNetworksBytes {
+		e := field.TooLong(path, "", MaxNetworksBytes)
+		e.Detail = fmt.Sprintf("is %d bytes, may not be more than %d (a Pod has at most %d extra interfaces)", len(value), MaxNetworksBytes, MaxNetworks)
+		return nil, field.ErrorList{e}
+	}
 	dec := json.NewDecoder(strings.NewReader(value))
 	tok, err := dec.Token()
 	if err != nil {
@@ -59,6 +71,9 @@ func decodeNetworks(path *field.Path, value string) ([]networkEntry, field.Error
 			detail += fmt.Sprintf(" (found %v after the list)", tok)
 		}
 		return nil, field.ErrorList{field.Invalid(path, value, detail)}
+	}
+	if len(entries) > MaxNetworks {
+		return nil, field.ErrorList{field.TooMany(path, len(entries), MaxNetworks)}
 	}
 	return entries, nil
 }

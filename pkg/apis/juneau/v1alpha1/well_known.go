@@ -127,6 +127,9 @@ const (
 	// ARPAdvertisementPrefix starts every ARPAdvertisement name: eip-<namespace>-<elasticip>
 	// or its hashed form (package advertisement).
 	ARPAdvertisementPrefix = "eip-"
+	// NodeLeasePrefix starts the name of each node agent's heartbeat Lease,
+	// juneau-node-<node>, in juneau's namespace.
+	NodeLeasePrefix = "juneau-node-"
 	// DefaultInterface is the Pod's primary interface.
 	DefaultInterface = "eth0"
 	// DirectGateway is the on-link gateway of an eth0 that carries an ElasticIP.

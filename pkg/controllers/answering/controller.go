@@ -1,0 +1,159 @@
+// Package answering is the controller that turns an ARPAdvertisement's Answering
+// condition Unknown when the node agent of its Node stops reporting: every agent renews
+// a heartbeat Lease, juneau-node-<node> in juneau's namespace, as kubelets renew their
+// node Leases; once it expires, the agent's word that it answers ARP is stale
+// (docs/reference.md#arpadvertisement). The agent sets the condition again when it is
+// back.
+package answering
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordinationinformers "k8s.io/client-go/informers/coordination/v1"
+	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/controllers/indexes"
+	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
+	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
+	"github.com/loutres/juneau/pkg/workloop"
+)
+
+// ControllerName names the loop, its queue and its log lines.
+const ControllerName = "answering"
+
+// Informers are the shared informers the controller reads. Leases must be those of
+// Options.Namespace.
+type Informers struct {
+	Advertisements informers.ARPAdvertisementInformer
+	Leases         coordinationinformers.LeaseInformer
+}
+
+// Options tune the controller.
+type Options struct {
+	// Namespace of the agents' Leases.
+	Namespace string
+	// Errors counts failed syncs; may be nil.
+	Errors workloop.ErrorCounter
+	// QueueMetrics receives the work queue's metrics; may be nil.
+	QueueMetrics workqueue.MetricsProvider
+	// Clock judges Lease expiry and stamps conditions; nil means the real clock.
+	Clock clock.PassiveClock
+}
+
+// Controller watches the agents' Leases. Its keys are Node names.
+type Controller struct {
+	client    versioned.Interface
+	recorder  record.EventRecorder
+	clock     clock.PassiveClock
+	namespace string
+
+	adverts cache.SharedIndexInformer
+	leases  coordinationlisters.LeaseLister
+	loop    *workloop.Loop
+	synced  []cache.InformerSynced
+}
+
+// NewController registers the event handlers; it starts nothing.
+func NewController(client versioned.Interface, inf Informers, recorder record.EventRecorder, opts Options) (*Controller, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	c := &Controller{client: client, recorder: recorder, clock: opts.Clock, namespace: opts.Namespace,
+		adverts: inf.Advertisements.Informer(), leases: inf.Leases.Lister()}
+	if err := indexes.Add(c.adverts, indexes.AdvertisementByNode); err != nil {
+		return nil, err
+	}
+	c.loop = workloop.New(ControllerName, c.sync, workloop.Config{Errors: opts.Errors, Metrics: opts.QueueMetrics})
+	synced, err := workloop.Register([]workloop.Watch{
+		{Informer: c.adverts, Handler: workloop.Funcs(c.onAdvertisement)},
+		{Informer: inf.Leases.Informer(), Handler: workloop.Funcs(c.onLease)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.synced = synced
+	return c, nil
+}
+
+// Run waits for the caches and runs workers until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	c.loop.Run(ctx, workers, c.synced...)
+}
+
+func (c *Controller) onAdvertisement(obj any) {
+	if ad, ok := obj.(*v1alpha1.ARPAdvertisement); ok && ad.Spec.NodeName != "" {
+		c.loop.Add(ad.Spec.NodeName)
+	}
+}
+
+func (c *Controller) onLease(obj any) {
+	if l, ok := obj.(*coordinationv1.Lease); ok && l.Namespace == c.namespace && strings.HasPrefix(l.Name, v1alpha1.NodeLeasePrefix) {
+		c.loop.Add(strings.TrimPrefix(l.Name, v1alpha1.NodeLeasePrefix))
+	}
+}
+
+// sync judges one Node's Lease: alive, it comes back when the Lease would expire;
+// expired or missing, every advertisement of the Node that says Answering=True gets
+// Answering=Unknown.
+func (c *Controller) sync(ctx context.Context, node string) error {
+	lease, err := c.leases.Leases(c.namespace).Get(v1alpha1.NodeLeasePrefix + node)
+	if apierrors.IsNotFound(err) {
+		lease, err = nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	now := c.clock.Now()
+	hb := Judge(lease, c.namespace, node, now)
+	if hb.Alive {
+		c.loop.AddAfter(node, hb.Expires.Sub(now)+100*time.Millisecond)
+		return nil
+	}
+	ads, err := indexes.ByIndex[*v1alpha1.ARPAdvertisement](c.adverts, indexes.AdvertisementByNode, node)
+	if err != nil {
+		return err
+	}
+	for _, ad := range ads {
+		cond, wait := Unknown(ad, hb, now)
+		if wait > 0 {
+			c.loop.AddAfter(node, wait+100*time.Millisecond)
+		}
+		if cond == nil || ad.DeletionTimestamp != nil {
+			continue
+		}
+		merged := status.Merge(ad.Status.Conditions, []metav1.Condition{*cond}, metav1.NewTime(now))
+		var cur metav1.Condition
+		for _, m := range merged {
+			if m.Type == v1alpha1.ConditionAnswering {
+				cur = m
+			}
+		}
+		apply := applyv1alpha1.ARPAdvertisement(ad.Name).WithUID(ad.UID).WithStatus(
+			applyv1alpha1.ARPAdvertisementStatus().WithConditions(status.Apply(cur)))
+		_, err := c.client.JuneauV1alpha1().ARPAdvertisements().ApplyStatus(ctx, apply,
+			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerController, Force: true})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			continue // gone, or replaced under the same name: its own events bring it back
+		}
+		if err != nil {
+			return fmt.Errorf("writing Answering of ARPAdvertisement %q: %w", ad.Name, err)
+		}
+		klog.FromContext(ctx).Info("Node agent not reporting", "advertisement", ad.Name, "node", node, "reason", cur.Reason)
+		c.recorder.Event(ad, v1alpha1.EventType(v1alpha1.ReasonAgentNotReporting), v1alpha1.ReasonAgentNotReporting, cur.Message)
+	}
+	return nil
+}
