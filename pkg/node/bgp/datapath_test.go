@@ -353,11 +353,11 @@ func TestBIRDGracefulRestartAfterKill(t *testing.T) {
 	fresh := bird.WaitRoutes(10*time.Second, viaNode("10.225.53.7/32", "10.225.53.9/32"))
 	t.Logf("recovered %s after the kill", time.Since(down).Round(time.Millisecond))
 	// On the wire: the restarted speaker set the Restart State bit and kept the
-	// forwarding state of IPv4 (without it BIRD flushes the stale routes at once and
+	// forwarding state of both families it offers (without it BIRD flushes the stale routes at once and
 	// only a quick re-announcement hides the gap).
 	if out, err := bird.Protocol("node_a"); err != nil || !regexp.MustCompile(
-		`Neighbor capabilities(?s:.*)Graceful restart\s+Restart time: 120\s+Restart recovery\s+AF supported: ipv4\s+AF preserved: ipv4`).MatchString(out) {
-		t.Errorf("the restarted speaker did not declare a restart with preserved IPv4 forwarding: %v\n%s", err, out)
+		`Neighbor capabilities(?s:.*)Graceful restart\s+Restart time: 120\s+Restart recovery\s+AF supported: ipv4 ipv6\s+AF preserved: ipv4 ipv6`).MatchString(out) {
+		t.Errorf("the restarted speaker did not declare a restart with preserved forwarding of IPv4 and IPv6: %v\n%s", err, out)
 	}
 	// BIRD re-timestamps a route it removes and learns again, not one refreshed in place.
 	if fresh["10.225.53.7/32"].Since != stale["10.225.53.7/32"].Since {
