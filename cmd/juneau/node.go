@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +54,7 @@ type nodeOptions struct {
 	leaseNS      string
 	leaseTTL     time.Duration
 	routerID     string
+	nextHop6     string
 	bgpRetry     time.Duration
 }
 
@@ -79,6 +81,7 @@ func newNodeCommand(common *commonOptions) *cobra.Command {
 	fs.StringVar(&o.leaseNS, "heartbeat-lease-namespace", envOr("POD_NAMESPACE", "juneau-system"), "namespace of the agent's heartbeat Lease, juneau-node-<node>")
 	fs.DurationVar(&o.leaseTTL, "heartbeat-lease-duration", 40*time.Second, "how long the heartbeat Lease lasts unrenewed (renewed every quarter of it); once it expires the controller marks this Node's ARPAdvertisements Answering=Unknown")
 	fs.StringVar(&o.routerID, "bgp-router-id", "", "BGP identifier of this Node, an IPv4 address of it (default: the Node's IPv4 InternalIP); without one the Node announces nothing on bgp networks")
+	fs.StringVar(&o.nextHop6, "bgp-ipv6-next-hop", "", "next hop of the IPv6 /128s this Node announces, a global IPv6 address of it (default: the lowest global IPv6 address on the external interface at start); without one the Node announces no IPv6 address")
 	fs.DurationVar(&o.bgpRetry, "bgp-connect-retry", bgp.DefaultConnectRetry, "interval between connection attempts to a BGP router (at least 2s)")
 	return cmd
 }
@@ -215,7 +218,12 @@ func (o *nodeOptions) run(ctx context.Context) error {
 		logger.Error(err, "This Node announces nothing on bgp networks")
 		a.UseBGP(nil, nil)
 	} else {
-		speaker = bgp.New(bgp.Config{RouterID: id, ConnectRetry: o.bgpRetry})
+		nextHop6, err := o.bgpNextHop6(iface)
+		if err != nil {
+			logger.Error(err, "This Node announces no IPv6 address on bgp networks")
+		}
+		logger.Info("BGP next hops", "routerID", id, "ipv6NextHop", nextHop6)
+		speaker = bgp.New(bgp.Config{RouterID: id, ConnectRetry: o.bgpRetry, NextHop6: nextHop6})
 		a.UseBGP(speaker, agent.NewPasswords(kube, o.resync, a.Trigger))
 	}
 	source := &agent.DirectSource{Pods: pods.Lister(), NICs: nics.Lister(), ElasticIPs: eips.Lister(), Synced: func() bool {
@@ -284,6 +292,45 @@ func (o *nodeOptions) run(ctx context.Context) error {
 		err = serr
 	}
 	return err
+}
+
+// bgpNextHop6 is --bgp-ipv6-next-hop, or the lowest global IPv6 address of the external
+// interface (bgp.NextHop6); invalid, with the reason, when there is none.
+func (o *nodeOptions) bgpNextHop6(iface string) (netip.Addr, error) {
+	if o.nextHop6 != "" {
+		a, err := netip.ParseAddr(o.nextHop6)
+		if err != nil || !a.Is6() || a.Is4In6() || !a.IsGlobalUnicast() || a.Zone() != "" {
+			return netip.Addr{}, fmt.Errorf("--bgp-ipv6-next-hop %q is not a global IPv6 address", o.nextHop6)
+		}
+		return a, nil
+	}
+	link, err := netlink.LinkByName(iface)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("reading interface %s for the IPv6 next hop: %w", iface, err)
+	}
+	list, err := netlink.AddrList(link, netlink.FAMILY_V6)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("reading the IPv6 addresses of %s for the next hop: %w", iface, err)
+	}
+	var addrs []netip.Prefix
+	flags := map[netip.Prefix]int{}
+	for _, a := range list {
+		ip, ok := netip.AddrFromSlice(a.IP)
+		if !ok || a.IPNet == nil {
+			continue
+		}
+		ones, _ := a.Mask.Size()
+		p := netip.PrefixFrom(ip.Unmap(), ones)
+		addrs = append(addrs, p)
+		flags[p] = a.Flags
+	}
+	usable := func(p netip.Prefix) bool {
+		return flags[p]&(unix.IFA_F_TENTATIVE|unix.IFA_F_DADFAILED|unix.IFA_F_DEPRECATED) == 0
+	}
+	if nh := bgp.NextHop6(addrs, usable); nh.IsValid() {
+		return nh, nil
+	}
+	return netip.Addr{}, fmt.Errorf("interface %s has no global IPv6 address for the next hop of IPv6 /128s; set --bgp-ipv6-next-hop", iface)
 }
 
 // bgpRouterID is --bgp-router-id, or the Node's IPv4 InternalIP.

@@ -51,6 +51,10 @@ type Config struct {
 	// Accept, when valid, limits what the router takes from its neighbors to the /32s
 	// inside this prefix, as docs/bgp.md recommends; otherwise it takes everything.
 	Accept netip.Prefix
+	// Accept6, when valid, opens the ipv6 channel of every session (IPv6 routes over
+	// the IPv4 session, MP-BGP) and takes the /128s inside this prefix from it (BIRD
+	// only).
+	Accept6 netip.Prefix
 	// Kernel makes BIRD install the routes it learned into its namespace's routing
 	// table, so the router forwards to the nodes (BIRD only; bgpd runs without zebra).
 	Kernel bool
@@ -74,6 +78,11 @@ protocol device { scan time 1; }
 protocol kernel {
 	ipv4 { export all; };
 }
+{{- if .Accept6.IsValid}}
+protocol kernel {
+	ipv6 { export all; };
+}
+{{- end}}
 {{- end}}
 {{range .Neighbors}}
 protocol bgp {{.Name}} {
@@ -99,6 +108,12 @@ protocol bgp {{.Name}} {
 {{- end}}
 		export none;
 	};
+{{- if $.Accept6.IsValid}}
+	ipv6 {
+		import where net ~ [ {{$.Accept6}}{128,128} ];
+		export none;
+	};
+{{- end}}
 }
 {{end}}`))
 
@@ -161,7 +176,7 @@ type Route struct {
 // routeLine matches the first line of a route in `show route` output, e.g.
 // "10.225.53.7/32       unicast [node_a 2030-01-02 03:04:05.123] * (100) [AS64513i]".
 var (
-	routeLine = regexp.MustCompile(`^(\d+\.\d+\.\d+\.\d+/\d+)\s+\S+\s+\[(\S+) ([^\]]+)\]`)
+	routeLine = regexp.MustCompile(`^(\d+\.\d+\.\d+\.\d+/\d+|[0-9a-f:]+:[0-9a-f:]*/\d+)\s+\S+\s+\[(\S+) ([^\]]+)\]`)
 	viaLine   = regexp.MustCompile(`^\s+via (\S+)`)
 )
 

@@ -38,9 +38,15 @@ const (
 // every Node; the test starts the router's daemon.
 func setupBGP(t *testing.T) (*harness.Cluster, string) {
 	t.Helper()
+	return setupBGPWith(t, harness.Options{Router: true})
+}
+
+// setupBGPWith is setupBGP on a cluster with opts (Router set).
+func setupBGPWith(t *testing.T, opts harness.Options) (*harness.Cluster, string) {
+	t.Helper()
 	ctx := testContext(t)
 	cp := framework.Shared(t)
-	c := harness.New(t, cp, harness.Options{Router: true})
+	c := harness.New(t, cp, opts)
 	ns := cp.NewNamespace(t, "e2e")
 	j := cp.Juneau.JuneauV1alpha1()
 	if _, err := j.AddressPools().Create(ctx, &v1alpha1.AddressPool{

@@ -807,7 +807,7 @@ func schema_pkg_apis_juneau_v1alpha1_BGPAdvertisementSpec(ref common.ReferenceCa
 					},
 					"address": {
 						SchemaProps: spec.SchemaProps{
-							Description: "address is the IPv4 address to announce. Immutable.",
+							Description: "address is the address to announce, IPv4 (as a /32) or IPv6 (as a /128, in its canonical text form). Immutable.",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",

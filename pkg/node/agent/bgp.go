@@ -31,7 +31,7 @@ type BGPDesired struct {
 	Pending []string
 	// Secrets are the Secrets the passwords of those BGPPeers are in, sorted.
 	Secrets []types.NamespacedName
-	// Announce are the /32s this Node announces, sorted: those of the BGPAdvertisements
+	// Announce are the /32s and /128s this Node announces, sorted: those of the BGPAdvertisements
 	// naming it whose address it serves (the NAT mapping or the direct NIC's route is
 	// in place, as for ARP).
 	Announce []netip.Prefix
@@ -94,16 +94,17 @@ func computeBGP(in Inputs, served func(netip.Addr) bool) BGPDesired {
 	return d
 }
 
-// announcedPrefix is the /32 of a BGPAdvertisement naming node.
+// announcedPrefix is the host prefix of a BGPAdvertisement naming node: a /32 for an
+// IPv4 address, a /128 for an IPv6 one.
 func announcedPrefix(node string, ad *v1alpha1.BGPAdvertisement) (netip.Prefix, bool) {
 	if ad.Spec.NodeName != node || ad.DeletionTimestamp != nil {
 		return netip.Prefix{}, false
 	}
 	addr, err := netip.ParseAddr(ad.Spec.Address)
-	if err != nil || !addr.Is4() {
+	if err != nil || addr.Is4In6() || addr.Zone() != "" {
 		return netip.Prefix{}, false
 	}
-	return netip.PrefixFrom(addr, 32), true
+	return netip.PrefixFrom(addr, addr.BitLen()), true
 }
 
 // unusablePeer is the status-only Peer of a BGPPeer the speaker cannot configure.
@@ -134,7 +135,8 @@ func (in Inputs) thisNode() *corev1.Node {
 }
 
 // announcedCondition is the Announced condition of one of this Node's
-// BGPAdvertisements: True once its /32 goes out in at least one Established session.
+// BGPAdvertisements: True once its /32 or /128 goes out in at least one Established
+// session that takes its family.
 func announcedCondition(node string, ad *v1alpha1.BGPAdvertisement, served bool, st bgp.Status) metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionAnnounced, Status: metav1.ConditionFalse, ObservedGeneration: ad.Generation}
 	prefix, _ := announcedPrefix(node, ad)
@@ -157,6 +159,9 @@ func announcedCondition(node string, ad *v1alpha1.BGPAdvertisement, served bool,
 		// its graceful restart state with the routers, or applying the change.
 		c.Reason = v1alpha1.ReasonNoEstablishedPeer
 		c.Message = fmt.Sprintf("%s not yet sent in the %d Established BGP sessions of Node %q", prefix, established, node)
+		if prefix.Addr().Is6() {
+			c.Message += ": IPv6 goes only to routers that take ipv6-unicast in the session, with the Node's global IPv6 address on its external interface as next hop (docs/bgp.md)"
+		}
 	}
 	return c
 }

@@ -72,10 +72,12 @@ func TestComputeBGP(t *testing.T) {
 		Attachments: []*v1alpha1.ElasticIPAttachment{
 			attachment("a", "node-a", "10.225.53.5", "10.244.1.5", v1alpha1.AttachmentAttached, true),
 			attachment("b", "node-a", "10.225.53.6", "10.244.1.6", v1alpha1.AttachmentAttached, true),
+			attachment("six", "node-a", "fd00:225:53::6", "fd00:244:1::6", v1alpha1.AttachmentAttached, true),
 		},
 		BGPAdvertisements: []*v1alpha1.BGPAdvertisement{
 			bgpAd("eip-b", "10.225.53.6", "node-a"), bgpAd("eip-a", "10.225.53.5", "node-a"),
 			bgpAd("not-programmed", "10.225.53.7", "node-a"), bgpAd("elsewhere", "10.225.53.8", "node-b"),
+			bgpAd("eip-six", "fd00:225:53::6", "node-a"), bgpAd("six-elsewhere", "fd00:225:53::8", "node-b"),
 		},
 	}
 	d := Compute(in).BGP
@@ -104,7 +106,8 @@ func TestComputeBGP(t *testing.T) {
 	if !slices.Equal(d.Secrets, wantSecrets) {
 		t.Errorf("secrets %v, want %v", d.Secrets, wantSecrets)
 	}
-	wantPrefixes := []netip.Prefix{netip.MustParsePrefix("10.225.53.5/32"), netip.MustParsePrefix("10.225.53.6/32")}
+	wantPrefixes := []netip.Prefix{netip.MustParsePrefix("10.225.53.5/32"), netip.MustParsePrefix("10.225.53.6/32"),
+		netip.MustParsePrefix("fd00:225:53::6/128")}
 	if !slices.Equal(d.Announce, wantPrefixes) {
 		t.Errorf("announce %v, want %v", d.Announce, wantPrefixes)
 	}
@@ -136,11 +139,17 @@ func TestAnnouncedCondition(t *testing.T) {
 		{"no peer", true, bgp.Status{Announced: sent}, metav1.ConditionFalse, v1alpha1.ReasonNoPeer, `no BGPPeer selects Node "node-a"`},
 		{"no Established peer", true, bgp.Status{Peers: []bgp.PeerStatus{wrong}, Announced: sent}, metav1.ConditionFalse, v1alpha1.ReasonNoEstablishedPeer,
 			`no BGP session of Node "node-a" is Established: "tor-b" is WrongASN`},
+		{"IPv6 taken by no session", true, bgp.Status{Peers: []bgp.PeerStatus{established}, Announced: []netip.Prefix{netip.MustParsePrefix("fd00:225:53::5/128")}},
+			metav1.ConditionFalse, v1alpha1.ReasonNoEstablishedPeer, "fd00:225:53::5/128 not yet sent in the 1 Established BGP sessions of Node \"node-a\": IPv6 goes only to routers that take ipv6-unicast"},
 		{"Established, not sent yet", true, bgp.Status{Peers: []bgp.PeerStatus{{Name: "tor-a", State: v1alpha1.BGPSessionEstablished}}, Announced: sent},
 			metav1.ConditionFalse, v1alpha1.ReasonNoEstablishedPeer, "not yet sent in the 1 Established BGP sessions"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := announcedCondition("node-a", ad, tc.served, tc.st)
+			a := ad
+			if strings.HasPrefix(tc.name, "IPv6") {
+				a = bgpAd("eip-six", "fd00:225:53::5", "node-a")
+			}
+			c := announcedCondition("node-a", a, tc.served, tc.st)
 			if c.Status != tc.status || c.Reason != tc.reason || !strings.Contains(c.Message, tc.says) || c.ObservedGeneration != 1 {
 				t.Errorf("%s/%s %q (generation %d), want %s/%s with %q", c.Status, c.Reason, c.Message, c.ObservedGeneration, tc.status, tc.reason, tc.says)
 			}

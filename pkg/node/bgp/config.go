@@ -33,6 +33,9 @@ func (c Config) withDefaults() (Config, error) {
 	if !c.RouterID.Is4() || c.RouterID.IsUnspecified() {
 		errs = append(errs, fmt.Errorf("router ID %v is not an IPv4 address of this Node", c.RouterID))
 	}
+	if c.NextHop6.IsValid() && (!c.NextHop6.Is6() || c.NextHop6.Is4In6() || !c.NextHop6.IsGlobalUnicast() || c.NextHop6.Zone() != "") {
+		errs = append(errs, fmt.Errorf("IPv6 next hop %v is not a global IPv6 address", c.NextHop6))
+	}
 	if c.ConnectRetry < 2*time.Second {
 		errs = append(errs, fmt.Errorf("connect retry %s is shorter than 2s", c.ConnectRetry))
 	}
@@ -87,9 +90,14 @@ func (p Peer) keepaliveTime() time.Duration {
 	return p.KeepaliveTime
 }
 
-// ipv4Unicast is the only address family juneau speaks.
+// ipv4Unicast and ipv6Unicast are the address families juneau speaks, both in every
+// session (MP-BGP): a router that does not take IPv6 simply gets none.
 func ipv4Unicast() *api.Family {
 	return &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}
+}
+
+func ipv6Unicast() *api.Family {
+	return &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}
 }
 
 // peerRequest is the GoBGP neighbor configuration of p. restarting declares this
@@ -116,6 +124,9 @@ func peerRequest(p Peer, c Config, restarting bool) *api.Peer {
 		},
 		AfiSafis: []*api.AfiSafi{{
 			Config:            &api.AfiSafiConfig{Family: ipv4Unicast(), Enabled: true},
+			MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}},
+		}, {
+			Config:            &api.AfiSafiConfig{Family: ipv6Unicast(), Enabled: true},
 			MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}},
 		}},
 		Transport: &api.Transport{RemotePort: uint32(c.Port)},
@@ -146,11 +157,31 @@ func importPolicy() (*api.Policy, *api.PolicyAssignment) {
 	}
 }
 
-// pathFor is the announcement of one prefix: ORIGIN IGP and an unspecified next hop,
-// which GoBGP replaces with the session's local address (next hop self).
-func pathFor(prefix netip.Prefix) (*apiutil.Path, error) {
+// pathFor is the announcement of one prefix, ORIGIN IGP. An IPv4 /32 gets an
+// unspecified next hop, which GoBGP replaces with the session's local address (next
+// hop self); an IPv6 /128 goes in MP_REACH_NLRI with nextHop6, the Node's global IPv6
+// address (the sessions are IPv4 ones, so their own address cannot serve).
+func pathFor(prefix netip.Prefix, nextHop6 netip.Addr) (*apiutil.Path, error) {
+	if prefix.Addr().Is6() && !prefix.Addr().Is4In6() && prefix.Bits() == 128 {
+		if !nextHop6.Is6() {
+			return nil, fmt.Errorf("%s: no IPv6 next hop", prefix)
+		}
+		nlri, err := bgp.NewIPAddrPrefix(prefix)
+		if err != nil {
+			return nil, err
+		}
+		reach, err := bgp.NewPathAttributeMpReachNLRI(bgp.RF_IPv6_UC, []bgp.PathNLRI{{NLRI: nlri}}, nextHop6)
+		if err != nil {
+			return nil, err
+		}
+		return &apiutil.Path{
+			Family: bgp.RF_IPv6_UC,
+			Nlri:   nlri,
+			Attrs:  []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(bgp.BGP_ORIGIN_ATTR_TYPE_IGP), reach},
+		}, nil
+	}
 	if !prefix.Addr().Is4() || prefix.Bits() != 32 {
-		return nil, fmt.Errorf("%s is not an IPv4 /32", prefix)
+		return nil, fmt.Errorf("%s is not an IPv4 /32 or IPv6 /128", prefix)
 	}
 	nlri, err := bgp.NewIPAddrPrefix(prefix)
 	if err != nil {
@@ -236,4 +267,22 @@ func desiredPeers(peers []Peer) (map[netip.Addr]Peer, []rejection) {
 		out[p.Address] = p
 	}
 	return out, rejected
+}
+
+// NextHop6 chooses the next hop of the IPv6 /128s among the addresses of the Node's
+// external interface: the lowest global one (ULA included) of an on-link subnet (not a
+// /128, which may be an ElasticIP or another host route), usable (usable reports
+// whether it is neither tentative, failed nor deprecated). Invalid when none fits.
+func NextHop6(addrs []netip.Prefix, usable func(netip.Prefix) bool) netip.Addr {
+	var best netip.Addr
+	for _, p := range addrs {
+		a := p.Addr()
+		if !a.Is6() || a.Is4In6() || !a.IsGlobalUnicast() || p.Bits() >= 128 || (usable != nil && !usable(p)) {
+			continue
+		}
+		if !best.IsValid() || a.Less(best) {
+			best = a
+		}
+	}
+	return best
 }

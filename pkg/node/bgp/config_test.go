@@ -58,6 +58,9 @@ func TestPeerRequest(t *testing.T) {
 		AfiSafis: []*api.AfiSafi{{
 			Config:            &api.AfiSafiConfig{Family: &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}, Enabled: true},
 			MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}},
+		}, {
+			Config:            &api.AfiSafiConfig{Family: &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}, Enabled: true},
+			MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}},
 		}},
 		Transport:    &api.Transport{},
 		EbgpMultihop: &api.EbgpMultihop{Enabled: true, MultihopTtl: 3},
@@ -79,7 +82,7 @@ func TestPeerRequest(t *testing.T) {
 }
 
 func TestPathFor(t *testing.T) {
-	path, err := pathFor(netip.MustParsePrefix("10.225.53.7/32"))
+	path, err := pathFor(netip.MustParsePrefix("10.225.53.7/32"), netip.Addr{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,10 +101,26 @@ func TestPathFor(t *testing.T) {
 	if !origin || !nexthop || len(path.Attrs) != 2 {
 		t.Errorf("attributes %v, want ORIGIN IGP and NEXT_HOP 0.0.0.0", path.Attrs)
 	}
-	for _, bad := range []string{"10.225.53.0/24", "fd00::7/128"} {
-		if _, err := pathFor(netip.MustParsePrefix(bad)); err == nil {
+	for _, bad := range []string{"10.225.53.0/24", "fd00::/64"} {
+		if _, err := pathFor(netip.MustParsePrefix(bad), netip.MustParseAddr("fd00:225:51::11")); err == nil {
 			t.Errorf("pathFor(%s) succeeded", bad)
 		}
+	}
+	if _, err := pathFor(netip.MustParsePrefix("fd00::7/128"), netip.Addr{}); err == nil {
+		t.Error("an IPv6 /128 without a next hop got a path")
+	}
+	six, err := pathFor(netip.MustParsePrefix("fd00:225:53::7/128"), netip.MustParseAddr("fd00:225:51::11"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reach *bgp.PathAttributeMpReachNLRI
+	for _, a := range six.Attrs {
+		if r, ok := a.(*bgp.PathAttributeMpReachNLRI); ok {
+			reach = r
+		}
+	}
+	if six.Family != bgp.RF_IPv6_UC || six.Nlri.String() != "fd00:225:53::7/128" || reach == nil || reach.Nexthop.String() != "fd00:225:51::11" {
+		t.Errorf("IPv6 path %v for %s, MP_REACH_NLRI %v", six.Nlri, six.Family, reach)
 	}
 }
 
@@ -168,5 +187,23 @@ func TestDesiredPeers(t *testing.T) {
 		if !strings.Contains(got[name], want) {
 			t.Errorf("rejection of %s = %q, want it to mention %q", name, got[name], want)
 		}
+	}
+}
+
+func TestNextHop6(t *testing.T) {
+	addrs := []netip.Prefix{
+		netip.MustParsePrefix("10.225.51.11/24"),
+		netip.MustParsePrefix("fe80::1/64"),
+		netip.MustParsePrefix("fd00:225:53::7/128"), // an ElasticIP or host route
+		netip.MustParsePrefix("fd00:225:51::12/64"),
+		netip.MustParsePrefix("fd00:225:51::11/64"),
+		netip.MustParsePrefix("fd00:225:51::5/64"), // tentative
+	}
+	usable := func(p netip.Prefix) bool { return p.Addr() != netip.MustParseAddr("fd00:225:51::5") }
+	if got := NextHop6(addrs, usable); got != netip.MustParseAddr("fd00:225:51::11") {
+		t.Errorf("NextHop6 = %v, want fd00:225:51::11", got)
+	}
+	if got := NextHop6(addrs[:3], nil); got.IsValid() {
+		t.Errorf("NextHop6 without a global on-link IPv6 address = %v", got)
 	}
 }

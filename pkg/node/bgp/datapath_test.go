@@ -353,11 +353,11 @@ func TestBIRDGracefulRestartAfterKill(t *testing.T) {
 	fresh := bird.WaitRoutes(10*time.Second, viaNode("10.225.53.7/32", "10.225.53.9/32"))
 	t.Logf("recovered %s after the kill", time.Since(down).Round(time.Millisecond))
 	// On the wire: the restarted speaker set the Restart State bit and kept the
-	// forwarding state of IPv4 (without it BIRD flushes the stale routes at once and
+	// forwarding state of both families it offers (without it BIRD flushes the stale routes at once and
 	// only a quick re-announcement hides the gap).
 	if out, err := bird.Protocol("node_a"); err != nil || !regexp.MustCompile(
-		`Neighbor capabilities(?s:.*)Graceful restart\s+Restart time: 120\s+Restart recovery\s+AF supported: ipv4\s+AF preserved: ipv4`).MatchString(out) {
-		t.Errorf("the restarted speaker did not declare a restart with preserved IPv4 forwarding: %v\n%s", err, out)
+		`Neighbor capabilities(?s:.*)Graceful restart\s+Restart time: 120\s+Restart recovery\s+AF supported: ipv4 ipv6\s+AF preserved: ipv4 ipv6`).MatchString(out) {
+		t.Errorf("the restarted speaker did not declare a restart with preserved forwarding of IPv4 and IPv6: %v\n%s", err, out)
 	}
 	// BIRD re-timestamps a route it removes and learns again, not one refreshed in place.
 	if fresh["10.225.53.7/32"].Since != stale["10.225.53.7/32"].Since {
@@ -492,4 +492,29 @@ func TestFRRAnnouncesAndWithdraws(t *testing.T) {
 	frr.WaitRoutes(10*time.Second, viaNode("10.225.53.8/32", "10.225.53.9/32"))
 	sp.setPrefixes()
 	frr.WaitRoutes(10*time.Second, nil)
+}
+
+// TestBIRDAnnouncesIPv6: an IPv6 /128 rides the IPv4 session (MP-BGP, BIRD's ipv6
+// channel) with the Node's IPv6 address as next hop, beside the IPv4 /32s, and is
+// withdrawn on its own.
+func TestBIRDAnnouncesIPv6(t *testing.T) {
+	tp := newTopology(t)
+	tp.node.Addr("eth0", "fd00:225:51::11/64")
+	tp.router.Addr("eth0", "fd00:225:51::1/64")
+	bird := bgprouter.StartBIRD(t, tp.router, bgprouter.Config{RouterID: routerAddr, AS: routerASN, Accept: pool,
+		Accept6: netip.MustParsePrefix("fd00:225:53::/64"), Neighbors: []bgprouter.Neighbor{
+			{Name: "node_a", Local: routerAddr, Address: nodeAddr, AS: nodeASN},
+		}})
+	cfg := speakerConfig()
+	cfg.NextHop6 = netip.MustParseAddr("fd00:225:51::11")
+	sp := startSpeaker(t, tp.node, speakerSpec{Config: cfg, Peers: []Peer{nodePeer("tor-a", routerAddr)},
+		Prefixes: prefixes("10.225.53.7/32", "fd00:225:53::7/128", "fd00:225:54::1/128")})
+	bird.WaitRoutes(30*time.Second, map[string]string{"10.225.53.7/32": nodeNextHop, "fd00:225:53::7/128": "fd00:225:51::11"})
+	sp.waitPeer("tor-a", 10*time.Second, func(p PeerStatus) bool {
+		return established(p) && p.PrefixesAnnounced == 3 && p.IPv6Announced == 2
+	})
+
+	sp.setPrefixes(prefixes("10.225.53.7/32")...)
+	bird.WaitRoutes(10*time.Second, viaNode("10.225.53.7/32"))
+	sp.waitPeer("tor-a", 10*time.Second, func(p PeerStatus) bool { return p.PrefixesAnnounced == 1 && p.IPv6Announced == 0 })
 }

@@ -110,26 +110,35 @@ func (s *Speaker) SetPeers(peers []Peer) {
 	poke(s.changed)
 }
 
-// SetAnnouncements replaces the set of announced prefixes, each an IPv4 /32. Other
-// prefixes are left out and reported in the error.
+// SetAnnouncements replaces the set of announced prefixes, each an IPv4 /32 or an IPv6
+// /128. Other prefixes, and IPv6 ones while the speaker has no IPv6 next hop
+// (Config.NextHop6), are left out and reported in the error.
 func (s *Speaker) SetAnnouncements(prefixes []netip.Prefix) error {
 	desired := make(map[netip.Prefix]bool, len(prefixes))
-	var bad []string
+	var bad, noNextHop []string
 	for _, p := range prefixes {
-		if !p.Addr().Is4() || p.Bits() != 32 {
+		switch {
+		case !p.IsValid() || p.Bits() != p.Addr().BitLen() || p.Addr().Is4In6():
 			bad = append(bad, p.String())
-			continue
+		case p.Addr().Is6() && !s.cfg.NextHop6.IsValid():
+			noNextHop = append(noNextHop, p.String())
+		default:
+			desired[p] = true
 		}
-		desired[p] = true
 	}
 	s.mu.Lock()
 	s.prefixes, s.prefixesSet = desired, true
 	s.mu.Unlock()
 	poke(s.trigger)
+	var errs []error
 	if len(bad) > 0 {
-		return fmt.Errorf("not announced, not an IPv4 /32: %s", strings.Join(bad, ", "))
+		errs = append(errs, fmt.Errorf("not announced, not an IPv4 /32 or IPv6 /128: %s", strings.Join(bad, ", ")))
 	}
-	return nil
+	if len(noNextHop) > 0 {
+		errs = append(errs, fmt.Errorf("not announced, this Node has no global IPv6 address on its external interface for the next hop: %s",
+			strings.Join(noNextHop, ", ")))
+	}
+	return errors.Join(errs...)
 }
 
 // Changed receives a value after the Status changed (coalesced: one value may stand
@@ -286,7 +295,7 @@ func (s *Speaker) apply(ctx context.Context, srv *server.BgpServer, cfg Config, 
 
 	withdraw, announce := prefixChanges(desiredPrefixes, st.paths)
 	for _, p := range withdraw {
-		path, err := pathFor(p)
+		path, err := pathFor(p, cfg.NextHop6)
 		if err == nil {
 			err = srv.DeletePath(apiutil.DeletePathRequest{Paths: []*apiutil.Path{path}})
 		}
@@ -298,7 +307,7 @@ func (s *Speaker) apply(ctx context.Context, srv *server.BgpServer, cfg Config, 
 		logger.V(2).Info("Withdrew", "prefix", p)
 	}
 	if len(announce) > 0 {
-		errs = append(errs, s.announce(srv, announce, st, logger))
+		errs = append(errs, s.announce(srv, announce, cfg.NextHop6, st, logger))
 	}
 	s.setAnnounced(st.paths)
 
@@ -333,12 +342,12 @@ func (s *Speaker) apply(ctx context.Context, srv *server.BgpServer, cfg Config, 
 // announce adds the paths of prefixes in one call. GoBGP reports a failure of any
 // path as a failure of the call, so then none counts as added: adding a path again
 // replaces it.
-func (s *Speaker) announce(srv *server.BgpServer, prefixes []netip.Prefix, st *applied, logger klog.Logger) error {
+func (s *Speaker) announce(srv *server.BgpServer, prefixes []netip.Prefix, nextHop6 netip.Addr, st *applied, logger klog.Logger) error {
 	var errs []error
 	paths := make([]*apiutil.Path, 0, len(prefixes))
 	added := make([]netip.Prefix, 0, len(prefixes))
 	for _, p := range prefixes {
-		path, err := pathFor(p)
+		path, err := pathFor(p, nextHop6)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -482,15 +491,19 @@ func (s *Speaker) refreshStatus(ctx context.Context, srv *server.BgpServer) {
 		case !established && sess.fsm == bgp.BGP_FSM_ESTABLISHED:
 			changed = sess.peerEvent(bgp.BGP_FSM_IDLE, api.PeerState_DISCONNECT_REASON_UNSPECIFIED, "", now) || changed
 		}
-		announced, syncing := 0, p.GetGracefulRestart().GetLocalRestarting()
+		announced, announced6, syncing := 0, 0, p.GetGracefulRestart().GetLocalRestarting()
 		for _, af := range p.GetAfiSafis() {
-			announced += int(af.GetState().GetAdvertised())
+			n := int(af.GetState().GetAdvertised())
+			announced += n
+			if af.GetConfig().GetFamily().GetAfi() == api.Family_AFI_IP6 {
+				announced6 += n
+			}
 		}
 		if !established {
-			announced = 0
+			announced, announced6 = 0, 0
 		}
-		if announced != sess.announced || syncing != sess.syncing {
-			sess.announced, sess.syncing = announced, syncing
+		if announced != sess.announced || announced6 != sess.announced6 || syncing != sess.syncing {
+			sess.announced, sess.announced6, sess.syncing = announced, announced6, syncing
 			changed = true
 		}
 	}

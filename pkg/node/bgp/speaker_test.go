@@ -63,6 +63,24 @@ func startRouter(t *testing.T, asn, speakerASN uint32) *testRouter {
 // loopback address from 127.0.0.1.
 func startRouterAt(t *testing.T, addr string, port uint16, asn, speakerASN uint32) *testRouter {
 	t.Helper()
+	return startRouterFamilies(t, addr, port, asn, speakerASN, true)
+}
+
+// routerFamilies are the families a test router takes: IPv4 unicast, and IPv6 unicast
+// when ipv6.
+func routerFamilies(ipv6 bool) []*api.AfiSafi {
+	out := []*api.AfiSafi{{Config: &api.AfiSafiConfig{Family: ipv4Unicast(), Enabled: true},
+		MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}}}
+	if ipv6 {
+		out = append(out, &api.AfiSafi{Config: &api.AfiSafiConfig{Family: ipv6Unicast(), Enabled: true},
+			MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}})
+	}
+	return out
+}
+
+// startRouterFamilies starts a router that takes IPv6 routes only when ipv6.
+func startRouterFamilies(t *testing.T, addr string, port uint16, asn, speakerASN uint32, ipv6 bool) *testRouter {
+	t.Helper()
 	r := &testRouter{t: t, asn: asn, port: port,
 		srv: server.NewBgpServer(server.LoggerOption(slog.New(slog.DiscardHandler), &slog.LevelVar{}))}
 	served := make(chan struct{})
@@ -85,29 +103,33 @@ func startRouterAt(t *testing.T, addr string, port uint16, asn, speakerASN uint3
 		Conf:            &api.PeerConf{NeighborAddress: loopback, PeerAsn: speakerASN},
 		Transport:       &api.Transport{PassiveMode: true},
 		GracefulRestart: &api.GracefulRestart{Enabled: true},
-		AfiSafis: []*api.AfiSafi{{Config: &api.AfiSafiConfig{Family: ipv4Unicast(), Enabled: true},
-			MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}}},
+		AfiSafis:        routerFamilies(ipv6),
 	}}); err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
-// routes returns the router's table: prefix → next hop.
+// routes returns the router's table of both families: prefix → next hop.
 func (r *testRouter) routes() map[string]string {
 	out := map[string]string{}
-	err := r.srv.ListPath(apiutil.ListPathRequest{TableType: api.TableType_TABLE_TYPE_GLOBAL, Family: bgp.RF_IPv4_UC},
-		func(prefix bgp.NLRI, paths []*apiutil.Path) {
-			for _, p := range paths {
-				for _, a := range p.Attrs {
-					if nh, ok := a.(*bgp.PathAttributeNextHop); ok {
-						out[prefix.String()] = nh.Value.String()
+	for _, family := range []bgp.Family{bgp.RF_IPv4_UC, bgp.RF_IPv6_UC} {
+		err := r.srv.ListPath(apiutil.ListPathRequest{TableType: api.TableType_TABLE_TYPE_GLOBAL, Family: family},
+			func(prefix bgp.NLRI, paths []*apiutil.Path) {
+				for _, p := range paths {
+					for _, a := range p.Attrs {
+						switch nh := a.(type) {
+						case *bgp.PathAttributeNextHop:
+							out[prefix.String()] = nh.Value.String()
+						case *bgp.PathAttributeMpReachNLRI:
+							out[prefix.String()] = nh.Nexthop.String()
+						}
 					}
 				}
-			}
-		})
-	if err != nil {
-		r.t.Fatal(err)
+			})
+		if err != nil {
+			r.t.Fatal(err)
+		}
 	}
 	return out
 }
@@ -344,5 +366,62 @@ func TestSpeakerChanged(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("no change to Established: %+v", sp.Status())
 		}
+	}
+}
+
+func TestSpeakerAnnouncesIPv6(t *testing.T) {
+	nextHop := netip.MustParseAddr("fd00:225:51::11")
+	router := startRouter(t, 64512, 64513)
+	sp := New(Config{RouterID: speakerID, Port: router.port, ConnectRetry: 2 * time.Second, NextHop6: nextHop})
+	sp.SetPeers([]Peer{loopbackPeer("tor-a", router, 64513)})
+	if err := sp.SetAnnouncements(prefixes("10.225.53.7/32", "fd00:225:53::7/128")); err != nil {
+		t.Fatal(err)
+	}
+	runSpeaker(t, sp)
+
+	// The IPv6 /128 rides the IPv4 session with the Node's IPv6 address as next hop.
+	router.waitRoutes("10.225.53.7/32 via 127.0.0.1", "fd00:225:53::7/128 via fd00:225:51::11")
+	waitPeer(t, sp, "tor-a", func(p PeerStatus) bool {
+		return p.State == v1alpha1.BGPSessionEstablished && p.PrefixesAnnounced == 2 && p.IPv6Announced == 1
+	})
+	if n := sp.Status().AnnouncedTo(netip.MustParsePrefix("fd00:225:53::7/128")); n != 1 {
+		t.Errorf("AnnouncedTo(fd00:225:53::7/128) = %d, want 1", n)
+	}
+
+	// Withdrawn alone, the IPv4 route stays.
+	if err := sp.SetAnnouncements(prefixes("10.225.53.7/32")); err != nil {
+		t.Fatal(err)
+	}
+	router.waitRoutes("10.225.53.7/32 via 127.0.0.1")
+	if n := sp.Status().AnnouncedTo(netip.MustParsePrefix("fd00:225:53::7/128")); n != 0 {
+		t.Errorf("AnnouncedTo after the withdrawal = %d, want 0", n)
+	}
+}
+
+func TestSpeakerIPv6NeedsNextHop(t *testing.T) {
+	sp := New(Config{RouterID: speakerID})
+	err := sp.SetAnnouncements(prefixes("10.225.53.7/32", "fd00:225:53::7/128", "fd00:225:53::/64"))
+	if err == nil || !strings.Contains(err.Error(), "no global IPv6 address on its external interface for the next hop: fd00:225:53::7/128") ||
+		!strings.Contains(err.Error(), "not an IPv4 /32 or IPv6 /128: fd00:225:53::/64") {
+		t.Errorf("error %v", err)
+	}
+	if _, err := (Config{RouterID: speakerID, NextHop6: netip.MustParseAddr("fe80::1")}).withDefaults(); err == nil {
+		t.Error("a link-local IPv6 next hop was accepted")
+	}
+}
+
+func TestAnnouncedToCountsFamilies(t *testing.T) {
+	st := Status{
+		Announced: prefixes("10.225.53.7/32", "fd00:225:53::7/128"),
+		Peers: []PeerStatus{
+			{Name: "dual", State: v1alpha1.BGPSessionEstablished, PrefixesAnnounced: 2, IPv6Announced: 1},
+			{Name: "v4only", State: v1alpha1.BGPSessionEstablished, PrefixesAnnounced: 1},
+		},
+	}
+	if n := st.AnnouncedTo(netip.MustParsePrefix("10.225.53.7/32")); n != 2 {
+		t.Errorf("IPv4 announced to %d, want 2", n)
+	}
+	if n := st.AnnouncedTo(netip.MustParsePrefix("fd00:225:53::7/128")); n != 1 {
+		t.Errorf("IPv6 announced to %d, want 1 (the IPv4-only router takes none)", n)
 	}
 }

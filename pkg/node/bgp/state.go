@@ -24,7 +24,9 @@ type session struct {
 	// announced counts the prefixes sent; syncing is set while a restarted speaker
 	// holds its routes back (graceful restart), so nothing is sent yet.
 	announced int
-	syncing   bool
+	// announced6 is the part of announced that is IPv6 (/128s).
+	announced6 int
+	syncing    bool
 }
 
 func newSession(p Peer, now time.Time) *session {
@@ -94,7 +96,7 @@ func (s *session) peerEvent(fsm bgp.FSMState, reason api.PeerState_DisconnectRea
 		return s.set(v1alpha1.BGPSessionEstablished, "", now)
 	}
 	changed := s.announced != 0 || s.syncing
-	s.announced, s.syncing = 0, false
+	s.announced, s.announced6, s.syncing = 0, 0, false
 	if state, message, ok := disconnectState(reason, detail, prev, s.peer); ok {
 		return s.set(state, message, now) || changed
 	}
@@ -106,12 +108,12 @@ func (s *session) peerEvent(fsm bgp.FSMState, reason api.PeerState_DisconnectRea
 
 // status is the PeerStatus of the session.
 func (s *session) status() PeerStatus {
-	announced := s.announced
+	announced, announced6 := s.announced, s.announced6
 	if s.state != v1alpha1.BGPSessionEstablished || s.syncing {
-		announced = 0
+		announced, announced6 = 0, 0
 	}
 	return PeerStatus{Name: s.peer.Name, Address: s.peer.Address, State: s.state, Message: s.message,
-		Since: s.since, PrefixesAnnounced: announced}
+		Since: s.since, PrefixesAnnounced: announced, IPv6Announced: announced6}
 }
 
 // dialErrorState maps a failed TCP connection attempt to a session state.

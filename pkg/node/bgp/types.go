@@ -33,6 +33,11 @@ type Config struct {
 	// RouterID is the BGP identifier of this Node, an IPv4 address of the Node (its
 	// InternalIP). Required.
 	RouterID netip.Addr
+	// NextHop6 is the next hop of the IPv6 /128s: a global IPv6 address of the Node on
+	// its external interface. The sessions are IPv4 ones that carry IPv6 routes too
+	// (MP-BGP, ipv6-unicast), so the next hop cannot be the session's own address.
+	// Unset: this Node announces no IPv6 address (SetAnnouncements reports them).
+	NextHop6 netip.Addr
 	// ConnectRetry is the interval between connection attempts; each attempt gives up
 	// after ConnectRetry - 1s (at least 2s). Default DefaultConnectRetry; at least 2s.
 	ConnectRetry time.Duration
@@ -85,6 +90,9 @@ type PeerStatus struct {
 	// PrefixesAnnounced is the number of prefixes sent in this session; 0 unless
 	// Established and done with the graceful restart exchange.
 	PrefixesAnnounced int
+	// IPv6Announced is the part of PrefixesAnnounced that is IPv6: 0 as well when the
+	// router did not take the ipv6-unicast family in this session.
+	IPv6Announced int
 }
 
 // Status is a snapshot of the speaker.
@@ -108,15 +116,20 @@ func (s Status) Established() int {
 }
 
 // AnnouncedTo is the number of Established peers prefix is announced to. Every prefix
-// goes to every peer, so that is the number of Established sessions that carry the
-// speaker's routes, or 0 when prefix is not in the table.
+// goes to every peer that speaks its family, so that is the number of Established
+// sessions that carry the speaker's routes of that family, or 0 when prefix is not in
+// the table.
 func (s Status) AnnouncedTo(prefix netip.Prefix) int {
 	if _, found := slices.BinarySearchFunc(s.Announced, prefix, comparePrefix); !found {
 		return 0
 	}
 	n := 0
 	for _, p := range s.Peers {
-		if p.State == v1alpha1.BGPSessionEstablished && p.PrefixesAnnounced > 0 {
+		sent := p.PrefixesAnnounced - p.IPv6Announced
+		if prefix.Addr().Is6() {
+			sent = p.IPv6Announced
+		}
+		if p.State == v1alpha1.BGPSessionEstablished && sent > 0 {
 			n++
 		}
 	}

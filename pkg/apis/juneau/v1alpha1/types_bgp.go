@@ -249,10 +249,11 @@ type BGPAdvertisementSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="externalNetwork is immutable"
 	ExternalNetwork string `json:"externalNetwork"`
-	// address is the IPv4 address to announce. Immutable.
+	// address is the address to announce, IPv4 (as a /32) or IPv6 (as a /128, in its
+	// canonical text form). Immutable.
 	// +required
-	// +kubebuilder:validation:MinLength=7
-	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=39
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="address is immutable"
 	Address string `json:"address"`
 	// nodeName is the single Node that announces the address.

@@ -159,29 +159,17 @@ func validateSecretKeyReference(path *field.Path, ref v1alpha1.SecretKeyReferenc
 	return errs
 }
 
-// ValidateBGPAdvertisement checks a BGPAdvertisement on its own.
-//
-// Its address is IPv4: IPv6 /128 announcements (MP-BGP) are not built yet.
+// ValidateBGPAdvertisement checks a BGPAdvertisement on its own. Its address is of
+// either family: IPv4 is announced as a /32, IPv6 as a /128 (docs/bgp.md).
 func ValidateBGPAdvertisement(a *v1alpha1.BGPAdvertisement) field.ErrorList {
-	return append(validateAdvertisement(a.Spec.ExternalNetwork, a.Spec.Address, a.Spec.NodeName),
-		validateIPv4Announcement(a.Spec.Address)...)
-}
-
-// validateIPv4Announcement refuses an IPv6 address on a BGP advertisement.
-func validateIPv4Announcement(address string) field.ErrorList {
-	if a, err := iprange.ParseAddr(address); err == nil && a.Is6() {
-		return field.ErrorList{field.Invalid(field.NewPath("spec", "address"), address,
-			"is an IPv6 address: BGP advertisements announce IPv4 addresses only (IPv6 over MP-BGP is not supported yet)")}
-	}
-	return nil
+	return validateAdvertisement(a.Spec.ExternalNetwork, a.Spec.Address, a.Spec.NodeName)
 }
 
 // ValidateBGPAdvertisementUpdate checks an updated BGPAdvertisement: only nodeName may
 // change (the controller rewrites it in place when the Pod moves).
 func ValidateBGPAdvertisementUpdate(newAd, oldAd *v1alpha1.BGPAdvertisement) field.ErrorList {
 	n, o := newAd.Spec, oldAd.Spec
-	return append(validateAdvertisementUpdate(n.ExternalNetwork, n.Address, n.NodeName, o.ExternalNetwork, o.Address),
-		validateIPv4Announcement(n.Address)...)
+	return validateAdvertisementUpdate(n.ExternalNetwork, n.Address, n.NodeName, o.ExternalNetwork, o.Address)
 }
 
 // validateAdvertisement checks the spec every advertisement kind shares: a network, an

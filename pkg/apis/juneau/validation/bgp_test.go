@@ -133,9 +133,10 @@ func TestValidateBGPAdvertisement(t *testing.T) {
 	expectErrs(t, ValidateBGPAdvertisement(ad("bgp-net", "10.225.53.7", "node-a")))
 	expectErrs(t, ValidateBGPAdvertisement(ad("", "10.225.53.07", "Node_A")),
 		required("spec.externalNetwork"), invalid("spec.address"), invalid("spec.nodeName"))
-	six := ValidateBGPAdvertisement(ad("bgp-net", "fd00::7", "node-a"))
-	expectErrs(t, six, invalid("spec.address"))
-	expectDetail(t, six, "spec.address", "IPv6 over MP-BGP is not supported yet")
+	// IPv6 goes out as a /128 over MP-BGP; its address must be canonical like IPv4's.
+	expectErrs(t, ValidateBGPAdvertisement(ad("bgp-net", "fd00:225:51::7", "node-a")))
+	expectErrs(t, ValidateBGPAdvertisement(ad("bgp-net", "fd00:225:51:0::7", "node-a")), invalid("spec.address"))
+	expectErrs(t, ValidateBGPAdvertisementUpdate(ad("bgp-net", "fd00:225:51::7", "node-b"), ad("bgp-net", "fd00:225:51::7", "node-a")))
 	old := ad("bgp-net", "10.225.53.7", "node-a")
 	expectErrs(t, ValidateBGPAdvertisementUpdate(ad("bgp-net", "10.225.53.7", "node-b"), old))
 	expectErrs(t, ValidateBGPAdvertisementUpdate(ad("other-net", "10.225.53.8", "node-b"), old),

@@ -38,24 +38,7 @@ func reservedRanges() []reservedRange {
 func ValidateAddressPool(p *v1alpha1.AddressPool) field.ErrorList {
 	spec := field.NewPath("spec")
 	errs := validateAdvertiseMode(spec.Child("advertiseMode"), p.Spec.AdvertiseMode)
-	errs = append(errs, validatePoolAddresses(spec.Child("addresses"), p.Spec.Addresses)...)
-	if p.Spec.AdvertiseMode == v1alpha1.AdvertiseBGP {
-		errs = append(errs, validateNoIPv6OverBGP(spec.Child("addresses"), p.Spec.Addresses)...)
-	}
-	return errs
-}
-
-// validateNoIPv6OverBGP refuses IPv6 entries in a bgp pool: the speaker announces IPv4
-// /32s only (IPv6 /128s over MP-BGP are not built yet), so such an address could never
-// be reached. Entries that do not parse are reported by validatePoolAddresses.
-func validateNoIPv6OverBGP(path *field.Path, addresses []string) field.ErrorList {
-	for i, s := range addresses {
-		if r, err := iprange.Parse(s); err == nil && r.Family() == iprange.IPv6 {
-			return field.ErrorList{field.Invalid(path.Index(i), s,
-				"is IPv6, which advertiseMode bgp does not announce yet (IPv4 /32s only): put IPv6 addresses in a pool of advertiseMode arp")}
-		}
-	}
-	return nil
+	return append(errs, validatePoolAddresses(spec.Child("addresses"), p.Spec.Addresses)...)
 }
 
 // ValidateAddressPoolUpdate checks an updated AddressPool: advertiseMode is immutable and

@@ -25,7 +25,8 @@ package v1alpha1
 type BGPAdvertisementSpecApplyConfiguration struct {
 	// externalNetwork names the ExternalNetwork (type bgp) of the address. Immutable.
 	ExternalNetwork *string `json:"externalNetwork,omitempty"`
-	// address is the IPv4 address to announce. Immutable.
+	// address is the address to announce, IPv4 (as a /32) or IPv6 (as a /128, in its
+	// canonical text form). Immutable.
 	Address *string `json:"address,omitempty"`
 	// nodeName is the single Node that announces the address.
 	NodeName *string `json:"nodeName,omitempty"`
