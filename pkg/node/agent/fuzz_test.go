@@ -239,6 +239,7 @@ func checkARP(t *testing.T, in Inputs, d Desired) {
 	var wantARP []netip.Addr
 	for _, ad := range in.Advertisements {
 		a, err := netip.ParseAddr(ad.Spec.Address)
+		a = a.Unmap() // an IPv4-mapped spelling stands for the IPv4 address the NAT delivers
 		_, nat := d.Programmed.Mappings[a]
 		_, direct := d.Programmed.Direct[a]
 		if ad.Spec.NodeName == fuzzNode && ad.DeletionTimestamp == nil && err == nil && (nat || direct) && reservedAddress(in, a) == "" {
