@@ -36,6 +36,9 @@ func parsePrevResult(conf *cnitypes.PluginConf) (*current.Result, error) {
 		if ip.Address.IP == nil || ip.Address.Mask == nil {
 			return nil, fmt.Errorf("prevResult: ips[%d] has no address", i)
 		}
+		if ip.Interface != nil && (*ip.Interface < 0 || *ip.Interface >= len(prev.Interfaces)) {
+			return nil, fmt.Errorf("prevResult: ips[%d].interface is %d, but the result lists %d interfaces", i, *ip.Interface, len(prev.Interfaces))
+		}
 	}
 	for i, r := range prev.Routes {
 		if r.Dst.IP == nil || r.Dst.Mask == nil {
