@@ -173,6 +173,25 @@ type Route struct {
 	Since string
 }
 
+// sinceJitter is how far apart BIRD may print the same stamp of one route: it keeps
+// the stamp on its monotonic clock and adds, when printing, the wall-clock offset it
+// sampled in that round of its event loop, so two listings of an untouched route can
+// differ by a millisecond. A route dropped and learned again is stamped far later.
+const sinceJitter = 5 * time.Millisecond
+
+// SameSince reports whether two listings of a route show the same stamp, that is the
+// route was not replaced in between (see sinceJitter).
+func SameSince(a, b Route) bool {
+	const layout = "2006-01-02 15:04:05.000"
+	ta, errA := time.Parse(layout, a.Since)
+	tb, errB := time.Parse(layout, b.Since)
+	if errA != nil || errB != nil {
+		return a.Since == b.Since
+	}
+	d := ta.Sub(tb)
+	return d <= sinceJitter && d >= -sinceJitter
+}
+
 // routeLine matches the first line of a route in `show route` output, e.g.
 // "10.225.53.7/32       unicast [node_a 2030-01-02 03:04:05.123] * (100) [AS64513i]".
 var (

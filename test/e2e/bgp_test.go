@@ -226,7 +226,7 @@ func TestBGPWithBIRD(t *testing.T) {
 	}
 	after, _ := bird.Routes()
 	for _, p := range []string{natRoute, webRoute} {
-		if before[p].Since != after[p].Since {
+		if !bgprouter.SameSince(before[p], after[p]) {
 			t.Errorf("BIRD relearned %s across the agent restarts: since %s, then %s", p, before[p].Since, after[p].Since)
 		}
 	}

@@ -131,7 +131,7 @@ func TestBIRDAnnounces(t *testing.T) {
 	start = time.Now()
 	after := bird.WaitRoutes(10*time.Second, viaNode("10.225.53.8/32", "10.225.53.9/32"))
 	t.Logf("changed set in BIRD after %s", time.Since(start).Round(time.Millisecond))
-	if after["10.225.53.8/32"].Since != before["10.225.53.8/32"].Since {
+	if !bgprouter.SameSince(after["10.225.53.8/32"], before["10.225.53.8/32"]) {
 		t.Errorf("the unchanged route was replaced: %v then %v", before["10.225.53.8/32"], after["10.225.53.8/32"])
 	}
 	if u, w := importStats(t, bird, "node_a"); u != u0+1 || w != w0+1 {
@@ -360,7 +360,7 @@ func TestBIRDGracefulRestartAfterKill(t *testing.T) {
 		t.Errorf("the restarted speaker did not declare a restart with preserved forwarding of IPv4 and IPv6: %v\n%s", err, out)
 	}
 	// BIRD re-timestamps a route it removes and learns again, not one refreshed in place.
-	if fresh["10.225.53.7/32"].Since != stale["10.225.53.7/32"].Since {
+	if !bgprouter.SameSince(fresh["10.225.53.7/32"], stale["10.225.53.7/32"]) {
 		t.Errorf("BIRD dropped and relearned 10.225.53.7/32 (%s, then %s): the restarted speaker did not keep its forwarding state",
 			stale["10.225.53.7/32"].Since, fresh["10.225.53.7/32"].Since)
 	}
