@@ -79,10 +79,11 @@ type Controller struct {
 
 	index *ipam.Index // reserved addresses, fed from the claim informer
 
-	// created remembers claims this process created until the informer shows them, so a
-	// retry never reserves a second address for the same ElasticIP.
-	mu      sync.Mutex
-	created map[types.UID]string
+	// echoes remembers the claims this process created until the informer shows them,
+	// so a retry never reserves a second address for the same ElasticIP, and the
+	// statuses it wrote, so that the watch events of its own writes do not wake the
+	// ElasticIP again (echo.go).
+	echoes *echoes
 
 	// gone remembers, for a grace period, the ElasticIPs the watch has shown deleted (by
 	// UID, the last state seen): their claims are released at once, without the orphan
@@ -107,7 +108,7 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		eips: inf.ElasticIPs.Lister(), claims: inf.Claims.Lister(), pools: inf.Pools.Lister(),
 		networks: inf.Networks.Lister(), attachments: inf.Attachments.Lister(),
 		nics: inf.NetworkInterfaces.Lister(),
-		inf:  inf, index: ipam.NewIndex(), created: map[types.UID]string{},
+		inf:  inf, index: ipam.NewIndex(), echoes: newEchoes(),
 		arp: arpKind(client, inf.Advertisements), bgp: bgpKind(client, inf.BGPAdvertisements),
 		gone: utilcache.NewExpiringWithClock(opts.Clock),
 	}
@@ -123,7 +124,7 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		inf.NetworkInterfaces.Informer(): {indexes.NICByElasticIP},
 	}
 	watches := []workloop.Watch{
-		{Informer: inf.ElasticIPs.Informer(), Handler: c.eipLoop.Handler()},
+		{Informer: inf.ElasticIPs.Informer(), Handler: c.eipHandler()},
 		{Informer: inf.ElasticIPs.Informer(), Handler: cache.ResourceEventHandlerFuncs{DeleteFunc: c.onElasticIPGone}},
 		{Informer: inf.Claims.Informer(), Handler: c.claimHandler()},
 		{Informer: inf.Pools.Informer(), Handler: workloop.SpecFuncs(func(any) { c.enqueueAll() })},
@@ -168,8 +169,12 @@ func (c *Controller) claimHandler() cache.ResourceEventHandler {
 			if addr, err := iprange.AddrOfClaimName(claim.Name); err == nil {
 				c.index.Mark(addr)
 			}
-			c.forgetCreated(claim)
-			c.enqueueConsumer(claim)
+			c.echoes.claimShown(claim)
+			// The claim this process created wakes nobody: the sync that created it
+			// went on with it, and if that sync failed it is retried anyway.
+			if !c.claimEcho(claim) {
+				c.enqueueConsumer(claim)
+			}
 			c.claimLoop.AddObject(claim)
 		},
 		UpdateFunc: func(_, obj any) {
@@ -260,27 +265,6 @@ func (c *Controller) onNIC(obj any) {
 	if nic, ok := obj.(*v1alpha1.NetworkInterface); ok && nic.Spec.ElasticIP != "" {
 		c.eipLoop.Add(indexes.Key(nic.Namespace, nic.Spec.ElasticIP))
 	}
-}
-
-func (c *Controller) rememberCreated(uid types.UID, claim string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.created[uid] = claim
-}
-
-func (c *Controller) forgetCreated(claim *v1alpha1.AllocationClaim) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.created[types.UID(claim.Spec.Consumer.UID)] == claim.Name {
-		delete(c.created, types.UID(claim.Spec.Consumer.UID))
-	}
-}
-
-func (c *Controller) createdClaim(uid types.UID) (string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	name, ok := c.created[uid]
-	return name, ok
 }
 
 func logger(ctx context.Context, eip *v1alpha1.ElasticIP) klog.Logger {

@@ -56,7 +56,7 @@ func (c *Controller) syncDeleting(ctx context.Context, eip *v1alpha1.ElasticIP) 
 			return err
 		}
 	}
-	if name, ok := c.createdClaim(eip.UID); ok {
+	if name, ok := c.echoes.claimCreatedFor(eip.UID); ok {
 		// Created by us but not in the cache yet: it must not leak either.
 		claim, err := c.client.JuneauV1alpha1().AllocationClaims().Get(ctx, name, metav1.GetOptions{})
 		if err == nil && claim.Spec.Consumer.UID == string(eip.UID) {

@@ -12,9 +12,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/controllers/indexes"
 	"github.com/loutres/juneau/pkg/controllers/ipam"
 	"github.com/loutres/juneau/pkg/status"
 )
@@ -123,8 +125,19 @@ func (c *Controller) writeStatus(ctx context.Context, eip *v1alpha1.ElasticIP, s
 	}
 	updated := eip.DeepCopy()
 	updated.Status = st
-	_, err := c.client.JuneauV1alpha1().ElasticIPs(eip.Namespace).UpdateStatus(ctx, updated,
-		metav1.UpdateOptions{FieldManager: v1alpha1.FieldManagerController})
+	// The watch event of this write brings back the object this sync just derived its
+	// status from, so it need not wake the ElasticIP (echo.go). Not when the holder
+	// changed: the holder decision reads the recorded holder, so the next sync must see
+	// the new one.
+	quiet := sameHolder(eip.Status.Attachment, st.Attachment)
+	err := c.written(indexes.Key(eip.Namespace, eip.Name), statusWrite, func() (string, string, bool, error) {
+		written, err := c.client.JuneauV1alpha1().ElasticIPs(eip.Namespace).UpdateStatus(ctx, updated,
+			metav1.UpdateOptions{FieldManager: v1alpha1.FieldManagerController})
+		if err != nil {
+			return "", "", false, err
+		}
+		return written.Name, written.ResourceVersion, quiet, nil
+	})
 	if apierrors.IsConflict(err) {
 		return err // retried with the newer version
 	}
@@ -142,7 +155,9 @@ func (c *Controller) writeStatus(ctx context.Context, eip *v1alpha1.ElasticIP, s
 		meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionAllocated) {
 		c.metrics.allocatedAfter(c.clock.Since(eip.CreationTimestamp.Time))
 	}
-	logger(ctx, eip).V(2).Info("Updated status", "phase", st.Phase, "address", st.Address, "attachment", st.Attachment)
+	if l := klog.FromContext(ctx).V(2); l.Enabled() {
+		l.Info("Updated status", "elasticIP", klog.KObj(eip), "phase", st.Phase, "address", st.Address, "attachment", st.Attachment)
+	}
 	return nil
 }
 

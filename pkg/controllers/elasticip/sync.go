@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/apis/juneau/quote"
@@ -190,7 +191,7 @@ func (c *Controller) reserve(ctx context.Context, eip *v1alpha1.ElasticIP, pools
 		}
 		return allocation{claim: claims[0]}, nil
 	}
-	if name, ok := c.createdClaim(eip.UID); ok {
+	if name, ok := c.echoes.claimCreatedFor(eip.UID); ok {
 		claim, err := c.client.JuneauV1alpha1().AllocationClaims().Get(ctx, name, metav1.GetOptions{})
 		if err == nil && claim.Spec.Consumer.UID == string(eip.UID) {
 			return allocation{claim: claim}, nil
@@ -277,15 +278,25 @@ func (c *Controller) createClaim(ctx context.Context, eip *v1alpha1.ElasticIP, c
 			},
 		},
 	}
-	created, err := c.client.JuneauV1alpha1().AllocationClaims().Create(ctx, claim,
-		metav1.CreateOptions{FieldManager: v1alpha1.FieldManagerController})
+	var created *v1alpha1.AllocationClaim
+	err := c.written(indexes.Key(eip.Namespace, eip.Name), claimWrite, func() (string, string, bool, error) {
+		var err error
+		created, err = c.client.JuneauV1alpha1().AllocationClaims().Create(ctx, claim,
+			metav1.CreateOptions{FieldManager: v1alpha1.FieldManagerController})
+		if err != nil {
+			return "", "", false, err
+		}
+		return created.Name, created.ResourceVersion, true, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	c.rememberCreated(eip.UID, created.Name)
+	c.echoes.createdClaim(eip.UID, created.Name)
 	c.index.Mark(cand.Addr)
 	c.metrics.allocated()
-	logger(ctx, eip).V(2).Info("Reserved address", "address", created.Spec.Address, "pool", cand.Pool)
+	if l := klog.FromContext(ctx).V(2); l.Enabled() {
+		l.Info("Reserved address", "elasticIP", klog.KObj(eip), "address", created.Spec.Address, "pool", cand.Pool)
+	}
 	return created, nil
 }
 
