@@ -34,6 +34,11 @@ func (o *commonOptions) restConfig() (*rest.Config, error) {
 	}
 	cfg.QPS, cfg.Burst = o.qps, o.burst
 	cfg.UserAgent = "juneau/" + version
+	// No gzip: the API server would compress every watch event the informers receive,
+	// which costs the API server and this process CPU and saves nothing on a cluster's
+	// network (kube-controller-manager and kube-scheduler turn it off for the same
+	// reason; docs/performance.md, "Row 1").
+	cfg.DisableCompression = true
 	return cfg, nil
 }
 
