@@ -112,6 +112,9 @@ type Programmer struct {
 	prevD []DirectNIC
 	prevC []Mapping
 	last  SyncStats
+	// sets name the maps and sets of both tables for element writes; made
+	// once, since the library only reads them.
+	sets familySets
 	// flows tracks the in-cluster mappings the kernel holds, across full
 	// syncs, and the ElasticIPs whose connections must be cleaned up
 	// (CleanupFlows, RunFlowCleanup).
@@ -120,7 +123,7 @@ type Programmer struct {
 
 // NewProgrammer returns a Programmer. It opens nothing until Sync.
 func NewProgrammer(opts Options) *Programmer {
-	p := &Programmer{opts: opts, flows: newFlowCleanup()}
+	p := &Programmer{opts: opts, flows: newFlowCleanup(), sets: newFamilySets()}
 	p.dial = func(receiveBuffer int, lasting bool) (*nftables.Conn, func(int) error, error) {
 		var sock *mnl.Conn
 		o := []nftables.ConnOption{nftables.WithNetNSFd(p.opts.NetNS), nftables.WithSockOptions(func(c *mnl.Conn) error {
@@ -216,13 +219,15 @@ func (p *Programmer) Sync(ctx context.Context, desired DesiredState) error {
 		stats SyncStats
 		err   error
 	)
-	if p.ix == nil || !p.sameConfig(desired.Config) {
+	full := p.ix == nil || !p.sameConfig(desired.Config)
+	var wM, wD, wC window
+	if full {
 		stats, err = p.syncFull(desired)
 	} else {
-		remM, addM := changed(p.prevM, desired.Mappings)
-		remD, addD := changed(p.prevD, desired.Direct)
-		remC, addC := changed(p.prevC, desired.InCluster)
-		dl := p.ix.apply(remM, addM, remD, addD, remC, addC)
+		wM, wD, wC = windowOf(p.prevM, desired.Mappings), windowOf(p.prevD, desired.Direct), windowOf(p.prevC, desired.InCluster)
+		dl := p.ix.apply(p.prevM[wM.start:wM.oldEnd], desired.Mappings[wM.start:wM.newEnd],
+			p.prevD[wD.start:wD.oldEnd], desired.Direct[wD.start:wD.newEnd],
+			p.prevC[wC.start:wC.oldEnd], desired.InCluster[wC.start:wC.newEnd])
 		if dl.empty() {
 			stats.Skipped = true
 		} else {
@@ -239,9 +244,17 @@ func (p *Programmer) Sync(ctx context.Context, desired DesiredState) error {
 		return err
 	}
 	p.cfg = Config{ExternalInterface: desired.ExternalInterface, ClusterCIDRs: slices.Clone(desired.ClusterCIDRs)}
-	p.prevM = append(p.prevM[:0], desired.Mappings...)
-	p.prevD = append(p.prevD[:0], desired.Direct...)
-	p.prevC = append(p.prevC[:0], desired.InCluster...)
+	if full {
+		p.prevM = append(p.prevM[:0], desired.Mappings...)
+		p.prevD = append(p.prevD[:0], desired.Direct...)
+		p.prevC = append(p.prevC[:0], desired.InCluster...)
+	} else {
+		// Only what changed is copied (the rest is equal already): a sync
+		// costs no pass over the whole state beyond finding the change.
+		p.prevM = follow(p.prevM, desired.Mappings, wM)
+		p.prevD = follow(p.prevD, desired.Direct, wD)
+		p.prevC = follow(p.prevC, desired.InCluster, wC)
+	}
 	s := p.ix.s
 	stats.Mappings = len(s.eip2vpc)
 	stats.Direct = len(s.directOf)
@@ -360,7 +373,7 @@ func (p *Programmer) syncElements(dl delta) (SyncStats, error) {
 	if err != nil {
 		return SyncStats{}, err
 	}
-	sets := newFamilySets()
+	sets := p.sets
 	del := groupBySet(sets, dl.removed, true)
 	add := groupBySet(sets, dl.added, false)
 	for _, m := range dl.reflagged {
