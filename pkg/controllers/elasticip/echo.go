@@ -62,9 +62,10 @@ func (e *echoes) begin(key string) {
 
 // end closes the write begun for key: done is the object written (its version from the
 // API server's answer), or nil when the write failed or its echo must wake the
-// ElasticIP anyway. It says whether an event held meanwhile must wake the ElasticIP:
-// one that is neither this write's echo nor that of an earlier write of the sync.
-func (e *echoes) end(key string, done *echo) (wake bool) {
+// ElasticIP anyway. It says whether an event held meanwhile must wake the ElasticIP
+// (one that is neither this write's echo nor that of an earlier write of the sync), and
+// whether the write's echo was among them.
+func (e *echoes) end(key string, done *echo) (wake, seen bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	held := e.inflight[key]
@@ -76,11 +77,12 @@ func (e *echoes) end(key string, done *echo) (wake bool) {
 		e.expect[key][done.kind] = *done
 	}
 	for _, ev := range held {
+		seen = seen || (done != nil && ev == *done)
 		if !e.matchLocked(key, ev) {
 			wake = true
 		}
 	}
-	return wake
+	return wake, seen
 }
 
 // isEcho says whether an event for the ElasticIP at key is the echo of one of this
@@ -176,18 +178,20 @@ func (c *Controller) claimEcho(claim *v1alpha1.AllocationClaim) bool {
 
 // written runs a write for the ElasticIP at key with the echo of that write recognised:
 // write returns the object written (its name and version) and whether its echo may be
-// dropped; an event held meanwhile that is not the echo wakes the ElasticIP.
-func (c *Controller) written(key string, kind writeKind, write func() (name, version string, quiet bool, err error)) error {
+// dropped; an event held meanwhile that is not the echo wakes the ElasticIP. It says
+// whether the echo has come already.
+func (c *Controller) written(key string, kind writeKind, write func() (name, version string, quiet bool, err error)) (seen bool, err error) {
 	c.echoes.begin(key)
 	name, version, quiet, err := write()
 	var done *echo
 	if err == nil && quiet {
 		done = &echo{kind: kind, name: name, version: version}
 	}
-	if c.echoes.end(key, done) {
+	wake, seen := c.echoes.end(key, done)
+	if wake {
 		c.eipLoop.Add(key)
 	}
-	return err
+	return seen, err
 }
 
 // sameHolder says whether two recorded holders are the same record (both nobody, or

@@ -26,7 +26,7 @@ func wakes(f *fixture, step func()) bool {
 // answer); it returns the version given and whether the write woke the ElasticIP.
 func write(f *fixture, key string, kind writeKind, name, version string, quiet bool, fail bool, during func()) bool {
 	return wakes(f, func() {
-		_ = f.ctrl.written(key, kind, func() (string, string, bool, error) {
+		_, _ = f.ctrl.written(key, kind, func() (string, string, bool, error) {
 			if during != nil {
 				during()
 			}
@@ -116,6 +116,9 @@ func TestCreatedClaimEchoWakesNobody(t *testing.T) {
 	// status write's answer, and the claim's echo of a second sync during its status write.
 	if write(f, "default/b", claimWrite, "10.225.51.2", "4", true, false, func() { h.OnAdd(withVersion(claimFor("10.225.51.2", b), "4"), false) }) {
 		t.Error("the echo of our claim delivered before the create's answer woke its ElasticIP")
+	}
+	if len(f.ctrl.echoes.expect) != 0 { // both echoes came: nothing is left to match
+		t.Errorf("writes still expected: %v", f.ctrl.echoes.expect)
 	}
 	write(f, "default/c", claimWrite, "10.225.51.3", "5", true, false, nil)
 	if write(f, "default/c", statusWrite, "c", "6", true, false, func() { h.OnAdd(withVersion(claimFor("10.225.51.3", c), "5"), false) }) {

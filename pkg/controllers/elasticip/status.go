@@ -130,7 +130,7 @@ func (c *Controller) writeStatus(ctx context.Context, eip *v1alpha1.ElasticIP, s
 	// changed: the holder decision reads the recorded holder, so the next sync must see
 	// the new one.
 	quiet := sameHolder(eip.Status.Attachment, st.Attachment)
-	err := c.written(indexes.Key(eip.Namespace, eip.Name), statusWrite, func() (string, string, bool, error) {
+	_, err := c.written(indexes.Key(eip.Namespace, eip.Name), statusWrite, func() (string, string, bool, error) {
 		written, err := c.client.JuneauV1alpha1().ElasticIPs(eip.Namespace).UpdateStatus(ctx, updated,
 			metav1.UpdateOptions{FieldManager: v1alpha1.FieldManagerController})
 		if err != nil {

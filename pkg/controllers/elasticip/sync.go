@@ -279,7 +279,7 @@ func (c *Controller) createClaim(ctx context.Context, eip *v1alpha1.ElasticIP, c
 		},
 	}
 	var created *v1alpha1.AllocationClaim
-	err := c.written(indexes.Key(eip.Namespace, eip.Name), claimWrite, func() (string, string, bool, error) {
+	shown, err := c.written(indexes.Key(eip.Namespace, eip.Name), claimWrite, func() (string, string, bool, error) {
 		var err error
 		created, err = c.client.JuneauV1alpha1().AllocationClaims().Create(ctx, claim,
 			metav1.CreateOptions{FieldManager: v1alpha1.FieldManagerController})
@@ -291,7 +291,9 @@ func (c *Controller) createClaim(ctx context.Context, eip *v1alpha1.ElasticIP, c
 	if err != nil {
 		return nil, err
 	}
-	c.echoes.createdClaim(eip.UID, created.Name)
+	if !shown { // until the informer shows it (claimShown)
+		c.echoes.createdClaim(eip.UID, created.Name)
+	}
 	c.index.Mark(cand.Addr)
 	c.metrics.allocated()
 	if l := klog.FromContext(ctx).V(2); l.Enabled() {
