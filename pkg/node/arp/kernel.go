@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -307,21 +308,32 @@ func (k *kernelPath) attach(ifindex int) error {
 	return nil
 }
 
-// set makes the owned-address map hold add and not del.
+// set makes the owned-address map hold add and not del. It goes through all of
+// them and reports the first failure with the number of failures.
 func (k *kernelPath) set(add, del [][4]byte) error {
-	var errs []error
+	var first error
+	failed := 0
+	fail := func(err error) {
+		if first == nil {
+			first = err
+		}
+		failed++
+	}
 	for _, a := range del {
 		if err := k.owned.Delete(a); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			errs = append(errs, fmt.Errorf("delete %v: %w", a, err))
+			fail(fmt.Errorf("delete %v: %w", netip.AddrFrom4(a), err))
 		}
 	}
 	one := uint8(1)
 	for _, a := range add {
 		if err := k.owned.Put(a, one); err != nil {
-			errs = append(errs, fmt.Errorf("add %v: %w", a, err))
+			fail(fmt.Errorf("add %v: %w", netip.AddrFrom4(a), err))
 		}
 	}
-	return errors.Join(errs...)
+	if failed > 1 {
+		return fmt.Errorf("%w (and %d more failures)", first, failed-1)
+	}
+	return first
 }
 
 // counts sums the per-CPU counters.

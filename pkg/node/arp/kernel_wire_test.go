@@ -261,3 +261,49 @@ func TestSocketPathFallback(t *testing.T) {
 		t.Errorf("%d replies for %d requests for %s", replies, requests, eipA)
 	}
 }
+
+// TestKernelPathFullMapFallsBack: more addresses than the kernel path's map
+// holds. From the start, the kernel path does not attach and the socket path
+// answers; growing past it later, the responder hands over to the socket path,
+// which answers for every address.
+func TestKernelPathFullMapFallsBack(t *testing.T) {
+	many := func(extra ...string) []netip.Addr {
+		out := make([]netip.Addr, 0, maxKernelAddresses+1+len(extra))
+		for i := range maxKernelAddresses + 1 {
+			out = append(out, netip.AddrFrom4([4]byte{10, 226, byte(i >> 8), byte(i)}))
+		}
+		for _, e := range extra {
+			out = append(out, netip.MustParseAddr(e))
+		}
+		return out
+	}
+	l := newLAN(t)
+	mac1, mac2 := l.node1.MAC("ext0"), l.node2.MAC("ext0")
+
+	r1 := NewResponder("ext0")
+	r1.SetAddresses(many(eipA))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.node1.Do(func() error { return r1.Run(ctx) }) }()
+	t.Cleanup(func() { cancel(); <-done })
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 30*time.Second, true,
+		func(context.Context) (bool, error) { return r1.Path() == PathSocket, nil }); err != nil {
+		t.Fatalf("with %d addresses node1 answers from %q, want %q", maxKernelAddresses+2, r1.Path(), PathSocket)
+	}
+	if macs := l.arpingAnswered(t, eipA); !allEqual(macs, mac1) {
+		t.Errorf("%s answered by %v, want node1 %v", eipA, macs, mac1)
+	}
+
+	r2 := startResponder(t, l.node2, eipB)
+	r2.SetAddresses(many(eipB))
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 30*time.Second, true,
+		func(context.Context) (bool, error) { return r2.Path() == PathSocket, nil }); err != nil {
+		t.Fatalf("grown past the map, node2 answers from %q, want %q", r2.Path(), PathSocket)
+	}
+	if n := tcxPrograms(t, l.node2); n != 0 {
+		t.Errorf("%d TCX programs left on node2's ext0", n)
+	}
+	if macs := l.arpingAnswered(t, eipB); !allEqual(macs, mac2) {
+		t.Errorf("%s answered by %v, want node2 %v", eipB, macs, mac2)
+	}
+}
