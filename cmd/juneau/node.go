@@ -117,7 +117,7 @@ func (o *nodeOptions) run(ctx context.Context) error {
 		}
 	}
 	if o.sysctls {
-		ipv6 := hasGlobalIPv6(link)
+		ipv6 := hasGlobalIPv6(iface)
 		if err := sysctl.New().Apply(sysctl.ExternalInterfaceFor(iface, ipv6)); err != nil {
 			return err
 		}
@@ -310,25 +310,15 @@ func (o *nodeOptions) bgpNextHop6(iface string) (netip.Addr, error) {
 		}
 		return a, nil
 	}
-	link, err := netlink.LinkByName(iface)
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("reading interface %s for the IPv6 next hop: %w", iface, err)
-	}
-	list, err := netlink.AddrList(link, netlink.FAMILY_V6)
+	list, err := interfaceAddrs(iface, netlink.FAMILY_V6)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("reading the IPv6 addresses of %s for the next hop: %w", iface, err)
 	}
-	var addrs []netip.Prefix
+	addrs := make([]netip.Prefix, 0, len(list))
 	flags := map[netip.Prefix]int{}
 	for _, a := range list {
-		ip, ok := netip.AddrFromSlice(a.IP)
-		if !ok || a.IPNet == nil {
-			continue
-		}
-		ones, _ := a.Mask.Size()
-		p := netip.PrefixFrom(ip.Unmap(), ones)
-		addrs = append(addrs, p)
-		flags[p] = a.Flags
+		addrs = append(addrs, a.Prefix)
+		flags[a.Prefix] = a.Flags
 	}
 	usable := func(p netip.Prefix) bool {
 		return flags[p]&(unix.IFA_F_TENTATIVE|unix.IFA_F_DADFAILED|unix.IFA_F_DEPRECATED) == 0
@@ -458,26 +448,41 @@ func parsePrefixes(in []string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// subnetsOf lists the IPv4 prefixes of the interface's addresses.
-func subnetsOf(iface string) []netip.Prefix {
+// ifaceAddr is one address of an interface with its IFA_F_* flags.
+type ifaceAddr struct {
+	Prefix netip.Prefix
+	Flags  int
+}
+
+// interfaceAddrs lists the addresses of one family (netlink.FAMILY_V4 or FAMILY_V6)
+// of the named interface, IPv4 ones unmapped.
+func interfaceAddrs(iface string, family int) ([]ifaceAddr, error) {
 	link, err := netlink.LinkByName(iface)
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	addrs, err := netlink.AddrList(link, netlink.FAMILY_V4)
+	list, err := netlink.AddrList(link, family)
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	var out []netip.Prefix
-	for _, a := range addrs {
-		if a.IPNet == nil {
+	out := make([]ifaceAddr, 0, len(list))
+	for _, a := range list {
+		ip, ok := netip.AddrFromSlice(a.IP)
+		if !ok || a.IPNet == nil {
 			continue
 		}
-		ip, ok := netip.AddrFromSlice(a.IPNet.IP.To4())
-		ones, _ := a.IPNet.Mask.Size()
-		if ok {
-			out = append(out, netip.PrefixFrom(ip, ones))
-		}
+		ones, _ := a.Mask.Size()
+		out = append(out, ifaceAddr{Prefix: netip.PrefixFrom(ip.Unmap(), ones), Flags: a.Flags})
+	}
+	return out, nil
+}
+
+// subnetsOf lists the IPv4 prefixes of the interface's addresses.
+func subnetsOf(iface string) []netip.Prefix {
+	addrs, _ := interfaceAddrs(iface, netlink.FAMILY_V4)
+	out := make([]netip.Prefix, 0, len(addrs))
+	for _, a := range addrs {
+		out = append(out, a.Prefix)
 	}
 	return out
 }
@@ -505,13 +510,10 @@ func hostInterface(addr netip.Addr) (string, bool) {
 // hasGlobalIPv6 tells whether the interface carries a global IPv6 address (ULAs
 // included), i.e. whether this Node's external network has IPv6 at all; the IPv6
 // kernel settings are made only then (docs/datapath.md).
-func hasGlobalIPv6(link *net.Interface) bool {
-	addrs, err := link.Addrs()
-	if err != nil {
-		return false
-	}
+func hasGlobalIPv6(iface string) bool {
+	addrs, _ := interfaceAddrs(iface, netlink.FAMILY_V6)
 	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() == nil && n.IP.IsGlobalUnicast() {
+		if a.Prefix.Addr().IsGlobalUnicast() {
 			return true
 		}
 	}

@@ -66,9 +66,7 @@ var (
 )
 
 func arpKind(client versioned.Interface, inf informers.ARPAdvertisementInformer) *adKind[*v1alpha1.ARPAdvertisement] {
-	ads := client.JuneauV1alpha1().ARPAdvertisements()
-	opts := metav1.CreateOptions{FieldManager: v1alpha1.FieldManagerController}
-	return &adKind[*v1alpha1.ARPAdvertisement]{
+	k := &adKind[*v1alpha1.ARPAdvertisement]{
 		kind: "ARPAdvertisement", network: v1alpha1.AdvertiseARP, does: "answers ARP for",
 		informer: inf.Informer(), get: inf.Lister().Get,
 		spec: func(a *v1alpha1.ARPAdvertisement) adSpec {
@@ -83,22 +81,13 @@ func arpKind(client versioned.Interface, inf informers.ARPAdvertisementInformer)
 			a.Spec.NodeName = node
 			return a
 		},
-		create: func(ctx context.Context, a *v1alpha1.ARPAdvertisement) error {
-			_, err := ads.Create(ctx, a, opts)
-			return err
-		},
-		update: func(ctx context.Context, a *v1alpha1.ARPAdvertisement) error {
-			_, err := ads.Update(ctx, a, metav1.UpdateOptions{FieldManager: v1alpha1.FieldManagerController})
-			return err
-		},
-		remove: ads.Delete,
 	}
+	k.useClient(client.JuneauV1alpha1().ARPAdvertisements())
+	return k
 }
 
 func bgpKind(client versioned.Interface, inf informers.BGPAdvertisementInformer) *adKind[*v1alpha1.BGPAdvertisement] {
-	ads := client.JuneauV1alpha1().BGPAdvertisements()
-	opts := metav1.CreateOptions{FieldManager: v1alpha1.FieldManagerController}
-	return &adKind[*v1alpha1.BGPAdvertisement]{
+	k := &adKind[*v1alpha1.BGPAdvertisement]{
 		kind: "BGPAdvertisement", network: v1alpha1.AdvertiseBGP, does: "announces",
 		informer: inf.Informer(), get: inf.Lister().Get,
 		spec: func(a *v1alpha1.BGPAdvertisement) adSpec {
@@ -113,14 +102,27 @@ func bgpKind(client versioned.Interface, inf informers.BGPAdvertisementInformer)
 			a.Spec.NodeName = node
 			return a
 		},
-		create: func(ctx context.Context, a *v1alpha1.BGPAdvertisement) error {
-			_, err := ads.Create(ctx, a, opts)
-			return err
-		},
-		update: func(ctx context.Context, a *v1alpha1.BGPAdvertisement) error {
-			_, err := ads.Update(ctx, a, metav1.UpdateOptions{FieldManager: v1alpha1.FieldManagerController})
-			return err
-		},
-		remove: ads.Delete,
 	}
+	k.useClient(client.JuneauV1alpha1().BGPAdvertisements())
+	return k
+}
+
+// typedClient is what the controller uses of a generated typed client of either kind.
+type typedClient[T adObject] interface {
+	Create(context.Context, T, metav1.CreateOptions) (T, error)
+	Update(context.Context, T, metav1.UpdateOptions) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// useClient makes the kind write through ads, as the controller's field manager.
+func (k *adKind[T]) useClient(ads typedClient[T]) {
+	k.create = func(ctx context.Context, a T) error {
+		_, err := ads.Create(ctx, a, metav1.CreateOptions{FieldManager: v1alpha1.FieldManagerController})
+		return err
+	}
+	k.update = func(ctx context.Context, a T) error {
+		_, err := ads.Update(ctx, a, metav1.UpdateOptions{FieldManager: v1alpha1.FieldManagerController})
+		return err
+	}
+	k.remove = ads.Delete
 }
