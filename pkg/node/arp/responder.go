@@ -4,16 +4,17 @@
 // the external interface runs with arp_ignore=1, arp_announce=2, proxy_arp=0),
 // so a responder per external interface answers requests for the owned
 // addresses with the interface's MAC. It answers from a TCX ingress program it
-// attaches to the interface (the kernel path: Decide's decisions made in the
-// kernel, no user-space wakeup per request), linked to the agent's process so
-// that it stops answering when the process is gone; where that program cannot
-// be attached it answers from a raw socket in user space (the socket path),
-// which also sends the gratuitous ARP (docs/arp.md#replies-in-the-kernel).
-// Unless asked to (SetGratuitous,
-// for the networks with spec.gratuitousARP), it sends nothing unsolicited, so
-// after a move upstream caches keep the old MAC until they expire; asked, it
-// sends a few gratuitous ARP replies for an address when it starts answering
-// for it (docs/arp.md#after-a-move).
+// attaches to the interface (the kernel path, kernel.go: Decide's decisions made
+// in the kernel, no user-space wakeup per request), through a link held by the
+// agent's process, so that the kernel stops answering when the process is gone.
+// Where that program cannot be attached it answers from a raw socket in user
+// space (the socket path) (docs/arp.md#replies-in-the-kernel).
+//
+// Unless asked to (SetGratuitous, for the networks with spec.gratuitousARP), it
+// sends nothing unsolicited, so after a move upstream caches keep the old MAC
+// until they expire; asked, it sends a few gratuitous ARP replies for an
+// address when it starts answering for it, from the raw socket whichever path
+// answers (docs/arp.md#after-a-move).
 package arp
 
 import (
