@@ -297,10 +297,13 @@ func loadKernelPath(ours net.HardwareAddr) (*kernelPath, error) {
 	return k, nil
 }
 
-// attach links the program to ifindex's TCX ingress. The link belongs to this
-// process: it is gone when the process is, and the kernel answers nothing more.
+// attach links the program to ifindex's TCX ingress, first in line: another
+// program there (a CNI's, say) that ends the chain with TCX_PASS must not keep
+// requests from it, and it passes on everything it does not answer. The link
+// belongs to this process: it is gone when the process is, and the kernel
+// answers nothing more.
 func (k *kernelPath) attach(ifindex int) error {
-	l, err := link.AttachTCX(link.TCXOptions{Interface: ifindex, Program: k.prog, Attach: ebpf.AttachTCXIngress})
+	l, err := link.AttachTCX(link.TCXOptions{Interface: ifindex, Program: k.prog, Attach: ebpf.AttachTCXIngress, Anchor: link.Head()})
 	if err != nil {
 		return fmt.Errorf("attach TCX ingress program: %w", err)
 	}

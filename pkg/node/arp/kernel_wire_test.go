@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"github.com/mdlayher/arp"
 	"github.com/mdlayher/ethernet"
@@ -328,5 +329,44 @@ func TestKernelPathWithoutCapBPF(t *testing.T) {
 	}
 	if macs := l.arpingAnswered(t, eipA); !allEqual(macs, mac1) {
 		t.Errorf("%s answered by %v, want node1 %v from its socket", eipA, macs, mac1)
+	}
+}
+
+// TestKernelPathRunsFirst: another TCX ingress program on the interface that
+// ends the chain (TCX_PASS, as a CNI's program may for ARP) does not keep
+// requests from the kernel path, which puts itself first; it still sees the
+// frames the kernel path passes on.
+func TestKernelPathRunsFirst(t *testing.T) {
+	l := newLAN(t)
+	other, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SchedCLS, License: "Apache-2.0",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	var otherLink link.Link
+	l.node1.MustDo(func() error {
+		ifi, err := net.InterfaceByName("ext0")
+		if err != nil {
+			return err
+		}
+		otherLink, err = link.AttachTCX(link.TCXOptions{Interface: ifi.Index, Program: other, Attach: ebpf.AttachTCXIngress})
+		return err
+	})
+	defer otherLink.Close()
+
+	r1 := startResponder(t, l.node1, eipA)
+	if n := tcxPrograms(t, l.node1); n != 2 {
+		t.Fatalf("%d TCX ingress programs on node1's ext0, want 2", n)
+	}
+	if macs := l.arpingAnswered(t, eipA); !allEqual(macs, l.node1.MAC("ext0")) {
+		t.Errorf("%s answered by %v, want node1", eipA, macs)
+	}
+	if k := r1.kernelCounts(); k[slotReplies] == 0 {
+		t.Errorf("no reply from the kernel path: %v", k)
+	}
+	// The node's own address: the kernel's ARP, behind both programs, answers.
+	if macs := l.arpingAnswered(t, node1IP); !allEqual(macs, l.node1.MAC("ext0")) {
+		t.Errorf("%s (node1's own) answered by %v", node1IP, macs)
 	}
 }
