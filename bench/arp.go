@@ -30,15 +30,27 @@ func responderMain(args []string) int {
 	fs := flag.NewFlagSet(responderCommand, flag.ContinueOnError)
 	iface := fs.String("iface", extIf, "interface to answer on")
 	n := fs.Int("addresses", 1, "number of advertised addresses")
+	socketOnly := fs.Bool("socket-only", false, "answer from the raw socket only (the agent's fallback), not from the kernel")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	r := arp.NewResponder(*iface)
+	var opts []arp.Option
+	if *socketOnly {
+		opts = append(opts, arp.WithoutKernelPath())
+	}
+	r := arp.NewResponder(*iface, opts...)
 	r.SetAddresses(advertised(*n))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Printf("answering for %d addresses on %s\n", *n, *iface)
-	if err := r.Run(ctx); err != nil {
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 20*time.Second, true,
+		func(context.Context) (bool, error) { return r.Path() != "", nil }); err != nil {
+		fmt.Fprintln(os.Stderr, "the responder did not start:", err)
+		return 1
+	}
+	fmt.Printf("answering for %d addresses on %s from the %s path\n", *n, *iface, r.Path())
+	if err := <-done; err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -82,12 +94,15 @@ func newARPTopology(e *env) *arpTopology {
 
 // startResponder runs `bench responder` in the node's namespace and waits until it
 // answers.
-func (tp *arpTopology) startResponder(e *env, n int) *netns.Process {
+func (tp *arpTopology) startResponder(e *env, n int, path string) *netns.Process {
 	self, err := os.Executable()
 	if err != nil {
 		e.Fatal(err)
 	}
-	p := tp.node.Start(self, responderCommand, "-iface", extIf, "-addresses", fmt.Sprint(n))
+	p := tp.node.Start(self, responderCommand, "-iface", extIf, "-addresses", fmt.Sprint(n), fmt.Sprintf("-socket-only=%v", path == arp.PathSocket))
+	if err := p.WaitForOutput("from the "+path+" path", 30*time.Second); err != nil {
+		e.Fatalf("the responder does not answer from the %s path: %v\n%s", path, err, p.Output())
+	}
 	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 20*time.Second, true,
 		func(context.Context) (bool, error) {
 			_, ok := tp.probe(elasticIP)
@@ -188,12 +203,12 @@ type arpRun struct {
 	juneauOffered, kernelOffer float64
 }
 
-func (tp *arpTopology) run(e *env, n, probes int, d time.Duration) arpRun {
-	p := tp.startResponder(e, n)
+func (tp *arpTopology) run(e *env, n int, path string, probes int, d time.Duration) arpRun {
+	p := tp.startResponder(e, n, path)
 	targets := advertised(n)
 	var r arpRun
 	r.juneau, r.kernel, r.lost = tp.latencies(e, targets, probes)
-	if n > 1 {
+	if n > 1 && path == arp.PathSocket {
 		// An extra, uncounted run of probes while perf records every wakeup and
 		// context switch: how long the responder's thread waits between the
 		// request waking it and running.
@@ -205,14 +220,16 @@ func (tp *arpTopology) run(e *env, n, probes int, d time.Duration) arpRun {
 	if err := p.Signal(syscall.SIGTERM); err == nil {
 		_ = p.Wait(10 * time.Second)
 	}
-	e.Logf("%5d addresses: juneau p50 %v p99 %v, kernel p50 %v p99 %v, %d lost; flood replies/s juneau %.0f (of %.0f asked), kernel %.0f (of %.0f)",
-		n, percentile(r.juneau, 50), percentile(r.juneau, 99), percentile(r.kernel, 50), percentile(r.kernel, 99), r.lost,
+	e.Logf("%5d addresses, %s path: juneau p50 %v p99 %v, kernel p50 %v p99 %v, %d lost; flood replies/s juneau %.0f (of %.0f asked), kernel %.0f (of %.0f)",
+		n, path, percentile(r.juneau, 50), percentile(r.juneau, 99), percentile(r.kernel, 50), percentile(r.kernel, 99), r.lost,
 		r.juneauFlood, r.juneauOffered, r.kernelFlood, r.kernelOffer)
 	return r
 }
 
-// benchARP (row 5) measures juneau's ARP responder with 1 and 10,000 advertised
-// addresses against the kernel answering for its own address on the same interface.
+// benchARP (row 5) measures juneau's ARP responder as the node agent runs it (answering
+// from its TCX program, the kernel path) with 1 and 10,000 advertised addresses, and its
+// raw-socket fallback alone with 10,000, against the kernel answering for its own address
+// on the same interface.
 func benchARP(_ context.Context, e *env) []Row {
 	require.Root(e)
 	probes, d := 2000, time.Second
@@ -220,9 +237,10 @@ func benchARP(_ context.Context, e *env) []Row {
 		probes, d = 200, 300*time.Millisecond
 	}
 	tp := newARPTopology(e)
-	one := tp.run(e, 1, probes, d)
-	many := tp.run(e, 10000, probes, d)
-	how := fmt.Sprintf("request sent from a packet socket in the client namespace, latency = kernel arrival stamp of the reply − time before sending; %d probes alternating juneau / kernel; p50 juneau %s, kernel %s",
+	one := tp.run(e, 1, arp.PathKernel, probes, d)
+	many := tp.run(e, 10000, arp.PathKernel, probes, d)
+	sock := tp.run(e, 10000, arp.PathSocket, probes, d)
+	how := fmt.Sprintf("the agent's responder, answering from its TCX ingress program; request sent from a packet socket in the client namespace, latency = kernel arrival stamp of the reply − time before sending; %d probes alternating juneau / kernel; p50 juneau %s, kernel %s",
 		probes, percentile(many.juneau, 50).Round(time.Microsecond), percentile(many.kernel, 50).Round(time.Microsecond))
 	return []Row{
 		{ID: "5a", What: "ARP reply p99, 10,000 addresses", Figure: duration(percentile(many.juneau, 99)),
@@ -233,5 +251,10 @@ func benchARP(_ context.Context, e *env) []Row {
 			Baseline: rate(many.kernelFlood), BaselineWhat: "kernel, own address",
 			Note: fmt.Sprintf("one sender thread flooding for %s (juneau was asked %s, the kernel %s); replies counted at the client's interface; 1 address: juneau %s",
 				d, rate(many.juneauOffered), rate(many.kernelOffer), rate(one.juneauFlood))},
+		{ID: "5d", What: "ARP reply p99, 10,000 addresses, raw-socket fallback alone", Figure: duration(percentile(sock.juneau, 99)),
+			Baseline: duration(percentile(sock.kernel, 99)), BaselineWhat: "kernel, own address",
+			Note: fmt.Sprintf("the responder without its kernel path (where the TCX program cannot be attached): p50 juneau %s, kernel %s; flood replies/s %s (of %s asked), kernel %s",
+				percentile(sock.juneau, 50).Round(time.Microsecond), percentile(sock.kernel, 50).Round(time.Microsecond),
+				rate(sock.juneauFlood), rate(sock.juneauOffered), rate(sock.kernelFlood))},
 	}
 }

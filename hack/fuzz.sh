@@ -20,6 +20,7 @@ fuzzers=(
   "./pkg/apis/juneau/iprange FuzzParse"         # AddressPool entries
   "./pkg/node/agent FuzzCompute"                # the agent's desired-state builder
   "./pkg/node/arp FuzzDecide"                   # ARP frame decoding
+  "./pkg/node/arp FuzzKernelDecide"             # the kernel path's program against Decide (root: BPF_PROG_TEST_RUN)
   "./pkg/node/cni FuzzPluginInput"              # the CNI plugin's stdin and arguments
   "./pkg/node/ndp FuzzDecide"                   # neighbor solicitation decoding
 )

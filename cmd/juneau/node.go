@@ -46,6 +46,7 @@ type nodeOptions struct {
 	resync       time.Duration
 	metricsAddr  string
 	sysctls      bool
+	arpKernel    bool
 	cniSocket    string
 	podName      string
 	podNamespace string
@@ -73,6 +74,7 @@ func newNodeCommand(common *commonOptions) *cobra.Command {
 	fs.DurationVar(&o.resync, "resync-period", time.Minute, "period of full datapath re-syncs")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9091", "address serving /metrics, /healthz and /readyz; empty disables")
 	fs.BoolVar(&o.sysctls, "set-sysctls", true, "set IPv4 and IPv6 forwarding and the ARP and NDP sysctls of the external interface")
+	fs.BoolVar(&o.arpKernel, "arp-kernel-path", true, "answer ARP requests from a TCX program in the kernel where it can be attached (needs CAP_BPF and CAP_NET_ADMIN); otherwise, or when false, from a raw socket")
 	fs.StringVar(&o.cniSocket, "cni-socket", cniserver.DefaultSocket, "unix socket the juneau CNI plugin asks about direct NICs; empty disables")
 	fs.StringVar(&o.podName, "pod-name", os.Getenv("POD_NAME"), "this agent's Pod (default $POD_NAME): at SIGTERM, the agent removes its datapath if the DaemonSet owning the Pod is being deleted")
 	fs.StringVar(&o.podNamespace, "pod-namespace", os.Getenv("POD_NAMESPACE"), "namespace of --pod-name (default $POD_NAMESPACE)")
@@ -124,7 +126,11 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	logger.Info("Starting node agent", "externalInterface", iface, "mac", link.HardwareAddr.String())
 
 	health := newHealth()
-	responder := arp.NewResponder(iface)
+	var arpOpts []arp.Option
+	if !o.arpKernel {
+		arpOpts = append(arpOpts, arp.WithoutKernelPath())
+	}
+	responder := arp.NewResponder(iface, arpOpts...)
 	// Answer at once for what the previous agent of this Node answered: the kernel kept
 	// its NAT rules, and the caches will take over at the first sync.
 	saved, err := handover.LoadAnswering(o.stateDir)

@@ -134,6 +134,7 @@ func TestMetricsMove(t *testing.T) {
 		{"ARP requests", agent, "juneau_node_arp_requests_total", nil, true},
 		{"ARP replies", agent, "juneau_node_arp_replies_total", nil, true},
 		{"ARP drops: not owned", agent, "juneau_node_arp_dropped_total", []string{`reason="not_owned"`}, true},
+		{"ARP answered in the kernel", agent, "juneau_node_arp_kernel_path", nil, true},
 		{"ARP drops: failed sends", agent, "juneau_node_arp_dropped_total", []string{`reason="send_failed"`}, false},
 		{"Pod readiness latency", agent, "juneau_node_pod_ready_seconds_count", nil, true},
 	} {

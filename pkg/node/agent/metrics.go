@@ -40,6 +40,9 @@ type ARPCounts interface {
 	Gratuitous() uint64
 	// Drops counts unanswered frames by reason.
 	Drops() map[string]uint64
+	// Path says where requests are answered: "kernel", "socket", or "" while
+	// not running (docs/arp.md#replies-in-the-kernel).
+	Path() string
 }
 
 // NewMetrics registers the agent's metrics on reg; arp and ndp may be nil.
@@ -74,6 +77,14 @@ func NewMetrics(reg prometheus.Registerer, arp ARPCounts, ndp Counts) (*Metrics,
 				Help: "ARP replies sent for ElasticIPs."}, func() float64 { return float64(arp.Replies()) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "arp_gratuitous_total",
 				Help: "Gratuitous ARP replies sent for ElasticIPs of networks with spec.gratuitousARP."}, func() float64 { return float64(arp.Gratuitous()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "juneau", Subsystem: "node", Name: "arp_kernel_path",
+				Help: "1 while ARP requests are answered in the kernel (TCX program), 0 while from user space (raw socket) or not at all."},
+				func() float64 {
+					if arp.Path() == "kernel" {
+						return 1
+					}
+					return 0
+				}),
 			dropCollector{arp})
 	}
 	if ndp != nil {

@@ -1,13 +1,20 @@
 // Package arp answers ARP requests for the ElasticIPs this node serves.
 //
-// The kernel never answers for ElasticIPs (they are no local address, and the
-// external interface runs with arp_ignore=1, arp_announce=2, proxy_arp=0), so
-// a raw-socket responder per external interface answers requests for the
-// owned addresses with the interface's MAC. Unless asked to (SetGratuitous,
-// for the networks with spec.gratuitousARP), it sends nothing unsolicited, so
-// after a move upstream caches keep the old MAC until they expire; asked, it
-// sends a few gratuitous ARP replies for an address when it starts answering
-// for it (docs/arp.md#after-a-move).
+// The kernel's ARP never answers for ElasticIPs (they are no local address, and
+// the external interface runs with arp_ignore=1, arp_announce=2, proxy_arp=0),
+// so a responder per external interface answers requests for the owned
+// addresses with the interface's MAC. It answers from a TCX ingress program it
+// attaches to the interface (the kernel path, kernel.go: Decide's decisions made
+// in the kernel, no user-space wakeup per request), through a link held by the
+// agent's process, so that the kernel stops answering when the process is gone.
+// Where that program cannot be attached it answers from a raw socket in user
+// space (the socket path) (docs/arp.md#replies-in-the-kernel).
+//
+// Unless asked to (SetGratuitous, for the networks with spec.gratuitousARP), it
+// sends nothing unsolicited, so after a move upstream caches keep the old MAC
+// until they expire; asked, it sends a few gratuitous ARP replies for an
+// address when it starts answering for it, from the raw socket whichever path
+// answers (docs/arp.md#after-a-move).
 package arp
 
 import (
@@ -36,7 +43,11 @@ const (
 // Responder answers ARP requests on one interface for a set of addresses that
 // can change at any time.
 //
-// The path from a request's arrival to the reply is kept short: a socket
+// Where it can, it answers in the kernel (kernel.go): a TCX ingress program
+// answers the requests for owned addresses and passes every other frame on;
+// the raw socket then receives nothing and only sends gratuitous ARP.
+// Otherwise the socket path answers. There the path from a request's arrival
+// to the reply is kept short: a socket
 // filter in the kernel passes only ARP requests that this host did not send,
 // one goroutine locked to its OS thread blocks in read(2) on the socket (no
 // trip through the runtime's network poller and scheduler), the owned
@@ -56,6 +67,19 @@ type Responder struct {
 	count      int
 	interval   time.Duration
 
+	// kernelOff is set by WithoutKernelPath, or once the kernel path failed in a
+	// way that will not mend (its address map is full).
+	kernelOff atomic.Bool
+	// kern is the attached kernel path, nil while the socket path answers
+	// (guarded by mu); kernelErr is set when updating its address map failed,
+	// and kernelBroken tells the serving loop.
+	kern         *kernelPath
+	kernelErr    error
+	kernelBroken chan struct{}
+	kernelLogged bool // the kernel path's unavailability was logged
+	path         atomic.Pointer[string]
+
+	// The counters of the socket path, plus those of kernel paths closed.
 	requests  atomic.Uint64
 	replies   atomic.Uint64
 	announced atomic.Uint64
@@ -93,13 +117,25 @@ func (r *Responder) countDrop(reason DropReason) {
 }
 
 // Drops counts the frames not answered, by reason (as metric label values, every
-// reason present).
+// reason present), whichever path saw them.
 func (r *Responder) Drops() map[string]uint64 {
+	k := r.kernelCounts()
 	out := make(map[string]uint64, len(dropLabels))
 	for i, d := range dropLabels {
-		out[d.label] = r.drops[i].Load()
+		out[d.label] = r.drops[i].Load() + k[slotDrops+i]
 	}
 	return out
+}
+
+// kernelCounts reads the attached kernel path's counters (zeros without one).
+func (r *Responder) kernelCounts() [nSlots]uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.kern == nil {
+		return [nSlots]uint64{}
+	}
+	c, _ := r.kern.counts() // a failed read leaves zeros: better a dip than a wrong figure
+	return c
 }
 
 // Gratuitous ARP after the responder starts answering for an address: this many
@@ -116,13 +152,38 @@ type announcement struct {
 	next time.Time
 }
 
+// Option changes how a responder works.
+type Option func(*Responder)
+
+// WithoutKernelPath makes the responder answer from its raw socket only, as it
+// does where the kernel path cannot be attached.
+func WithoutKernelPath() Option { return func(r *Responder) { r.kernelOff.Store(true) } }
+
+// Paths a responder answers from (Path).
+const (
+	PathKernel = "kernel"
+	PathSocket = "socket"
+)
+
 // NewResponder returns a responder for the named interface owning no
 // address. It opens nothing until Run.
-func NewResponder(iface string) *Responder {
+func NewResponder(iface string, opts ...Option) *Responder {
 	r := &Responder{iface: iface, gratuitous: map[[4]byte]struct{}{}, pending: map[[4]byte]*announcement{},
-		wake: make(chan struct{}, 1), count: GratuitousCount, interval: GratuitousInterval}
+		wake: make(chan struct{}, 1), count: GratuitousCount, interval: GratuitousInterval, kernelBroken: make(chan struct{}, 1)}
 	r.owned.Store(&map[[4]byte]struct{}{})
+	for _, o := range opts {
+		o(r)
+	}
 	return r
+}
+
+// Path says where requests are answered: PathKernel, PathSocket, or "" while
+// the responder is not running.
+func (r *Responder) Path() string {
+	if p := r.path.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // SetAddresses replaces the set of owned addresses; only IPv4 addresses
@@ -134,6 +195,26 @@ func (r *Responder) SetAddresses(addrs []netip.Addr) {
 	defer r.mu.Unlock()
 	old := *r.owned.Load()
 	r.owned.Store(&m)
+	if r.kern != nil && r.kernelErr == nil {
+		var add, del [][4]byte
+		for a := range m {
+			if _, ok := old[a]; !ok {
+				add = append(add, a)
+			}
+		}
+		for a := range old {
+			if _, ok := m[a]; !ok {
+				del = append(del, a)
+			}
+		}
+		if err := r.kern.set(add, del); err != nil {
+			r.kernelErr = err
+			select {
+			case r.kernelBroken <- struct{}{}:
+			default:
+			}
+		}
+	}
 	for a := range r.pending {
 		if _, ok := m[a]; !ok {
 			delete(r.pending, a) // no longer ours: nothing more to announce
@@ -185,10 +266,14 @@ func (r *Responder) Owns(a netip.Addr) bool {
 }
 
 // Requests is the number of ARP requests received (for any address).
-func (r *Responder) Requests() uint64 { return r.requests.Load() }
+func (r *Responder) Requests() uint64 {
+	return r.requests.Load() + r.kernelCounts()[slotRequests]
+}
 
-// Replies is the number of replies sent.
-func (r *Responder) Replies() uint64 { return r.replies.Load() }
+// Replies is the number of replies sent, from either path.
+func (r *Responder) Replies() uint64 {
+	return r.replies.Load() + r.kernelCounts()[slotReplies]
+}
 
 // Gratuitous is the number of gratuitous ARP replies sent.
 func (r *Responder) Gratuitous() uint64 { return r.announced.Load() }
@@ -224,11 +309,33 @@ func (r *Responder) serveOnce(ctx context.Context) error {
 	if len(ifi.HardwareAddr) != macLen {
 		return fmt.Errorf("interface %s has no Ethernet address", r.iface)
 	}
-	conn, err := listen(ifi.Index)
+	logger := klog.FromContext(ctx).WithValues("interface", r.iface)
+	var k *kernelPath
+	if !r.kernelOff.Load() {
+		if k, err = r.startKernel(ifi); err != nil {
+			if !r.kernelLogged {
+				logger.Info("Cannot answer ARP in the kernel; answering from user space", "reason", err.Error())
+				r.kernelLogged = true
+			}
+			k = nil
+		}
+	}
+	// With the kernel path the socket receives nothing: the program has
+	// answered what there was to answer and the socket only sends.
+	filter, path := requestFilter, PathSocket
+	if k != nil {
+		filter, path = receiveNothing, PathKernel
+	}
+	conn, err := listen(ifi.Index, filter)
 	if err != nil {
+		r.stopKernel(k)
 		return fmt.Errorf("packet socket on %s: %w", r.iface, err)
 	}
 	defer conn.close()
+	defer r.stopKernel(k)
+	r.path.Store(&path)
+	defer r.path.Store(nil)
+	logger.Info("Answering ARP requests", "path", path)
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -242,6 +349,10 @@ func (r *Responder) serveOnce(ctx context.Context) error {
 		close(stopAnnouncing)
 		announcer.Wait()
 	}()
+	var broken <-chan struct{} // the kernel path's address map failed
+	if k != nil {
+		broken = r.kernelBroken
+	}
 	select {
 	case <-ctx.Done():
 		conn.stop.Store(true) // the loop sees it within pollInterval
@@ -249,7 +360,72 @@ func (r *Responder) serveOnce(ctx context.Context) error {
 		return nil
 	case err := <-done:
 		return err
+	case <-broken:
+		r.mu.Lock()
+		err := r.kernelErr
+		r.mu.Unlock()
+		// Until the socket path takes over nothing is lost: the kernel path still
+		// answers for the addresses it holds.
+		r.kernelOff.Store(true)
+		conn.stop.Store(true)
+		<-done
+		return fmt.Errorf("answering ARP in the kernel no more, from user space instead: %w", err)
 	}
+}
+
+// startKernel loads the kernel path, fills its address map and attaches it to ifi.
+func (r *Responder) startKernel(ifi *net.Interface) (*kernelPath, error) {
+	k, err := loadKernelPath(ifi.HardwareAddr)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	var add [][4]byte
+	for a := range *r.owned.Load() {
+		add = append(add, a)
+	}
+	if err := k.set(add, nil); err != nil {
+		r.mu.Unlock()
+		k.close()
+		return nil, fmt.Errorf("owned-address map: %w", err)
+	}
+	r.kern, r.kernelErr = k, nil
+	select {
+	case <-r.kernelBroken:
+	default:
+	}
+	r.mu.Unlock()
+	if err := k.attach(ifi.Index); err != nil {
+		r.mu.Lock()
+		r.kern = nil
+		r.mu.Unlock()
+		k.close()
+		return nil, err
+	}
+	return k, nil
+}
+
+// stopKernel detaches k (if not nil), adds its counters to the responder's and
+// closes it.
+func (r *Responder) stopKernel(k *kernelPath) {
+	if k == nil {
+		return
+	}
+	if k.link != nil {
+		_ = k.link.Close()
+		k.link = nil
+	}
+	r.mu.Lock()
+	if c, err := k.counts(); err == nil {
+		r.requests.Add(c[slotRequests])
+		r.replies.Add(c[slotReplies])
+		for i := range r.drops {
+			r.drops[i].Add(c[slotDrops+i])
+		}
+	}
+	r.kern = nil
+	r.mu.Unlock()
+	k.close()
 }
 
 // announce sends the gratuitous ARP replies that are due until stop is closed;
@@ -365,12 +541,16 @@ type packetConn struct {
 	stop atomic.Bool
 }
 
-// requestFilter passes ARP requests that this host did not send, truncated
-// to the part Decide reads, and drops everything else in the kernel, before
-// it wakes the responder.
+// requestFilter passes ARP requests that this host did not send, untagged
+// (a frame whose VLAN tag the interface took off is no request of this
+// network), truncated to the part Decide reads, and drops everything else in
+// the kernel, before it wakes the responder. The kernel path counts and
+// answers exactly the frames this filter passes.
 var requestFilter = []bpf.Instruction{
 	bpf.LoadExtension{Num: bpf.ExtType},
-	bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.PACKET_OUTGOING, SkipTrue: 5},
+	bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.PACKET_OUTGOING, SkipTrue: 7},
+	bpf.LoadExtension{Num: bpf.ExtVLANTagPresent},
+	bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: 0, SkipTrue: 5},
 	bpf.LoadAbsolute{Off: offEthType, Size: 2},
 	bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: etherTypeARP, SkipTrue: 3},
 	bpf.LoadAbsolute{Off: offOp, Size: 2},
@@ -379,16 +559,24 @@ var requestFilter = []bpf.Instruction{
 	bpf.RetConstant{Val: 0},
 }
 
+// receiveNothing is the filter of a socket that only sends.
+var receiveNothing = []bpf.Instruction{bpf.RetConstant{Val: 0}}
+
 // listen opens the socket: created receiving nothing, given its filter, then
 // bound to the ARP EtherType on the interface, so that no frame gets past
 // without the filter. Reads block (for at most pollInterval).
-func listen(ifindex int) (*packetConn, error) {
+//
+// Bound to the ARP EtherType (not ETH_P_ALL, whose sockets see a frame before
+// the TCX ingress programs run), the socket gets an incoming frame only after
+// the kernel path has passed it on: a request the kernel path answered never
+// reaches it, so there is never a second reply.
+func listen(ifindex int, filter []bpf.Instruction) (*packetConn, error) {
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
 	c := &packetConn{fd: fd}
-	raw, err := bpf.Assemble(requestFilter)
+	raw, err := bpf.Assemble(filter)
 	if err != nil {
 		c.close()
 		return nil, err

@@ -48,7 +48,14 @@ func newLAN(t *testing.T) *lan {
 // startResponder runs a responder for ext0 inside ns until the test ends.
 func startResponder(t *testing.T, ns *netns.NS, owned ...string) *Responder {
 	t.Helper()
-	r := NewResponder("ext0")
+	return startResponderWith(t, ns, nil, owned...)
+}
+
+// startResponderWith is startResponder with options; it returns once the
+// responder answers, from the kernel unless opts say otherwise.
+func startResponderWith(t *testing.T, ns *netns.NS, opts []Option, owned ...string) *Responder {
+	t.Helper()
+	r := NewResponder("ext0", opts...)
 	var addrs []netip.Addr
 	for _, a := range owned {
 		addrs = append(addrs, netip.MustParseAddr(a))
@@ -70,6 +77,14 @@ func startResponder(t *testing.T, ns *netns.NS, owned ...string) *Responder {
 			t.Errorf("responder in %s did not stop", ns.Name)
 		}
 	})
+	want := PathKernel
+	if len(opts) > 0 {
+		want = PathSocket
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return r.Path() == want, nil }); err != nil {
+		t.Fatalf("responder in %s answers from %q, want %q", ns.Name, r.Path(), want)
+	}
 	return r
 }
 
