@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/test/bgprouter"
@@ -277,14 +278,25 @@ func TestBGPWithFRR(t *testing.T) {
 	natAddr, webAddr, nat := usedPair(t, c, ns)
 	c.WaitElasticIPCondition(ns, "web-eip", v1alpha1.ConditionAttached, v1alpha1.ReasonNotAnnounced)
 	c.WaitElasticIPCondition(ns, "nat-eip", v1alpha1.ConditionAttached, v1alpha1.ReasonNotAnnounced)
-	pod, err := c.CP.Kube.CoreV1().Pods(ns).Get(testContext(t), "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, cond := range pod.Status.Conditions {
-		if cond.Type == v1alpha1.PodConditionElasticIP && (cond.Status != corev1.ConditionFalse || !strings.Contains(cond.Message, "BGP announcement")) {
-			t.Errorf("readiness gate with no router: %s %q, want False waiting for the BGP announcement", cond.Status, cond.Message)
+	// The agent writes the gate after the controller's condition: poll until it tells why.
+	var gate corev1.PodCondition
+	err := wait.PollUntilContextTimeout(testContext(t), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		pod, err := c.CP.Kube.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
 		}
+		for _, cond := range pod.Status.Conditions {
+			if cond.Type == v1alpha1.PodConditionElasticIP {
+				gate = cond
+			}
+		}
+		if gate.Status == corev1.ConditionTrue {
+			return false, fmt.Errorf("gate True with no router: %q", gate.Message)
+		}
+		return strings.Contains(gate.Message, "BGP announcement"), nil
+	})
+	if err != nil {
+		t.Errorf("readiness gate with no router: %s %q, want False waiting for the BGP announcement: %v", gate.Status, gate.Message, err)
 	}
 
 	frr := bgprouter.StartFRR(t, c.Router, routerConfig(c, false))
