@@ -19,7 +19,8 @@ import (
 // addressPoolRules: the spec rules (formats, ranges, append-only addresses, immutable
 // advertiseMode), then no overlap with another pool and no Node address inside. Only
 // entries added by the request are checked against other objects, so a pool that
-// predates a conflicting object can still be extended or relabelled.
+// predates a conflicting object can still be extended or relabelled. Deletion is
+// refused while addresses are reserved from the pool (poolReservations).
 func (v *Validators) addressPoolRules() rules[*v1alpha1.AddressPool] {
 	return rules[*v1alpha1.AddressPool]{
 		create: func(ctx context.Context, p *v1alpha1.AddressPool) (field.ErrorList, error) {
@@ -34,8 +35,35 @@ func (v *Validators) addressPoolRules() rules[*v1alpha1.AddressPool] {
 			}
 			return v.poolNeighbours(ctx, p, len(old.Spec.Addresses))
 		},
+		remove:    v.poolReservations,
 		unchanged: func(p, old *v1alpha1.AddressPool) bool { return equality.Semantic.DeepEqual(p.Spec, old.Spec) },
 	}
+}
+
+// poolReservationsShown is how many reservations a refused deletion names.
+const poolReservationsShown = 5
+
+// poolReservations says why a pool may not be deleted: addresses are reserved from it
+// (docs/resources.md#addresspool). Its ElasticIPs keep those addresses and their
+// traffic; deleting the pool under them would leave ElasticIPs whose reservation names
+// a pool that no longer exists. Claims are not cached here, so this asks the API server
+// for a few claims of the pool by the selectable field spec.addressPool.
+func (v *Validators) poolReservations(ctx context.Context, p *v1alpha1.AddressPool) (string, error) {
+	claims, more, err := v.r.claimsOfPool(ctx, p.Name, poolReservationsShown)
+	if err != nil || len(claims) == 0 {
+		return "", err
+	}
+	var held []string
+	for _, c := range claims {
+		held = append(held, fmt.Sprintf("%s (%s)", c.Spec.Address, c.Spec.Consumer.Describe()))
+	}
+	slices.Sort(held)
+	list := strings.Join(held, ", ")
+	if more {
+		list += " and more"
+	}
+	return fmt.Sprintf("addresses are still reserved from it: %s; release them first (delete the ElasticIPs that hold them, or the Pods of automatic ElasticIPs), then delete the pool",
+		list), nil
 }
 
 // poolNeighbours checks the entries of p from index from on against the other pools and

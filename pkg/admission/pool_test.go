@@ -104,7 +104,14 @@ func TestAddressPoolRules(t *testing.T) {
 		{name: "updates of a deleting pool are never blocked", op: admissionv1.Update,
 			obj: pool("p", bgp), old: deleting(pool("p", arp, "10.225.51.0/24")),
 			want: allowed()},
-		{name: "delete is allowed", op: admissionv1.Delete, old: pool("p", arp, "10.225.51.0/24"),
-			want: allowed()},
+		{name: "delete is allowed while nothing is reserved from it", op: admissionv1.Delete, old: pool("p", arp, "10.225.51.0/24"),
+			setup: func(f *fixture) { f.live(claim("10.225.52.5", "other", "team", "e", "u1")) },
+			want:  allowed()},
+		{name: "delete is refused while addresses are reserved from it", op: admissionv1.Delete, old: pool("p", arp, "10.225.51.0/24"),
+			setup: func(f *fixture) {
+				f.live(claim("10.225.51.6", "p", "team", "web", "u2"), claim("10.225.51.5", "p", "team", "nginx", "u1"))
+			},
+			want: forbidden(`addresses are still reserved from it: 10.225.51.5 (ElasticIP "team/nginx"), 10.225.51.6 (ElasticIP "team/web")`,
+				`release them first`)},
 	})
 }

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -130,6 +131,23 @@ func (r *reader) claim(ctx context.Context, name string) (*v1alpha1.AllocationCl
 		return nil, fmt.Errorf("reading AllocationClaim %s: %w", name, err)
 	}
 	return c, nil
+}
+
+// claimsOfPool returns up to limit AllocationClaims reserving addresses of the pool,
+// and whether there are more, from the API server (selectable field spec.addressPool).
+func (r *reader) claimsOfPool(ctx context.Context, pool string, limit int64) ([]*v1alpha1.AllocationClaim, bool, error) {
+	list, err := r.juneau.JuneauV1alpha1().AllocationClaims().List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.addressPool", pool).String(), Limit: limit})
+	if err != nil {
+		return nil, false, fmt.Errorf("listing AllocationClaims of AddressPool %s: %w", pool, err)
+	}
+	var out []*v1alpha1.AllocationClaim
+	for _, c := range pointers(list.Items) {
+		if c.Spec.AddressPool == pool { // the server filters; this keeps the contract exact
+			out = append(out, c)
+		}
+	}
+	return out, list.Continue != "", nil
 }
 
 func (r *reader) allPools(ctx context.Context, live bool) ([]*v1alpha1.AddressPool, error) {

@@ -38,7 +38,8 @@ func (c *Controller) syncDeleting(ctx context.Context, eip *v1alpha1.ElasticIP) 
 			alloc.claim = claims[0]
 		}
 		deps := c.resolve(eip)
-		if deps.err == nil && outsidePools(eip, deps.pools, alloc.claim) == nil {
+		deps.keepReservation(eip, alloc.claim)
+		if deps.err == nil {
 			if err := c.syncAdvertisement(ctx, eip, deps.network, alloc.claim, decision); err != nil {
 				return err
 			}

@@ -23,8 +23,11 @@ import (
 
 // statusInput is everything the ElasticIP status is derived from.
 type statusInput struct {
-	eip      *v1alpha1.ElasticIP
-	deps     *conditionError // network or pools unusable
+	eip  *v1alpha1.ElasticIP
+	deps *conditionError // network or pools unusable, and no address reserved before
+	// outside says why the reserved address lies in no usable pool any more (it stays
+	// reserved; keepReservation); "" normally.
+	outside  string
 	alloc    allocation
 	decision HolderDecision
 	// waitingFor lists the NICs a deleting ElasticIP waits for (sorted); nil otherwise.
@@ -58,14 +61,19 @@ func computeStatus(in statusInput) v1alpha1.ElasticIPStatus {
 	claim := in.alloc.claim
 	switch {
 	case in.deps != nil:
-		// Address and holder kept as recorded: nothing is decided on broken dependencies.
+		// The dependencies are broken and no reservation could stand on them
+		// (keepReservation): the address and holder recorded are kept, nothing is
+		// decided. A reservation that exists is still reported as one.
 		st.Phase = v1alpha1.ElasticIPError
 		st.Address = eip.Status.Address
+		st.Attachment = eip.Status.Attachment
 		if claim != nil {
 			st.Address = claim.Spec.Address
+			setCond(v1alpha1.ConditionAllocated, true, v1alpha1.ReasonAllocated, fmt.Sprintf("address %q reserved from AddressPool %q; %s",
+				claim.Spec.Address, claim.Spec.AddressPool, in.deps.message))
+		} else {
+			setCond(v1alpha1.ConditionAllocated, false, in.deps.reason, in.deps.message)
 		}
-		st.Attachment = eip.Status.Attachment
-		setCond(v1alpha1.ConditionAllocated, claim != nil, in.deps.reason, in.deps.message)
 		setCond(v1alpha1.ConditionAttached, false, in.deps.reason, in.deps.message)
 		return st
 	case claim == nil:
@@ -86,8 +94,11 @@ func computeStatus(in statusInput) v1alpha1.ElasticIPStatus {
 		setCond(v1alpha1.ConditionAllocated, true, v1alpha1.ReasonWaitingForNetworkInterfaces,
 			fmt.Sprintf("being deleted; address %q stays reserved until these NetworkInterfaces are gone: %s", claim.Spec.Address, quote.List(in.waitingFor)))
 	} else {
-		setCond(v1alpha1.ConditionAllocated, true, v1alpha1.ReasonAllocated,
-			fmt.Sprintf("address %q reserved from AddressPool %q", claim.Spec.Address, claim.Spec.AddressPool))
+		msg := fmt.Sprintf("address %q reserved from AddressPool %q", claim.Spec.Address, claim.Spec.AddressPool)
+		if in.outside != "" {
+			msg += ", " + in.outside
+		}
+		setCond(v1alpha1.ConditionAllocated, true, v1alpha1.ReasonAllocated, msg)
 	}
 	d := in.decision
 	switch {
@@ -186,13 +197,6 @@ func poolNames(pools []ipam.Pool) string {
 		names[i] = p.Name
 	}
 	return quote.List(names)
-}
-
-func consumerString(c v1alpha1.ConsumerReference) string {
-	if c.Namespace == "" {
-		return fmt.Sprintf("%s %q", c.Kind, c.Name)
-	}
-	return fmt.Sprintf("%s %q", c.Kind, c.Namespace+"/"+c.Name)
 }
 
 func compareAddr(a, b string) int {

@@ -3,6 +3,7 @@ package elasticip
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -64,9 +65,14 @@ func TestDesiredStatus(t *testing.T) {
 			want: want{v1alpha1.ElasticIPError, "", nil, "False", "False", v1alpha1.ReasonInvalidAddressPool, v1alpha1.ReasonNotAllocated},
 		},
 		{
-			name: "broken dependency keeps the recorded address and holder",
+			name: "broken dependency keeps the recorded address and holder, and says the address is reserved",
 			in:   statusInput{eip: recorded, deps: &conditionError{v1alpha1.ReasonMissingDependency, "gone"}, alloc: allocation{claim: claim}},
-			want: want{v1alpha1.ElasticIPError, "10.225.51.5", attach, "True", "False", v1alpha1.ReasonMissingDependency, v1alpha1.ReasonMissingDependency},
+			want: want{v1alpha1.ElasticIPError, "10.225.51.5", attach, "True", "False", v1alpha1.ReasonAllocated, v1alpha1.ReasonMissingDependency},
+		},
+		{
+			name: "broken dependency without a reservation",
+			in:   statusInput{eip: recorded, deps: &conditionError{v1alpha1.ReasonMissingDependency, "gone"}},
+			want: want{v1alpha1.ElasticIPError, "10.225.51.5", attach, "False", "False", v1alpha1.ReasonMissingDependency, v1alpha1.ReasonMissingDependency},
 		},
 		{
 			name: "deleting while NICs name it",
@@ -92,6 +98,11 @@ func TestDesiredStatus(t *testing.T) {
 			if al.Status != tc.want.allocated || al.Reason != tc.want.allocReason || at.Status != tc.want.attached || at.Reason != tc.want.attachReas {
 				t.Errorf("Allocated=%s/%s Attached=%s/%s, want %s/%s %s/%s", al.Status, al.Reason, at.Status, at.Reason,
 					tc.want.allocated, tc.want.allocReason, tc.want.attached, tc.want.attachReas)
+			}
+			for _, c := range st.Conditions {
+				if c.Status == metav1.ConditionTrue && v1alpha1.EventType(c.Reason) == corev1.EventTypeWarning {
+					t.Errorf("%s is True with the failure reason %s", c.Type, c.Reason)
+				}
 			}
 			if al.ObservedGeneration != 3 || at.ObservedGeneration != 3 {
 				t.Errorf("observedGeneration not set: %d %d", al.ObservedGeneration, at.ObservedGeneration)

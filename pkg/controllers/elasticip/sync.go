@@ -58,10 +58,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if err != nil {
 			return err
 		}
-		deps.err = outsidePools(eip, deps.pools, alloc.claim)
 	} else if len(claims) > 0 {
 		alloc = allocation{claim: claims[0]}
 	}
+	deps.keepReservation(eip, alloc.claim)
 	decision := c.decide(eip, false)
 
 	if deps.err == nil {
@@ -69,39 +69,20 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			return err
 		}
 	}
-	st := desiredStatus(statusInput{eip: eip, deps: deps.err, alloc: alloc, decision: decision,
+	st := desiredStatus(statusInput{eip: eip, deps: deps.err, outside: deps.outside, alloc: alloc, decision: decision,
 		blocked: c.trafficBlocked(eip, deps.network, alloc.claim, decision), now: metav1.NewTime(c.clock.Now())})
+	c.announceOutside(eip, alloc.claim, deps.outside)
 	return c.writeStatus(ctx, eip, st)
 }
 
-// outsidePools reports a reserved address that no pool of the network contains any more
-// (a pool deleted and made again without it): docs/reference.md#allocation. The claim
-// stays while the ElasticIP exists, so the address is handed to nobody else, and once
-// released it is never handed out again, since automatic allocation and requestedIP
-// only take addresses inside the pools. Like any inconsistent dependency it is an
-// Error that keeps the address and its user as they were recorded.
-func outsidePools(eip *v1alpha1.ElasticIP, pools []ipam.Pool, claim *v1alpha1.AllocationClaim) *conditionError {
-	if claim == nil {
-		return nil
-	}
-	addr, err := netip.ParseAddr(claim.Spec.Address)
-	if err != nil {
-		return nil
-	}
-	if _, ok := ipam.PoolFor(pools, addr); ok {
-		return nil
-	}
-	return &conditionError{v1alpha1.ReasonAddressOutsidePools, fmt.Sprintf(
-		"address %q was reserved from AddressPool %q, which no longer contains it, and no AddressPool of ExternalNetwork %q does (%s): "+
-			"it stays reserved for this ElasticIP and whoever uses it now, and is never handed out again once released; delete the ElasticIP to get an address from the pools",
-		claim.Spec.Address, claim.Spec.AddressPool, eip.Spec.ExternalNetwork, poolNames(pools))}
-}
-
-// dependencies is the ExternalNetwork of an ElasticIP and its pools, in order.
+// dependencies is the ExternalNetwork of an ElasticIP and its usable pools, in order.
 type dependencies struct {
 	network *v1alpha1.ExternalNetwork
 	pools   []ipam.Pool
-	err     *conditionError
+	// err says why no address can be reserved from the network now.
+	err *conditionError
+	// outside says why the reserved address lies in no usable pool (keepReservation).
+	outside string
 }
 
 // conditionError is a problem that becomes a condition reason and message.
@@ -144,10 +125,10 @@ func (c *Controller) resolve(eip *v1alpha1.ElasticIP) dependencies {
 	}
 	switch {
 	case len(verdict.Missing) > 0:
-		return dependencies{network: network, err: &conditionError{v1alpha1.ReasonMissingDependency,
+		return dependencies{network: network, pools: pools, err: &conditionError{v1alpha1.ReasonMissingDependency,
 			fmt.Sprintf("AddressPools of ExternalNetwork %q do not exist: %s", network.Name, quote.List(verdict.Missing))}}
 	case len(mismatched) > 0:
-		return dependencies{network: network, err: &conditionError{v1alpha1.ReasonInvalidAddressPool,
+		return dependencies{network: network, pools: pools, err: &conditionError{v1alpha1.ReasonInvalidAddressPool,
 			fmt.Sprintf("AddressPools of ExternalNetwork %q (type %s) cannot be used by it: %s",
 				network.Name, network.Spec.Type, joinSorted(mismatched))}}
 	}
@@ -259,7 +240,7 @@ func (c *Controller) reserveRequested(ctx context.Context, eip *v1alpha1.Elastic
 			return allocation{claim: holder}, nil
 		}
 		return allocation{err: &conditionError{v1alpha1.ReasonAddressInUse,
-			fmt.Sprintf("requestedIP %q is reserved by %s", eip.Spec.RequestedIP, consumerString(holder.Spec.Consumer))}}, nil
+			fmt.Sprintf("requestedIP %q is reserved by %s", eip.Spec.RequestedIP, holder.Spec.Consumer.Describe())}}, nil
 	}
 	if err != nil {
 		return allocation{}, err

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -357,8 +358,9 @@ func TestSyncPoolClaimedByTwoNetworks(t *testing.T) {
 }
 
 // A pool made again smaller than before, without the address an ElasticIP holds: the
-// ElasticIP is an Error naming the address and the pool (it went back to Available
-// before), keeps its reservation, and nobody else is given the address.
+// reservation stands, so the ElasticIP stays as it was (Available, Allocated True with
+// the reason Allocated) and its message and a Warning Event name the address and the
+// pool; nobody else is given the address.
 func TestSyncAddressOutsideThePools(t *testing.T) {
 	eip := elasticIP("held", "uid-1")
 	eip.Status.Address = "10.225.51.6"
@@ -373,9 +375,12 @@ func TestSyncAddressOutsideThePools(t *testing.T) {
 	f := newFixture(t, objs)
 	got := f.sync("default/held")
 	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAllocated)
-	if got.Status.Phase != v1alpha1.ElasticIPError || got.Status.Address != "10.225.51.6" || c == nil ||
-		c.Reason != v1alpha1.ReasonAddressOutsidePools || !strings.Contains(c.Message, `address "10.225.51.6" was reserved from AddressPool "tiny-pool", which no longer contains it`) {
-		t.Errorf("status %s %q %+v, want an Error naming the address and the pool", got.Status.Phase, got.Status.Address, c)
+	if got.Status.Phase != v1alpha1.ElasticIPAvailable || got.Status.Address != "10.225.51.6" || c == nil || c.Status != metav1.ConditionTrue ||
+		c.Reason != v1alpha1.ReasonAllocated || !strings.Contains(c.Message, `address "10.225.51.6" reserved from AddressPool "tiny-pool", which no longer holds it`) {
+		t.Errorf("status %s %q %+v, want Available, Allocated True naming the address and the pool", got.Status.Phase, got.Status.Address, c)
+	}
+	if ev := f.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning AddressOutsidePools Address \"10.225.51.6\" was reserved from AddressPool \"tiny-pool\", which no longer holds it") {
+		t.Errorf("events %q, want one Warning naming the address and the pool", ev)
 	}
 	if _, err := f.client.JuneauV1alpha1().AllocationClaims().Get(context.Background(), "10.225.51.6", metav1.GetOptions{}); err != nil {
 		t.Errorf("the reservation went: %v", err)
@@ -390,6 +395,56 @@ func TestSyncAddressOutsideThePools(t *testing.T) {
 	}
 	if got := f.sync("default/other"); got.Status.Address != "10.225.51.5" {
 		t.Errorf("the other ElasticIP got %q, want 10.225.51.5", got.Status.Address)
+	}
+}
+
+// An AddressPool deleted while an ElasticIP holds one of its addresses (the webhook
+// refuses this; a race or a forced deletion can still do it): the ElasticIP keeps its
+// address, its user and its advertisement, so its status agrees with the traffic that
+// still flows — Attached, Allocated True with the reason Allocated — and the network's
+// other ElasticIPs get no new address (Pending, MissingDependency).
+func TestSyncPoolDeletedUnderAnAttachedElasticIP(t *testing.T) {
+	eip := elasticIP("held", "uid-1")
+	eip.Status.Address = "10.225.51.5"
+	holderRef := v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindElasticIPAttachment, Name: "held-attach", UID: "att-uid"}
+	eip.Status.Attachment = &holderRef
+	eip.Status.Phase = v1alpha1.ElasticIPAttached
+	att := &v1alpha1.ElasticIPAttachment{
+		ObjectMeta: metav1.ObjectMeta{Name: "held-attach", Namespace: "default", UID: "att-uid"},
+		Spec: v1alpha1.ElasticIPAttachmentSpec{ElasticIPRef: v1alpha1.ElasticIPReference{Name: "held"},
+			TargetRef: v1alpha1.AttachmentTarget{NetworkInterfaceName: "web.eth0"}},
+		Status: v1alpha1.ElasticIPAttachmentStatus{NodeName: "node-a"},
+	}
+	nic := &v1alpha1.NetworkInterface{
+		ObjectMeta: metav1.ObjectMeta{Name: "web.eth0", Namespace: "default", UID: "nic-uid"},
+		Spec:       v1alpha1.NetworkInterfaceSpec{NodeName: "node-a", PodRef: v1alpha1.PodReference{Name: "web", UID: "pod-uid", Interface: "eth0"}},
+		Status:     v1alpha1.NetworkInterfaceStatus{Address: "10.244.1.5/32"},
+	}
+	network := poolAndNetwork()[1] // its pool, ext-pool, is gone
+	waiting := elasticIP("new", "uid-2")
+	f := newFixture(t, []runtime.Object{network, eip, claimFor("10.225.51.5", eip), att, nic, waiting})
+
+	got := f.sync("default/held")
+	al := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAllocated)
+	if got.Status.Phase != v1alpha1.ElasticIPAttached || got.Status.Address != "10.225.51.5" || got.Status.Attachment == nil ||
+		al == nil || al.Status != metav1.ConditionTrue || al.Reason != v1alpha1.ReasonAllocated ||
+		!strings.Contains(al.Message, `reserved from AddressPool "ext-pool", which no longer holds it (the pool was deleted`) {
+		t.Errorf("status %s %q %v %+v, want Attached with the address kept and Allocated True saying the pool is gone",
+			got.Status.Phase, got.Status.Address, got.Status.Attachment, al)
+	}
+	ads, err := f.client.JuneauV1alpha1().ARPAdvertisements().List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(ads.Items) != 1 || ads.Items[0].Spec.NodeName != "node-a" || ads.Items[0].Spec.Address != "10.225.51.5" {
+		t.Errorf("advertisements %+v (%v), want one on node-a for 10.225.51.5: the Node keeps answering", ads, err)
+	}
+	for _, c := range got.Status.Conditions {
+		if c.Status == metav1.ConditionTrue && v1alpha1.EventType(c.Reason) == corev1.EventTypeWarning {
+			t.Errorf("%s is True with the failure reason %s", c.Type, c.Reason)
+		}
+	}
+	got = f.sync("default/new")
+	if al := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAllocated); got.Status.Address != "" ||
+		al == nil || al.Status != metav1.ConditionFalse || al.Reason != v1alpha1.ReasonMissingDependency {
+		t.Errorf("a new ElasticIP of the network: %q %+v, want no address, Allocated False MissingDependency", got.Status.Address, al)
 	}
 }
 

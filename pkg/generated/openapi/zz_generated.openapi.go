@@ -413,7 +413,7 @@ func schema_pkg_apis_juneau_v1alpha1_AddressPoolSpec(ref common.ReferenceCallbac
 				Properties: map[string]spec.Schema{
 					"advertiseMode": {
 						SchemaProps: spec.SchemaProps{
-							Description: "advertiseMode says how the pool's addresses are made reachable. Immutable.\n\nPossible enum values:\n - `\"arp\"` means the Node using an address answers ARP for it on its external interface.\n - `\"bgp\"` means addresses are announced to BGP peers (not implemented yet).",
+							Description: "advertiseMode says how the pool's addresses are made reachable. Immutable.\n\nPossible enum values:\n - `\"arp\"` means the Node using an address answers ARP for it on its external interface.\n - `\"bgp\"` means the Node using an address announces it to its BGP peers.",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
@@ -1795,7 +1795,7 @@ func schema_pkg_apis_juneau_v1alpha1_ExternalNetworkSpec(ref common.ReferenceCal
 				Properties: map[string]spec.Schema{
 					"type": {
 						SchemaProps: spec.SchemaProps{
-							Description: "type says how addresses of this network are made reachable; every pool's advertiseMode must equal it. Immutable.\n\nPossible enum values:\n - `\"arp\"` means the Node using an address answers ARP for it on its external interface.\n - `\"bgp\"` means addresses are announced to BGP peers (not implemented yet).",
+							Description: "type says how addresses of this network are made reachable; every pool's advertiseMode must equal it. Immutable.\n\nPossible enum values:\n - `\"arp\"` means the Node using an address answers ARP for it on its external interface.\n - `\"bgp\"` means the Node using an address announces it to its BGP peers.",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",

@@ -92,6 +92,18 @@ const (
 	ReasonNoEstablishedPeer = "NoEstablishedPeer"
 	// ReasonNoPeer: no BGPPeer selects the Node, so nobody hears the announcement.
 	ReasonNoPeer = "NoPeer"
+	// ReasonAssigned: the Pod's automatic ElasticIP is attached to this Pod.
+	ReasonAssigned = "Assigned"
+	// ReasonElasticIPInUse: the ElasticIP a Pod names is used by another Pod (or
+	// another ElasticIPAttachment, or directly): the Pod waits for it to be free.
+	ReasonElasticIPInUse = "ElasticIPInUse"
+	// ReasonWriteRefused: the API server refused a write the controller needs (the
+	// webhook denied it, a quota, an invalid object): it is not retried until something
+	// changes; the message says what to fix.
+	ReasonWriteRefused = "WriteRefused"
+	// ReasonNotRequested: the Pod no longer asks for an automatic ElasticIP (or has
+	// finished), so it has none.
+	ReasonNotRequested = "NotRequested"
 )
 
 // Reasons of Events that announce an action rather than a condition.
@@ -173,6 +185,10 @@ var severities = map[string]string{
 	ReasonNotAnnounced:                corev1.EventTypeNormal,
 	ReasonNoEstablishedPeer:           corev1.EventTypeWarning,
 	ReasonNoPeer:                      corev1.EventTypeWarning,
+	ReasonAssigned:                    corev1.EventTypeNormal,
+	ReasonElasticIPInUse:              corev1.EventTypeWarning,
+	ReasonWriteRefused:                corev1.EventTypeWarning,
+	ReasonNotRequested:                corev1.EventTypeNormal,
 
 	EventAdvertisementMoved:      corev1.EventTypeNormal,
 	EventInvalidAnnotations:      corev1.EventTypeWarning,

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"strconv"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -12,7 +14,7 @@ type AdvertiseMode string
 const (
 	// AdvertiseARP means the Node using an address answers ARP for it on its external interface.
 	AdvertiseARP AdvertiseMode = "arp"
-	// AdvertiseBGP means addresses are announced to BGP peers (not implemented yet).
+	// AdvertiseBGP means the Node using an address announces it to its BGP peers.
 	AdvertiseBGP AdvertiseMode = "bgp"
 )
 
@@ -164,6 +166,7 @@ type ExternalNetworkList struct {
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=claim
+// +kubebuilder:selectablefield:JSONPath=`.spec.addressPool`
 // +kubebuilder:printcolumn:name="POOL",type=string,JSONPath=`.spec.addressPool`
 // +kubebuilder:printcolumn:name="CONSUMER-KIND",type=string,JSONPath=`.spec.consumer.kind`
 // +kubebuilder:printcolumn:name="CONSUMER",type=string,JSONPath=`.spec.consumer.name`
@@ -214,6 +217,15 @@ type ConsumerReference struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	UID string `json:"uid"`
+}
+
+// Describe names the consumer as messages do: its kind and quoted "<namespace>/<name>"
+// (only the name for a cluster-scoped consumer).
+func (c ConsumerReference) Describe() string {
+	if c.Namespace == "" {
+		return c.Kind + " " + strconv.Quote(c.Name)
+	}
+	return c.Kind + " " + strconv.Quote(c.Namespace+"/"+c.Name)
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -17,6 +17,12 @@ const (
 	// PodConditionManagedCloudEIP is the managed-cloud name of the same readiness gate
 	// (docs/reference.md#readiness-gate): a Pod listing it gets it with the same meaning.
 	PodConditionManagedCloudEIP = "k8s.aliyun.com/eip"
+	// PodConditionElasticIPAssigned is the Pod condition the controller sets on a Pod
+	// that asks for an automatic ElasticIP (docs/automatic.md#the-pods-condition): True
+	// once the ElasticIP is attached to this Pod, False with the reason it waits
+	// otherwise (another Pod uses it, the pools are exhausted, a write was refused, …).
+	// It is not a readiness gate; the node agent quotes it in the gate's message.
+	PodConditionElasticIPAssigned = "juneau.loutres.me/elastic-ip-assigned"
 )
 
 // PodConditionTypes are the readiness-gate condition types the node agent sets, each
