@@ -19,9 +19,10 @@ import (
 
 // podRules: the annotation grammar (annotations.ValidatePod), then for every NIC that
 // names an ElasticIP directly: the ElasticIP is not attached by NAT and is not held by
-// another running Pod's NIC. Updates are checked only when the juneau annotations a
-// user writes change (the controller's write-back of allocated-eip-* is not one), and
-// the direct-use annotations never change on an existing Pod.
+// another running Pod's NIC; for an ElasticIP named in pod-eip-name: no other Pod uses
+// it. Updates are checked only when the juneau annotations a user writes change (the
+// controller's write-back of allocated-eip-* is not one), and the direct-use
+// annotations never change on an existing Pod.
 func (v *Validators) podRules() rules[*corev1.Pod] {
 	return rules[*corev1.Pod]{
 		create: func(ctx context.Context, p *corev1.Pod) (field.ErrorList, error) { return v.checkPod(ctx, p, nil) },
@@ -83,6 +84,17 @@ func (v *Validators) checkPod(ctx context.Context, pod, old *corev1.Pod) (field.
 	if errs := annotations.ValidatePod(pod.Annotations); len(errs) > 0 {
 		return errs, nil
 	}
+	errs, err := v.checkDirect(ctx, pod, old)
+	if err != nil {
+		return nil, err
+	}
+	autoErrs, err := v.checkAuto(ctx, pod, old)
+	return append(errs, autoErrs...), err
+}
+
+// checkDirect checks every NIC that names an ElasticIP directly, on creation (their
+// annotations never change on an existing Pod).
+func (v *Validators) checkDirect(ctx context.Context, pod, old *corev1.Pod) (field.ErrorList, error) {
 	nics, _ := annotations.ParseDirect(pod.Annotations)
 	if old != nil {
 		if oldNICs, errs := annotations.ParseDirect(old.Annotations); len(errs) == 0 && slices.Equal(nics, oldNICs) {
@@ -104,6 +116,84 @@ func (v *Validators) checkPod(ctx context.Context, pod, old *corev1.Pod) (field.
 		}
 	}
 	return errs, nil
+}
+
+// checkAuto checks the ElasticIP a Pod names in pod-eip-name (or the managed-cloud
+// pod-eip-instanceid), when it is created or names another one: another Pod must not
+// use it (docs/automatic.md#one-elasticip-one-pod), as for direct use. What this cannot
+// see — two Pods naming one free ElasticIP admitted together — the controller decides:
+// one gets it, the other waits and is told why.
+func (v *Validators) checkAuto(ctx context.Context, pod, old *corev1.Pod) (field.ErrorList, error) {
+	auto, _ := annotations.ParseAuto(pod.Annotations)
+	if auto.ElasticIPName == "" {
+		return nil, nil
+	}
+	if old != nil {
+		if was, errs := annotations.ParseAuto(old.Annotations); len(errs) == 0 && was.ElasticIPName == auto.ElasticIPName {
+			return nil, nil
+		}
+	}
+	users, err := confirmed(ctx, func(r []string) bool { return len(r) == 0 },
+		func(ctx context.Context, live bool) ([]string, error) {
+			return v.autoUsers(ctx, pod, auto.ElasticIPName, live)
+		})
+	if err != nil || len(users) == 0 {
+		return nil, err
+	}
+	return field.ErrorList{field.Invalid(annotations.AutoPath(pod.Annotations, auto), auto.ElasticIPName,
+		holder.InUse(auto.ElasticIPName, users)+
+			": an ElasticIP serves one Pod at a time; name an ElasticIP no other Pod uses, or delete what uses it first")}, nil
+}
+
+// autoUsers describes who, other than the Pod (or an earlier Pod of its name), uses the
+// ElasticIP: an active ElasticIPAttachment, unless it was made for a Pod that is gone or
+// terminating (it goes with that Pod, and the new Pod takes the ElasticIP over), or
+// targets a terminating Pod; a NetworkInterface of a running Pod carrying it directly.
+func (v *Validators) autoUsers(ctx context.Context, pod *corev1.Pod, eip string, live bool) ([]string, error) {
+	ns := pod.Namespace
+	atts, err := v.r.attachmentsOf(ctx, ns, eip, false, live)
+	if err != nil {
+		return nil, err
+	}
+	var users []string
+	for _, a := range atts {
+		podName := holder.PodOf(a)
+		if a.DeletionTimestamp != nil || podName == pod.Name {
+			continue
+		}
+		user, err := v.r.pod(ctx, ns, podName)
+		if err != nil {
+			return nil, err
+		}
+		automatic := a.Labels[v1alpha1.LabelPod] != ""
+		switch {
+		case user != nil && !podRunning(user):
+			continue // terminating or finished: it hands over
+		case user == nil && automatic:
+			continue // made for a Pod that is gone: it goes too
+		case user == nil:
+			users = append(users, holder.AttachmentUser(a, ""))
+		default:
+			users = append(users, holder.AttachmentUser(a, podName))
+		}
+	}
+	nics, err := v.r.nicsNaming(ctx, ns, eip, live)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range nics {
+		if n.Spec.CreatedAfterPodNetwork || n.Spec.PodRef.Name == pod.Name {
+			continue
+		}
+		user, err := v.r.pod(ctx, ns, n.Spec.PodRef.Name)
+		if err != nil {
+			return nil, err
+		}
+		if user != nil && string(user.UID) == n.Spec.PodRef.UID && podRunning(user) {
+			users = append(users, holder.DirectUser(n))
+		}
+	}
+	return users, nil
 }
 
 // directPath is the field path where the annotations give n its ElasticIP: the

@@ -137,3 +137,61 @@ func TestPodRules(t *testing.T) {
 			want: allowed()},
 	})
 }
+
+// namedEIP asks to attach an existing ElasticIP by NAT, by juneau's key or the managed-cloud one.
+func namedEIP(key, eipName string) map[string]string { return map[string]string{key: eipName} }
+
+// automaticAttachment is the attachment the controller made for Pod p.
+func automaticAttachment(p, eipName string) *v1alpha1.ElasticIPAttachment {
+	a := attachment(p, eipName, p+".eth0")
+	a.Labels = map[string]string{v1alpha1.LabelPod: p}
+	return a
+}
+
+// A Pod naming, by any key, an ElasticIP another Pod uses is refused as direct use is,
+// naming that Pod; an ElasticIP that only a terminating, finished or gone Pod used, or an
+// earlier Pod of the same name, is handed over.
+func TestPodNamingAnElasticIPInUse(t *testing.T) {
+	var cases []ruleCase
+	for _, key := range []string{v1alpha1.AnnotationPodEIPName, v1alpha1.AliasPodEIPInstance} {
+		path := `metadata.annotations[` + key + `]`
+		cases = append(cases,
+			ruleCase{name: key + ": free", setup: func(f *fixture) { f.cached(eip("e", "net", "")) },
+				obj: pod("web", namedEIP(key, "e")), want: allowed()},
+			ruleCase{name: key + ": attached by NAT to a running Pod", setup: func(f *fixture) {
+				f.cached(eip("e", "net", ""), pod("nginx", nil), attachment("nginx-attach", "e", "nginx.eth0"))
+			}, obj: pod("web", namedEIP(key, "e")),
+				want: invalid(path+`: Invalid value: "e": ElasticIP "e" is used by Pod "nginx" (through ElasticIPAttachment "nginx-attach")`,
+					`an ElasticIP serves one Pod at a time`)},
+			ruleCase{name: key + ": another Pod's automatic attachment, not yet in the cache", setup: func(f *fixture) {
+				f.cached(eip("e", "net", ""), pod("first", namedEIP(key, "e")))
+				f.live(automaticAttachment("first", "e"))
+			}, obj: pod("web", namedEIP(key, "e")), want: invalid(`ElasticIP "e" is used by Pod "first" (through ElasticIPAttachment "first")`)},
+			ruleCase{name: key + ": used directly by a running Pod", setup: func(f *fixture) {
+				f.cached(eip("e", "net", ""), pod("old", direct("e")), nic("old", "eth0", "e"))
+			}, obj: pod("web", namedEIP(key, "e")), want: invalid(path, `ElasticIP "e" is used by Pod "old" (directly, NetworkInterface "old.eth0")`)},
+			ruleCase{name: key + ": the user's attachment to a Pod that is gone", setup: func(f *fixture) {
+				f.cached(eip("e", "net", ""), attachment("att", "e", "gone.eth0"))
+			}, obj: pod("web", namedEIP(key, "e")), want: invalid(`ElasticIPAttachment "att" (to NetworkInterface "gone.eth0")`)},
+			ruleCase{name: key + ": the user of a terminating Pod hands over", setup: func(f *fixture) {
+				f.cached(eip("e", "net", ""), deleting(pod("nginx", nil)), attachment("nginx-attach", "e", "nginx.eth0"))
+			}, obj: pod("web", namedEIP(key, "e")), want: allowed()},
+			ruleCase{name: key + ": the automatic attachment of a Pod that is gone goes with it", setup: func(f *fixture) {
+				f.cached(eip("e", "net", ""), automaticAttachment("first", "e"))
+			}, obj: pod("web", namedEIP(key, "e")), want: allowed()},
+			ruleCase{name: key + ": an earlier Pod of the same name", setup: func(f *fixture) {
+				f.cached(eip("e", "net", ""), automaticAttachment("web", "e"))
+			}, obj: pod("web", namedEIP(key, "e")), want: allowed()},
+			ruleCase{name: key + ": another Pod only names it (the controller decides)", setup: func(f *fixture) {
+				f.cached(eip("e", "net", ""), pod("other", namedEIP(key, "e")))
+			}, obj: pod("web", namedEIP(key, "e")), want: allowed()},
+			ruleCase{name: key + ": named by an update", op: admissionv1.Update, setup: func(f *fixture) {
+				f.cached(eip("e", "net", ""), pod("nginx", nil), attachment("nginx-attach", "e", "nginx.eth0"))
+			}, obj: pod("web", namedEIP(key, "e")), old: pod("web", namedEIP(key, "f")), want: invalid(path, `Pod "nginx"`)},
+			ruleCase{name: key + ": an update that keeps the name is not checked again", op: admissionv1.Update, setup: func(f *fixture) {
+				f.cached(eip("e", "net", ""), pod("nginx", nil), attachment("nginx-attach", "e", "nginx.eth0"))
+			}, obj: pod("web", map[string]string{key: "e", v1alpha1.AnnotationEIPBandwidth: "5"}), old: pod("web", namedEIP(key, "e")), want: allowed()},
+		)
+	}
+	runRuleCases(t, cases)
+}

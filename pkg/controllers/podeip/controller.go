@@ -91,9 +91,14 @@ type Controller struct {
 	networks listers.ExternalNetworkLister
 	podInf   cache.SharedIndexInformer
 	attInf   cache.SharedIndexInformer
+	nicInf   cache.SharedIndexInformer
 	loop     *workloop.Loop
 	synced   []cache.InformerSynced
 	reported *problemMemory
+	// assigned and book keep one ElasticIP to one Pod and one address to one Pod's
+	// annotations across concurrent workers (contention.go, addressbook.go).
+	assigned *assignments
+	book     *addressBook
 }
 
 // NewController registers the indexes and event handlers; it starts nothing.
@@ -105,21 +110,28 @@ func NewController(kube kubernetes.Interface, client versioned.Interface, inf In
 		kube: kube, client: client, recorder: recorder, clock: opts.Clock, stateful: opts.StatefulKinds,
 		pods: inf.Pods.Lister(), eips: inf.ElasticIPs.Lister(), atts: inf.Attachments.Lister(),
 		nics: inf.NetworkInterfaces.Lister(), networks: inf.Networks.Lister(),
-		podInf: inf.Pods.Informer(), attInf: inf.Attachments.Informer(),
+		podInf: inf.Pods.Informer(), attInf: inf.Attachments.Informer(), nicInf: inf.NetworkInterfaces.Informer(),
 		reported: &problemMemory{seen: map[string]map[string]bool{}},
+		assigned: newAssignments(), book: newAddressBook(),
 	}
 	c.loop = workloop.New(ControllerName, c.sync, workloop.Config{Errors: opts.Errors, Metrics: opts.QueueMetrics})
 	if err := indexes.Add(c.attInf, indexes.AttachmentByElasticIP); err != nil {
 		return nil, err
 	}
+	if err := indexes.Add(c.nicInf, indexes.NICByElasticIP); err != nil {
+		return nil, err
+	}
 	if err := addPodIndex(c.podInf); err != nil {
+		return nil, err
+	}
+	if err := addAddressIndex(c.podInf); err != nil {
 		return nil, err
 	}
 	synced, err := workloop.Register([]workloop.Watch{
 		{Informer: c.podInf, Handler: c.loop.Handler()},
 		{Informer: inf.ElasticIPs.Informer(), Handler: workloop.Funcs(c.onElasticIP)},
 		{Informer: c.attInf, Handler: workloop.Funcs(c.onAttachment)},
-		{Informer: inf.NetworkInterfaces.Informer(), Handler: workloop.Funcs(c.onNIC)},
+		{Informer: c.nicInf, Handler: workloop.Funcs(c.onNIC)},
 		{Informer: inf.Networks.Informer(), Handler: workloop.Funcs(c.onNetwork)},
 	})
 	if err != nil {
@@ -167,12 +179,16 @@ func (c *Controller) onElasticIP(obj any) {
 func (c *Controller) onAttachment(obj any) {
 	if a, ok := obj.(*v1alpha1.ElasticIPAttachment); ok {
 		c.addKeys(attachmentKeys(a))
+		c.addKeys(c.podsNaming(a.Namespace, a.Spec.ElasticIPRef.Name))
 	}
 }
 
 func (c *Controller) onNIC(obj any) {
 	if nic, ok := obj.(*v1alpha1.NetworkInterface); ok {
 		c.addKeys(nicKeys(nic))
+		if nic.Spec.ElasticIP != "" {
+			c.addKeys(c.podsNaming(nic.Namespace, nic.Spec.ElasticIP))
+		}
 	}
 }
 
@@ -187,12 +203,17 @@ func (c *Controller) addKeys(keys []string) {
 // elasticIPKeys: the Pod the ElasticIP is named after, and the Pods naming it in
 // pod-eip-name.
 func (c *Controller) elasticIPKeys(eip *v1alpha1.ElasticIP) []string {
-	key := indexes.Key(eip.Namespace, eip.Name)
-	keys := []string{key}
-	pods, err := indexes.ByIndex[*corev1.Pod](c.podInf, PodByElasticIPName, key)
+	return append([]string{indexes.Key(eip.Namespace, eip.Name)}, c.podsNaming(eip.Namespace, eip.Name)...)
+}
+
+// podsNaming: the Pods naming the ElasticIP in pod-eip-name, which wait for it while
+// another user has it and take it over when that use ends.
+func (c *Controller) podsNaming(namespace, eip string) []string {
+	pods, err := indexes.ByIndex[*corev1.Pod](c.podInf, PodByElasticIPName, indexes.Key(namespace, eip))
 	if err != nil {
-		return keys
+		return nil
 	}
+	keys := make([]string, 0, len(pods))
 	for _, pod := range pods {
 		keys = append(keys, indexes.Key(pod.Namespace, pod.Name))
 	}

@@ -116,11 +116,24 @@ func goneSince(v string) func(*v1alpha1.ElasticIP) {
 
 func eipDeleting(e *v1alpha1.ElasticIP) { e.DeletionTimestamp = &metav1.Time{Time: t0} }
 
+// heldBy records the attachment as the ElasticIP's user, as the ElasticIP controller does.
+func heldBy(a *v1alpha1.ElasticIPAttachment) func(*v1alpha1.ElasticIP) {
+	return func(e *v1alpha1.ElasticIP) {
+		e.Status.Attachment = &v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindElasticIPAttachment, Name: a.Name, UID: a.UID}
+	}
+}
+
+// younger makes an attachment a minute younger than one made at t0.
+func younger(a *v1alpha1.ElasticIPAttachment) *v1alpha1.ElasticIPAttachment {
+	a.CreationTimestamp = metav1.NewTime(t0.Add(time.Minute))
+	return a
+}
+
 // ownAttachment is the attachment the controller makes for pod.
 func ownAttachment(pod *corev1.Pod, eip string) *v1alpha1.ElasticIPAttachment {
 	return &v1alpha1.ElasticIPAttachment{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: pod.Name, Namespace: testNS, UID: types.UID("att-uid-" + pod.Name),
+			Name: pod.Name, Namespace: testNS, UID: types.UID("att-uid-" + pod.Name), CreationTimestamp: metav1.NewTime(t0),
 			Labels:          map[string]string{v1alpha1.LabelPod: pod.Name},
 			OwnerReferences: []metav1.OwnerReference{podOwnerRef(pod)},
 		},

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
+	"github.com/loutres/juneau/pkg/apis/juneau/holder"
 	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
@@ -20,6 +21,9 @@ type inputs struct {
 	// Pod is nil when it is gone.
 	Pod   *corev1.Pod
 	State podState
+	// Problem is what classify found wrong with the Pod (host network, unreadable
+	// annotations); nil normally.
+	Problem *problem
 	// Auto is the Pod's request; meaningful when State is podActive.
 	Auto     annotations.AutoEIP
 	Stateful bool
@@ -34,6 +38,13 @@ type inputs struct {
 	// Blockers are the other active attachments of OwnEIP: they keep it from being
 	// deleted (the webhook refuses).
 	Blockers []string
+	// Others describe who else uses the ElasticIP the Pod wants (holder.InUse wording),
+	// read when the Pod is active and has no attachment of its own for it yet: the
+	// controller gives an ElasticIP to one Pod only (contention.go).
+	Others []string
+	// Yield says another, older ElasticIPAttachment uses the ElasticIP the Pod's own
+	// attachment names (the two raced): the Pod's own gives way.
+	Yield bool
 	// Networks are the ExternalNetworks; read only when an ElasticIP is to be created.
 	Networks []*v1alpha1.ExternalNetwork
 	Now      time.Time
@@ -48,6 +59,9 @@ type plan struct {
 	DeleteAttachment *v1alpha1.ElasticIPAttachment
 	// Annotations patches the Pod: the allocated-eip-* values, nil to remove one.
 	Annotations map[string]*string
+	// Condition is the PodConditionElasticIPAssigned the Pod should have (status, reason
+	// and message); nil leaves it as it is.
+	Condition *corev1.PodCondition
 	// ReleaseStrategy is the strategy applied to a released or kept ElasticIP, for Events.
 	ReleaseStrategy string
 	// RequeueAfter is when a delayed release falls due.
@@ -65,6 +79,7 @@ type plan struct {
 func planPod(in inputs) plan {
 	var p plan
 	if in.State == podHolding {
+		p.Condition = holdingCondition(in)
 		return p
 	}
 	target, usable := in.Name, p.planOwnEIP(in)
@@ -72,7 +87,9 @@ func planPod(in inputs) plan {
 		target, usable = in.Auto.ElasticIPName, p.namedUsable(in)
 	}
 	p.planAttachment(in, target, usable)
-	p.planAnnotations(in, usable)
+	held := holding(in, usable)
+	p.planAnnotations(in, held)
+	p.Condition = p.condition(in, target, usable, held)
 	return p
 }
 
@@ -228,11 +245,18 @@ func (p *plan) planAttachment(in inputs, target string, eip *v1alpha1.ElasticIP)
 		case !active, ownedByEarlierPod(a, in.Pod), a.Spec.ElasticIPRef.Name != target,
 			a.Spec.TargetRef.NetworkInterfaceName != nicName:
 			p.DeleteAttachment = a
+		case in.Yield:
+			p.DeleteAttachment = a
+			p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: v1alpha1.ReasonElasticIPInUse, Message: inUseMessage(in, target, in.Others)})
 		}
 		return
 	}
 	nic := in.NIC
 	if !active || eip == nil || nic == nil || nic.DeletionTimestamp != nil || nic.Spec.PodRef.UID != string(in.Pod.UID) {
+		return
+	}
+	if len(in.Others) > 0 {
+		p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: v1alpha1.ReasonElasticIPInUse, Message: inUseMessage(in, target, in.Others)})
 		return
 	}
 	p.CreateAttachment = &v1alpha1.ElasticIPAttachment{
@@ -248,39 +272,42 @@ func (p *plan) planAttachment(in inputs, target string, eip *v1alpha1.ElasticIP)
 	}
 }
 
-// planAnnotations writes back what the Pod got once its ElasticIP has an address, and
-// removes it from a running Pod that no longer asks for one. A Pod that asked with the
-// managed-cloud keys also gets that service's names of the same facts
-// (docs/reference.md#automatic): the ElasticIP's name and address, and the name of the
-// NetworkInterface it is attached to, once that NIC of this Pod exists.
-func (p *plan) planAnnotations(in inputs, eip *v1alpha1.ElasticIP) {
-	if in.Pod == nil {
+// inUseMessage tells a Pod whose ElasticIP another user has why it waits and what to do.
+func inUseMessage(in inputs, target string, others []string) string {
+	return holder.InUse(target, others) + fmt.Sprintf(
+		": an ElasticIP serves one Pod at a time, so this Pod waits and takes it over once that use ends; to have an address now, name another ElasticIP in %s",
+		annotations.AutoPath(in.Pod.Annotations, in.Auto))
+}
+
+// holding says the Pod holds its ElasticIP: the ElasticIP's recorded user is the Pod's
+// own attachment (by UID), made for this very Pod and translating to its eth0. Only then
+// are its name and address the Pod's own to be told (planAnnotations).
+func holding(in inputs, eip *v1alpha1.ElasticIP) bool {
+	a := in.Attachment
+	if in.State != podActive || eip == nil || eip.DeletionTimestamp != nil || eip.Status.Address == "" || a == nil ||
+		!isOwnAttachment(a, in.Name) || ownedByEarlierPod(a, in.Pod) || a.DeletionTimestamp != nil ||
+		a.Spec.ElasticIPRef.Name != eip.Name || a.Spec.TargetRef.NetworkInterfaceName != v1alpha1.NetworkInterfaceName(in.Name, v1alpha1.DefaultInterface) {
+		return false
+	}
+	return holder.Is(eip.Status.Attachment, holder.Ref(v1alpha1.AttachmentKindElasticIPAttachment, a.Name, a.UID))
+}
+
+// planAnnotations writes back what the Pod holds (holding): the name and address of its
+// ElasticIP, and for a Pod that asked with the managed-cloud keys also that service's
+// names of the same facts (docs/reference.md#automatic), the NetworkInterface's name
+// included. A Pod that does not hold an ElasticIP carries none of these: they are
+// removed when it never got the ElasticIP it names (another Pod uses it), when its
+// ElasticIP was released, deleted or moved on, when it finished, and when it stops
+// asking. A terminating Pod keeps what it has until it is gone (it still holds its
+// address then), and so does one whose annotations cannot be read. Whoever else carries
+// an address the controller writes loses it first (addressBook), so no two Pods carry
+// one address.
+func (p *plan) planAnnotations(in inputs, held bool) {
+	if in.Pod == nil || in.State == podHolding {
 		return
 	}
 	have := in.Pod.Annotations
-	switch {
-	case in.State == podActive && eip != nil && eip.Status.Address != "":
-		want := map[string]string{
-			v1alpha1.AnnotationAllocatedEIPName: eip.Name,
-			v1alpha1.AnnotationAllocatedEIPAddr: eip.Status.Address,
-		}
-		if annotations.UsesManagedCloudKeys(have) {
-			want[v1alpha1.AliasAllocatedEIPID] = eip.Name
-			want[v1alpha1.AliasAllocatedEIPAddress] = eip.Status.Address
-			if nic := in.NIC; nic != nil && nic.Spec.PodRef.UID == string(in.Pod.UID) {
-				want[v1alpha1.AliasAllocatedENIID] = nic.Name
-			}
-		}
-		for k, v := range want {
-			if got, ok := have[k]; !ok || got != v {
-				p.Annotations = map[string]*string{}
-				for k, v := range want {
-					p.Annotations[k] = &v
-				}
-				return
-			}
-		}
-	case in.State == podNotAsking:
+	if !held {
 		for _, k := range allocatedKeys {
 			if _, ok := have[k]; ok {
 				p.Annotations = map[string]*string{}
@@ -290,7 +317,53 @@ func (p *plan) planAnnotations(in inputs, eip *v1alpha1.ElasticIP) {
 				return
 			}
 		}
+		return
 	}
+	eip := in.target()
+	want := map[string]string{
+		v1alpha1.AnnotationAllocatedEIPName: eip.Name,
+		v1alpha1.AnnotationAllocatedEIPAddr: eip.Status.Address,
+	}
+	if annotations.UsesManagedCloudKeys(have) {
+		want[v1alpha1.AliasAllocatedEIPID] = eip.Name
+		want[v1alpha1.AliasAllocatedEIPAddress] = eip.Status.Address
+		want[v1alpha1.AliasAllocatedENIID] = v1alpha1.NetworkInterfaceName(in.Name, v1alpha1.DefaultInterface)
+	}
+	stale := false
+	for _, k := range allocatedKeys {
+		v, wanted := want[k]
+		if got, ok := have[k]; ok != wanted || got != v {
+			stale = true
+		}
+	}
+	if !stale {
+		return
+	}
+	p.Annotations = map[string]*string{}
+	for _, k := range allocatedKeys {
+		if v, ok := want[k]; ok {
+			p.Annotations[k] = &v
+		} else {
+			p.Annotations[k] = nil
+		}
+	}
+}
+
+// targetName is the name of the ElasticIP the active Pod wants: the one it names, or
+// its own (named after it).
+func (in inputs) targetName() string {
+	if in.Auto.ElasticIPName != "" {
+		return in.Auto.ElasticIPName
+	}
+	return in.Name
+}
+
+// target is the ElasticIP the active Pod uses: the one it names, or its own.
+func (in inputs) target() *v1alpha1.ElasticIP {
+	if in.Auto.ElasticIPName != "" {
+		return in.NamedEIP
+	}
+	return in.OwnEIP
 }
 
 // allocatedKeys are the annotations the controller writes back on a Pod.

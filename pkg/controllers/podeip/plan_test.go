@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/holder"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -33,7 +34,7 @@ func (w world) inputs(now time.Time) inputs {
 		name = w.pod.Name
 	}
 	in := inputs{Namespace: testNS, Name: name, Pod: w.pod, Now: now, Networks: w.networks}
-	in.State, in.Auto, _ = classify(w.pod)
+	in.State, in.Auto, in.Problem = classify(w.pod)
 	in.Stateful = isStateful(w.pod, w.kinds)
 	find := func(n string) *v1alpha1.ElasticIP {
 		if i := slices.IndexFunc(w.eips, func(e *v1alpha1.ElasticIP) bool { return e.Name == n }); i >= 0 {
@@ -56,6 +57,30 @@ func (w world) inputs(now time.Time) inputs {
 	for _, n := range w.nics {
 		if w.pod != nil && n.Name == name+".eth0" {
 			in.NIC = n
+		}
+	}
+	if in.State == podActive {
+		target := in.targetName()
+		var targetAtts []*v1alpha1.ElasticIPAttachment
+		for _, a := range w.atts {
+			if a.Spec.ElasticIPRef.Name == target {
+				targetAtts = append(targetAtts, a)
+			}
+		}
+		if a := in.Attachment; a != nil && isOwnAttachment(a, name) && a.DeletionTimestamp == nil && a.Spec.ElasticIPRef.Name == target && !ownedByEarlierPod(a, w.pod) {
+			in.Yield = in.Auto.ElasticIPName != "" && olderAttachment(a, targetAtts)
+		}
+		if in.Yield || in.Attachment == nil || !isOwnAttachment(in.Attachment, name) || in.Attachment.Spec.ElasticIPRef.Name != target || ownedByEarlierPod(in.Attachment, w.pod) {
+			for _, a := range targetAtts {
+				if a.DeletionTimestamp == nil && !isOwnAttachment(a, name) {
+					in.Others = append(in.Others, holder.AttachmentUser(a, holder.PodOf(a)))
+				}
+			}
+			for _, n := range w.nics {
+				if n.Spec.ElasticIP == target {
+					in.Others = append(in.Others, holder.DirectUser(n))
+				}
+			}
 		}
 	}
 	return in
@@ -110,24 +135,26 @@ func TestPlanPod(t *testing.T) {
 		{name: "ElasticIP and NIC there: attach", w: world{pod: web, eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}, nics: []*v1alpha1.NetworkInterface{nicOf(web)}},
 			want: []string{"create attachment web eip=web nic=web.eth0 label=web owner=uid-web"}},
 		{name: "NIC of an earlier Pod: wait", w: world{pod: web2, eips: []*v1alpha1.ElasticIP{ownEIP(web2, "Follow")}, nics: []*v1alpha1.NetworkInterface{nicOf(web)}}},
-		{name: "address: write back", w: world{pod: web, eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow", address("10.225.51.5"))},
+		{name: "held: write back", w: world{pod: web, eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow", address("10.225.51.5"), heldBy(ownAttachment(web, "web")))},
 			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}, nics: []*v1alpha1.NetworkInterface{nicOf(web)}},
 			want: []string{"annotate web 10.225.51.5"}},
-		{name: "managed-cloud keys: their names written back too, the NIC's once it exists", w: world{pod: webAlias,
-			eips: []*v1alpha1.ElasticIP{ownEIP(webAlias, "Follow", address("10.225.51.5"), bandwidth(5))}},
-			want: []string{"annotate managed-cloud web 10.225.51.5 -", "annotate web 10.225.51.5"}},
-		{name: "managed-cloud keys with the NIC", w: world{pod: webAlias,
-			eips: []*v1alpha1.ElasticIP{ownEIP(webAlias, "Follow", address("10.225.51.5"), bandwidth(5))},
+		{name: "an address, but the attachment not picked yet: nothing written back", w: world{pod: web,
+			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow", address("10.225.51.5"))},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}, nics: []*v1alpha1.NetworkInterface{nicOf(web)}}},
+		{name: "an address, no attachment yet: nothing written back", w: world{pod: webAlias,
+			eips: []*v1alpha1.ElasticIP{ownEIP(webAlias, "Follow", address("10.225.51.5"), bandwidth(5))}}},
+		{name: "managed-cloud keys: their names written back too", w: world{pod: webAlias,
+			eips: []*v1alpha1.ElasticIP{ownEIP(webAlias, "Follow", address("10.225.51.5"), bandwidth(5), heldBy(ownAttachment(webAlias, "web")))},
 			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(webAlias, "web")}, nics: []*v1alpha1.NetworkInterface{nicOf(webAlias)}},
 			want: []string{"annotate managed-cloud web 10.225.51.5 web.eth0", "annotate web 10.225.51.5"}},
 		{name: "managed-cloud keys written back already: nothing", w: world{
 			pod: newPod("web", auto(v1alpha1.AliasPodWithEIP, "true", v1alpha1.AliasEIPBandwidth, "5",
 				v1alpha1.AnnotationAllocatedEIPName, "web", v1alpha1.AnnotationAllocatedEIPAddr, "10.225.51.5",
 				v1alpha1.AliasAllocatedEIPID, "web", v1alpha1.AliasAllocatedEIPAddress, "10.225.51.5", v1alpha1.AliasAllocatedENIID, "web.eth0")),
-			eips: []*v1alpha1.ElasticIP{ownEIP(webAlias, "Follow", address("10.225.51.5"), bandwidth(5))},
+			eips: []*v1alpha1.ElasticIP{ownEIP(webAlias, "Follow", address("10.225.51.5"), bandwidth(5), heldBy(ownAttachment(webAlias, "web")))},
 			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(webAlias, "web")}, nics: []*v1alpha1.NetworkInterface{nicOf(webAlias)}}},
 		{name: "managed-cloud instance id: the named ElasticIP's names", w: world{pod: namedAlias,
-			eips: []*v1alpha1.ElasticIP{userEIP("shared", address("10.225.51.9"))},
+			eips: []*v1alpha1.ElasticIP{userEIP("shared", address("10.225.51.9"), heldBy(ownAttachment(namedAlias, "shared")))},
 			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(namedAlias, "shared")}, nics: []*v1alpha1.NetworkInterface{nicOf(namedAlias)}},
 			want: []string{"annotate managed-cloud shared 10.225.51.9 app.eth0", "annotate shared 10.225.51.9"}},
 		{name: "no longer asking: every written-back key removed", w: world{
@@ -135,13 +162,18 @@ func TestPlanPod(t *testing.T) {
 			want: []string{"remove 5 annotations"}},
 		{name: "written back already: nothing", w: world{
 			pod:  newPod("web", withEIP("ext-net", v1alpha1.AnnotationAllocatedEIPName, "web", v1alpha1.AnnotationAllocatedEIPAddr, "10.225.51.5")),
-			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow", address("10.225.51.5"))},
+			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow", address("10.225.51.5"), heldBy(ownAttachment(web, "web")))},
 			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}, nics: []*v1alpha1.NetworkInterface{nicOf(web)}}},
+		{name: "written back, the ElasticIP moved on to another user: removed", w: world{
+			pod:  newPod("web", withEIP("ext-net", v1alpha1.AnnotationAllocatedEIPName, "web", v1alpha1.AnnotationAllocatedEIPAddr, "10.225.51.5")),
+			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow", address("10.225.51.5"), heldBy(userAttachment("mine", "web", "x.eth0")))},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web"), userAttachment("mine", "web", "x.eth0")}, nics: []*v1alpha1.NetworkInterface{nicOf(web)}},
+			want: []string{"remove 5 annotations"}},
 		{name: "bandwidth changed: update", w: world{pod: webBW, eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}},
 			want: []string{"update eip web label=web strategy=Follow owner=uid-web bw=50"}},
 		{name: "bandwidth set on the ElasticIP, no annotation: it stands", w: world{
 			pod:  newPod("web", withEIP("ext-net", v1alpha1.AnnotationAllocatedEIPName, "web", v1alpha1.AnnotationAllocatedEIPAddr, "10.225.51.5")),
-			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow", address("10.225.51.5"), bandwidth(5))},
+			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow", address("10.225.51.5"), bandwidth(5), heldBy(ownAttachment(web, "web")))},
 			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}, nics: []*v1alpha1.NetworkInterface{nicOf(web)}}},
 		{name: "strategy changed to Never: owner dropped", w: world{pod: webNever, eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}},
 			want: []string{"update eip web label=web strategy=Never owner=-"}},
@@ -178,6 +210,15 @@ func TestPlanPod(t *testing.T) {
 		{name: "finished: detach and release", w: world{pod: newPod("web", withEIP("ext-net"), phase(corev1.PodSucceeded)),
 			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}, atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}},
 			want: []string{"delete attachment web"}},
+		{name: "finished: its address annotations go too", w: world{pod: newPod("web",
+			withEIP("ext-net", v1alpha1.AnnotationAllocatedEIPName, "web", v1alpha1.AnnotationAllocatedEIPAddr, "10.225.51.5"), phase(corev1.PodSucceeded)),
+			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow", address("10.225.51.5"), heldBy(ownAttachment(web, "web")))},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}},
+			want: []string{"delete attachment web", "remove 5 annotations"}},
+		{name: "terminating: address annotations kept while it holds the address", w: world{pod: newPod("web",
+			withEIP("ext-net", v1alpha1.AnnotationAllocatedEIPName, "web", v1alpha1.AnnotationAllocatedEIPAddr, "10.225.51.5"), terminating),
+			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow", address("10.225.51.5"), heldBy(ownAttachment(web, "web")))},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}}},
 		{name: "failed, no attachment: release", w: world{pod: newPod("web", withEIP("ext-net"), phase(corev1.PodFailed)),
 			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}}, want: []string{"delete eip web"}},
 		{name: "stops asking: detach, release, unannotate", w: world{
@@ -196,7 +237,7 @@ func TestPlanPod(t *testing.T) {
 		{name: "Pod created directly, back under its name: its ElasticIP again", w: world{pod: newPod("web", withEIP("ext-net"), ownerless, withUID("uid-web-2")),
 			eips: []*v1alpha1.ElasticIP{ownEIP(newPod("web", nil, ownerless), "10m0s", goneSince(mark), address("10.225.51.5"))},
 			nics: []*v1alpha1.NetworkInterface{nicOf(newPod("web", nil, withUID("uid-web-2")))}},
-			want: []string{"annotate web 10.225.51.5", "create attachment web eip=web nic=web.eth0 label=web owner=uid-web-2",
+			want: []string{"create attachment web eip=web nic=web.eth0 label=web owner=uid-web-2",
 				"update eip web label=web strategy=10m0s owner=-"}},
 		{name: "StatefulSet Pod back: mark cleared, attached again", w: world{pod: newPod("db-0", withEIP("ext-net"), ownedBy("apps/v1", "StatefulSet"), withUID("uid-db-0-2")),
 			eips: []*v1alpha1.ElasticIP{ownEIP(sts, "10m0s", goneSince(mark))},
@@ -212,9 +253,43 @@ func TestPlanPod(t *testing.T) {
 			want: []string{"delete eip web"}},
 
 		// pod-eip-name.
-		{name: "named ElasticIP: attach it and write back", w: world{pod: named, eips: []*v1alpha1.ElasticIP{userEIP("shared", address("10.225.51.9"))},
+		{name: "named ElasticIP: attach it (written back once it picks the attachment)", w: world{pod: named, eips: []*v1alpha1.ElasticIP{userEIP("shared", address("10.225.51.9"))},
 			nics: []*v1alpha1.NetworkInterface{nicOf(named)}},
-			want: []string{"annotate shared 10.225.51.9", "create attachment app eip=shared nic=app.eth0 label=app owner=uid-app"}},
+			want: []string{"create attachment app eip=shared nic=app.eth0 label=app owner=uid-app"}},
+		{name: "named ElasticIP attached to another Pod: wait, told why", w: world{pod: named,
+			eips: []*v1alpha1.ElasticIP{userEIP("shared", address("10.225.51.9"), heldBy(ownAttachment(newPod("nginx", nil), "shared")))},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(newPod("nginx", nil), "shared")}, nics: []*v1alpha1.NetworkInterface{nicOf(named)}},
+			want: []string{"problem " + v1alpha1.ReasonElasticIPInUse}},
+		{name: "named ElasticIP attached by a user's attachment: wait", w: world{pod: named,
+			eips: []*v1alpha1.ElasticIP{userEIP("shared", address("10.225.51.9"))},
+			atts: []*v1alpha1.ElasticIPAttachment{userAttachment("shared-attach", "shared", "nginx.eth0")}, nics: []*v1alpha1.NetworkInterface{nicOf(named)}},
+			want: []string{"problem " + v1alpha1.ReasonElasticIPInUse}},
+		{name: "named ElasticIP used directly by another Pod: wait", w: world{pod: named,
+			eips: []*v1alpha1.ElasticIP{userEIP("shared", address("10.225.51.9"))},
+			nics: []*v1alpha1.NetworkInterface{nicOf(named), func() *v1alpha1.NetworkInterface {
+				n := nicOf(newPod("direct", nil))
+				n.Spec.ElasticIP = "shared"
+				return n
+			}()}},
+			want: []string{"problem " + v1alpha1.ReasonElasticIPInUse}},
+		{name: "named ElasticIP used by another Pod, address annotations of it written earlier: removed", w: world{
+			pod:  newPod("app", auto(v1alpha1.AnnotationPodEIPName, "shared", v1alpha1.AnnotationAllocatedEIPName, "shared", v1alpha1.AnnotationAllocatedEIPAddr, "10.225.51.9")),
+			eips: []*v1alpha1.ElasticIP{userEIP("shared", address("10.225.51.9"), heldBy(ownAttachment(newPod("nginx", nil), "shared")))},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(newPod("nginx", nil), "shared")}, nics: []*v1alpha1.NetworkInterface{nicOf(named)}},
+			want: []string{"problem " + v1alpha1.ReasonElasticIPInUse, "remove 5 annotations"}},
+		{name: "two attachments of a named ElasticIP: the younger gives way", w: world{pod: named,
+			eips: []*v1alpha1.ElasticIP{userEIP("shared", address("10.225.51.9"))},
+			atts: []*v1alpha1.ElasticIPAttachment{younger(ownAttachment(named, "shared")), ownAttachment(newPod("nginx", nil), "shared")},
+			nics: []*v1alpha1.NetworkInterface{nicOf(named)}},
+			want: []string{"delete attachment app", "problem " + v1alpha1.ReasonElasticIPInUse}},
+		{name: "two attachments of a named ElasticIP: the older stays", w: world{pod: named,
+			eips: []*v1alpha1.ElasticIP{userEIP("shared", address("10.225.51.9"))},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(named, "shared"), younger(ownAttachment(newPod("nginx", nil), "shared"))},
+			nics: []*v1alpha1.NetworkInterface{nicOf(named)}}},
+		{name: "named ElasticIP deleted: its address annotations go", w: world{
+			pod:  newPod("app", auto(v1alpha1.AnnotationPodEIPName, "shared", v1alpha1.AnnotationAllocatedEIPName, "shared", v1alpha1.AnnotationAllocatedEIPAddr, "10.225.51.9")),
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(named, "shared")}, nics: []*v1alpha1.NetworkInterface{nicOf(named)}},
+			want: []string{"problem " + v1alpha1.EventElasticIPNotFound, "remove 5 annotations"}},
 		{name: "named ElasticIP by alias", w: world{pod: namedAlias, eips: []*v1alpha1.ElasticIP{userEIP("shared")}, nics: []*v1alpha1.NetworkInterface{nicOf(named)}},
 			want: []string{"create attachment app eip=shared nic=app.eth0 label=app owner=uid-app"}},
 		{name: "named ElasticIP missing", w: world{pod: named, nics: []*v1alpha1.NetworkInterface{nicOf(named)}},

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -144,7 +145,11 @@ func (f *fixture) writes() []string {
 		case "get", "list", "watch":
 			continue
 		}
-		out = append(out, a.GetVerb()+" "+a.GetResource().Resource)
+		w := a.GetVerb() + " " + a.GetResource().Resource
+		if sub := a.GetSubresource(); sub != "" {
+			w += "/" + sub
+		}
+		out = append(out, w)
 	}
 	return out
 }
@@ -195,6 +200,35 @@ func (f *fixture) eip(name string) *v1alpha1.ElasticIP {
 	return e
 }
 
+// pick records the attachment as the ElasticIP's user, as the ElasticIP controller would,
+// and refreshes the caches.
+func (f *fixture) pick(eipName, attachment string) {
+	f.t.Helper()
+	a, err := f.client.JuneauV1alpha1().ElasticIPAttachments(testNS).Get(f.ctx, attachment, metav1.GetOptions{})
+	f.check(err)
+	if a.UID == "" { // the fake API server assigns none
+		a.UID = types.UID("att-uid-" + attachment)
+		a, err = f.client.JuneauV1alpha1().ElasticIPAttachments(testNS).Update(f.ctx, a, metav1.UpdateOptions{})
+		f.check(err)
+	}
+	eip := f.eip(eipName)
+	heldBy(a)(eip)
+	_, err = f.client.JuneauV1alpha1().ElasticIPs(testNS).UpdateStatus(f.ctx, eip, metav1.UpdateOptions{})
+	f.check(err)
+	f.refresh()
+}
+
+// expectCondition checks the Pod's juneau.loutres.me/elastic-ip-assigned condition.
+func (f *fixture) expectCondition(pod string, status corev1.ConditionStatus, reason, message string) {
+	f.t.Helper()
+	p, err := f.kube.CoreV1().Pods(testNS).Get(f.ctx, pod, metav1.GetOptions{})
+	f.check(err)
+	c := findPodCondition(p, v1alpha1.PodConditionElasticIPAssigned)
+	if c == nil || c.Status != status || c.Reason != reason || !strings.Contains(c.Message, message) {
+		f.t.Errorf("condition %s of Pod %s = %+v, want %s/%s with %q", v1alpha1.PodConditionElasticIPAssigned, pod, c, status, reason, message)
+	}
+}
+
 func (f *fixture) createNIC(pod *corev1.Pod) {
 	_, err := f.client.JuneauV1alpha1().NetworkInterfaces(testNS).Create(f.ctx, nicOf(pod), metav1.CreateOptions{})
 	f.check(err)
@@ -230,9 +264,13 @@ func TestSyncFollowLifecycle(t *testing.T) {
 	f.check(err)
 	f.refresh()
 	f.sync(key)
-	f.expectWrites("patch pods")
+	f.expectWrites() // an address, but the ElasticIP has not picked the attachment yet
+	f.pick("web", "web")
+	f.sync(key)
+	f.expectWrites("patch pods", "patch pods/status")
 	f.expectEvents("Normal " + v1alpha1.EventAllocated)
-	patch := string(f.kube.Actions()[len(f.kube.Actions())-1].(clienttesting.PatchAction).GetPatch())
+	f.expectCondition("web", corev1.ConditionTrue, v1alpha1.ReasonAssigned, `ElasticIP "web" (10.225.51.5) is attached to this Pod by NAT through ElasticIPAttachment "web"`)
+	patch := string(f.kube.Actions()[len(f.kube.Actions())-2].(clienttesting.PatchAction).GetPatch())
 	if !strings.Contains(patch, `"uid":"uid-web"`) {
 		t.Errorf("patch %s is not guarded by the Pod's UID", patch)
 	}
@@ -311,8 +349,8 @@ func TestSyncStatefulPodComesBack(t *testing.T) {
 	key := testNS + "/db-0"
 
 	f.sync(key)
-	f.expectWrites("delete elasticipattachments", "patch elasticips", "patch pods")
-	f.expectEvents("Normal "+v1alpha1.EventAttachmentDeleted, "Normal "+v1alpha1.EventReleaseCancelled, "Normal "+v1alpha1.EventAllocated)
+	f.expectWrites("delete elasticipattachments", "patch elasticips")
+	f.expectEvents("Normal "+v1alpha1.EventAttachmentDeleted, "Normal "+v1alpha1.EventReleaseCancelled)
 	eip := f.eip("db-0")
 	if _, ok := eip.Annotations[v1alpha1.AnnotationPodGoneSince]; ok || eip.Annotations[v1alpha1.AnnotationReleaseStrategy] != "10m0s" {
 		t.Errorf("annotations = %v", eip.Annotations)
@@ -325,6 +363,12 @@ func TestSyncStatefulPodComesBack(t *testing.T) {
 	if owner(a.OwnerReferences) != "uid-db-0-2" || a.Spec.ElasticIPRef.Name != "db-0" {
 		t.Errorf("attachment = %+v", a)
 	}
+	f.expectEvents("Normal " + v1alpha1.EventAttachmentCreated)
+	f.refresh()
+	f.pick("db-0", "db-0")
+	f.sync(key)
+	f.expectWrites("patch pods", "patch pods/status")
+	f.expectEvents("Normal " + v1alpha1.EventAllocated)
 }
 
 // TestSyncNeverTakesOver: a user's ElasticIP of the wanted name is reported once and
@@ -336,24 +380,30 @@ func TestSyncNeverTakesOver(t *testing.T) {
 	key := testNS + "/web"
 
 	f.sync(key)
-	f.expectWrites()
+	f.expectWrites("patch pods/status")
 	evs := f.expectEvents("Warning " + v1alpha1.EventElasticIPNameTaken)
 	if len(evs) == 1 && !strings.Contains(evs[0], `ElasticIP "web"`) {
 		t.Errorf("event %q", evs[0])
 	}
+	f.expectCondition("web", corev1.ConditionFalse, v1alpha1.EventElasticIPNameTaken, `ElasticIP "web" exists and was not made for this Pod`)
+	f.refresh()
 	f.sync(key)
+	f.expectWrites()
 	f.expectEvents() // reported once
 
 	f.check(f.client.JuneauV1alpha1().ElasticIPs(testNS).Delete(f.ctx, "web", metav1.DeleteOptions{}))
 	f.refresh()
 	f.sync(key)
-	f.expectWrites("create elasticips")
+	f.expectWrites("create elasticips", "patch pods/status") // the condition follows: being created
 	if got, _ := f.kube.CoreV1().Pods(testNS).Get(f.ctx, "web", metav1.GetOptions{}); got.Annotations[v1alpha1.AnnotationAllocatedEIPAddr] != "" {
 		t.Error("the user's address was written back")
 	}
 }
 
-// TestSyncFailureEvent: a refused write is a Warning Event once, and a retry.
+// TestSyncFailureEvent: a write the API server refuses for good (the webhook's denial)
+// is not retried with back-off: a Warning Event once and the Pod's condition say so
+// and what to fix, and the key is looked at again after a minute. A write that failed
+// for a passing reason is retried, and its Event says so.
 func TestSyncFailureEvent(t *testing.T) {
 	pod := newPod("web", withEIP("ext-net"))
 	f := newFixture(t, nil, pod, network("ext-net", false))
@@ -361,13 +411,27 @@ func TestSyncFailureEvent(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(v1alpha1.Resource("elasticips"), "web", errString("denied by the webhook"))
 	})
 	for range 2 {
-		if _, err := f.c.reconcile(f.ctx, testNS+"/web"); err == nil {
-			t.Error("no error: the key would not be retried")
+		if after, err := f.c.reconcile(f.ctx, testNS+"/web"); err != nil || after != time.Minute {
+			t.Errorf("reconcile: after %v, error %v; want a look again in a minute and no retry", after, err)
 		}
+		f.refresh()
 	}
-	evs := f.expectEvents("Warning " + v1alpha1.EventFailedCreate)
-	if len(evs) == 1 && !strings.Contains(evs[0], "denied by the webhook") {
+	evs := f.expectEvents("Warning " + v1alpha1.ReasonWriteRefused)
+	if len(evs) == 1 && (!strings.Contains(evs[0], "denied by the webhook") || !strings.Contains(evs[0], "not retried")) {
 		t.Errorf("event %q", evs[0])
+	}
+	f.expectCondition("web", corev1.ConditionFalse, v1alpha1.ReasonWriteRefused, `Creating ElasticIP "web" was refused by the API server`)
+
+	f = newFixture(t, nil, pod, network("ext-net", false))
+	f.client.PrependReactor("create", "elasticips", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("etcd is slow")
+	})
+	if _, err := f.c.reconcile(f.ctx, testNS+"/web"); err == nil {
+		t.Error("no error: a passing failure would not be retried")
+	}
+	evs = f.expectEvents("Warning " + v1alpha1.EventFailedCreate)
+	if len(evs) == 1 && !strings.Contains(evs[0], "it is retried") {
+		t.Errorf("event %q does not say it is retried", evs[0])
 	}
 }
 
@@ -381,7 +445,7 @@ func TestSyncNamedElasticIP(t *testing.T) {
 	f := newFixture(t, nil, pod, nicOf(pod))
 	key := testNS + "/app"
 	f.sync(key)
-	f.expectWrites()
+	f.expectWrites("patch pods/status")
 	f.expectEvents("Warning " + v1alpha1.EventElasticIPNotFound)
 
 	_, err := f.client.JuneauV1alpha1().ElasticIPs(testNS).Create(f.ctx, userEIP("shared", address("10.225.51.9")), metav1.CreateOptions{})
@@ -391,7 +455,11 @@ func TestSyncNamedElasticIP(t *testing.T) {
 		t.Errorf("keys of the named ElasticIP = %q", keys)
 	}
 	f.sync(key)
-	f.expectWrites("create elasticipattachments", "patch pods")
+	f.expectWrites("create elasticipattachments", "patch pods/status")
+	f.refresh()
+	f.pick("shared", "app")
+	f.sync(key)
+	f.expectWrites("patch pods", "patch pods/status")
 
 	f.check(f.kube.CoreV1().Pods(testNS).Delete(f.ctx, "app", metav1.DeleteOptions{}))
 	f.refresh()

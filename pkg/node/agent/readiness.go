@@ -80,6 +80,12 @@ func podReadiness(in Inputs, d Desired, r ReadinessInputs, p *corev1.Pod) Readin
 		if a.Status.NodeName != in.NodeName || a.Namespace != p.Namespace || !ownNIC(a.Namespace, a.Spec.TargetRef.NetworkInterfaceName) {
 			continue // attachments of other Nodes serve in-cluster clients only
 		}
+		if a.Status.Phase != v1alpha1.AttachmentAttached || a.Status.ElasticIP == "" {
+			// Not the ElasticIP's user (yet): its Ready condition says why, in the words
+			// of the controller that decided; it has no address of the Pod's to answer for.
+			missing = append(missing, attachmentWait(a))
+			continue
+		}
 		u := use{eip: a.Spec.ElasticIPRef.Name, addr: a.Status.ElasticIP}
 		m, ok := mapping(in.NodeName, a)
 		if !ok || d.Programmed.Mappings[m.ElasticIP] != m.PodIP {
@@ -101,8 +107,8 @@ func podReadiness(in Inputs, d Desired, r ReadinessInputs, p *corev1.Pod) Readin
 		}
 		used = append(used, use{eip: nic.Spec.ElasticIP, addr: addr})
 	}
-	if len(used) == 0 {
-		return Readiness{Pod: p, Reason: v1alpha1.ReasonNotProgrammed, Message: "no ElasticIP is attached to this Pod on this Node yet"}
+	if len(used) == 0 && len(missing) == 0 {
+		return Readiness{Pod: p, Reason: v1alpha1.ReasonNotProgrammed, Message: nothingAttached(p)}
 	}
 	var names []string
 	for _, u := range used {
@@ -134,6 +140,28 @@ func podReadiness(in Inputs, d Desired, r ReadinessInputs, p *corev1.Pod) Readin
 }
 
 type use struct{ eip, addr string }
+
+// attachmentWait says what an attachment of the Pod that is not Attached waits for: its
+// Ready condition's message (another user of the ElasticIP, no address yet, …).
+func attachmentWait(a *v1alpha1.ElasticIPAttachment) string {
+	why := "it is not attached yet"
+	for _, c := range a.Status.Conditions {
+		if c.Type == v1alpha1.ConditionReady && c.Message != "" {
+			why = c.Message
+		}
+	}
+	return fmt.Sprintf("ElasticIPAttachment %q (%s)", a.Name, why)
+}
+
+// nothingAttached is the gate's message for a Pod nothing is attached to on this Node:
+// while the controller tells the Pod why it has no automatic ElasticIP (the Pod's
+// condition juneau.loutres.me/elastic-ip-assigned, False), that reason.
+func nothingAttached(p *corev1.Pod) string {
+	if c := findPodCondition(p, v1alpha1.PodConditionElasticIPAssigned); c != nil && c.Status == corev1.ConditionFalse && c.Message != "" {
+		return "no ElasticIP is attached to this Pod yet: " + c.Message
+	}
+	return "no ElasticIP is attached to this Pod on this Node yet"
+}
 
 // neighbourProtocol names what answers for a on an arp network.
 func neighbourProtocol(a netip.Addr) string {

@@ -130,3 +130,53 @@ func TestComputeReadiness(t *testing.T) {
 		})
 	}
 }
+
+// A Pod waiting for its ElasticIP is told the real reason, never an empty address: its
+// attachment's own word (no address, another user) or, with no attachment, the
+// controller's condition on the Pod.
+func TestReadinessTellsWhyItWaits(t *testing.T) {
+	nic := &v1alpha1.NetworkInterface{
+		ObjectMeta: metav1.ObjectMeta{Name: "p5-3.eth0", Namespace: "default", UID: "uid-p5-3.eth0"},
+		Spec:       v1alpha1.NetworkInterfaceSpec{PodRef: v1alpha1.PodReference{Name: "p5-3", UID: "uid-p5-3"}, NodeName: "node-a"},
+		Status:     v1alpha1.NetworkInterfaceStatus{Address: "10.244.1.7/32", Phase: v1alpha1.NetworkInterfaceReady},
+	}
+	waiting := func(eipAddr, message string) *v1alpha1.ElasticIPAttachment {
+		a := attachment("p5-3", "node-a", eipAddr, "10.244.1.7", v1alpha1.AttachmentPending, false)
+		a.Spec = v1alpha1.ElasticIPAttachmentSpec{ElasticIPRef: v1alpha1.ElasticIPReference{Name: "p5-3"},
+			TargetRef: v1alpha1.AttachmentTarget{NetworkInterfaceName: "p5-3.eth0"}}
+		a.Status.Conditions[0].Reason, a.Status.Conditions[0].Message = v1alpha1.ReasonWaitingForElasticIP, message
+		return a
+	}
+	told := gatedPod("p5-3")
+	told.Status.Conditions = []corev1.PodCondition{{Type: v1alpha1.PodConditionElasticIPAssigned, Status: corev1.ConditionFalse,
+		Reason: v1alpha1.ReasonElasticIPInUse, Message: `ElasticIP "shared" is used by Pod "a" (through ElasticIPAttachment "a")`}}
+	arpNet := &v1alpha1.ExternalNetwork{ObjectMeta: metav1.ObjectMeta{Name: "ext-net"}, Spec: v1alpha1.ExternalNetworkSpec{Type: v1alpha1.AdvertiseARP}}
+	eip := &v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Name: "p5-3", Namespace: "default"}, Spec: v1alpha1.ElasticIPSpec{ExternalNetwork: "ext-net"}}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		atts []*v1alpha1.ElasticIPAttachment
+		want string
+	}{
+		{"pools exhausted", gatedPod("p5-3"), []*v1alpha1.ElasticIPAttachment{waiting("",
+			`ElasticIP "p5-3" has no address yet: every IPv4 AddressPool of ExternalNetwork "ext-net" is exhausted: "pool"`)},
+			`waiting for ElasticIPAttachment "p5-3" (ElasticIP "p5-3" has no address yet: every IPv4 AddressPool of ExternalNetwork "ext-net" is exhausted: "pool")`},
+		{"the ElasticIP used by another attachment", gatedPod("p5-3"), []*v1alpha1.ElasticIPAttachment{waiting("10.225.51.5",
+			`ElasticIP "p5-3" is used by ElasticIPAttachment "other"`)},
+			`waiting for ElasticIPAttachment "p5-3" (ElasticIP "p5-3" is used by ElasticIPAttachment "other")`},
+		{"no attachment: the controller's word", told, nil,
+			`no ElasticIP is attached to this Pod yet: ElasticIP "shared" is used by Pod "a" (through ElasticIPAttachment "a")`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Inputs{NodeName: "node-a", ExternalInterface: "ext0", Attachments: tc.atts}
+			r := ComputeReadiness(in, Compute(in), ReadinessInputs{Pods: []*corev1.Pod{tc.pod}, NICs: []*v1alpha1.NetworkInterface{nic},
+				ElasticIPs: map[string]*v1alpha1.ElasticIP{"default/p5-3": eip}, Networks: map[string]*v1alpha1.ExternalNetwork{"ext-net": arpNet}})
+			if len(r) != 1 || r[0].Ready || r[0].Message != tc.want {
+				t.Fatalf("readiness %+v, want not ready with %q", r, tc.want)
+			}
+			if strings.Contains(r[0].Message, `""`) {
+				t.Errorf("message %q names an empty address", r[0].Message)
+			}
+		})
+	}
+}

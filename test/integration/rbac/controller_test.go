@@ -50,6 +50,8 @@ func TestControllerAccessTable(t *testing.T) {
 			// Answering=Unknown when a Node's agent stops renewing its heartbeat Lease.
 			juneau("patch", "arpadvertisements/status"),
 			core("list", "pods"), core("watch", "pods"), core("patch", "pods"), core("update", "pods/finalizers"),
+			// The Pod condition juneau.loutres.me/elastic-ip-assigned.
+			core("patch", "pods/status"),
 			core("list", "nodes"), core("watch", "nodes"),
 			core("create", "events"), core("patch", "events"), events("create"), events("patch"),
 			lease("get", framework.SystemNamespace, "juneau-controller"),
@@ -73,7 +75,7 @@ func TestControllerAccessTable(t *testing.T) {
 		every(core, "secrets", "get", "list"),
 		[]access{
 			juneau("update", "networkinterfaces/status"), juneau("update", "addresspools/status"),
-			core("patch", "pods/status"), core("update", "pods/status"), core("create", "pods/eviction"),
+			core("update", "pods/status"), core("create", "pods/eviction"),
 			core("create", "serviceaccounts/token"), core("delete", "events"),
 			lease("update", framework.SystemNamespace, "another-lease"),
 			lease("update", "default", "juneau-controller"),

@@ -59,7 +59,7 @@ func ValidatePod(annotations map[string]string) field.ErrorList {
 	if len(errs) > 0 || !auto.Wanted() {
 		return errs
 	}
-	path := autoPath(annotations, auto)
+	path := AutoPath(annotations, auto)
 	for _, n := range nics {
 		switch {
 		case n.Interface == v1alpha1.DefaultInterface:
@@ -75,8 +75,10 @@ func ValidatePod(annotations map[string]string) field.ErrorList {
 	return nil
 }
 
-// autoPath is the path of the annotation that asked for the automatic ElasticIP.
-func autoPath(annotations map[string]string, auto AutoEIP) *field.Path {
+// AutoPath is the path of the annotation that asked for the automatic ElasticIP:
+// pod-with-eip or pod-eip-name, juneau's key or its managed-cloud alias, whichever the
+// Pod carries.
+func AutoPath(annotations map[string]string, auto AutoEIP) *field.Path {
 	keys := []string{v1alpha1.AnnotationPodWithEIP, v1alpha1.AliasPodWithEIP}
 	if !auto.Enabled {
 		keys = []string{v1alpha1.AnnotationPodEIPName, v1alpha1.AliasPodEIPInstance}
