@@ -62,6 +62,8 @@ func TestRealCluster(t *testing.T) {
 		{"docs", testDocs},
 		{"nat-and-direct", testNATAndDirect},
 		{"deployment-with-eip", testDeployment},
+		{"one-elasticip-one-pod", testOneElasticIPOnePod},
+		{"pool-deleted-under-traffic", testPoolDeletedUnderTraffic},
 		{"statefulset-keeps-its-address", testStatefulSet},
 		{"readiness-gate", testReadinessGate},
 		{"node-scoped-authority", testNodeScope},
