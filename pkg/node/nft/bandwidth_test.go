@@ -288,7 +288,7 @@ func TestFirstSyncWithLimits(t *testing.T) {
 		t.Fatalf("%d batches, want 1", len(r.batches))
 	}
 	k := kinds(r.batches[0])
-	if k["newchain"] != 20+20000 || k["newrule"] != 26+29+20000 || k["newset"] != 22 {
+	if k["newchain"] != 20+20000 || k["newrule"] != 26+29+20000 || k["newset"] != 24 {
 		t.Errorf("batch = %v", k)
 	}
 	limitElems := 0
@@ -359,12 +359,11 @@ func TestOneLimitChangeTouchesOnlyItsChains(t *testing.T) {
 		{
 			name:   "limit added",
 			change: func() { ms[7].BandwidthMbps = 1 },
-			log: []string{"delsetelem eip2vpc", "newchain bw_in_" + e7, "newchain bw_out_" + e7, "newrule bw_in_" + e7, "newrule bw_out_" + e7,
-				"newsetelem eip2vpc", "newsetelem " + MapLimitIn, "newsetelem " + MapLimitOut},
-			// The ElasticIP's eip2vpc element now says it is limited.
+			log: []string{"delsetelem " + MapEIP2VPCUnlimited, "newchain bw_in_" + e7, "newchain bw_out_" + e7, "newrule bw_in_" + e7, "newrule bw_out_" + e7,
+				"newsetelem " + MapLimitIn, "newsetelem " + MapLimitOut},
+			// The ElasticIP leaves the map of the fast path; eip2vpc keeps it.
 			elems: []setElems{
-				{del: true, set: MapEIP2VPC, keys: []string{string(addrBytes(ms[7].ElasticIP))}},
-				{set: MapEIP2VPC, keys: []string{string(addrBytes(ms[7].ElasticIP))}},
+				{del: true, set: MapEIP2VPCUnlimited, keys: []string{string(addrBytes(ms[7].ElasticIP))}},
 				{set: MapLimitIn, keys: []string{string(addrBytes(ms[7].ElasticIP))}, chains: []string{"bw_in_" + e7}},
 				{set: MapLimitOut, keys: []string{string(addrBytes(ms[7].PodIP))}, chains: []string{"bw_out_" + e7}},
 			},
@@ -373,13 +372,12 @@ func TestOneLimitChangeTouchesOnlyItsChains(t *testing.T) {
 		{
 			name:   "limit removed",
 			change: func() { ms[7].BandwidthMbps = 0 },
-			log: []string{"delsetelem eip2vpc", "delsetelem " + MapLimitIn, "delsetelem " + MapLimitOut,
-				"delchain bw_in_" + e7, "delchain bw_out_" + e7, "newsetelem eip2vpc"},
+			log: []string{"delsetelem " + MapLimitIn, "delsetelem " + MapLimitOut,
+				"delchain bw_in_" + e7, "delchain bw_out_" + e7, "newsetelem " + MapEIP2VPCUnlimited},
 			elems: []setElems{
-				{del: true, set: MapEIP2VPC, keys: []string{string(addrBytes(ms[7].ElasticIP))}},
 				{del: true, set: MapLimitIn, keys: []string{string(addrBytes(ms[7].ElasticIP))}},
 				{del: true, set: MapLimitOut, keys: []string{string(addrBytes(ms[7].PodIP))}},
-				{set: MapEIP2VPC, keys: []string{string(addrBytes(ms[7].ElasticIP))}},
+				{set: MapEIP2VPCUnlimited, keys: []string{string(addrBytes(ms[7].ElasticIP))}},
 			},
 			stats: SyncStats{LimitsRemoved: 1},
 		},

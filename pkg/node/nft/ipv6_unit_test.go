@@ -30,7 +30,7 @@ func TestRuleset6(t *testing.T) {
 	if rs.table.Family != nftables.TableFamilyIPv6 || rs.table.Name != TableName {
 		t.Errorf("table = %+v", rs.table)
 	}
-	if len(rs.chains) != 10 || rs.sets.eip2vpc.KeyType != nftables.TypeIP6Addr || rs.sets.eip2vpc.DataType.Bytes != 20 {
+	if len(rs.chains) != 10 || rs.sets.eip2vpc.KeyType != nftables.TypeIP6Addr || rs.sets.eip2vpc.DataType != nftables.TypeIP6Addr {
 		t.Errorf("%d chains, eip2vpc %+v", len(rs.chains), rs.sets.eip2vpc)
 	}
 	if len(rs.clusterElems) != 2 || len(rs.clusterElems[0].Key) != 16 {
