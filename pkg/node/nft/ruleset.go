@@ -361,11 +361,15 @@ func preroutingRules(s setsOf, iface string, extIndex uint32) [][]expr.Any {
 func antiSpoofing(s setsOf) []expr.Any {
 	e := []expr.Any{&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: regName}, in(s.directIfaces, regName)}
 	if s.fam == fam6 {
+		// The whole address masked, as nft generates `ip6 saddr != fe80::/10`
+		// (from two bytes it lists a raw `@nh,64,16`).
+		linkLocal, mask := make([]byte, 16), make([]byte, 16)
+		linkLocal[0], linkLocal[1], mask[0], mask[1] = 0xfe, 0x80, 0xff, 0xc0
 		e = append(e,
 			// ip6 saddr != fe80::/10
-			&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: regAfterName, Base: expr.PayloadBaseNetworkHeader, Offset: offIP6Src, Len: 2},
-			&expr.Bitwise{SourceRegister: regAfterName, DestRegister: regAfterName, Len: 2, Mask: []byte{0xff, 0xc0}, Xor: []byte{0, 0}},
-			&expr.Cmp{Op: expr.CmpOpNeq, Register: regAfterName, Data: []byte{0xfe, 0x80}},
+			fam6.loadSrc(regAfterName),
+			&expr.Bitwise{SourceRegister: regAfterName, DestRegister: regAfterName, Len: 16, Mask: mask, Xor: make([]byte, 16)},
+			&expr.Cmp{Op: expr.CmpOpNeq, Register: regAfterName, Data: linkLocal},
 			// ip6 saddr != ::
 			fam6.loadSrc(regAfterName),
 			&expr.Cmp{Op: expr.CmpOpNeq, Register: regAfterName, Data: make([]byte, 16)},
@@ -523,6 +527,8 @@ func quoteRules(m *nftables.Set, outerOff, quoteOff uint32) [][]expr.Any {
 	key := func() []expr.Any {
 		return []expr.Any{f.loadNH(outerOff, reg0), loadTH(quoteOff, 4, reg1), lookupMap(m, reg0, reg2)}
 	}
+	// A quote too short to hold the checksum field ends the rule at its first
+	// write, which reads that field before it changes anything.
 	l4fix := func(proto byte, csumOff uint32, nonZero bool) []expr.Any {
 		e := []expr.Any{
 			loadTH(offQuoteVerIHL, 1, reg3), eq(reg3, []byte{quoteVerIHLNoOpts}),
@@ -531,11 +537,9 @@ func quoteRules(m *nftables.Set, outerOff, quoteOff uint32) [][]expr.Any {
 			loadTH(offQuoteFrag, 2, reg3),
 			&expr.Bitwise{SourceRegister: reg3, DestRegister: reg3, Len: 2, Mask: []byte{0x1f, 0xff}, Xor: []byte{0, 0}},
 			eq(reg3, []byte{0, 0}),
-			// Also proves the checksum field is inside the (possibly short) quote.
-			loadTH(csumOff, 2, reg3),
 		}
 		if nonZero { // a zero UDP checksum means "none" and must stay zero
-			e = append(e, &expr.Cmp{Op: expr.CmpOpNeq, Register: reg3, Data: []byte{0, 0}})
+			e = append(e, loadTH(csumOff, 2, reg3), &expr.Cmp{Op: expr.CmpOpNeq, Register: reg3, Data: []byte{0, 0}})
 		}
 		e = append(e, key()...)
 		return append(e,
