@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/nftables"
@@ -137,6 +138,18 @@ func TestLimitRules(t *testing.T) {
 	eip := netip.MustParseAddr("10.225.51.5")
 	if in, out := LimitChainNames(eip); in != "bw_in_10.225.51.5" || out != "bw_out_10.225.51.5" {
 		t.Errorf("chain names %q, %q", in, out)
+	}
+	// nft reads no colon in a name: IPv6 addresses have dashes instead.
+	eip6 := netip.MustParseAddr("2001:db8::5")
+	in6, out6 := LimitChainNames(eip6)
+	if in6 != "bw_in_2001-db8--5" || out6 != "bw_out_2001-db8--5" {
+		t.Errorf("IPv6 chain names %q, %q", in6, out6)
+	}
+	for _, a := range []netip.Addr{eip, eip6} {
+		in, _ := LimitChainNames(a)
+		if got, err := limitChainAddr(strings.TrimPrefix(in, chainLimitInPrefix)); err != nil || got != a {
+			t.Errorf("%s names %v (%v), want %v", in, got, err, a)
+		}
 	}
 	for mbps, rate := range map[int32]uint64{1: 125_000, 5: 625_000, MaxBandwidthMbps: 12_500_000_000} {
 		in, out := limitRules(sets, eip, mbps)

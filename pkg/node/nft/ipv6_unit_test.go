@@ -153,7 +153,7 @@ func TestLimits6(t *testing.T) {
 		f    *family
 		name string
 		off  uint32
-	}{{fam4, "bw_in_10.225.51.5", 12}, {fam6, "bw_in_2001:db8::5", 8}} {
+	}{{fam4, "bw_in_10.225.51.5", 12}, {fam6, "bw_in_2001-db8--5", 8}} {
 		rs := buildRuleset(s, tc.f)
 		var limits []string
 		for _, c := range rs.chains {

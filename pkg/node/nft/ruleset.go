@@ -15,12 +15,16 @@ import (
 const (
 	TableName = "juneau"
 
-	ChainPrerouting    = "prerouting"
-	ChainFromOutside   = "from_outside"
-	ChainPostrouting   = "postrouting"
-	ChainDNAT          = "dnat"
+	ChainPrerouting  = "prerouting"
+	ChainFromOutside = "from_outside"
+	ChainPostrouting = "postrouting"
+	// ChainDNAT and ChainSNAT rewrite an ElasticIP's packets. No name is an
+	// nft keyword ("dnat" and "snat" are), so that `nft list chain` and `nft
+	// -f` take every name as nft lists it (README.md, "Reading the table
+	// with nft").
+	ChainDNAT          = "eip_dnat"
 	ChainDNATICMPError = "dnat_icmp_error"
-	ChainSNAT          = "snat"
+	ChainSNAT          = "eip_snat"
 	ChainSNATICMPError = "snat_icmp_error"
 	// The in-cluster chains translate cluster clients' connections to an
 	// ElasticIP with connection tracking (README.md, "In-cluster clients"):
@@ -304,7 +308,7 @@ func buildRuleset(s *state, f *family) *ruleset {
 // dropped first, before conntrack and before any translation; limited
 // addresses' traffic with the outside goes through their limit chains
 // (still from the Pod IP or the direct NIC's ElasticIP, still to the
-// ElasticIP); traffic to an ElasticIP is translated (chain dnat); a
+// ElasticIP); traffic to an ElasticIP is translated (chain eip_dnat); a
 // translated Pod's traffic to outside the cluster is kept out of conntrack,
 // so the primary CNI's masquerade and kube-proxy never see it.
 //
@@ -344,7 +348,7 @@ func preroutingRules(s setsOf, iface string, extIndex uint32) [][]expr.Any {
 		{f.loadSrc(r0), lookupVerdict(s.limitOut, r0)},
 		// ip daddr vmap @bw_in
 		{f.loadDst(r0), lookupVerdict(s.limitIn, r0)},
-		// ip daddr @eip2vpc goto dnat
+		// ip daddr @eip2vpc goto eip_dnat
 		{f.loadDst(r0), in(s.eip2vpc, r0), gotoChain(ChainDNAT)},
 		// ip saddr @vpc2eip ip daddr != @cluster_cidrs notrack
 		{f.loadSrc(r0), in(s.vpc2eip, r0), f.loadDst(r1), notIn(s.cluster, r1), &expr.Notrack{}},
@@ -384,7 +388,7 @@ func antiSpoofing(s setsOf) []expr.Any {
 // quote must be rewritten too) is translated by the first rule, with one
 // lookup in the map of the unlimited ElasticIPs, and accepted.
 // The others go through the inbound limit of their destination, if any (a
-// NAT or a direct NIC's ElasticIP), then the full translation (chain dnat).
+// NAT or a direct NIC's ElasticIP), then the full translation (chain eip_dnat).
 // The rest (the node's own traffic, anything routed elsewhere) leaves the
 // chain untouched.
 func fromOutsideRules(s setsOf) [][]expr.Any {
@@ -394,7 +398,7 @@ func fromOutsideRules(s setsOf) [][]expr.Any {
 		translateUnlimited(s),
 		// ip daddr vmap @bw_in
 		{s.fam.loadDst(r0), lookupVerdict(s.limitIn, r0)},
-		// ip daddr @eip2vpc goto dnat
+		// ip daddr @eip2vpc goto eip_dnat
 		{s.fam.loadDst(r0), in(s.eip2vpc, r0), gotoChain(ChainDNAT)},
 	}
 }
