@@ -66,9 +66,19 @@ const (
 )
 
 // LimitChainNames returns the names of the inbound and outbound limit chains
-// of an ElasticIP.
+// of an ElasticIP: bw_in_10.225.51.5, or for IPv6 the address with dashes
+// for colons, bw_in_2001-db8--5. nft takes no colon in a name it reads (`nft
+// list chain`, `nft -f` of what it listed; README.md, "Reading the table
+// with nft").
 func LimitChainNames(eip netip.Addr) (in, out string) {
-	return chainLimitInPrefix + eip.String(), chainLimitOutPrefix + eip.String()
+	a := strings.ReplaceAll(eip.String(), ":", "-")
+	return chainLimitInPrefix + a, chainLimitOutPrefix + a
+}
+
+// limitChainAddr is the ElasticIP a limit chain's name ends with (the part
+// after its prefix).
+func limitChainAddr(suffix string) (netip.Addr, error) {
+	return netip.ParseAddr(strings.ReplaceAll(suffix, "-", ":"))
 }
 
 // limitChains returns the inbound and outbound limit chains of an ElasticIP.
@@ -238,7 +248,7 @@ func kernelLimitsOf(c *nftables.Conn, f *family, out map[netip.Addr]int32) error
 		if ch.Table.Name != TableName || !ok {
 			continue
 		}
-		eip, err := netip.ParseAddr(name)
+		eip, err := limitChainAddr(name)
 		if err != nil {
 			continue
 		}

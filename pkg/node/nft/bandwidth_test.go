@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/nftables"
@@ -137,6 +138,18 @@ func TestLimitRules(t *testing.T) {
 	eip := netip.MustParseAddr("10.225.51.5")
 	if in, out := LimitChainNames(eip); in != "bw_in_10.225.51.5" || out != "bw_out_10.225.51.5" {
 		t.Errorf("chain names %q, %q", in, out)
+	}
+	// nft reads no colon in a name: IPv6 addresses have dashes instead.
+	eip6 := netip.MustParseAddr("2001:db8::5")
+	in6, out6 := LimitChainNames(eip6)
+	if in6 != "bw_in_2001-db8--5" || out6 != "bw_out_2001-db8--5" {
+		t.Errorf("IPv6 chain names %q, %q", in6, out6)
+	}
+	for _, a := range []netip.Addr{eip, eip6} {
+		in, _ := LimitChainNames(a)
+		if got, err := limitChainAddr(strings.TrimPrefix(in, chainLimitInPrefix)); err != nil || got != a {
+			t.Errorf("%s names %v (%v), want %v", in, got, err, a)
+		}
 	}
 	for mbps, rate := range map[int32]uint64{1: 125_000, 5: 625_000, MaxBandwidthMbps: 12_500_000_000} {
 		in, out := limitRules(sets, eip, mbps)
@@ -288,7 +301,7 @@ func TestFirstSyncWithLimits(t *testing.T) {
 		t.Fatalf("%d batches, want 1", len(r.batches))
 	}
 	k := kinds(r.batches[0])
-	if k["newchain"] != 20+20000 || k["newrule"] != 26+29+20000 || k["newset"] != 22 {
+	if k["newchain"] != 20+20000 || k["newrule"] != 26+29+20000 || k["newset"] != 24 {
 		t.Errorf("batch = %v", k)
 	}
 	limitElems := 0
@@ -359,12 +372,11 @@ func TestOneLimitChangeTouchesOnlyItsChains(t *testing.T) {
 		{
 			name:   "limit added",
 			change: func() { ms[7].BandwidthMbps = 1 },
-			log: []string{"delsetelem eip2vpc", "newchain bw_in_" + e7, "newchain bw_out_" + e7, "newrule bw_in_" + e7, "newrule bw_out_" + e7,
-				"newsetelem eip2vpc", "newsetelem " + MapLimitIn, "newsetelem " + MapLimitOut},
-			// The ElasticIP's eip2vpc element now says it is limited.
+			log: []string{"delsetelem " + MapEIP2VPCUnlimited, "newchain bw_in_" + e7, "newchain bw_out_" + e7, "newrule bw_in_" + e7, "newrule bw_out_" + e7,
+				"newsetelem " + MapLimitIn, "newsetelem " + MapLimitOut},
+			// The ElasticIP leaves the map of the fast path; eip2vpc keeps it.
 			elems: []setElems{
-				{del: true, set: MapEIP2VPC, keys: []string{string(addrBytes(ms[7].ElasticIP))}},
-				{set: MapEIP2VPC, keys: []string{string(addrBytes(ms[7].ElasticIP))}},
+				{del: true, set: MapEIP2VPCUnlimited, keys: []string{string(addrBytes(ms[7].ElasticIP))}},
 				{set: MapLimitIn, keys: []string{string(addrBytes(ms[7].ElasticIP))}, chains: []string{"bw_in_" + e7}},
 				{set: MapLimitOut, keys: []string{string(addrBytes(ms[7].PodIP))}, chains: []string{"bw_out_" + e7}},
 			},
@@ -373,13 +385,12 @@ func TestOneLimitChangeTouchesOnlyItsChains(t *testing.T) {
 		{
 			name:   "limit removed",
 			change: func() { ms[7].BandwidthMbps = 0 },
-			log: []string{"delsetelem eip2vpc", "delsetelem " + MapLimitIn, "delsetelem " + MapLimitOut,
-				"delchain bw_in_" + e7, "delchain bw_out_" + e7, "newsetelem eip2vpc"},
+			log: []string{"delsetelem " + MapLimitIn, "delsetelem " + MapLimitOut,
+				"delchain bw_in_" + e7, "delchain bw_out_" + e7, "newsetelem " + MapEIP2VPCUnlimited},
 			elems: []setElems{
-				{del: true, set: MapEIP2VPC, keys: []string{string(addrBytes(ms[7].ElasticIP))}},
 				{del: true, set: MapLimitIn, keys: []string{string(addrBytes(ms[7].ElasticIP))}},
 				{del: true, set: MapLimitOut, keys: []string{string(addrBytes(ms[7].PodIP))}},
-				{set: MapEIP2VPC, keys: []string{string(addrBytes(ms[7].ElasticIP))}},
+				{set: MapEIP2VPCUnlimited, keys: []string{string(addrBytes(ms[7].ElasticIP))}},
 			},
 			stats: SyncStats{LimitsRemoved: 1},
 		},

@@ -15,8 +15,8 @@ func benchState(n int) DesiredState {
 }
 
 // BenchmarkSync10k programs 10,000 mappings into an empty namespace: one
-// transaction with the table, its rules and 50,000 map elements (the four
-// NAT maps and the in-cluster map).
+// transaction with the table, its rules and 60,000 map elements (the five
+// NAT maps, none of the mappings being limited, and the in-cluster map).
 func BenchmarkSync10k(b *testing.B) {
 	syncFromEmpty(b, benchState(10000))
 }

@@ -229,7 +229,7 @@ func TestDriftWatcher(t *testing.T) {
 	tp.sync(t)
 	tp.node.MustRun("nft", "add", "table", "ip", "someone-else")
 	tp.node.MustRun("nft", "add", "set", "ip", "someone-else", "s", "{ type ipv4_addr; }")
-	tp.node.MustRun("nft", "add", "element", "ip", TableName, MapEIP2VPC, "{ 10.225.51.9 : 10.244.1.9 . 0 }")
+	tp.node.MustRun("nft", "add", "element", "ip", TableName, MapEIP2VPC, "{ 10.225.51.9 : 10.244.1.9 }")
 	if d := rec.next(t); d.Changes != 1 || d.Lost {
 		t.Errorf("one element added after our syncs, reported as %v", d)
 	}

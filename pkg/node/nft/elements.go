@@ -19,21 +19,28 @@ type entry struct {
 	key, val []byte
 }
 
-// entriesOf returns the elements one mapping puts in the four NAT maps of its
-// family's table. The eip2vpc value carries the limited flag after the Pod IP.
+// entriesOf returns the elements one mapping puts in the NAT maps of its
+// family's table: four, and a fifth in eip2vpc_unlimited when the ElasticIP
+// has no bandwidth limit.
 func entriesOf(fs familySets, m Mapping) []entry {
 	s := fs.of(m.ElasticIP)
 	eip, pod := addrBytes(m.ElasticIP), addrBytes(m.PodIP)
-	flag := flagUnlimited
-	if limited(m) {
-		flag = flagLimited
-	}
-	return []entry{
-		{set: s.eip2vpc, key: eip, val: concat(pod, flag[:])},
+	out := []entry{
+		{set: s.eip2vpc, key: eip, val: pod},
 		{set: s.vpc2eip, key: pod, val: eip},
 		{set: s.eip2vpcQuoted, key: concat(eip, eip), val: pod},
 		{set: s.vpc2eipQuoted, key: concat(pod, pod), val: eip},
 	}
+	if !limited(m) {
+		out = append(out, unlimitedEntry(s, m))
+	}
+	return out
+}
+
+// unlimitedEntry is the element of an ElasticIP without a bandwidth limit
+// in eip2vpc_unlimited.
+func unlimitedEntry(s setsOf, m Mapping) entry {
+	return entry{set: s.eip2vpcUnlimited, key: addrBytes(m.ElasticIP), val: addrBytes(m.PodIP)}
 }
 
 // addrBytes is the address as the kernel keys it: 4 bytes for IPv4, 16 for

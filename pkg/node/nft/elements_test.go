@@ -12,16 +12,21 @@ import (
 
 func TestEntriesOf(t *testing.T) {
 	s := newSets(fam4)
-	es := entriesOf(familySets{s, newSets(fam6)}, m("10.225.51.5", "10.244.1.5"))
+	fs := familySets{s, newSets(fam6)}
 	eip, pod := []byte{10, 225, 51, 5}, []byte{10, 244, 1, 5}
-	want := []entry{
-		{set: s.eip2vpc, key: eip, val: append(append([]byte{}, pod...), 0, 0, 0, 0)}, // unlimited
+	limited := []entry{
+		{set: s.eip2vpc, key: eip, val: pod},
 		{set: s.vpc2eip, key: pod, val: eip},
 		{set: s.eip2vpcQuoted, key: append(append([]byte{}, eip...), eip...), val: pod},
 		{set: s.vpc2eipQuoted, key: append(append([]byte{}, pod...), pod...), val: eip},
 	}
-	if !reflect.DeepEqual(es, want) {
-		t.Errorf("entriesOf = %v, want %v", es, want)
+	if es := entriesOf(fs, mbw("10.225.51.5", "10.244.1.5", 5)); !reflect.DeepEqual(es, limited) {
+		t.Errorf("entriesOf(limited) = %v, want %v", es, limited)
+	}
+	// Without a limit the ElasticIP is also in the map of the fast path.
+	unlimited := append(limited, entry{set: s.eip2vpcUnlimited, key: eip, val: pod})
+	if es := entriesOf(fs, m("10.225.51.5", "10.244.1.5")); !reflect.DeepEqual(es, unlimited) {
+		t.Errorf("entriesOf(unlimited) = %v, want %v", es, unlimited)
 	}
 }
 

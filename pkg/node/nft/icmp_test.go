@@ -312,7 +312,7 @@ func TestPortUnreachable(t *testing.T) {
 // TestForeignQuoteDropped: an ICMP error whose quote names an address other
 // than the translated one is dropped, in both directions; a well-formed one
 // sent right after passes (and proves the first would have been seen), with
-// every checksum valid for quoted UDP, TCP and a quote cut short inside the
+// every checksum valid for quoted UDP, TCP and quotes cut short inside the
 // transport header.
 func TestForeignQuoteDropped(t *testing.T) {
 	for _, f := range bothFamilies {
@@ -360,6 +360,18 @@ func testForeignQuoteDropped(t *testing.T, f fam) {
 			t.Errorf("short quote names %v (complete %v), want the Pod IP", e.quoteSrc, e.quoteComplete)
 		}
 		e.checkChecksums(t, "error with a short quote")
+
+		// Cut after the first 8 bytes of the quoted TCP header, the least a
+		// router quotes: the TCP checksum is not there, so only the quoted
+		// address (and, for IPv4, the quoted header checksum) change.
+		shortTCP := f.tcp(f.eip, f.client, 40007, 443)
+		shortTCP = shortTCP[:len(shortTCP)-len("data")-12]
+		sendICMP(t, tp.client, f.eip, f.errorQuoting(f.unreachCode, shortTCP))
+		e = waitICMPError(t, podCap, bySport(40007))
+		if e.quoteSrc != addr(f.pod) || e.quoteComplete || e.quoteProto != netns.ProtoTCP {
+			t.Errorf("short TCP quote names %v (complete %v, protocol %d), want the Pod IP", e.quoteSrc, e.quoteComplete, e.quoteProto)
+		}
+		e.checkChecksums(t, "error with a short TCP quote")
 	})
 	t.Run("outbound", func(t *testing.T) {
 		cliCap := tp.client.Capture("eth0")

@@ -51,8 +51,8 @@ type index struct {
 // delta is what a change of the desired state changes in the kernel.
 type delta struct {
 	// NAT map elements: removed and added mappings, with the bandwidth that
-	// decides the limited flag of the eip2vpc element; reflagged mappings
-	// only replace their eip2vpc element (a limit came or went).
+	// decides whether they have an element in eip2vpc_unlimited; reflagged
+	// mappings (a limit came or went) only lose or gain that element.
 	removed, added, reflagged []Mapping
 	direct                    directChange
 	limits                    limitChange

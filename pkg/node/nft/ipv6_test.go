@@ -109,8 +109,7 @@ func TestNeighborDiscoveryNotTranslated(t *testing.T) {
 			t.Errorf("the client's neighbor solicitation reached the Pod: %v → %v", p.Src, p.Dst)
 		}
 	}
-	// "dnat" is a keyword to nft: read the counter from the whole table.
-	out, _ := tp.node.Output("nft", "list", "table", "ip6", TableName)
+	out, _ := tp.node.Output("nft", "list", "chain", "ip6", TableName, ChainDNAT)
 	if m := regexp.MustCompile(`icmpv6 type 133-137 counter packets (\d+)`).FindStringSubmatch(out); m == nil || m[1] != "1" {
 		t.Errorf("NDP drop counter: want 1 packet:\n%s", out)
 	}

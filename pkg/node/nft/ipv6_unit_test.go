@@ -30,7 +30,7 @@ func TestRuleset6(t *testing.T) {
 	if rs.table.Family != nftables.TableFamilyIPv6 || rs.table.Name != TableName {
 		t.Errorf("table = %+v", rs.table)
 	}
-	if len(rs.chains) != 10 || rs.sets.eip2vpc.KeyType != nftables.TypeIP6Addr || rs.sets.eip2vpc.DataType.Bytes != 20 {
+	if len(rs.chains) != 10 || rs.sets.eip2vpc.KeyType != nftables.TypeIP6Addr || rs.sets.eip2vpc.DataType != nftables.TypeIP6Addr {
 		t.Errorf("%d chains, eip2vpc %+v", len(rs.chains), rs.sets.eip2vpc)
 	}
 	if len(rs.clusterElems) != 2 || len(rs.clusterElems[0].Key) != 16 {
@@ -153,7 +153,7 @@ func TestLimits6(t *testing.T) {
 		f    *family
 		name string
 		off  uint32
-	}{{fam4, "bw_in_10.225.51.5", 12}, {fam6, "bw_in_2001:db8::5", 8}} {
+	}{{fam4, "bw_in_10.225.51.5", 12}, {fam6, "bw_in_2001-db8--5", 8}} {
 		rs := buildRuleset(s, tc.f)
 		var limits []string
 		for _, c := range rs.chains {

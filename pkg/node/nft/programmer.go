@@ -376,10 +376,13 @@ func (p *Programmer) syncElements(dl delta) (SyncStats, error) {
 	sets := p.sets
 	del := groupBySet(sets, dl.removed, true)
 	add := groupBySet(sets, dl.added, false)
-	for _, m := range dl.reflagged {
-		e := entriesOf(sets, m)[0] // the eip2vpc element
-		del[e.set] = append(del[e.set], nftables.SetElement{Key: e.key})
-		add[e.set] = append(add[e.set], nftables.SetElement{Key: e.key, Val: e.val})
+	for _, m := range dl.reflagged { // a limit came (out of eip2vpc_unlimited) or went (in)
+		e := unlimitedEntry(sets.of(m.ElasticIP), m)
+		if limited(m) {
+			del[e.set] = append(del[e.set], nftables.SetElement{Key: e.key})
+		} else {
+			add[e.set] = append(add[e.set], nftables.SetElement{Key: e.key, Val: e.val})
+		}
 	}
 	addDirect(del, sets, direct.removedIfaces, direct.removedPairs)
 	addDirect(add, sets, direct.addedIfaces, direct.addedPairs)
@@ -473,11 +476,8 @@ func (p *Programmer) KernelMappings(ctx context.Context) ([]Mapping, error) {
 			return nil, fmt.Errorf("read map %s %s: %w", f.name, MapEIP2VPC, err)
 		}
 		for _, e := range elems {
-			if len(e.Val) < int(f.addrLen) {
-				continue
-			}
 			eip, ok1 := netip.AddrFromSlice(e.Key)
-			pod, ok2 := netip.AddrFromSlice(e.Val[:f.addrLen]) // the limited flag follows
+			pod, ok2 := netip.AddrFromSlice(e.Val)
 			if ok1 && ok2 {
 				out = append(out, Mapping{ElasticIP: eip, PodIP: pod})
 			}

@@ -141,7 +141,7 @@ func TestFirstSyncIsOneTransaction(t *testing.T) {
 		t.Fatalf("%d batches, want 1", len(r.batches))
 	}
 	k := kinds(r.batches[0])
-	if k["begin"] != 1 || k["end"] != 1 || k["newtable"] != 4 || k["deltable"] != 2 || k["newset"] != 22 || k["newchain"] != 20 {
+	if k["begin"] != 1 || k["end"] != 1 || k["newtable"] != 4 || k["deltable"] != 2 || k["newset"] != 24 || k["newchain"] != 20 {
 		t.Errorf("batch = %v", k)
 	}
 	elems := 0
@@ -153,10 +153,10 @@ func TestFirstSyncIsOneTransaction(t *testing.T) {
 			elems += elementCount(t, msg)
 		}
 	}
-	// 4 elements per mapping and one more in the in-cluster map, 5 ICMP
-	// types and 4 ICMPv6 ones, 2 interval bounds per cluster range, an interface and a pair per
-	// direct NIC
-	if want := 5*10000 + 5 + 4 + 4 + 2*500; elems != want {
+	// 5 elements per mapping (none limited) and one more in the in-cluster
+	// map, 5 ICMP types and 4 ICMPv6 ones, 2 interval bounds per cluster
+	// range, an interface and a pair per direct NIC
+	if want := 6*10000 + 5 + 4 + 4 + 2*500; elems != want {
 		t.Errorf("%d elements, want %d", elems, want)
 	}
 	if st := p.LastSync(); !st.Full || st.Mappings != 10000 || st.Direct != 500 {
@@ -191,9 +191,9 @@ func TestOneChangeTouchesOnlyItsElements(t *testing.T) {
 		t.Fatalf("%d batches", len(r.batches))
 	}
 	k := kinds(r.batches[1])
-	// The four NAT maps and the in-cluster map.
-	if k["delsetelem"] != 5 || k["newsetelem"] != 5 || k["begin"] != 1 || k["end"] != 1 || len(k) != 4 {
-		t.Errorf("incremental batch = %v, want 5 element deletions and 5 additions only", k)
+	// The five NAT maps (the mapping has no limit) and the in-cluster map.
+	if k["delsetelem"] != 6 || k["newsetelem"] != 6 || k["begin"] != 1 || k["end"] != 1 || len(k) != 4 {
+		t.Errorf("incremental batch = %v, want 6 element deletions and 6 additions only", k)
 	}
 	for _, msg := range r.batches[1] {
 		if tp := uint16(msg.Header.Type) & 0xff; uint16(msg.Header.Type)>>8 == unix.NFNL_SUBSYS_NFTABLES &&
@@ -450,7 +450,7 @@ func TestOneDirectChangeTouchesOnlyItsElements(t *testing.T) {
 	if err := p.Sync(context.Background(), st); err != nil {
 		t.Fatal(err)
 	}
-	if k := kinds(r.batches[len(r.batches)-1]); k["deltable"] != 2 || k["newset"] != 22 {
+	if k := kinds(r.batches[len(r.batches)-1]); k["deltable"] != 2 || k["newset"] != 24 {
 		t.Errorf("sync after Invalidate = %v, want the whole table in one transaction", k)
 	}
 }

@@ -15,12 +15,16 @@ import (
 const (
 	TableName = "juneau"
 
-	ChainPrerouting    = "prerouting"
-	ChainFromOutside   = "from_outside"
-	ChainPostrouting   = "postrouting"
-	ChainDNAT          = "dnat"
+	ChainPrerouting  = "prerouting"
+	ChainFromOutside = "from_outside"
+	ChainPostrouting = "postrouting"
+	// ChainDNAT and ChainSNAT rewrite an ElasticIP's packets. No name is an
+	// nft keyword ("dnat" and "snat" are), so that `nft list chain` and `nft
+	// -f` take every name as nft lists it (README.md, "Reading the table
+	// with nft").
+	ChainDNAT          = "eip_dnat"
 	ChainDNATICMPError = "dnat_icmp_error"
-	ChainSNAT          = "snat"
+	ChainSNAT          = "eip_snat"
 	ChainSNATICMPError = "snat_icmp_error"
 	// The in-cluster chains translate cluster clients' connections to an
 	// ElasticIP with connection tracking (README.md, "In-cluster clients"):
@@ -30,11 +34,14 @@ const (
 	ChainInClusterOutput  = "incluster_output"
 	ChainInClusterHairpin = "incluster_hairpin"
 
-	// MapEIP2VPC maps an ElasticIP to its Pod IP and a flag saying whether
-	// it has a bandwidth limit (see eip2vpcValue); MapVPC2EIP maps the Pod
+	// MapEIP2VPC maps an ElasticIP to its Pod IP; MapVPC2EIP maps the Pod
 	// IP back to the ElasticIP.
 	MapEIP2VPC = "eip2vpc"
 	MapVPC2EIP = "vpc2eip"
+	// MapEIP2VPCUnlimited holds the elements of MapEIP2VPC whose ElasticIP
+	// has no bandwidth limit: the one lookup of the common inbound packet
+	// (see translateUnlimited).
+	MapEIP2VPCUnlimited = "eip2vpc_unlimited"
 	// MapEIP2VPCQuoted maps "ElasticIP . ElasticIP" to the Pod IP: the key
 	// is an ICMP error's destination and its quoted source, so a quote naming
 	// any other address finds nothing and the error is dropped.
@@ -145,6 +152,7 @@ type ruleset struct {
 type setsOf struct {
 	fam                                            *family
 	eip2vpc, vpc2eip, eip2vpcQuoted, vpc2eipQuoted *nftables.Set
+	eip2vpcUnlimited                               *nftables.Set
 	cluster, icmpErrors                            *nftables.Set
 	directIfaces, directAllowed                    *nftables.Set
 	limitIn, limitOut                              *nftables.Set
@@ -155,8 +163,9 @@ func (s setsOf) all() []*nftables.Set {
 	return append(s.maps(), s.cluster, s.icmpErrors, s.directIfaces, s.directAllowed, s.limitIn, s.limitOut, s.clusterEIP2VPC)
 }
 
+// maps are the NAT maps, whose elements come from the mappings.
 func (s setsOf) maps() []*nftables.Set {
-	return []*nftables.Set{s.eip2vpc, s.vpc2eip, s.eip2vpcQuoted, s.vpc2eipQuoted}
+	return []*nftables.Set{s.eip2vpc, s.vpc2eip, s.eip2vpcQuoted, s.vpc2eipQuoted, s.eip2vpcUnlimited}
 }
 
 // dynamic are the sets whose elements follow the desired state, element by
@@ -199,16 +208,13 @@ func newSets(f *family) setsOf {
 			Concatenation: key.Bytes > f.addrLen,
 		}
 	}
-	// The Pod IP and the limited flag: one lookup tells the common path
-	// everything it needs (see fromOutsideRules).
-	eip2vpc := m(1, MapEIP2VPC, addr)
-	eip2vpc.DataType = nftables.MustConcatSetType(addr, nftables.TypeMark)
 	return setsOf{
-		fam:           f,
-		eip2vpc:       eip2vpc,
-		vpc2eip:       m(2, MapVPC2EIP, addr),
-		eip2vpcQuoted: m(3, MapEIP2VPCQuoted, addrPair),
-		vpc2eipQuoted: m(4, MapVPC2EIPQuoted, addrPair),
+		fam:              f,
+		eip2vpc:          m(1, MapEIP2VPC, addr),
+		vpc2eip:          m(2, MapVPC2EIP, addr),
+		eip2vpcQuoted:    m(3, MapEIP2VPCQuoted, addrPair),
+		vpc2eipQuoted:    m(4, MapVPC2EIPQuoted, addrPair),
+		eip2vpcUnlimited: m(12, MapEIP2VPCUnlimited, addr),
 		cluster: &nftables.Set{
 			Table: t, ID: f.setIDBase + 5, Name: SetClusterCIDRs, Interval: true, KeyType: addr,
 		},
@@ -302,7 +308,7 @@ func buildRuleset(s *state, f *family) *ruleset {
 // dropped first, before conntrack and before any translation; limited
 // addresses' traffic with the outside goes through their limit chains
 // (still from the Pod IP or the direct NIC's ElasticIP, still to the
-// ElasticIP); traffic to an ElasticIP is translated (chain dnat); a
+// ElasticIP); traffic to an ElasticIP is translated (chain eip_dnat); a
 // translated Pod's traffic to outside the cluster is kept out of conntrack,
 // so the primary CNI's masquerade and kube-proxy never see it.
 //
@@ -322,7 +328,7 @@ func preroutingRules(s setsOf, iface string, extIndex uint32) [][]expr.Any {
 	r0, r1 := f.reg(0), f.reg(1)
 	var fast [][]expr.Any
 	if extIndex != 0 {
-		// meta iif <ext> ip daddr map @eip2vpc is "P . unlimited", not ICMP: ip daddr set P notrack accept
+		// iif <ext> meta l4proto != icmp ip daddr set ip daddr map @eip2vpc_unlimited notrack accept
 		fast = append(fast, append([]expr.Any{
 			&expr.Meta{Key: expr.MetaKeyIIF, Register: reg0}, eq(reg0, binaryutil.NativeEndian.PutUint32(extIndex)),
 		}, translateUnlimited(s)...))
@@ -342,7 +348,7 @@ func preroutingRules(s setsOf, iface string, extIndex uint32) [][]expr.Any {
 		{f.loadSrc(r0), lookupVerdict(s.limitOut, r0)},
 		// ip daddr vmap @bw_in
 		{f.loadDst(r0), lookupVerdict(s.limitIn, r0)},
-		// ip daddr @eip2vpc goto dnat
+		// ip daddr @eip2vpc goto eip_dnat
 		{f.loadDst(r0), in(s.eip2vpc, r0), gotoChain(ChainDNAT)},
 		// ip saddr @vpc2eip ip daddr != @cluster_cidrs notrack
 		{f.loadSrc(r0), in(s.vpc2eip, r0), f.loadDst(r1), notIn(s.cluster, r1), &expr.Notrack{}},
@@ -359,11 +365,15 @@ func preroutingRules(s setsOf, iface string, extIndex uint32) [][]expr.Any {
 func antiSpoofing(s setsOf) []expr.Any {
 	e := []expr.Any{&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: regName}, in(s.directIfaces, regName)}
 	if s.fam == fam6 {
+		// The whole address masked, as nft generates `ip6 saddr != fe80::/10`
+		// (from two bytes it lists a raw `@nh,64,16`).
+		linkLocal, mask := make([]byte, 16), make([]byte, 16)
+		linkLocal[0], linkLocal[1], mask[0], mask[1] = 0xfe, 0x80, 0xff, 0xc0
 		e = append(e,
 			// ip6 saddr != fe80::/10
-			&expr.Payload{OperationType: expr.PayloadLoad, DestRegister: regAfterName, Base: expr.PayloadBaseNetworkHeader, Offset: offIP6Src, Len: 2},
-			&expr.Bitwise{SourceRegister: regAfterName, DestRegister: regAfterName, Len: 2, Mask: []byte{0xff, 0xc0}, Xor: []byte{0, 0}},
-			&expr.Cmp{Op: expr.CmpOpNeq, Register: regAfterName, Data: []byte{0xfe, 0x80}},
+			fam6.loadSrc(regAfterName),
+			&expr.Bitwise{SourceRegister: regAfterName, DestRegister: regAfterName, Len: 16, Mask: mask, Xor: make([]byte, 16)},
+			&expr.Cmp{Op: expr.CmpOpNeq, Register: regAfterName, Data: linkLocal},
 			// ip6 saddr != ::
 			fam6.loadSrc(regAfterName),
 			&expr.Cmp{Op: expr.CmpOpNeq, Register: regAfterName, Data: make([]byte, 16)},
@@ -375,42 +385,40 @@ func antiSpoofing(s setsOf) []expr.Any {
 
 // fromOutsideRules handle what enters through the external interface. A
 // packet to an ElasticIP without a limit that is not ICMP (an ICMP error's
-// quote must be rewritten too) is translated by the first rule, with the one
-// lookup that also tells whether the ElasticIP is limited, and accepted.
+// quote must be rewritten too) is translated by the first rule, with one
+// lookup in the map of the unlimited ElasticIPs, and accepted.
 // The others go through the inbound limit of their destination, if any (a
-// NAT or a direct NIC's ElasticIP), then the full translation (chain dnat).
+// NAT or a direct NIC's ElasticIP), then the full translation (chain eip_dnat).
 // The rest (the node's own traffic, anything routed elsewhere) leaves the
 // chain untouched.
 func fromOutsideRules(s setsOf) [][]expr.Any {
 	r0 := s.fam.reg(0)
 	return [][]expr.Any{
-		// ip daddr map @eip2vpc is "P . unlimited", meta l4proto != icmp:
-		// ip daddr set P notrack accept
+		// meta l4proto != icmp ip daddr set ip daddr map @eip2vpc_unlimited notrack accept
 		translateUnlimited(s),
 		// ip daddr vmap @bw_in
 		{s.fam.loadDst(r0), lookupVerdict(s.limitIn, r0)},
-		// ip daddr @eip2vpc goto dnat
+		// ip daddr @eip2vpc goto eip_dnat
 		{s.fam.loadDst(r0), in(s.eip2vpc, r0), gotoChain(ChainDNAT)},
 	}
 }
 
 // translateUnlimited translates a packet to an ElasticIP without a limit
-// that is not ICMP, with one lookup, and accepts it. The map's value is the
-// Pod IP followed by the limited flag, which lands in the next slot.
+// that is not ICMP, with one lookup, and accepts it. A miss (a limited
+// ElasticIP, or no ElasticIP) ends the rule before anything is written.
+//
+// The expressions are those nft itself generates for the rule, so that
+// `nft list` prints it back. nft cannot read a compare on part of a
+// lookup's value ("Relational expression has no left hand side"), which is
+// why the limited ElasticIPs are left out of this map rather than flagged
+// in eip2vpc.
 func translateUnlimited(s setsOf) []expr.Any {
 	f := s.fam
 	r0 := f.reg(0)
-	e := []expr.Any{f.loadDst(r0), lookupMap(s.eip2vpc, r0, r0), eq(f.reg(1), flagUnlimited[:])}
-	e = append(e, f.notICMP(f.reg(2))...)
+	e := append(f.notICMP(r0), f.loadDst(r0), lookupMap(s.eip2vpcUnlimited, r0, r0))
 	e = append(e, f.writeNH(f.offDst, r0, f.reg(3))...)
 	return append(e, &expr.Notrack{}, &expr.Verdict{Kind: expr.VerdictAccept})
 }
-
-// Values of the flag that follows the Pod IP in MapEIP2VPC.
-var (
-	flagUnlimited = [4]byte{0, 0, 0, 0}
-	flagLimited   = [4]byte{0, 0, 0, 1}
-)
 
 // dnatRules rewrite the destination ElasticIP to the Pod IP, fixing the IP
 // header checksum and the TCP/UDP pseudo-header checksum, after an ICMP error
@@ -523,6 +531,8 @@ func quoteRules(m *nftables.Set, outerOff, quoteOff uint32) [][]expr.Any {
 	key := func() []expr.Any {
 		return []expr.Any{f.loadNH(outerOff, reg0), loadTH(quoteOff, 4, reg1), lookupMap(m, reg0, reg2)}
 	}
+	// A quote too short to hold the checksum field ends the rule at its first
+	// write, which reads that field before it changes anything.
 	l4fix := func(proto byte, csumOff uint32, nonZero bool) []expr.Any {
 		e := []expr.Any{
 			loadTH(offQuoteVerIHL, 1, reg3), eq(reg3, []byte{quoteVerIHLNoOpts}),
@@ -531,11 +541,9 @@ func quoteRules(m *nftables.Set, outerOff, quoteOff uint32) [][]expr.Any {
 			loadTH(offQuoteFrag, 2, reg3),
 			&expr.Bitwise{SourceRegister: reg3, DestRegister: reg3, Len: 2, Mask: []byte{0x1f, 0xff}, Xor: []byte{0, 0}},
 			eq(reg3, []byte{0, 0}),
-			// Also proves the checksum field is inside the (possibly short) quote.
-			loadTH(csumOff, 2, reg3),
 		}
 		if nonZero { // a zero UDP checksum means "none" and must stay zero
-			e = append(e, &expr.Cmp{Op: expr.CmpOpNeq, Register: reg3, Data: []byte{0, 0}})
+			e = append(e, loadTH(csumOff, 2, reg3), &expr.Cmp{Op: expr.CmpOpNeq, Register: reg3, Data: []byte{0, 0}})
 		}
 		e = append(e, key()...)
 		return append(e,

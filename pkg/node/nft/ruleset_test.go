@@ -132,17 +132,19 @@ func TestFastPathByIndex(t *testing.T) {
 }
 
 // TestFromOutsideRules: a packet from outside to an unlimited ElasticIP,
-// not ICMP, meets one lookup (its result: the Pod IP in NFT_REG32_00, the
-// limited flag in NFT_REG32_01), the rewrite, notrack and accept; the
-// others go through the inbound limits and the full translation.
+// not ICMP, meets one lookup (in the map of the unlimited ElasticIPs; the
+// Pod IP lands in NFT_REG32_00), the rewrite, notrack and accept: the
+// expressions nft generates for `meta l4proto != icmp ip daddr set ip daddr
+// map @eip2vpc_unlimited notrack accept`. The others go through the inbound
+// limits and the full translation.
 func TestFromOutsideRules(t *testing.T) {
 	rs := testRuleset(t)
 	s := rs.sets
 	want := [][]expr.Any{
-		{fam4.loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: reg0, IsDestRegSet: true, SetName: MapEIP2VPC, SetID: s.eip2vpc.ID},
-			&expr.Cmp{Op: expr.CmpOpEq, Register: unix.NFT_REG32_01, Data: []byte{0, 0, 0, 0}},
-			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg2},
-			&expr.Cmp{Op: expr.CmpOpNeq, Register: reg2, Data: []byte{unix.IPPROTO_ICMP}},
+		{&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg0},
+			&expr.Cmp{Op: expr.CmpOpNeq, Register: reg0, Data: []byte{unix.IPPROTO_ICMP}},
+			fam4.loadNH(16, reg0),
+			&expr.Lookup{SourceRegister: reg0, DestRegister: reg0, IsDestRegSet: true, SetName: MapEIP2VPCUnlimited, SetID: s.eip2vpcUnlimited.ID},
 			fam4.writeNH(16, reg0, reg3)[0], &expr.Notrack{}, &expr.Verdict{Kind: expr.VerdictAccept}},
 		{fam4.loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: unix.NFT_REG_VERDICT, IsDestRegSet: true, SetName: MapLimitIn, SetID: s.limitIn.ID}},
 		{fam4.loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapEIP2VPC, SetID: s.eip2vpc.ID},
@@ -254,13 +256,10 @@ func TestSets(t *testing.T) {
 		}
 		ids[s.ID] = true
 	}
-	for _, s := range rs.sets.maps()[1:] {
+	for _, s := range append(rs.sets.maps(), rs.sets.clusterEIP2VPC) {
 		if !s.IsMap || s.DataType != nftables.TypeIPAddr {
 			t.Errorf("%s is not an address map", s.Name)
 		}
-	}
-	if d := rs.sets.eip2vpc.DataType; !rs.sets.eip2vpc.IsMap || d.Bytes != 8 || d.Name != "ipv4_addr . mark" {
-		t.Errorf("eip2vpc maps to %+v, want a Pod IP and the limited flag", d)
 	}
 	if rs.sets.eip2vpcQuoted.KeyType.Bytes != 8 || !rs.sets.eip2vpcQuoted.Concatenation {
 		t.Error("quoted maps must be keyed by two addresses")

@@ -97,9 +97,9 @@ func TestTenThousandMappings(t *testing.T) {
 			t.Errorf("unexpected change %v in the transaction", ev.Type)
 		}
 	}
-	// The four NAT maps and the in-cluster map.
-	if dels != 5 || adds != 5 {
-		t.Errorf("transaction deleted %d and added %d elements, want 5 and 5", dels, adds)
+	// The five NAT maps (the mapping has no limit) and the in-cluster map.
+	if dels != 6 || adds != 6 {
+		t.Errorf("transaction deleted %d and added %d elements, want 6 and 6", dels, adds)
 	}
 	if n := len(kernelElements(t, tp.node, MapEIP2VPC)); n != 10000 {
 		t.Errorf("after the change eip2vpc holds %d elements", n)
