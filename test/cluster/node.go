@@ -64,6 +64,15 @@ func (n *Node) Output(ctx context.Context, argv ...string) (string, error) {
 	return string(out), nil
 }
 
+// Command builds argv to run on the Node, as Output runs it, for a caller that reads its
+// output streams itself.
+func (n *Node) Command(ctx context.Context, argv ...string) (*exec.Cmd, error) {
+	if err := n.holder.inNamespaces(n.netInode(), n.mntNS); err != nil {
+		return nil, err
+	}
+	return n.command(ctx, argv...), nil
+}
+
 func (n *Node) netInode() uint64 {
 	ino, _ := nsInode(n.NS)
 	return ino

@@ -19,6 +19,7 @@ import (
 	"github.com/loutres/juneau/test/cluster"
 	"github.com/loutres/juneau/test/images"
 	"github.com/loutres/juneau/test/netns"
+	"github.com/loutres/juneau/test/nftlist"
 )
 
 // addressWatch follows every Pod of a namespace through a watch and records each moment
@@ -324,5 +325,26 @@ func waitReplicas(t *testing.T, c *cluster.Cluster, ns, selector string, n int) 
 		return err == nil && len(list.Items) == n, nil
 	}); err != nil {
 		t.Fatalf("Pods %s not %d: %v", selector, n, err)
+	}
+}
+
+// testNftListable: on every Node, the nft of the distribution lists the whole ruleset,
+// juneau's tables included, without an error (test/nftlist), after the scenarios above
+// filled them.
+func testNftListable(t *testing.T, c *cluster.Cluster) {
+	for _, n := range c.Nodes {
+		for _, args := range [][]string{{"list", "ruleset"}, {"list", "table", "ip", "juneau"}} {
+			cmd, err := n.Command(testContext(t, time.Minute), append([]string{"nft"}, args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := nftlist.Run(cmd)
+			if err != nil {
+				t.Errorf("on %s: %v", n.Name, err)
+			}
+			if !strings.Contains(out, "table ip juneau") {
+				t.Errorf("on %s: nft %s shows no juneau table:\n%s", n.Name, strings.Join(args, " "), out)
+			}
+		}
 	}
 }

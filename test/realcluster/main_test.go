@@ -70,6 +70,7 @@ func TestRealCluster(t *testing.T) {
 		{"networkinterface-garbage-collected", testGarbageCollection},
 		{"webhook-through-its-service", testWebhook},
 		{"node-rollout-under-traffic", testRollout},
+		{"nft-lists-the-rules", testNftListable},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, c) })
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -51,6 +52,7 @@ func testPoolDeletedUnderTraffic(t *testing.T, c *cluster.Cluster) {
 		"-n", ns, "apply", "-f", "-")
 	waitPods(t, c, ns, "keep")
 	addr := eipWorks(t, c, ns, "keep-eip", "keep")
+	exhausted(t, c, ns)
 
 	out, err := c.KubectlRun(testContext(t, time.Minute), "", "delete", "addresspool", "spare-pool")
 	want := fmt.Sprintf(`addresses are still reserved from it: %s (ElasticIP "%s/keep-eip")`, addr, ns)
@@ -97,6 +99,49 @@ func testPoolDeletedUnderTraffic(t *testing.T, c *cluster.Cluster) {
 	})
 	if err != nil {
 		t.Errorf("a new ElasticIP of the network without its pool: %v, want no address and Allocated False MissingDependency", err)
+	}
+}
+
+// exhausted: two Pods asking for automatic ElasticIPs of spare-net, which has one
+// address left: one gets it and works, the other waits and says why — its condition
+// and its readiness gate name the exhausted pool and what a rolling update needs, and
+// an Event on it says so too. Both are deleted at the end, releasing the address.
+func exhausted(t *testing.T, c *cluster.Cluster, ns string) {
+	t.Helper()
+	ann := `{juneau.loutres.me/pod-with-eip: "true", juneau.loutres.me/eip-external-network: spare-net, juneau.loutres.me/pod-eip-release-strategy: Follow}`
+	kubectl(t, c, gatedBoxPod("one", ann)+"---\n"+gatedBoxPod("two", ann), "-n", ns, "apply", "-f", "-")
+	var waiting string
+	var last []corev1.PodCondition
+	err := wait.PollUntilContextTimeout(testContext(t, 2*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, name := range []string{"one", "two"} {
+			p, err := c.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			cond, gate := assigned(p), podCondition(p, v1alpha1.PodConditionElasticIP)
+			last = p.Status.Conditions
+			if cond != nil && cond.Reason == v1alpha1.ReasonNoAddressAvailable && strings.Contains(cond.Message, `is exhausted: "spare-pool"`) &&
+				strings.Contains(cond.Message, "maxSurge") && gate != nil && gate.Status == corev1.ConditionFalse &&
+				strings.Contains(gate.Message, `is exhausted: "spare-pool"`) && !strings.Contains(gate.Message, `""`) {
+				waiting = name
+			}
+		}
+		return waiting != "", nil
+	})
+	if err != nil {
+		t.Fatalf("no Pod says the pool is exhausted: %v\n%+v", err, last)
+	}
+	served := map[string]string{"one": "two", "two": "one"}[waiting]
+	eipWorks(t, c, ns, served, served)
+	if events := kubectl(t, c, "", "-n", ns, "get", "events", "--field-selector", "involvedObject.name="+waiting+",reason="+v1alpha1.ReasonNoAddressAvailable, "-o", "name"); strings.TrimSpace(events) == "" {
+		t.Errorf("no %s Event on the waiting Pod %s", v1alpha1.ReasonNoAddressAvailable, waiting)
+	}
+	kubectl(t, c, "", "-n", ns, "delete", "pod", "one", "two", "--wait=true")
+	for _, name := range []string{"one", "two"} {
+		gone(t, "ElasticIP "+name, 2*time.Minute, func(ctx context.Context) error {
+			_, err := c.Juneau.JuneauV1alpha1().ElasticIPs(ns).Get(ctx, name, metav1.GetOptions{})
+			return err
+		})
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -135,6 +134,12 @@ func (c *Controller) takeAddressFromOthers(ctx context.Context, addr string, sel
 		if err != nil {
 			continue
 		}
+		if cur, err := c.pods.Pods(namespace).Get(name); key == selfKey || err == nil && cur.UID != uid {
+			// An earlier Pod of that name, gone: the Pod there now is this one, or
+			// one the cache lists under its own UID when it carries the address.
+			c.book.erased(addr, key)
+			continue
+		}
 		if err := c.eraseAnnotations(ctx, namespace, name, uid); err != nil {
 			return fmt.Errorf("taking address %s off Pod %s before writing it on Pod %s: %w", addr, key, selfKey, err)
 		}
@@ -157,7 +162,7 @@ func (c *Controller) eraseAnnotations(ctx context.Context, namespace, name strin
 	}
 	_, err = c.kube.CoreV1().Pods(namespace).Patch(ctx, name, types.MergePatchType, data,
 		metav1.PatchOptions{FieldManager: v1alpha1.FieldManagerController})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+	if benign(err) {
 		return nil
 	}
 	return err

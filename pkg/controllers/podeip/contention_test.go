@@ -7,8 +7,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
@@ -129,4 +132,21 @@ func runtimeObjects(objs []any) []runtime.Object {
 		out[i] = o.(runtime.Object)
 	}
 	return out
+}
+
+// A patch whose metadata.uid names an earlier Pod of the name lost a race; a webhook's
+// denial or another invalid change is a refusal.
+func TestAnotherObjectIsARaceNotARefusal(t *testing.T) {
+	gk := schema.GroupKind{Kind: "Pod"}
+	uid := apierrors.NewInvalid(gk, "db-0", field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), "new", "field is immutable")})
+	other := apierrors.NewInvalid(gk, "db-0", field.ErrorList{field.Invalid(field.NewPath("spec", "x"), "y", "bad")})
+	denied := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "db-0", errString("denied by the webhook"))
+	if !benign(uid) || refused(uid) && !anotherObject(uid) {
+		t.Error("a patch of an earlier Pod's UID is not a race")
+	}
+	for _, err := range []error{other, denied} {
+		if benign(err) || !refused(err) {
+			t.Errorf("%v: benign=%v refused=%v, want a refusal", err, benign(err), refused(err))
+		}
+	}
 }
