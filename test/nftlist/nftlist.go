@@ -20,21 +20,38 @@ import (
 
 // Run runs cmd, an nft command (nft list ruleset, nft list table ip juneau, ...),
 // and returns its standard output. The error says why the output is not clean: nft
-// failed, wrote anything to standard error, or printed "Error".
+// failed, wrote anything to standard error but the notice it gives about tables that
+// iptables-nft manages (a Node's kube-proxy or CNI may have made such tables; nft warns
+// that they are iptables' own), or printed "Error".
 func Run(cmd *exec.Cmd) (string, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	out := stdout.String()
+	complaints := otherThanIptablesNotices(stderr.String())
 	switch {
 	case err != nil:
 		return out, fmt.Errorf("%s: %w\n%s", cmd, err, stderr.String())
-	case stderr.Len() > 0:
-		return out, fmt.Errorf("%s wrote to standard error:\n%s", cmd, stderr.String())
+	case complaints != "":
+		return out, fmt.Errorf("%s wrote to standard error:\n%s", cmd, complaints)
 	case strings.Contains(out, "Error"):
 		return out, fmt.Errorf("%s printed an error:\n%s", cmd, out)
 	}
 	return out, nil
+}
+
+// otherThanIptablesNotices drops from nft's standard error the lines that only say a
+// table belongs to iptables-nft ("# Warning: table ip nat is managed by iptables-nft,
+// do not touch!").
+func otherThanIptablesNotices(stderr string) string {
+	var keep []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "# Warning: table ") && strings.HasSuffix(l, "is managed by iptables-nft, do not touch!") {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return strings.Join(keep, "\n")
 }
 
 // InNS runs nft with args inside a network namespace and returns its output; it

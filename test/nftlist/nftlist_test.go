@@ -17,6 +17,8 @@ func TestRun(t *testing.T) {
 		{`echo "table ip juneau {"; echo "netlink: Error: Relational expression has no left hand side" >&2`, false},
 		{`echo "netlink: Error: something"`, false},
 		{`echo "table ip juneau {"; exit 1`, false},
+		{`echo "table ip juneau {"; echo "# Warning: table ip nat is managed by iptables-nft, do not touch!" >&2`, true},
+		{`echo "table ip juneau {"; echo "# Warning: table ip nat is managed by iptables-nft, do not touch!" >&2; echo "netlink: Error: x" >&2`, false},
 	} {
 		out, err := Run(exec.Command("sh", "-c", tt.script))
 		if (err == nil) != tt.clean {

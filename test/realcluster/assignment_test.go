@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/test/cluster"
 	"github.com/loutres/juneau/test/images"
@@ -109,27 +110,31 @@ func podCondition(p *corev1.Pod, typ string) *corev1.PodCondition {
 }
 
 // eipWorks waits for what a user looks at: the ElasticIP's Attached condition True
-// (reason Attached) naming the Pod's attachment, the Pod's readiness gate True, the
-// Pod's write-back annotations naming the ElasticIP and its address, and the external
-// client answered by the Pod at the address. It returns the address.
+// (reason Attached), the Pod's readiness gate True, for a Pod that asks for an automatic
+// ElasticIP its write-back annotations naming the ElasticIP and its address, and the
+// external client answered by the Pod at the address. It returns the address.
 func eipWorks(t *testing.T, c *cluster.Cluster, ns, eipName, pod string) string {
 	t.Helper()
 	var eip *v1alpha1.ElasticIP
 	var p *corev1.Pod
 	err := wait.PollUntilContextTimeout(testContext(t, 3*time.Minute), 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		var err error
-		if eip, err = c.Juneau.JuneauV1alpha1().ElasticIPs(ns).Get(ctx, eipName, metav1.GetOptions{}); err != nil {
+		e, err := c.Juneau.JuneauV1alpha1().ElasticIPs(ns).Get(ctx, eipName, metav1.GetOptions{})
+		if err != nil {
 			return false, nil
 		}
-		if p, err = c.Kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{}); err != nil {
+		got, err := c.Kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
 			return false, nil
 		}
+		eip, p = e, got
 		att := meta.FindStatusCondition(eip.Status.Conditions, v1alpha1.ConditionAttached)
 		gate := podCondition(p, v1alpha1.PodConditionElasticIP)
+		written := true
+		if auto, _ := annotations.ParseAuto(p.Annotations); auto.Wanted() {
+			written = p.Annotations[v1alpha1.AnnotationAllocatedEIPName] == eipName && p.Annotations[v1alpha1.AnnotationAllocatedEIPAddr] == eip.Status.Address
+		}
 		return att != nil && att.Status == metav1.ConditionTrue && att.Reason == v1alpha1.ReasonAttached &&
-			gate != nil && gate.Status == corev1.ConditionTrue &&
-			p.Annotations[v1alpha1.AnnotationAllocatedEIPName] == eipName &&
-			p.Annotations[v1alpha1.AnnotationAllocatedEIPAddr] == eip.Status.Address, nil
+			gate != nil && gate.Status == corev1.ConditionTrue && written, nil
 	})
 	if err != nil {
 		t.Fatalf("ElasticIP %s/%s not working for Pod %s: %v\nElasticIP status %+v\nPod annotations %v conditions %+v",
