@@ -121,6 +121,9 @@ type Agent struct {
 	passwords  *Passwords
 	bgpStarted bool
 	nodeStatus *v1alpha1.BGPNodeState
+	// toldNoNextHop6: the agent logged that it has IPv6 addresses to announce and no
+	// IPv6 next hop (once per run).
+	toldNoNextHop6 bool
 
 	loop   *workloop.Single
 	synced []cache.InformerSynced
@@ -378,6 +381,9 @@ func (a *Agent) inputs() (Inputs, error) {
 	}
 	if a.passwords != nil {
 		in.Password = a.passwords.Password
+	}
+	if a.speaker != nil {
+		in.IPv6NextHop = a.speaker.NextHop6().IsValid()
 	}
 	return in, nil
 }

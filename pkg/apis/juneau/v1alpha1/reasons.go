@@ -92,6 +92,10 @@ const (
 	ReasonNoEstablishedPeer = "NoEstablishedPeer"
 	// ReasonNoPeer: no BGPPeer selects the Node, so nobody hears the announcement.
 	ReasonNoPeer = "NoPeer"
+	// ReasonNoIPv6NextHop: the advertisement's address is IPv6 and the Node's agent has
+	// no IPv6 next hop to announce it with (no global IPv6 address on its external
+	// interface at start, and no --bgp-ipv6-next-hop).
+	ReasonNoIPv6NextHop = "NoIPv6NextHop"
 )
 
 // Reasons of Events that announce an action rather than a condition.
@@ -173,6 +177,7 @@ var severities = map[string]string{
 	ReasonNotAnnounced:                corev1.EventTypeNormal,
 	ReasonNoEstablishedPeer:           corev1.EventTypeWarning,
 	ReasonNoPeer:                      corev1.EventTypeWarning,
+	ReasonNoIPv6NextHop:               corev1.EventTypeWarning,
 
 	EventAdvertisementMoved:      corev1.EventTypeNormal,
 	EventInvalidAnnotations:      corev1.EventTypeWarning,
