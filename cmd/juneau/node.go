@@ -292,9 +292,11 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	uninstall := false
 	switch {
 	case ctx.Err() != nil && lock.Held():
-		uninstall = o.shutdown(logger, kube, pods.Lister(), nat)
+		answering, announcing := a.Serving()
+		uninstall = o.shutdown(logger.WithValues("answering", answering, "announcing", announcing), kube, pods.Lister(), nat)
 	case ctx.Err() != nil && o.verdictFile != "":
 		// The datapath is another agent's: nothing of it is this one's to remove.
+		logger.Info("Stopping while another agent of this Node holds the datapath; that agent goes on answering")
 		if err := shutdown.WriteVerdict(o.verdictFile, shutdown.Verdict{Reason: "stopped while another agent of this Node holds the datapath"}); err != nil {
 			logger.Error(err, "Writing the shutdown verdict", "file", o.verdictFile)
 		}
@@ -395,9 +397,12 @@ func (o *nodeOptions) shutdown(logger klog.Logger, kube kubernetes.Interface, po
 		if err := nat.Remove(ctx); err != nil {
 			logger.Error(err, "Uninstalling: could not remove the nftables table")
 		}
-		logger.Info("Uninstalled from this Node: the nftables table is removed", "reason", verdict.Reason)
+		logger.Info("Uninstalled from this Node: the nftables table is removed", "reason", verdict.Reason,
+			"then", "ARP and NDP answers stop, BGP routes are withdrawn")
 	} else {
-		logger.Info("Stopping; the datapath stays for the next agent", "reason", verdict.Reason)
+		// The next agent answers from the addresses this one saved (docs/operations.md#restarts-and-rollouts).
+		logger.Info("Stopping; the datapath stays for the next agent", "reason", verdict.Reason,
+			"then", "the next agent answers for the same addresses; BGP routers keep this Node's routes for graceful restart")
 	}
 	if o.verdictFile != "" {
 		if err := shutdown.WriteVerdict(o.verdictFile, verdict); err != nil {

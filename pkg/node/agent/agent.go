@@ -133,6 +133,9 @@ type Agent struct {
 	answered   []netip.Addr
 	saved      bool
 	syncedOnce bool
+	// The advertisements answered for and announced after the last sync of the lock
+	// holder (nil before its first), whose changes are logged.
+	answeringAds, announcingAds map[string]servedAd
 }
 
 // Clients the agent writes with: the Answering condition and the Pod readiness gate.
@@ -308,10 +311,13 @@ func (a *Agent) sync(ctx context.Context) error {
 	if err := a.saveAnswered(slices.Concat(d.ARP, d.NDP)); err != nil {
 		return err
 	}
-	if err := a.markAnswering(ctx, in, d.Answering, d.Refused); err != nil {
-		return err
+	started, markErr := a.markAnswering(ctx, in, d.Answering, d.Refused)
+	a.logAnswering(ctx, in, d, started)
+	if markErr != nil {
+		return markErr
 	}
 	announced, bgpErr := a.applyBGP(ctx, in, d)
+	a.logAnnouncing(ctx, in, d)
 	if err := a.writeReadiness(ctx, in, d, announced); err != nil {
 		return err
 	}
@@ -390,8 +396,9 @@ func (a *Agent) inputs() (Inputs, error) {
 
 // markAnswering writes the Answering condition on the advertisements this agent now
 // answers for (True) or refuses to (False, with why), with server-side apply so it owns
-// only that condition.
-func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string, refused map[string]string) error {
+// only that condition. It returns the advertisements whose condition it turned True.
+func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string, refused map[string]string) ([]string, error) {
+	var started []string
 	for _, ad := range in.Advertisements {
 		var want metav1.Condition
 		if why, ok := refused[ad.Name]; ok {
@@ -410,17 +417,13 @@ func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string, re
 		apply := applyv1alpha1.ARPAdvertisement(ad.Name).WithStatus(applyv1alpha1.ARPAdvertisementStatus().WithConditions(status.Apply(*cur)))
 		if _, err := a.client.JuneauV1alpha1().ARPAdvertisements().ApplyStatus(ctx, apply,
 			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); err != nil {
-			return fmt.Errorf("writing Answering on ARPAdvertisement %q: %w", ad.Name, err)
+			return started, fmt.Errorf("writing Answering on ARPAdvertisement %q: %w", ad.Name, err)
 		}
 		if cur.Status != metav1.ConditionTrue {
-			klog.FromContext(ctx).Info("Not answering ARP", "advertisement", ad.Name, "address", ad.Spec.Address, "reason", cur.Reason, "message", cur.Message)
+			klog.FromContext(ctx).Info("Not answering ARP", "advertisement", klog.KObj(ad), "address", ad.Spec.Address, "reason", cur.Reason, "message", cur.Message)
 			continue
 		}
-		if addr, err := netip.ParseAddr(ad.Spec.Address); err == nil && !addr.Unmap().Is4() {
-			klog.FromContext(ctx).Info("Answering NDP", "advertisement", ad.Name, "address", ad.Spec.Address)
-		} else {
-			klog.FromContext(ctx).Info("Answering ARP", "advertisement", ad.Name, "address", ad.Spec.Address)
-		}
+		started = append(started, ad.Name)
 	}
-	return nil
+	return started, nil
 }

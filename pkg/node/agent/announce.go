@@ -62,8 +62,8 @@ func (a *Agent) applyBGP(ctx context.Context, in Inputs, d Desired) (bgp.Status,
 	if len(d.BGP.NoIPv6NextHop) > 0 && !a.toldNoNextHop6 {
 		// Once: the Announced conditions of those advertisements say it at every sync.
 		a.toldNoNextHop6 = true
-		klog.FromContext(ctx).Info("This Node has IPv6 addresses to announce but no IPv6 next hop; give its external interface a global IPv6 address and restart the agent, or set --bgp-ipv6-next-hop",
-			"prefixes", d.BGP.NoIPv6NextHop)
+		klog.FromContext(ctx).Info("This Node has IPv6 addresses to announce but no IPv6 next hop", "prefixes", d.BGP.NoIPv6NextHop,
+			"fix", "give its external interface a global IPv6 address and restart the agent, or set --bgp-ipv6-next-hop")
 	}
 	a.speaker.SetPeers(d.BGP.Peers)
 	if err := a.speaker.SetAnnouncements(d.BGP.Announce); err != nil {
@@ -152,10 +152,17 @@ func (a *Agent) markAnnounced(ctx context.Context, in Inputs, d Desired, st bgp.
 			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); err != nil {
 			return fmt.Errorf("writing Announced on BGPAdvertisement %q: %w", ad.Name, err)
 		}
-		if cur.Status == metav1.ConditionTrue && (have == nil || have.Status != metav1.ConditionTrue) {
-			klog.FromContext(ctx).Info("Announced", "advertisement", ad.Name, "prefix", prefix)
-		} else {
-			klog.FromContext(ctx).V(2).Info("Set Announced", "advertisement", ad.Name, "prefix", prefix, "status", cur.Status, "reason", cur.Reason)
+		wasTrue := have != nil && have.Status == metav1.ConditionTrue && have.ObservedGeneration == ad.Generation
+		switch {
+		case cur.Status == metav1.ConditionTrue && !wasTrue:
+			klog.FromContext(ctx).Info("Announced", "advertisement", klog.KObj(ad), "prefix", prefix)
+		case cur.Status != metav1.ConditionTrue && wasTrue && containsPrefix(d.BGP.Announce, prefix):
+			// Still this Node's to announce, but no router hears it now (withdrawals
+			// of the route itself are logged by logAnnouncing).
+			klog.FromContext(ctx).Info("Not announced to any BGP peer any more", "advertisement", klog.KObj(ad), "prefix", prefix,
+				"reason", cur.Reason, "message", cur.Message)
+		default:
+			klog.FromContext(ctx).V(2).Info("Set Announced", "advertisement", klog.KObj(ad), "prefix", prefix, "status", cur.Status, "reason", cur.Reason)
 		}
 	}
 	return nil
