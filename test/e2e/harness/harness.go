@@ -105,8 +105,11 @@ type Cluster struct {
 	farClient bool
 	// refusals are the periods in which components may be refused: see ExpectRefusals.
 	refusals [][2]time.Time
-	podsMu   sync.Mutex
-	pods     []*Pod // every Pod made through the harness, for Reboot
+	// errorsExpected says why this test's components may log at error level (it
+	// breaks something on purpose); empty: they may not (see ExpectErrorLines).
+	errorsExpected string
+	podsMu         sync.Mutex
+	pods           []*Pod // every Pod made through the harness, for Reboot
 }
 
 // Node is a simulated Node: a network namespace with its agent.
@@ -176,7 +179,46 @@ func New(t testing.TB, cp *framework.ControlPlane, opts Options) *Cluster {
 	c.waitForNodeScope(opts.Nodes[0])
 	t.Cleanup(c.deleteClusterObjects)
 	t.Cleanup(c.checkNothingForbidden)
+	t.Cleanup(c.checkNoErrorLines)
 	return c
+}
+
+// ExpectErrorLines tells the end-of-test check (checkNoErrorLines) that the test breaks
+// something on purpose (an API server that goes away, a killed agent, a broken peer), so
+// its components may log at error level; why says what.
+func (c *Cluster) ExpectErrorLines(why string) { c.errorsExpected = why }
+
+// checkNoErrorLines fails the test when a component (controller, webhook, node agent)
+// logged at error level: in a healthy cluster none does (a retried conflict or a cache
+// that lags is no error). Lines in the periods of ExpectRefusals are expected (the API
+// server restarts then), and everything in a test that said ExpectErrorLines.
+func (c *Cluster) checkNoErrorLines() {
+	if c.errorsExpected != "" {
+		c.t.Logf("error-level log lines not checked: %s", c.errorsExpected)
+		return
+	}
+	for _, comp := range c.components() {
+		for _, line := range strings.Split(comp.Log(), "\n") {
+			if klogErrorLine.MatchString(line) && !c.refusalExpected(line) {
+				c.t.Errorf("%s logged at error level in a healthy cluster: %s", comp.Name, line)
+			}
+		}
+	}
+}
+
+// klogErrorLine is a klog line of severity error or fatal.
+var klogErrorLine = regexp.MustCompile(`^[EF]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} `)
+
+// components are the controller, the webhook (if any) and every Node's current agent.
+func (c *Cluster) components() []*framework.Component {
+	components := []*framework.Component{c.Controller}
+	if c.Webhook != nil {
+		components = append(components, c.Webhook.Component)
+	}
+	for _, n := range c.Nodes {
+		components = append(components, n.Agent)
+	}
+	return components
 }
 
 // checkNothingForbidden fails the test when a component was refused by RBAC or by the
@@ -186,14 +228,7 @@ func New(t testing.TB, cp *framework.ControlPlane, opts Options) *Cluster {
 // a 403 of the webhook (a deletion refused while something still references the object,
 // which the webhook and the refused controller both log) is neither.
 func (c *Cluster) checkNothingForbidden() {
-	components := []*framework.Component{c.Controller}
-	if c.Webhook != nil {
-		components = append(components, c.Webhook.Component)
-	}
-	for _, n := range c.Nodes {
-		components = append(components, n.Agent)
-	}
-	for _, comp := range components {
+	for _, comp := range c.components() {
 		for _, line := range strings.Split(comp.Log(), "\n") {
 			if c.refusalExpected(line) {
 				continue
