@@ -176,7 +176,7 @@ func TestReadmeExample(t *testing.T) {
 	}
 	// ANSWERING is the Answering condition the agent of the Node writes (answerARP here).
 	r = cp.Kubectl(ctx, "", "get", "arpadvertisement", advertisement.PreferredName(ns, "nginx-eip"))
-	if got := spaces.ReplaceAllString(r.Stdout, " "); r.Err != nil || !strings.HasPrefix(got, "NAME EXTERNALNETWORK ADDRESS NODE ANSWERING AGE\n") ||
+	if got := spaces.ReplaceAllString(r.Stdout, " "); r.Err != nil || !strings.HasPrefix(got, "NAME EXTERNALNETWORK ADDRESS NODE ANSWERING AGE ") ||
 		!strings.Contains(got, "scenario-net 10.225.51.5 node-a True ") {
 		t.Errorf("kubectl get arpadvertisement: %q %v", r.Stdout, r.Err)
 	}
