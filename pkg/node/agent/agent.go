@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -416,7 +417,11 @@ func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string, re
 		}
 		apply := applyv1alpha1.ARPAdvertisement(ad.Name).WithStatus(applyv1alpha1.ARPAdvertisementStatus().WithConditions(status.Apply(*cur)))
 		if _, err := a.client.JuneauV1alpha1().ARPAdvertisements().ApplyStatus(ctx, apply,
-			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); err != nil {
+			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); apierrors.IsNotFound(err) {
+			// Deleted since the cache saw it; its deletion reaches the cache next.
+			klog.FromContext(ctx).V(2).Info("Advertisement gone before its Answering condition was written", "advertisement", klog.KObj(ad))
+			continue
+		} else if err != nil {
 			return started, fmt.Errorf("writing Answering on ARPAdvertisement %q: %w", ad.Name, err)
 		}
 		if cur.Status != metav1.ConditionTrue {

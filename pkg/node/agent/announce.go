@@ -149,7 +149,11 @@ func (a *Agent) markAnnounced(ctx context.Context, in Inputs, d Desired, st bgp.
 		}
 		apply := applyv1alpha1.BGPAdvertisement(ad.Name).WithStatus(applyv1alpha1.BGPAdvertisementStatus().WithConditions(status.Apply(*cur)))
 		if _, err := a.client.JuneauV1alpha1().BGPAdvertisements().ApplyStatus(ctx, apply,
-			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); err != nil {
+			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); apierrors.IsNotFound(err) {
+			// Deleted since the cache saw it; its deletion reaches the cache next.
+			klog.FromContext(ctx).V(2).Info("Advertisement gone before its Announced condition was written", "advertisement", klog.KObj(ad))
+			continue
+		} else if err != nil {
 			return fmt.Errorf("writing Announced on BGPAdvertisement %q: %w", ad.Name, err)
 		}
 		wasTrue := have != nil && have.Status == metav1.ConditionTrue && have.ObservedGeneration == ad.Generation

@@ -7,8 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
@@ -165,5 +168,32 @@ func TestWithdrawalLogged(t *testing.T) {
 	out := logs.String()
 	if strings.Count(out, "Withdrawing BGP announcement") != 1 || !strings.Contains(out, "10.225.53.5/32") || !strings.Contains(out, "moved to Node") {
 		t.Errorf("logged:\n%s\nwant one withdrawal of 10.225.53.5/32, moved to node-b", out)
+	}
+}
+
+// An advertisement deleted after the cache saw it (the API says NotFound) is no reason
+// to fail the sync: its deletion reaches the cache next.
+func TestMarkAnsweringSkipsDeletedAdvertisement(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	gone := &v1alpha1.ARPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-gone", Generation: 1},
+		Spec: v1alpha1.ARPAdvertisementSpec{ExternalNetwork: "ext-net", Address: "10.225.51.5", NodeName: "node-a"}}
+	here := gone.DeepCopy()
+	here.Name = "eip-default-here"
+	client := fake.NewClientset(here)
+	// The API server's answer for an object that is gone (the fake would create it).
+	client.PrependReactor("patch", "arpadvertisements", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if action.(k8stesting.PatchAction).GetName() == gone.Name {
+			return true, nil, apierrors.NewNotFound(v1alpha1.Resource("arpadvertisements"), gone.Name)
+		}
+		return false, nil, nil
+	})
+	a := New(Config{NodeName: "node-a", ExternalInterface: "ext0"}, Clients{Juneau: client}, Listers{}, nil, fakeARP{}, nil, nil, nil)
+	in := Inputs{NodeName: "node-a", Advertisements: []*v1alpha1.ARPAdvertisement{gone, here}}
+	started, err := a.markAnswering(ctx, in, []string{gone.Name, here.Name}, nil)
+	if err != nil {
+		t.Fatalf("markAnswering: %v", err)
+	}
+	if len(started) != 1 || started[0] != here.Name {
+		t.Errorf("started %v, want only %s", started, here.Name)
 	}
 }
