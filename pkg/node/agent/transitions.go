@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
@@ -113,14 +114,24 @@ func whyStopped(in Inputs, d Desired, last servedAd, now *adState) string {
 	case now != nil && now.Refused != "":
 		return now.Refused
 	case now != nil:
-		return notServedWhy(in, d, last.Address)
+		return notServedWhy(in, d, last)
 	case !last.HasOwner:
 		return "its advertisement was deleted or moved to another Node"
 	}
-	key := last.Owner.Key()
+	if why := userWhy(in, last.Owner); why != "" {
+		return why
+	}
+	return fmt.Sprintf("its advertisement no longer names this Node while ElasticIP %q is still used here as far as this Node knows: it moved to another Node", last.Owner.Key())
+}
+
+// userWhy says why the user of the ElasticIP o, as this Node's caches hold it, no
+// longer brings its traffic here: the ElasticIP is gone or unused, or its user is
+// gone, elsewhere or not ready. "" when, as far as the caches tell, it still does.
+func userWhy(in Inputs, o advertisement.Owner) string {
+	key := o.Key()
 	eip := in.ElasticIPs[key]
 	switch {
-	case eip == nil || (last.Owner.UID != "" && eip.UID != last.Owner.UID):
+	case eip == nil || (o.UID != "" && eip.UID != o.UID):
 		return fmt.Sprintf("its ElasticIP %q was deleted", key)
 	case eip.DeletionTimestamp != nil:
 		return fmt.Sprintf("its ElasticIP %q is being deleted", key)
@@ -129,25 +140,47 @@ func whyStopped(in Inputs, d Desired, last servedAd, now *adState) string {
 	}
 	user := eip.Status.Attachment
 	if user.Kind == v1alpha1.AttachmentKindElasticIPAttachment {
-		for _, a := range in.Attachments {
-			if a.Namespace == eip.Namespace && a.Name == user.Name && a.Status.NodeName != "" && a.Status.NodeName != in.NodeName {
-				return fmt.Sprintf("its ElasticIP %q moved to Node %q with ElasticIPAttachment %q", key, a.Status.NodeName, user.Name)
-			}
-		}
-	} else {
-		here := slices.ContainsFunc(in.NICs, func(n *v1alpha1.NetworkInterface) bool {
-			return n.Namespace == eip.Namespace && n.Name == user.Name && n.Spec.NodeName == in.NodeName
+		i := slices.IndexFunc(in.Attachments, func(a *v1alpha1.ElasticIPAttachment) bool {
+			return a.Namespace == eip.Namespace && a.Name == user.Name
 		})
-		if !here {
-			return fmt.Sprintf("its ElasticIP %q is used by %s %q, which is not on this Node", key, user.Kind, user.Name)
+		if i < 0 {
+			return fmt.Sprintf("its ElasticIPAttachment %q was deleted", eip.Namespace+"/"+user.Name)
 		}
+		a := in.Attachments[i]
+		switch {
+		case a.DeletionTimestamp != nil:
+			return fmt.Sprintf("its ElasticIPAttachment %q is being deleted", eip.Namespace+"/"+user.Name)
+		case a.Status.NodeName != "" && a.Status.NodeName != in.NodeName:
+			return fmt.Sprintf("its ElasticIP %q moved to Node %q with ElasticIPAttachment %q", key, a.Status.NodeName, user.Name)
+		case a.Status.Phase != v1alpha1.AttachmentAttached || !meta.IsStatusConditionTrue(a.Status.Conditions, v1alpha1.ConditionReady):
+			why := fmt.Sprintf("its ElasticIPAttachment %q is %s", eip.Namespace+"/"+user.Name, a.Status.Phase)
+			if c := meta.FindStatusCondition(a.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Reason != "" {
+				why += " (" + c.Reason + ")"
+			}
+			return why
+		}
+		return ""
 	}
-	return fmt.Sprintf("its advertisement was deleted or moved to another Node (ElasticIP %q)", key)
+	i := slices.IndexFunc(in.NICs, func(n *v1alpha1.NetworkInterface) bool {
+		return n.Namespace == eip.Namespace && n.Name == user.Name && n.Spec.NodeName == in.NodeName
+	})
+	if i < 0 {
+		return fmt.Sprintf("its ElasticIP %q is used by %s %q, which is not on this Node (any more)", key, user.Kind, user.Name)
+	}
+	nic := in.NICs[i]
+	switch {
+	case nic.DeletionTimestamp != nil:
+		return fmt.Sprintf("its NetworkInterface %q is being deleted, with its Pod", eip.Namespace+"/"+user.Name)
+	case nic.Status.Phase != v1alpha1.NetworkInterfaceReady:
+		return fmt.Sprintf("its NetworkInterface %q is %s", eip.Namespace+"/"+user.Name, nic.Status.Phase)
+	}
+	return ""
 }
 
-// notServedWhy says why this Node does not deliver addr (it serves an address while its
-// NAT mapping or its direct NIC's host route is programmed).
-func notServedWhy(in Inputs, d Desired, addr netip.Addr) string {
+// notServedWhy says why this Node does not deliver the address of last (it serves an
+// address while its NAT mapping or its direct NIC's host route is programmed).
+func notServedWhy(in Inputs, d Desired, last servedAd) string {
+	addr := last.Address
 	if slices.ContainsFunc(d.NAT.Mappings, func(m nft.Mapping) bool { return m.ElasticIP == addr }) {
 		if d.NATRejected != nil {
 			return "its NAT mapping is left out: " + d.NATRejected.Error()
@@ -156,6 +189,11 @@ func notServedWhy(in Inputs, d Desired, addr netip.Addr) string {
 	}
 	if slices.ContainsFunc(d.NAT.Direct, func(n nft.DirectNIC) bool { return n.Address == addr }) {
 		return "its direct NetworkInterface's host route is left out"
+	}
+	if last.HasOwner {
+		if why := userWhy(in, last.Owner); why != "" {
+			return why
+		}
 	}
 	return "traffic to it is not programmed on this Node any more: no Attached ElasticIPAttachment here translates it, and no NetworkInterface here holds it directly"
 }

@@ -53,8 +53,20 @@ func TestWhyStopped(t *testing.T) {
 			"10.225.51.255 is the broadcast address"},
 		{"mapping left out", Inputs{}, Desired{NAT: nft.DesiredState{Mappings: []nft.Mapping{mapping}}, NATRejected: errors.New("10.225.51.6 is attached to two Pods")},
 			last, &adState{NodeName: "node-a"}, "its NAT mapping is left out: 10.225.51.6 is attached to two Pods"},
-		{"nothing delivers it", Inputs{}, Desired{}, last, &adState{NodeName: "node-a"},
+		{"nothing delivers it", Inputs{}, Desired{}, servedAd{Name: "x", Address: last.Address}, &adState{NodeName: "node-a"},
 			"traffic to it is not programmed on this Node any more"},
+		{"still named here, ElasticIP deleted", Inputs{}, Desired{}, last, &adState{NodeName: "node-a"},
+			`its ElasticIP "default/web-eip" was deleted`},
+		{"still named here, attachment Pending", Inputs{ElasticIPs: eip(nil), Attachments: []*v1alpha1.ElasticIPAttachment{
+			attachment("web-attach", "node-a", "10.225.51.6", "", v1alpha1.AttachmentPending, false)}}, Desired{}, last, &adState{NodeName: "node-a"},
+			`its ElasticIPAttachment "default/web-attach" is Pending`},
+		{"still named here, attachment deleted", Inputs{ElasticIPs: eip(nil)}, Desired{}, last, &adState{NodeName: "node-a"},
+			`its ElasticIPAttachment "default/web-attach" was deleted`},
+		{"still named here, NIC being deleted", Inputs{ElasticIPs: eip(func(e *v1alpha1.ElasticIP) {
+			e.Status.Attachment = &v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindNetworkInterface, Name: "web.eth0"}
+		}), NICs: []*v1alpha1.NetworkInterface{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web.eth0", DeletionTimestamp: &metav1.Time{}},
+			Spec: v1alpha1.NetworkInterfaceSpec{NodeName: "node-a", ElasticIP: "web-eip"}, Status: v1alpha1.NetworkInterfaceStatus{Phase: v1alpha1.NetworkInterfaceReady}}}},
+			Desired{}, last, &adState{NodeName: "node-a"}, `its NetworkInterface "default/web.eth0" is being deleted`},
 		{"gone, ElasticIP deleted", Inputs{}, Desired{}, last, nil, `its ElasticIP "default/web-eip" was deleted`},
 		{"gone, ElasticIP re-created", Inputs{ElasticIPs: eip(func(e *v1alpha1.ElasticIP) { e.UID = "uid-2" })}, Desired{}, last, nil,
 			`its ElasticIP "default/web-eip" was deleted`},
@@ -70,9 +82,9 @@ func TestWhyStopped(t *testing.T) {
 		})}, Desired{}, last, nil, `its ElasticIP "default/web-eip" is used by NetworkInterface "web.eth0", which is not on this Node`},
 		{"gone, no owner recorded", Inputs{}, Desired{}, servedAd{Name: "x", Address: last.Address}, nil,
 			"its advertisement was deleted or moved to another Node"},
-		{"gone, ElasticIP still used here", Inputs{ElasticIPs: eip(nil), Attachments: []*v1alpha1.ElasticIPAttachment{
+		{"gone, ElasticIP still used here as far as the cache knows", Inputs{ElasticIPs: eip(nil), Attachments: []*v1alpha1.ElasticIPAttachment{
 			attachment("web-attach", "node-a", "10.225.51.6", "10.244.1.6", v1alpha1.AttachmentAttached, true)}}, Desired{}, last, nil,
-			`its advertisement was deleted or moved to another Node (ElasticIP "default/web-eip")`},
+			`its advertisement no longer names this Node while ElasticIP "default/web-eip" is still used here as far as this Node knows: it moved to another Node`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.in.NodeName = "node-a"
