@@ -194,6 +194,13 @@ func notServedWhy(in Inputs, d Desired, last servedAd) string {
 		if why := userWhy(in, last.Owner); why != "" {
 			return why
 		}
+		// Its NetworkInterface is here and Ready, but the CNI plugin's host route to it is
+		// gone: the Pod's network was taken down (the Pod is going away).
+		if eip := in.ElasticIPs[last.Owner.Key()]; eip != nil && eip.Status.Attachment != nil &&
+			eip.Status.Attachment.Kind == v1alpha1.AttachmentKindNetworkInterface {
+			return fmt.Sprintf("no route on this Node leads to its NetworkInterface %q any more: the network of its Pod was taken down",
+				eip.Namespace+"/"+eip.Status.Attachment.Name)
+		}
 	}
 	return "traffic to it is not programmed on this Node any more: no Attached ElasticIPAttachment here translates it, and no NetworkInterface here holds it directly"
 }

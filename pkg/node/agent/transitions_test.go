@@ -62,6 +62,11 @@ func TestWhyStopped(t *testing.T) {
 			`its ElasticIPAttachment "default/web-attach" is Pending`},
 		{"still named here, attachment deleted", Inputs{ElasticIPs: eip(nil)}, Desired{}, last, &adState{NodeName: "node-a"},
 			`its ElasticIPAttachment "default/web-attach" was deleted`},
+		{"still named here, NIC Ready without its route", Inputs{ElasticIPs: eip(func(e *v1alpha1.ElasticIP) {
+			e.Status.Attachment = &v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindNetworkInterface, Name: "web.eth0"}
+		}), NICs: []*v1alpha1.NetworkInterface{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web.eth0"},
+			Spec: v1alpha1.NetworkInterfaceSpec{NodeName: "node-a", ElasticIP: "web-eip"}, Status: v1alpha1.NetworkInterfaceStatus{Phase: v1alpha1.NetworkInterfaceReady}}}},
+			Desired{}, last, &adState{NodeName: "node-a"}, `no route on this Node leads to its NetworkInterface "default/web.eth0" any more`},
 		{"still named here, NIC being deleted", Inputs{ElasticIPs: eip(func(e *v1alpha1.ElasticIP) {
 			e.Status.Attachment = &v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindNetworkInterface, Name: "web.eth0"}
 		}), NICs: []*v1alpha1.NetworkInterface{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web.eth0", DeletionTimestamp: &metav1.Time{}},
