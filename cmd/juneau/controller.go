@@ -221,6 +221,6 @@ func newRecorder(ctx context.Context, kube kubernetes.Interface) (record.EventRe
 	_ = juneauscheme.AddToScheme(scheme)
 	b := record.NewBroadcaster(record.WithContext(ctx))
 	b.StartStructuredLogging(3)
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	b.StartRecordingToSink(eventSink{EventSink: &typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")}, logger: klog.FromContext(ctx)})
 	return b.NewRecorder(scheme, corev1.EventSource{Component: "juneau-controller"}), b.Shutdown
 }

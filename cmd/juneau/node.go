@@ -89,8 +89,8 @@ func newNodeCommand(common *commonOptions) *cobra.Command {
 }
 
 func (o *nodeOptions) run(ctx context.Context) error {
-	if o.nodeName == "" {
-		return errors.New("--node-name (or $NODE_NAME) is required")
+	if err := o.validate(); err != nil {
+		return err
 	}
 	logger := klog.FromContext(ctx).WithName("node").WithValues("node", o.nodeName)
 	ctx = klog.NewContext(ctx, logger)
@@ -220,15 +220,24 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	speakerCtx, stopSpeaker := context.WithCancel(klog.NewContext(context.Background(), logger))
 	defer stopSpeaker()
 	var speaker *bgp.Speaker
-	if id, err := o.bgpRouterID(ctx, kube); err != nil {
+	id, err := o.bgpRouterID(ctx, kube)
+	switch {
+	case errors.Is(err, errNoRouterID):
+		// Nothing wrong unless the Node is to announce something: then its
+		// BGPAdvertisements say why it does not (docs/bgp.md).
+		logger.Info("No BGP speaker: this Node announces nothing on bgp networks", "reason", err.Error())
+		a.UseBGP(nil, nil)
+	case err != nil:
 		logger.Error(err, "This Node announces nothing on bgp networks")
 		a.UseBGP(nil, nil)
-	} else {
+	default:
 		nextHop6, err := o.bgpNextHop6(iface)
 		if err != nil {
-			logger.Error(err, "This Node announces no IPv6 address on bgp networks")
+			return err
 		}
-		logger.Info("BGP next hops", "routerID", id, "ipv6NextHop", nextHop6)
+		// Without an IPv6 next hop the Node announces no IPv6 address; the agent says so
+		// once it has one to announce (docs/bgp.md#ipv6), not here.
+		logger.Info("BGP next hops", "routerID", id, "ipv6NextHop", addrOrNone(nextHop6))
 		speaker = bgp.New(bgp.Config{RouterID: id, ConnectRetry: o.bgpRetry, NextHop6: nextHop6})
 		a.UseBGP(speaker, agent.NewPasswords(kube, o.resync, a.Trigger))
 	}
@@ -283,9 +292,11 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	uninstall := false
 	switch {
 	case ctx.Err() != nil && lock.Held():
-		uninstall = o.shutdown(logger, kube, pods.Lister(), nat)
+		answering, announcing := a.Serving()
+		uninstall = o.shutdown(logger.WithValues("answering", answering, "announcing", announcing), kube, pods.Lister(), nat)
 	case ctx.Err() != nil && o.verdictFile != "":
 		// The datapath is another agent's: nothing of it is this one's to remove.
+		logger.Info("Stopping while another agent of this Node holds the datapath; that agent goes on answering")
 		if err := shutdown.WriteVerdict(o.verdictFile, shutdown.Verdict{Reason: "stopped while another agent of this Node holds the datapath"}); err != nil {
 			logger.Error(err, "Writing the shutdown verdict", "file", o.verdictFile)
 		}
@@ -300,19 +311,33 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	return err
 }
 
+// validate checks the flags that need no API server and no interface.
+func (o *nodeOptions) validate() error {
+	if o.nodeName == "" {
+		return errors.New("--node-name (or $NODE_NAME) is required")
+	}
+	if o.routerID != "" {
+		if id, err := netip.ParseAddr(o.routerID); err != nil || !id.Is4() {
+			return fmt.Errorf("--bgp-router-id %q is not an IPv4 address", o.routerID)
+		}
+	}
+	if o.nextHop6 != "" {
+		if a, err := netip.ParseAddr(o.nextHop6); err != nil || !a.Is6() || a.Is4In6() || !a.IsGlobalUnicast() || a.Zone() != "" {
+			return fmt.Errorf("--bgp-ipv6-next-hop %q is not a global IPv6 address", o.nextHop6)
+		}
+	}
+	return nil
+}
+
 // bgpNextHop6 is --bgp-ipv6-next-hop, or the lowest global IPv6 address of the external
-// interface (bgp.NextHop6); invalid, with the reason, when there is none.
+// interface (bgp.NextHop6); invalid when there is none.
 func (o *nodeOptions) bgpNextHop6(iface string) (netip.Addr, error) {
 	if o.nextHop6 != "" {
-		a, err := netip.ParseAddr(o.nextHop6)
-		if err != nil || !a.Is6() || a.Is4In6() || !a.IsGlobalUnicast() || a.Zone() != "" {
-			return netip.Addr{}, fmt.Errorf("--bgp-ipv6-next-hop %q is not a global IPv6 address", o.nextHop6)
-		}
-		return a, nil
+		return netip.ParseAddr(o.nextHop6) // checked by validate
 	}
 	list, err := interfaceAddrs(iface, netlink.FAMILY_V6)
 	if err != nil {
-		return netip.Addr{}, fmt.Errorf("reading the IPv6 addresses of %s for the next hop: %w", iface, err)
+		return netip.Addr{}, fmt.Errorf("reading the IPv6 addresses of %s for the BGP next hop: %w", iface, err)
 	}
 	addrs := make([]netip.Prefix, 0, len(list))
 	flags := map[netip.Prefix]int{}
@@ -323,20 +348,26 @@ func (o *nodeOptions) bgpNextHop6(iface string) (netip.Addr, error) {
 	usable := func(p netip.Prefix) bool {
 		return flags[p]&(unix.IFA_F_TENTATIVE|unix.IFA_F_DADFAILED|unix.IFA_F_DEPRECATED) == 0
 	}
-	if nh := bgp.NextHop6(addrs, usable); nh.IsValid() {
-		return nh, nil
-	}
-	return netip.Addr{}, fmt.Errorf("interface %s has no global IPv6 address for the next hop of IPv6 /128s; set --bgp-ipv6-next-hop", iface)
+	return bgp.NextHop6(addrs, usable), nil
 }
 
-// bgpRouterID is --bgp-router-id, or the Node's IPv4 InternalIP.
+// addrOrNone is a's text, or "none" when a is invalid.
+func addrOrNone(a netip.Addr) string {
+	if !a.IsValid() {
+		return "none"
+	}
+	return a.String()
+}
+
+// errNoRouterID: the Node has no IPv4 InternalIP and --bgp-router-id is not set, so it
+// runs no BGP speaker.
+var errNoRouterID = errors.New("no BGP router ID")
+
+// bgpRouterID is --bgp-router-id, or the Node's IPv4 InternalIP; errNoRouterID (wrapped)
+// when there is none.
 func (o *nodeOptions) bgpRouterID(ctx context.Context, kube kubernetes.Interface) (netip.Addr, error) {
 	if o.routerID != "" {
-		id, err := netip.ParseAddr(o.routerID)
-		if err != nil || !id.Is4() {
-			return netip.Addr{}, fmt.Errorf("--bgp-router-id %q is not an IPv4 address", o.routerID)
-		}
-		return id, nil
+		return netip.ParseAddr(o.routerID) // checked by validate
 	}
 	node, err := kube.CoreV1().Nodes().Get(ctx, o.nodeName, metav1.GetOptions{})
 	if err != nil {
@@ -347,7 +378,7 @@ func (o *nodeOptions) bgpRouterID(ctx context.Context, kube kubernetes.Interface
 			return id, nil
 		}
 	}
-	return netip.Addr{}, fmt.Errorf("Node %q has no IPv4 InternalIP for a BGP router ID; set --bgp-router-id", o.nodeName)
+	return netip.Addr{}, fmt.Errorf("%w: Node %q has no IPv4 InternalIP and --bgp-router-id is not set", errNoRouterID, o.nodeName)
 }
 
 // shutdown decides, once stopped by a signal, whether juneau is being uninstalled
@@ -366,9 +397,12 @@ func (o *nodeOptions) shutdown(logger klog.Logger, kube kubernetes.Interface, po
 		if err := nat.Remove(ctx); err != nil {
 			logger.Error(err, "Uninstalling: could not remove the nftables table")
 		}
-		logger.Info("Uninstalled from this Node: the nftables table is removed", "reason", verdict.Reason)
+		logger.Info("Uninstalled from this Node: the nftables table is removed", "reason", verdict.Reason,
+			"then", "ARP and NDP answers stop, BGP routes are withdrawn")
 	} else {
-		logger.Info("Stopping; the datapath stays for the next agent", "reason", verdict.Reason)
+		// The next agent answers from the addresses this one saved (docs/operations.md#restarts-and-rollouts).
+		logger.Info("Stopping; the datapath stays for the next agent", "reason", verdict.Reason,
+			"then", "the next agent answers for the same addresses; BGP routers keep this Node's routes for graceful restart")
 	}
 	if o.verdictFile != "" {
 		if err := shutdown.WriteVerdict(o.verdictFile, verdict); err != nil {

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -69,6 +70,18 @@ func NewSingle(name string, sync FullSyncFunc, cfg SingleConfig) *Single {
 	return &Single{name: name, sync: sync, cfg: cfg, errors: syncErrorsOf(cfg.Metrics, name)}
 }
 
+// TransientRetries is how many times in a row a sync may fail with a transient error
+// (Transient) before its failure is logged as an error.
+const TransientRetries = 3
+
+// Transient reports whether a failed sync, retried retries times already, is what a
+// healthy cluster sees now and then and the next try mends: a conflict (another writer
+// came first) or a NotFound (the object went away while the cache still held it). Such
+// a failure is no error unless it keeps coming back.
+func Transient(err error, retries int) bool {
+	return retries < TransientRetries && (apierrors.IsConflict(err) || apierrors.IsNotFound(err))
+}
+
 // Trigger asks for a sync. Before Run it does nothing: Run starts with a sync anyway.
 func (s *Single) Trigger() {
 	if q := s.queue.Load(); q != nil {
@@ -111,7 +124,12 @@ func (s *Single) processNext(ctx context.Context, q workqueue.TypedRateLimitingI
 		if s.errors != nil {
 			s.errors.Inc()
 		}
-		klog.FromContext(ctx).Error(err, "Sync failed; the next one is full", "loop", s.name, "retries", q.NumRequeues(key))
+		logger, retries := klog.FromContext(ctx), q.NumRequeues(key)
+		if Transient(err, retries) {
+			logger.V(2).Info("Sync failed; the next one is full", "loop", s.name, "retries", retries, "err", err)
+		} else {
+			logger.Error(err, "Sync failed; the next one is full", "loop", s.name, "retries", retries)
+		}
 		q.AddRateLimited(key)
 		return true
 	}

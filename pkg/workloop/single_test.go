@@ -3,11 +3,14 @@ package workloop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -172,4 +175,26 @@ func hasLabel(m *dto.Metric, name, value string) bool {
 		}
 	}
 	return false
+}
+
+// A conflict or a NotFound (a cache that lags) is no error at first; it is once it keeps
+// coming back; any other failure is one at once.
+func TestTransient(t *testing.T) {
+	gr := schema.GroupResource{Group: "juneau.loutres.me", Resource: "arpadvertisements"}
+	conflict := fmt.Errorf("writing Answering: %w", apierrors.NewConflict(gr, "eip-a", errors.New("modified")))
+	notFound := fmt.Errorf("writing Answering: %w", apierrors.NewNotFound(gr, "eip-a"))
+	other := errors.New("programming NAT: netlink: operation not permitted")
+	for _, tc := range []struct {
+		err     error
+		retries int
+		want    bool
+	}{
+		{conflict, 0, true}, {notFound, 0, true}, {notFound, TransientRetries - 1, true},
+		{notFound, TransientRetries, false}, {conflict, TransientRetries + 5, false},
+		{other, 0, false}, {apierrors.NewForbidden(gr, "eip-a", errors.New("no")), 0, false},
+	} {
+		if got := Transient(tc.err, tc.retries); got != tc.want {
+			t.Errorf("Transient(%v, %d) = %v, want %v", tc.err, tc.retries, got, tc.want)
+		}
+	}
 }

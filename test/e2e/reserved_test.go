@@ -63,8 +63,18 @@ spec:
 		cond := meta.FindStatusCondition(ad.Status.Conditions, v1alpha1.ConditionAnswering)
 		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == v1alpha1.ReasonReservedAddress && cond.Message == why
 	})
-	eip := c.WaitElasticIPCondition(ns, "bcast-eip", v1alpha1.ConditionAttached, v1alpha1.ReasonNotAnswering)
-	if at := meta.FindStatusCondition(eip.Status.Conditions, v1alpha1.ConditionAttached); at.Status != metav1.ConditionFalse || !strings.Contains(at.Message, why) {
+	// NotAnswering comes first with "no Answering condition", then quotes the agent's
+	// refusal once the controller has seen it.
+	var at *metav1.Condition
+	c.WaitGone("ElasticIP Attached False quoting the refusal", func(ctx context.Context) bool {
+		eip, err := c.CP.Juneau.JuneauV1alpha1().ElasticIPs(ns).Get(ctx, "bcast-eip", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		at = meta.FindStatusCondition(eip.Status.Conditions, v1alpha1.ConditionAttached)
+		return at != nil && at.Reason == v1alpha1.ReasonNotAnswering && strings.Contains(at.Message, why)
+	})
+	if at.Status != metav1.ConditionFalse {
 		t.Errorf("ElasticIP Attached %s: %q, want False quoting %q", at.Status, at.Message, why)
 	}
 	if !strings.Contains(c.Nodes["node-a"].Agent.Log(), "Not answering ARP") {

@@ -24,6 +24,7 @@ import (
 func testInstall(t *testing.T, c *cluster.Cluster) {
 	ctx := testContext(t, 10*time.Minute)
 	start := time.Now()
+	shared.installed, shared.logs = start, followComponentLogs(c)
 	shared.docs.RunStage(t, doctest.StageInstall, shared.pages)
 	if t.Failed() {
 		t.FailNow()

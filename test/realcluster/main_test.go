@@ -31,10 +31,16 @@ var shared struct {
 	home  string
 	docs  *doctest.Runner
 	pages []string
+	// logs follows the logs of juneau's containers from installed on.
+	logs      *componentLogs
+	installed time.Time
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if shared.logs != nil {
+		shared.logs.close()
+	}
 	if shared.home != "" {
 		os.RemoveAll(shared.home)
 	}
@@ -71,6 +77,8 @@ func TestRealCluster(t *testing.T) {
 		{"webhook-through-its-service", testWebhook},
 		{"node-rollout-under-traffic", testRollout},
 		{"nft-lists-the-rules", testNftListable},
+		// Last before the uninstall: the whole healthy run.
+		{"no-error-lines", testNoErrorLines},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, c) })
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -121,6 +122,9 @@ type Agent struct {
 	passwords  *Passwords
 	bgpStarted bool
 	nodeStatus *v1alpha1.BGPNodeState
+	// toldNoNextHop6: the agent logged that it has IPv6 addresses to announce and no
+	// IPv6 next hop (once per run).
+	toldNoNextHop6 bool
 
 	loop   *workloop.Single
 	synced []cache.InformerSynced
@@ -130,6 +134,9 @@ type Agent struct {
 	answered   []netip.Addr
 	saved      bool
 	syncedOnce bool
+	// The advertisements answered for and announced after the last sync of the lock
+	// holder (nil before its first), whose changes are logged.
+	answeringAds, announcingAds map[string]servedAd
 }
 
 // Clients the agent writes with: the Answering condition and the Pod readiness gate.
@@ -305,10 +312,13 @@ func (a *Agent) sync(ctx context.Context) error {
 	if err := a.saveAnswered(slices.Concat(d.ARP, d.NDP)); err != nil {
 		return err
 	}
-	if err := a.markAnswering(ctx, in, d.Answering, d.Refused); err != nil {
-		return err
+	started, markErr := a.markAnswering(ctx, in, d.Answering, d.Refused)
+	a.logAnswering(ctx, in, d, started)
+	if markErr != nil {
+		return markErr
 	}
 	announced, bgpErr := a.applyBGP(ctx, in, d)
+	a.logAnnouncing(ctx, in, d)
 	if err := a.writeReadiness(ctx, in, d, announced); err != nil {
 		return err
 	}
@@ -379,13 +389,17 @@ func (a *Agent) inputs() (Inputs, error) {
 	if a.passwords != nil {
 		in.Password = a.passwords.Password
 	}
+	if a.speaker != nil {
+		in.IPv6NextHop = a.speaker.NextHop6().IsValid()
+	}
 	return in, nil
 }
 
 // markAnswering writes the Answering condition on the advertisements this agent now
 // answers for (True) or refuses to (False, with why), with server-side apply so it owns
-// only that condition.
-func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string, refused map[string]string) error {
+// only that condition. It returns the advertisements whose condition it turned True.
+func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string, refused map[string]string) ([]string, error) {
+	var started []string
 	for _, ad := range in.Advertisements {
 		var want metav1.Condition
 		if why, ok := refused[ad.Name]; ok {
@@ -403,18 +417,18 @@ func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string, re
 		}
 		apply := applyv1alpha1.ARPAdvertisement(ad.Name).WithStatus(applyv1alpha1.ARPAdvertisementStatus().WithConditions(status.Apply(*cur)))
 		if _, err := a.client.JuneauV1alpha1().ARPAdvertisements().ApplyStatus(ctx, apply,
-			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); err != nil {
-			return fmt.Errorf("writing Answering on ARPAdvertisement %q: %w", ad.Name, err)
+			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); apierrors.IsNotFound(err) {
+			// Deleted since the cache saw it; its deletion reaches the cache next.
+			klog.FromContext(ctx).V(2).Info("Advertisement gone before its Answering condition was written", "advertisement", klog.KObj(ad))
+			continue
+		} else if err != nil {
+			return started, fmt.Errorf("writing Answering on ARPAdvertisement %q: %w", ad.Name, err)
 		}
 		if cur.Status != metav1.ConditionTrue {
-			klog.FromContext(ctx).Info("Not answering ARP", "advertisement", ad.Name, "address", ad.Spec.Address, "reason", cur.Reason, "message", cur.Message)
+			klog.FromContext(ctx).Info("Not answering ARP", "advertisement", klog.KObj(ad), "address", ad.Spec.Address, "reason", cur.Reason, "message", cur.Message)
 			continue
 		}
-		if addr, err := netip.ParseAddr(ad.Spec.Address); err == nil && !addr.Unmap().Is4() {
-			klog.FromContext(ctx).Info("Answering NDP", "advertisement", ad.Name, "address", ad.Spec.Address)
-		} else {
-			klog.FromContext(ctx).Info("Answering ARP", "advertisement", ad.Name, "address", ad.Spec.Address)
-		}
+		started = append(started, ad.Name)
 	}
-	return nil
+	return started, nil
 }

@@ -24,6 +24,9 @@ type BGP interface {
 	SetAnnouncements(prefixes []netip.Prefix) error
 	Status() bgp.Status
 	Changed() <-chan struct{}
+	// NextHop6 is the next hop of IPv6 announcements; invalid: none, so the Node
+	// announces no IPv6 address.
+	NextHop6() netip.Addr
 }
 
 var _ BGP = (*bgp.Speaker)(nil)
@@ -55,6 +58,12 @@ func (a *Agent) applyBGP(ctx context.Context, in Inputs, d Desired) (bgp.Status,
 		}
 		a.bgpStarted = true
 		klog.FromContext(ctx).Info("Starting BGP", "peers", len(d.BGP.Peers), "announcements", len(d.BGP.Announce))
+	}
+	if len(d.BGP.NoIPv6NextHop) > 0 && !a.toldNoNextHop6 {
+		// Once: the Announced conditions of those advertisements say it at every sync.
+		a.toldNoNextHop6 = true
+		klog.FromContext(ctx).Info("This Node has IPv6 addresses to announce but no IPv6 next hop", "prefixes", d.BGP.NoIPv6NextHop,
+			"fix", "give its external interface a global IPv6 address and restart the agent, or set --bgp-ipv6-next-hop")
 	}
 	a.speaker.SetPeers(d.BGP.Peers)
 	if err := a.speaker.SetAnnouncements(d.BGP.Announce); err != nil {
@@ -130,7 +139,7 @@ func (a *Agent) markAnnounced(ctx context.Context, in Inputs, d Desired, st bgp.
 				Message:            fmt.Sprintf("the node agent of Node %q runs no BGP speaker (it has no IPv4 InternalIP for a router ID; see its --bgp-router-id flag)", in.NodeName),
 				ObservedGeneration: ad.Generation}
 		} else {
-			want = announcedCondition(in.NodeName, ad, containsPrefix(d.BGP.Announce, prefix), st)
+			want = announcedCondition(in.NodeName, ad, containsPrefix(d.BGP.Announce, prefix), in.IPv6NextHop, st)
 		}
 		merged := status.Merge(ad.Status.Conditions, []metav1.Condition{want}, metav1.NewTime(a.cfg.Clock.Now()))
 		have := meta.FindStatusCondition(ad.Status.Conditions, v1alpha1.ConditionAnnounced)
@@ -140,13 +149,24 @@ func (a *Agent) markAnnounced(ctx context.Context, in Inputs, d Desired, st bgp.
 		}
 		apply := applyv1alpha1.BGPAdvertisement(ad.Name).WithStatus(applyv1alpha1.BGPAdvertisementStatus().WithConditions(status.Apply(*cur)))
 		if _, err := a.client.JuneauV1alpha1().BGPAdvertisements().ApplyStatus(ctx, apply,
-			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); err != nil {
+			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); apierrors.IsNotFound(err) {
+			// Deleted since the cache saw it; its deletion reaches the cache next.
+			klog.FromContext(ctx).V(2).Info("Advertisement gone before its Announced condition was written", "advertisement", klog.KObj(ad))
+			continue
+		} else if err != nil {
 			return fmt.Errorf("writing Announced on BGPAdvertisement %q: %w", ad.Name, err)
 		}
-		if cur.Status == metav1.ConditionTrue && (have == nil || have.Status != metav1.ConditionTrue) {
-			klog.FromContext(ctx).Info("Announced", "advertisement", ad.Name, "prefix", prefix)
-		} else {
-			klog.FromContext(ctx).V(2).Info("Set Announced", "advertisement", ad.Name, "prefix", prefix, "status", cur.Status, "reason", cur.Reason)
+		wasTrue := have != nil && have.Status == metav1.ConditionTrue && have.ObservedGeneration == ad.Generation
+		switch {
+		case cur.Status == metav1.ConditionTrue && !wasTrue:
+			klog.FromContext(ctx).Info("Announced", "advertisement", klog.KObj(ad), "prefix", prefix)
+		case cur.Status != metav1.ConditionTrue && wasTrue && containsPrefix(d.BGP.Announce, prefix):
+			// Still this Node's to announce, but no router hears it now (withdrawals
+			// of the route itself are logged by logAnnouncing).
+			klog.FromContext(ctx).Info("Not announced to any BGP peer any more", "advertisement", klog.KObj(ad), "prefix", prefix,
+				"reason", cur.Reason, "message", cur.Message)
+		default:
+			klog.FromContext(ctx).V(2).Info("Set Announced", "advertisement", klog.KObj(ad), "prefix", prefix, "status", cur.Status, "reason", cur.Reason)
 		}
 	}
 	return nil

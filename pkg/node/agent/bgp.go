@@ -33,8 +33,12 @@ type BGPDesired struct {
 	Secrets []types.NamespacedName
 	// Announce are the /32s and /128s this Node announces, sorted: those of the BGPAdvertisements
 	// naming it whose address it serves (the NAT mapping or the direct NIC's route is
-	// in place, as for ARP).
+	// in place, as for ARP), IPv6 ones only while the speaker has an IPv6 next hop.
 	Announce []netip.Prefix
+	// NoIPv6NextHop are the /128s of the BGPAdvertisements naming this Node, served or
+	// not, while the speaker has no IPv6 next hop (Inputs.IPv6NextHop), sorted: the
+	// Node would have to announce them and cannot. Empty when it needs no next hop.
+	NoIPv6NextHop []netip.Prefix
 }
 
 // computeBGP decides the speaker's peers and announcements; served reports the
@@ -85,12 +89,19 @@ func computeBGP(in Inputs, served func(netip.Addr) bool) BGPDesired {
 	slices.Sort(d.Pending)
 	slices.SortFunc(d.Secrets, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
 	for _, ad := range in.BGPAdvertisements {
-		if p, ok := announcedPrefix(in.NodeName, ad); ok && served(p.Addr()) {
+		p, ok := announcedPrefix(in.NodeName, ad)
+		switch {
+		case !ok:
+		case p.Addr().Is6() && !in.IPv6NextHop:
+			d.NoIPv6NextHop = append(d.NoIPv6NextHop, p)
+		case served(p.Addr()):
 			d.Announce = append(d.Announce, p)
 		}
 	}
-	slices.SortFunc(d.Announce, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) })
-	d.Announce = slices.Compact(d.Announce)
+	for _, l := range []*[]netip.Prefix{&d.Announce, &d.NoIPv6NextHop} {
+		slices.SortFunc(*l, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) })
+		*l = slices.Compact(*l)
+	}
 	return d
 }
 
@@ -136,12 +147,18 @@ func (in Inputs) thisNode() *corev1.Node {
 
 // announcedCondition is the Announced condition of one of this Node's
 // BGPAdvertisements: True once its /32 or /128 goes out in at least one Established
-// session that takes its family.
-func announcedCondition(node string, ad *v1alpha1.BGPAdvertisement, served bool, st bgp.Status) metav1.Condition {
+// session that takes its family. nextHop6 tells whether the speaker has an IPv6 next
+// hop: without one, a /128 is never announced, whatever else holds, which the
+// condition says first.
+func announcedCondition(node string, ad *v1alpha1.BGPAdvertisement, served, nextHop6 bool, st bgp.Status) metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionAnnounced, Status: metav1.ConditionFalse, ObservedGeneration: ad.Generation}
 	prefix, _ := announcedPrefix(node, ad)
 	established := st.Established()
 	switch n := st.AnnouncedTo(prefix); {
+	case prefix.Addr().Is6() && !nextHop6:
+		c.Reason = v1alpha1.ReasonNoIPv6NextHop
+		c.Message = fmt.Sprintf("not announced: the node agent of Node %q has no IPv6 next hop for %s (no global IPv6 address on its external interface when it started); "+
+			"give the interface one and restart the agent, or set its --bgp-ipv6-next-hop flag", node, prefix)
 	case !served:
 		c.Reason = v1alpha1.ReasonNotProgrammed
 		c.Message = fmt.Sprintf("not announced: traffic to %s is not programmed on Node %q yet", ad.Spec.Address, node)

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"net/netip"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -59,7 +61,7 @@ func passwords(answers map[string]error) func(v1alpha1.SecretKeyReference) (stri
 // Node whose address the Node serves.
 func TestComputeBGP(t *testing.T) {
 	in := Inputs{
-		NodeName: "node-a", ExternalInterface: "ext0",
+		NodeName: "node-a", ExternalInterface: "ext0", IPv6NextHop: true,
 		Nodes: []*corev1.Node{nodeObject("node-a", map[string]string{"rack": "a"}), nodeObject("node-b", map[string]string{"rack": "b"})},
 		BGPPeers: []*v1alpha1.BGPPeer{
 			bgpPeer("tor-b", "10.225.51.2", map[string]string{"rack": "b"}, ""),
@@ -111,6 +113,26 @@ func TestComputeBGP(t *testing.T) {
 	if !slices.Equal(d.Announce, wantPrefixes) {
 		t.Errorf("announce %v, want %v", d.Announce, wantPrefixes)
 	}
+	if len(d.NoIPv6NextHop) != 0 {
+		t.Errorf("NoIPv6NextHop %v with a next hop", d.NoIPv6NextHop)
+	}
+
+	// Without an IPv6 next hop, the /128s of this Node's advertisements (served or not)
+	// are not announced but reported; other Nodes' are none of its business.
+	in.IPv6NextHop = false
+	in.BGPAdvertisements = append(in.BGPAdvertisements, bgpAd("six-not-programmed", "fd00:225:53::7", "node-a"))
+	d = Compute(in).BGP
+	if want := wantPrefixes[:2]; !slices.Equal(d.Announce, want) {
+		t.Errorf("announce without an IPv6 next hop %v, want %v", d.Announce, want)
+	}
+	if want := []netip.Prefix{netip.MustParsePrefix("fd00:225:53::6/128"), netip.MustParsePrefix("fd00:225:53::7/128")}; !slices.Equal(d.NoIPv6NextHop, want) {
+		t.Errorf("NoIPv6NextHop %v, want %v", d.NoIPv6NextHop, want)
+	}
+	// An IPv4-only Node without a next hop needs none.
+	in.BGPAdvertisements = in.BGPAdvertisements[:4]
+	if d := Compute(in).BGP; len(d.NoIPv6NextHop) != 0 || len(d.Announce) != 2 {
+		t.Errorf("IPv4 only, no IPv6 next hop: announce %v, NoIPv6NextHop %v", d.Announce, d.NoIPv6NextHop)
+	}
 
 	// A Node the cache does not know yet is selected by nobody.
 	in.Nodes = nil
@@ -141,6 +163,10 @@ func TestAnnouncedCondition(t *testing.T) {
 			`no BGP session of Node "node-a" is Established: "tor-b" is WrongASN`},
 		{"IPv6 taken by no session", true, bgp.Status{Peers: []bgp.PeerStatus{established}, Announced: []netip.Prefix{netip.MustParsePrefix("fd00:225:53::5/128")}},
 			metav1.ConditionFalse, v1alpha1.ReasonNoEstablishedPeer, "fd00:225:53::5/128 not yet sent in the 1 Established BGP sessions of Node \"node-a\": IPv6 goes only to routers that take ipv6-unicast"},
+		{"IPv6 without a next hop", false, bgp.Status{Peers: []bgp.PeerStatus{established}},
+			metav1.ConditionFalse, v1alpha1.ReasonNoIPv6NextHop, `the node agent of Node "node-a" has no IPv6 next hop for fd00:225:53::5/128`},
+		{"IPv4 without an IPv6 next hop", true, bgp.Status{Peers: []bgp.PeerStatus{established, wrong}, Announced: sent}, metav1.ConditionTrue, v1alpha1.ReasonAnnounced,
+			`10.225.53.5/32 announced`},
 		{"Established, not sent yet", true, bgp.Status{Peers: []bgp.PeerStatus{{Name: "tor-a", State: v1alpha1.BGPSessionEstablished}}, Announced: sent},
 			metav1.ConditionFalse, v1alpha1.ReasonNoEstablishedPeer, "not yet sent in the 1 Established BGP sessions"},
 	} {
@@ -149,7 +175,8 @@ func TestAnnouncedCondition(t *testing.T) {
 			if strings.HasPrefix(tc.name, "IPv6") {
 				a = bgpAd("eip-six", "fd00:225:53::5", "node-a")
 			}
-			c := announcedCondition("node-a", a, tc.served, tc.st)
+			nextHop6 := !strings.Contains(tc.name, "without")
+			c := announcedCondition("node-a", a, tc.served, nextHop6, tc.st)
 			if c.Status != tc.status || c.Reason != tc.reason || !strings.Contains(c.Message, tc.says) || c.ObservedGeneration != 1 {
 				t.Errorf("%s/%s %q (generation %d), want %s/%s with %q", c.Status, c.Reason, c.Message, c.ObservedGeneration, tc.status, tc.reason, tc.says)
 			}
@@ -165,6 +192,7 @@ type fakeSpeaker struct {
 	prefixes []netip.Prefix
 	status   bgp.Status
 	changed  chan struct{}
+	nextHop6 netip.Addr
 }
 
 func (s *fakeSpeaker) SetPeers(p []bgp.Peer) {
@@ -197,6 +225,8 @@ func (s *fakeSpeaker) Status() bgp.Status {
 }
 
 func (s *fakeSpeaker) Changed() <-chan struct{} { return s.changed }
+
+func (s *fakeSpeaker) NextHop6() netip.Addr { return s.nextHop6 }
 
 // The first set of peers waits for the password Secrets; then the BGPNodeStatus (owned
 // by the Node) and the Announced conditions follow the speaker's status, written only
@@ -271,6 +301,65 @@ func TestApplyBGP(t *testing.T) {
 	for _, act := range client.Actions() {
 		if act.GetVerb() == "patch" {
 			t.Errorf("an unchanged status was written again: %v %s", act.GetVerb(), act.GetResource().Resource)
+		}
+	}
+}
+
+// A Node without an IPv6 next hop announces its IPv4 addresses, leaves its IPv6 ones out
+// (the speaker is not even asked), says why on their advertisements, and logs it once,
+// at info level, when the first one appears: not at start, and not on a Node that has
+// none to announce.
+func TestApplyBGPWithoutIPv6NextHop(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	four, six := bgpAd("eip-four", "10.225.53.5", "node-a"), bgpAd("eip-six", "fd00:225:53::6", "node-a")
+	client := fake.NewClientset(four, six)
+	sp := &fakeSpeaker{changed: make(chan struct{})}
+	a := New(Config{NodeName: "node-a", ExternalInterface: "ext0", Clock: clk}, Clients{Juneau: client}, Listers{},
+		&fakeNAT{syncs: make(chan nft.DesiredState, 10)}, fakeARP{}, nil, nil, nil)
+	a.UseBGP(sp, nil)
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	ctx := klog.NewContext(context.Background(), logger)
+	logs := logger.GetSink().(ktesting.Underlier).GetBuffer()
+	in := Inputs{NodeName: "node-a", ExternalInterface: "ext0", Nodes: []*corev1.Node{nodeObject("node-a", nil)},
+		BGPPeers: []*v1alpha1.BGPPeer{bgpPeer("tor-a", "10.225.51.1", nil, "")},
+		Attachments: []*v1alpha1.ElasticIPAttachment{
+			attachment("four", "node-a", "10.225.53.5", "10.244.1.5", v1alpha1.AttachmentAttached, true),
+			attachment("six", "node-a", "fd00:225:53::6", "fd00:244:1::6", v1alpha1.AttachmentAttached, true),
+		},
+		BGPAdvertisements: []*v1alpha1.BGPAdvertisement{four},
+	}
+	const told = "no IPv6 next hop"
+	apply := func() {
+		t.Helper()
+		in.IPv6NextHop = sp.NextHop6().IsValid()
+		if _, err := a.applyBGP(ctx, in, Compute(in)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply()
+	if strings.Contains(logs.String(), told) {
+		t.Errorf("logged a missing IPv6 next hop while the Node has no IPv6 address to announce:\n%s", logs.String())
+	}
+	in.BGPAdvertisements = []*v1alpha1.BGPAdvertisement{four, six}
+	apply()
+	apply()
+	if !slices.Equal(sp.prefixes, []netip.Prefix{netip.MustParsePrefix("10.225.53.5/32")}) {
+		t.Errorf("announcements %v, want the IPv4 /32 only", sp.prefixes)
+	}
+	got, err := client.JuneauV1alpha1().BGPAdvertisements().Get(ctx, "eip-six", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAnnounced); c == nil || c.Status != metav1.ConditionFalse ||
+		c.Reason != v1alpha1.ReasonNoIPv6NextHop || !strings.Contains(c.Message, "--bgp-ipv6-next-hop") {
+		t.Errorf("Announced of the IPv6 advertisement %+v, want False/NoIPv6NextHop naming the flag", c)
+	}
+	if n := strings.Count(logs.String(), told); n != 1 {
+		t.Errorf("the missing IPv6 next hop logged %d times, want once:\n%s", n, logs.String())
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.HasPrefix(line, "E") {
+			t.Errorf("an error-level line: %s", line)
 		}
 	}
 }

@@ -46,6 +46,9 @@ type Inputs struct {
 	// BGPAdvertisements naming this Node.
 	BGPPeers          []*v1alpha1.BGPPeer
 	BGPAdvertisements []*v1alpha1.BGPAdvertisement
+	// IPv6NextHop tells whether the BGP speaker has a next hop for IPv6 /128s
+	// (--bgp-ipv6-next-hop, or a global IPv6 address of the external interface).
+	IPv6NextHop bool
 	// Password returns the TCP-MD5 password a BGPPeer names, ErrPasswordPending while
 	// its Secret is being read; nil: no Secret can be read.
 	Password func(ref v1alpha1.SecretKeyReference) (string, error)

@@ -91,10 +91,11 @@ func (s *DirectSource) status(namespace, pod string, uid types.UID, w annotation
 	out.Address = nic.Status.Address
 	out.Routes, out.Rules = nic.Status.Routes, nic.Status.Rules
 	if !out.Holds {
-		out.Waiting = fmt.Sprintf("NetworkInterface %q does not hold ElasticIP %q", name, w.ElasticIP)
-		if c := meta.FindStatusCondition(nic.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Message != "" {
-			out.Waiting += ": " + c.Message
+		var why string
+		if c := meta.FindStatusCondition(nic.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+			why = c.Message
 		}
+		out.Waiting = cniserver.NotHeldMessage(name, w.ElasticIP, why)
 	}
 	return out
 }

@@ -110,6 +110,10 @@ func (s *Speaker) SetPeers(peers []Peer) {
 	poke(s.changed)
 }
 
+// NextHop6 is the next hop of the IPv6 /128s (Config.NextHop6); invalid when the
+// speaker announces no IPv6 address.
+func (s *Speaker) NextHop6() netip.Addr { return s.cfg.NextHop6 }
+
 // SetAnnouncements replaces the set of announced prefixes, each an IPv4 /32 or an IPv6
 // /128. Other prefixes, and IPv6 ones while the speaker has no IPv6 next hop
 // (Config.NextHop6), are left out and reported in the error.

@@ -29,36 +29,43 @@ var _ agent = (*cniserver.Client)(nil)
 
 // notHeldError says which direct NICs did not hold their ElasticIPs when the wait ended.
 type notHeldError struct {
-	pod     podRef
-	waited  time.Duration
+	pod podRef
+	// within is the configured bound of the wait (waitSeconds), not the time measured:
+	// the message stays the same from one attempt to the next, as the docs quote it.
+	within  time.Duration
 	pending []cniserver.Interface
 }
 
 // Error names, per NIC, whom it waits for (the agent's message names the holder), e.g.
-// `Pod "ns1/web" waited 10s for its ElasticIPs: eth0: ElasticIP "web-eip" is used by
-// NetworkInterface "old-web.eth0"`.
+// `Pod "default/web-2" did not get its ElasticIPs within 10s: eth0: NetworkInterface
+// "web-2.eth0" does not hold ElasticIP "web-eip": ElasticIP "web-eip" is used by
+// NetworkInterface "web.eth0"`.
 func (e *notHeldError) Error() string {
 	parts := make([]string, 0, len(e.pending))
 	for _, n := range e.pending {
 		msg := n.Waiting
 		if msg == "" {
-			msg = fmt.Sprintf("NetworkInterface %q does not hold ElasticIP %q",
-				v1alpha1.NetworkInterfaceName(e.pod.Name, n.Interface), n.ElasticIP)
+			msg = cniserver.NotHeldMessage(v1alpha1.NetworkInterfaceName(e.pod.Name, n.Interface), n.ElasticIP, "")
 		}
 		parts = append(parts, n.Interface+": "+msg)
 	}
-	return fmt.Sprintf("Pod %q waited %s for its ElasticIPs: %s", e.pod.String(), e.waited, strings.Join(parts, "; "))
+	return fmt.Sprintf("Pod %q did not get its ElasticIPs within %s: %s", e.pod.String(), e.within, strings.Join(parts, "; "))
 }
 
-// agentError says the agent could not tell the Pod's direct NICs within the wait.
+// agentError says the agent could not tell the Pod's direct NICs: within the wait
+// (within, its configured bound), or at once (within 0: an error no retry mends, or the
+// runtime gave up).
 type agentError struct {
 	pod    podRef
-	waited time.Duration
+	within time.Duration
 	err    error
 }
 
 func (e *agentError) Error() string {
-	return fmt.Sprintf("Pod %q: the node agent could not tell its direct NICs (waited %s): %v", e.pod.String(), e.waited, e.err)
+	if e.within > 0 {
+		return fmt.Sprintf("Pod %q: the node agent could not tell its direct NICs within %s: %v", e.pod.String(), e.within, e.err)
+	}
+	return fmt.Sprintf("Pod %q: the node agent could not tell its direct NICs: %v", e.pod.String(), e.err)
 }
 
 func (e *agentError) Unwrap() error { return e.err }
@@ -68,8 +75,7 @@ func (e *agentError) Unwrap() error { return e.err }
 // wait. It returns the NICs sorted by interface name.
 func waitForInterfaces(ctx context.Context, a agent, pod podRef, wait time.Duration) ([]cniserver.Interface, error) {
 	logger := klog.FromContext(ctx)
-	start := time.Now()
-	deadline := start.Add(wait)
+	deadline := time.Now().Add(wait)
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, min(askTimeout, max(time.Until(deadline), pollInterval)))
 		nics, err := a.Interfaces(actx, pod.Namespace, pod.Name, pod.UID)
@@ -85,19 +91,18 @@ func waitForInterfaces(ctx context.Context, a agent, pod podRef, wait time.Durat
 		} else {
 			logger.V(2).Info("Asking the node agent failed", "attempt", attempt, "err", err)
 			if !cniserver.IsRetryable(err) {
-				return nil, &agentError{pod: pod, waited: time.Since(start).Round(time.Millisecond), err: err}
+				return nil, &agentError{pod: pod, err: err}
 			}
 		}
 		if !time.Now().Add(pollInterval).Before(deadline) {
-			waited := time.Since(start).Round(time.Millisecond)
 			if err != nil {
-				return nil, &agentError{pod: pod, waited: waited, err: err}
+				return nil, &agentError{pod: pod, within: wait, err: err}
 			}
-			return nil, &notHeldError{pod: pod, waited: waited, pending: pending}
+			return nil, &notHeldError{pod: pod, within: wait, pending: pending}
 		}
 		select {
 		case <-ctx.Done():
-			return nil, &agentError{pod: pod, waited: time.Since(start).Round(time.Millisecond), err: ctx.Err()}
+			return nil, &agentError{pod: pod, err: ctx.Err()}
 		case <-time.After(pollInterval):
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"math"
 	"net/netip"
@@ -56,6 +57,17 @@ type Interface struct {
 	// Waiting explains, while Holds is false, whom the NIC waits for (the Ready
 	// condition's message, naming the holder).
 	Waiting string `json:"waiting,omitempty"`
+}
+
+// NotHeldMessage is Interface.Waiting of a NIC that does not hold its ElasticIP: it
+// names the NIC (its NetworkInterface's name) and the ElasticIP, then why, when known
+// (the NetworkInterface's Ready message, which names the holder).
+func NotHeldMessage(nic, elasticIP, why string) string {
+	msg := fmt.Sprintf("NetworkInterface %q does not hold ElasticIP %q", nic, elasticIP)
+	if why != "" {
+		msg += ": " + why
+	}
+	return msg
 }
 
 // InterfacesResponse is the body of GET /v1/interfaces.

@@ -176,7 +176,39 @@ func New(t testing.TB, cp *framework.ControlPlane, opts Options) *Cluster {
 	c.waitForNodeScope(opts.Nodes[0])
 	t.Cleanup(c.deleteClusterObjects)
 	t.Cleanup(c.checkNothingForbidden)
+	t.Cleanup(c.checkNoErrorLines)
 	return c
+}
+
+// checkNoErrorLines fails the test when a component (controller, webhook, node agent)
+// logged at error level: in a healthy cluster none does (a retried conflict or a cache
+// that lags is no error). A test that breaks something on purpose scopes the check to
+// the healthy part of its run with ExpectRefusals: lines logged in those periods (the API
+// server gone or restarting, test/faults) are expected. An agent replaced by StartAgent
+// (a crash, a reboot) is not checked, its successor is.
+func (c *Cluster) checkNoErrorLines() {
+	for _, comp := range c.components() {
+		for _, line := range strings.Split(comp.Log(), "\n") {
+			if klogErrorLine.MatchString(line) && !c.refusalExpected(line) {
+				c.t.Errorf("%s logged at error level in a healthy cluster: %s", comp.Name, line)
+			}
+		}
+	}
+}
+
+// klogErrorLine is a klog line of severity error or fatal.
+var klogErrorLine = regexp.MustCompile(`^[EF]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} `)
+
+// components are the controller, the webhook (if any) and every Node's current agent.
+func (c *Cluster) components() []*framework.Component {
+	components := []*framework.Component{c.Controller}
+	if c.Webhook != nil {
+		components = append(components, c.Webhook.Component)
+	}
+	for _, n := range c.Nodes {
+		components = append(components, n.Agent)
+	}
+	return components
 }
 
 // checkNothingForbidden fails the test when a component was refused by RBAC or by the
@@ -186,14 +218,7 @@ func New(t testing.TB, cp *framework.ControlPlane, opts Options) *Cluster {
 // a 403 of the webhook (a deletion refused while something still references the object,
 // which the webhook and the refused controller both log) is neither.
 func (c *Cluster) checkNothingForbidden() {
-	components := []*framework.Component{c.Controller}
-	if c.Webhook != nil {
-		components = append(components, c.Webhook.Component)
-	}
-	for _, n := range c.Nodes {
-		components = append(components, n.Agent)
-	}
-	for _, comp := range components {
+	for _, comp := range c.components() {
 		for _, line := range strings.Split(comp.Log(), "\n") {
 			if c.refusalExpected(line) {
 				continue
@@ -206,10 +231,11 @@ func (c *Cluster) checkNothingForbidden() {
 	}
 }
 
-// ExpectRefusals tells the end-of-test check that components may be refused by RBAC
-// between from and to: a kube-apiserver that starts serves requests before its
-// authorizer has read the RBAC objects, and refuses them meanwhile (components that
-// reach it before it is ready, as they do on a single API server address, retry).
+// ExpectRefusals tells the end-of-test checks that components may be refused by RBAC,
+// and may log at error level, between from and to: a kube-apiserver that starts serves
+// requests before its authorizer has read the RBAC objects, and refuses them meanwhile
+// (components that reach it before it is ready, as they do on a single API server
+// address, retry).
 func (c *Cluster) ExpectRefusals(from, to time.Time) {
 	c.refusals = append(c.refusals, [2]time.Time{from, to})
 }

@@ -174,8 +174,10 @@ func TestReadmeExample(t *testing.T) {
 			return ad != nil && ad.Spec.NodeName == node, ""
 		})
 	}
+	// ANSWERING is the Answering condition the agent of the Node writes (answerARP here).
 	r = cp.Kubectl(ctx, "", "get", "arpadvertisement", advertisement.PreferredName(ns, "nginx-eip"))
-	if r.Err != nil || !strings.Contains(spaces.ReplaceAllString(r.Stdout, " "), "scenario-net 10.225.51.5 node-a") {
+	if got := spaces.ReplaceAllString(r.Stdout, " "); r.Err != nil || !strings.HasPrefix(got, "NAME EXTERNALNETWORK ADDRESS NODE ANSWERING AGE ") ||
+		!strings.Contains(got, "scenario-net 10.225.51.5 node-a True ") {
 		t.Errorf("kubectl get arpadvertisement: %q %v", r.Stdout, r.Err)
 	}
 	r = cp.Kubectl(ctx, "", "describe", "elasticip", "-n", ns, "web-eip")

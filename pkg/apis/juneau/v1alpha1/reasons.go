@@ -104,6 +104,10 @@ const (
 	// ReasonNotRequested: the Pod no longer asks for an automatic ElasticIP (or has
 	// finished), so it has none.
 	ReasonNotRequested = "NotRequested"
+	// ReasonNoIPv6NextHop: the advertisement's address is IPv6 and the Node's agent has
+	// no IPv6 next hop to announce it with (no global IPv6 address on its external
+	// interface at start, and no --bgp-ipv6-next-hop).
+	ReasonNoIPv6NextHop = "NoIPv6NextHop"
 )
 
 // Reasons of Events that announce an action rather than a condition.
@@ -189,6 +193,7 @@ var severities = map[string]string{
 	ReasonElasticIPInUse:              corev1.EventTypeWarning,
 	ReasonWriteRefused:                corev1.EventTypeWarning,
 	ReasonNotRequested:                corev1.EventTypeNormal,
+	ReasonNoIPv6NextHop:               corev1.EventTypeWarning,
 
 	EventAdvertisementMoved:      corev1.EventTypeNormal,
 	EventInvalidAnnotations:      corev1.EventTypeWarning,

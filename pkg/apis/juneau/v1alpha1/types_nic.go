@@ -167,6 +167,7 @@ type NetworkInterfaceList struct {
 // +kubebuilder:printcolumn:name="EXTERNALNETWORK",type=string,JSONPath=`.spec.externalNetwork`
 // +kubebuilder:printcolumn:name="ADDRESS",type=string,JSONPath=`.spec.address`
 // +kubebuilder:printcolumn:name="NODE",type=string,JSONPath=`.spec.nodeName`
+// +kubebuilder:printcolumn:name="ANSWERING",type=string,JSONPath=`.status.conditions[?(@.type=="Answering")].status`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // ARPAdvertisement says which single Node answers ARP for an address of an arp network.

@@ -1,0 +1,279 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/node/nft"
+)
+
+// servedAd is an advertisement this Node answers for (ARP, NDP) or announces (BGP) after
+// a sync, as it was then: what a later sync needs to tell why it stopped.
+type servedAd struct {
+	Name    string
+	Address netip.Addr
+	// Owner is the ElasticIP the advertisement was made for, when it says (labels).
+	Owner    advertisement.Owner
+	HasOwner bool
+}
+
+// answeredAds are the ARPAdvertisements this Node answers for (ARP or NDP:
+// Desired.Answering), by name.
+func answeredAds(in Inputs, d Desired) map[string]servedAd {
+	out := make(map[string]servedAd, len(d.Answering))
+	for _, ad := range in.Advertisements {
+		if _, ok := slices.BinarySearch(d.Answering, ad.Name); !ok {
+			continue
+		}
+		if addr, err := netip.ParseAddr(ad.Spec.Address); err == nil {
+			out[ad.Name] = newServedAd(ad, addr.Unmap())
+		}
+	}
+	return out
+}
+
+// announcedAds are the BGPAdvertisements whose prefix this Node announces
+// (BGPDesired.Announce), by name.
+func announcedAds(in Inputs, d Desired) map[string]servedAd {
+	out := make(map[string]servedAd, len(d.BGP.Announce))
+	for _, ad := range in.BGPAdvertisements {
+		if p, ok := announcedPrefix(in.NodeName, ad); ok && containsPrefix(d.BGP.Announce, p) {
+			out[ad.Name] = newServedAd(ad, p.Addr())
+		}
+	}
+	return out
+}
+
+func newServedAd(obj metav1.Object, addr netip.Addr) servedAd {
+	owner, ok := advertisement.OwnerOf(obj)
+	return servedAd{Name: obj.GetName(), Address: addr, Owner: owner, HasOwner: ok}
+}
+
+// adState is an advertisement as this Node's cache holds it now; nil when the cache
+// holds none of that name.
+type adState struct {
+	NodeName string
+	Deleting bool
+	// Refused says why this Node will not answer for the address (Desired.Refused).
+	Refused string
+}
+
+// stoppedAd is an advertisement this Node stopped answering for or announcing, and why.
+type stoppedAd struct {
+	servedAd
+	Why string
+}
+
+// stoppedServing lists, sorted by name, the advertisements of prev that are not in cur,
+// each with why (whyStopped); lookup finds an advertisement in this Node's cache. A nil
+// prev (the first sync of this agent) stopped nothing.
+func stoppedServing(in Inputs, d Desired, prev, cur map[string]servedAd, lookup func(name string) *adState) []stoppedAd {
+	var out []stoppedAd
+	for name, ad := range prev {
+		if _, ok := cur[name]; ok {
+			continue
+		}
+		out = append(out, stoppedAd{servedAd: ad, Why: whyStopped(in, d, ad, lookup(name))})
+	}
+	slices.SortFunc(out, func(a, b stoppedAd) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// startedServing lists, sorted, the names in cur that are not in prev.
+func startedServing(prev, cur map[string]servedAd) []string {
+	var out []string
+	for name := range cur {
+		if _, ok := prev[name]; !ok {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// whyStopped says, for the log, why this Node no longer answers for or announces last's
+// address. now is the advertisement in this Node's cache, nil when gone from it. The
+// cache holds only this Node's advertisements (field-selected), so one that moved to
+// another Node leaves it as a deleted one does: then the ElasticIP it was made for (every
+// ElasticIP and every Node's attachments are cached) tells which.
+func whyStopped(in Inputs, d Desired, last servedAd, now *adState) string {
+	switch {
+	case now != nil && now.NodeName != in.NodeName:
+		return fmt.Sprintf("its advertisement moved to Node %q", now.NodeName)
+	case now != nil && now.Deleting:
+		return "its advertisement is being deleted"
+	case now != nil && now.Refused != "":
+		return now.Refused
+	case now != nil:
+		return notServedWhy(in, d, last)
+	case !last.HasOwner:
+		return "its advertisement was deleted or moved to another Node"
+	}
+	if why := userWhy(in, last.Owner); why != "" {
+		return why
+	}
+	return fmt.Sprintf("its advertisement no longer names this Node while ElasticIP %q is still used here as far as this Node knows: it moved to another Node", last.Owner.Key())
+}
+
+// userWhy says why the user of the ElasticIP o, as this Node's caches hold it, no
+// longer brings its traffic here: the ElasticIP is gone or unused, or its user is
+// gone, elsewhere or not ready. "" when, as far as the caches tell, it still does.
+func userWhy(in Inputs, o advertisement.Owner) string {
+	key := o.Key()
+	eip := in.ElasticIPs[key]
+	switch {
+	case eip == nil || (o.UID != "" && eip.UID != o.UID):
+		return fmt.Sprintf("its ElasticIP %q was deleted", key)
+	case eip.DeletionTimestamp != nil:
+		return fmt.Sprintf("its ElasticIP %q is being deleted", key)
+	case eip.Status.Attachment == nil:
+		return fmt.Sprintf("its ElasticIP %q is used by nobody now (phase %s)", key, eip.Status.Phase)
+	}
+	user := eip.Status.Attachment
+	if user.Kind == v1alpha1.AttachmentKindElasticIPAttachment {
+		i := slices.IndexFunc(in.Attachments, func(a *v1alpha1.ElasticIPAttachment) bool {
+			return a.Namespace == eip.Namespace && a.Name == user.Name
+		})
+		if i < 0 {
+			return fmt.Sprintf("its ElasticIPAttachment %q was deleted", eip.Namespace+"/"+user.Name)
+		}
+		a := in.Attachments[i]
+		switch {
+		case a.DeletionTimestamp != nil:
+			return fmt.Sprintf("its ElasticIPAttachment %q is being deleted", eip.Namespace+"/"+user.Name)
+		case a.Status.NodeName != "" && a.Status.NodeName != in.NodeName:
+			return fmt.Sprintf("its ElasticIP %q moved to Node %q with ElasticIPAttachment %q", key, a.Status.NodeName, user.Name)
+		case a.Status.Phase != v1alpha1.AttachmentAttached || !meta.IsStatusConditionTrue(a.Status.Conditions, v1alpha1.ConditionReady):
+			why := fmt.Sprintf("its ElasticIPAttachment %q is %s", eip.Namespace+"/"+user.Name, a.Status.Phase)
+			if c := meta.FindStatusCondition(a.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Reason != "" {
+				why += " (" + c.Reason + ")"
+			}
+			return why
+		}
+		return ""
+	}
+	i := slices.IndexFunc(in.NICs, func(n *v1alpha1.NetworkInterface) bool {
+		return n.Namespace == eip.Namespace && n.Name == user.Name && n.Spec.NodeName == in.NodeName
+	})
+	if i < 0 {
+		return fmt.Sprintf("its ElasticIP %q is used by %s %q, which is not on this Node (any more)", key, user.Kind, user.Name)
+	}
+	nic := in.NICs[i]
+	switch {
+	case nic.DeletionTimestamp != nil:
+		return fmt.Sprintf("its NetworkInterface %q is being deleted, with its Pod", eip.Namespace+"/"+user.Name)
+	case nic.Status.Phase != v1alpha1.NetworkInterfaceReady:
+		return fmt.Sprintf("its NetworkInterface %q is %s", eip.Namespace+"/"+user.Name, nic.Status.Phase)
+	}
+	return ""
+}
+
+// notServedWhy says why this Node does not deliver the address of last (it serves an
+// address while its NAT mapping or its direct NIC's host route is programmed).
+func notServedWhy(in Inputs, d Desired, last servedAd) string {
+	addr := last.Address
+	if slices.ContainsFunc(d.NAT.Mappings, func(m nft.Mapping) bool { return m.ElasticIP == addr }) {
+		if d.NATRejected != nil {
+			return "its NAT mapping is left out: " + d.NATRejected.Error()
+		}
+		return "its NAT mapping is left out"
+	}
+	if slices.ContainsFunc(d.NAT.Direct, func(n nft.DirectNIC) bool { return n.Address == addr }) {
+		return "its direct NetworkInterface's host route is left out"
+	}
+	if last.HasOwner {
+		if why := userWhy(in, last.Owner); why != "" {
+			return why
+		}
+		// Its NetworkInterface is here and Ready, but the CNI plugin's host route to it is
+		// gone: the Pod's network was taken down (the Pod is going away).
+		if eip := in.ElasticIPs[last.Owner.Key()]; eip != nil && eip.Status.Attachment != nil &&
+			eip.Status.Attachment.Kind == v1alpha1.AttachmentKindNetworkInterface {
+			return fmt.Sprintf("no route on this Node leads to its NetworkInterface %q any more: the network of its Pod was taken down",
+				eip.Namespace+"/"+eip.Status.Attachment.Name)
+		}
+	}
+	return "traffic to it is not programmed on this Node any more: no Attached ElasticIPAttachment here translates it, and no NetworkInterface here holds it directly"
+}
+
+// logAnswering logs, at info level, each advertisement this Node started answering for
+// (its Answering condition turned True: conditionTrue, or it came back since the last
+// sync) and each it stopped answering for, with why. The first sync of the lock holder
+// logs only the conditions it turned True, and one line with how many it answers for:
+// the rest it answered for before (or its predecessor did).
+func (a *Agent) logAnswering(ctx context.Context, in Inputs, d Desired, conditionTrue []string) {
+	logger := klog.FromContext(ctx)
+	cur := answeredAds(in, d)
+	prev := a.answeringAds
+	a.answeringAds = cur
+	started := conditionTrue
+	if prev == nil {
+		logger.Info("Answering for the advertisements of this Node", "arp", len(d.ARP), "ndp", len(d.NDP))
+	} else {
+		started = append(slices.Clone(started), startedServing(prev, cur)...)
+		slices.Sort(started)
+		started = slices.Compact(started)
+	}
+	for _, name := range started {
+		ad, ok := cur[name]
+		switch {
+		case !ok:
+		case ad.Address.Is4():
+			logger.Info("Answering ARP", "advertisement", klog.KRef("", name), "address", ad.Address)
+		default:
+			logger.Info("Answering NDP", "advertisement", klog.KRef("", name), "address", ad.Address)
+		}
+	}
+	lookup := func(name string) *adState {
+		for _, ad := range in.Advertisements {
+			if ad.Name == name {
+				return &adState{NodeName: ad.Spec.NodeName, Deleting: ad.DeletionTimestamp != nil, Refused: d.Refused[name]}
+			}
+		}
+		return nil
+	}
+	for _, s := range stoppedServing(in, d, prev, cur, lookup) {
+		if s.Address.Is4() {
+			logger.Info("Stopped answering ARP", "advertisement", klog.KRef("", s.Name), "address", s.Address, "reason", s.Why)
+		} else {
+			logger.Info("Stopped answering NDP", "advertisement", klog.KRef("", s.Name), "address", s.Address, "reason", s.Why)
+		}
+	}
+}
+
+// logAnnouncing logs, at info level, each BGPAdvertisement whose address this Node no
+// longer announces (it withdraws the route from its peers), with why. Announcements are
+// logged when their Announced condition turns True (markAnnounced).
+func (a *Agent) logAnnouncing(ctx context.Context, in Inputs, d Desired) {
+	cur := announcedAds(in, d)
+	prev := a.announcingAds
+	a.announcingAds = cur
+	lookup := func(name string) *adState {
+		for _, ad := range in.BGPAdvertisements {
+			if ad.Name == name {
+				return &adState{NodeName: ad.Spec.NodeName, Deleting: ad.DeletionTimestamp != nil}
+			}
+		}
+		return nil
+	}
+	for _, s := range stoppedServing(in, d, prev, cur, lookup) {
+		klog.FromContext(ctx).Info("Withdrawing BGP announcement", "advertisement", klog.KRef("", s.Name),
+			"prefix", netip.PrefixFrom(s.Address, s.Address.BitLen()), "reason", s.Why)
+	}
+}
+
+// Serving reports how many advertisements the agent answered for (ARP and NDP) and
+// announced (BGP) at its last sync; for its last words when it stops. Call it only once
+// Run has returned.
+func (a *Agent) Serving() (answering, announcing int) {
+	return len(a.answeringAds), len(a.announcingAds)
+}
