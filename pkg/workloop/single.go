@@ -2,6 +2,7 @@ package workloop
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -82,6 +83,12 @@ func Transient(err error, retries int) bool {
 	return retries < TransientRetries && (apierrors.IsConflict(err) || apierrors.IsNotFound(err))
 }
 
+// stopping reports a sync that failed because the loop is being stopped (its context
+// ended: the process shuts down, or hands over to a successor): nothing is wrong then.
+func stopping(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ctx.Err()))
+}
+
 // Trigger asks for a sync. Before Run it does nothing: Run starts with a sync anyway.
 func (s *Single) Trigger() {
 	if q := s.queue.Load(); q != nil {
@@ -125,7 +132,7 @@ func (s *Single) processNext(ctx context.Context, q workqueue.TypedRateLimitingI
 			s.errors.Inc()
 		}
 		logger, retries := klog.FromContext(ctx), q.NumRequeues(key)
-		if Transient(err, retries) {
+		if Transient(err, retries) || stopping(ctx, err) {
 			logger.V(2).Info("Sync failed; the next one is full", "loop", s.name, "retries", retries, "err", err)
 		} else {
 			logger.Error(err, "Sync failed; the next one is full", "loop", s.name, "retries", retries)

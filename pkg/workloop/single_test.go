@@ -198,3 +198,26 @@ func TestTransient(t *testing.T) {
 		}
 	}
 }
+
+// A sync that fails because the loop is being stopped is not a failure worth an error
+// line; one that fails for its own reason while the loop runs, or with an unrelated
+// error while it stops, is.
+func TestStopping(t *testing.T) {
+	running := context.Background()
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want bool
+	}{
+		{"canceled while stopping", stopped, fmt.Errorf("programming NAT: %w", context.Canceled), true},
+		{"canceled while running", running, fmt.Errorf("programming NAT: %w", context.Canceled), false},
+		{"another error while stopping", stopped, errors.New("netlink: no such device"), false},
+	} {
+		if got := stopping(tc.ctx, tc.err); got != tc.want {
+			t.Errorf("%s: stopping = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
