@@ -2,6 +2,7 @@ package elasticip
 
 import (
 	"fmt"
+	"net/netip"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,7 +17,8 @@ import (
 type trafficInput struct {
 	decision HolderDecision
 	address  string
-	// arp: the network is of type arp, so a Node must answer ARP for the address.
+	// arp: the network is of type arp, so a Node must answer ARP (NDP for IPv6) for the
+	// address.
 	arp bool
 	// target is the NetworkInterface an ElasticIPAttachment holder translates to (nil
 	// when it does not exist); targetName names it.
@@ -65,20 +67,21 @@ func trafficBlocked(in trafficInput) *conditionError {
 	if !in.arp {
 		return nil
 	}
-	ad := in.advert
+	addr, _ := netip.ParseAddr(in.address)
+	ad, proto := in.advert, advertisement.Protocol(addr)
 	if ad == nil || ad.DeletionTimestamp != nil || ad.Spec.NodeName != d.NodeName || ad.Spec.Address != in.address {
-		return blocked(v1alpha1.ReasonNotAnswering, "Node %q does not answer ARP for %q yet (no ARPAdvertisement names it)", d.NodeName, in.address)
+		return blocked(v1alpha1.ReasonNotAnswering, "Node %q does not answer %s for %q yet (no ARPAdvertisement names it)", d.NodeName, proto, in.address)
 	}
 	answering := meta.FindStatusCondition(ad.Status.Conditions, v1alpha1.ConditionAnswering)
 	if answering != nil && answering.Status == metav1.ConditionFalse && answering.ObservedGeneration == ad.Generation {
-		return blocked(v1alpha1.ReasonNotAnswering, "Node %q does not answer ARP for %q: %s", d.NodeName, in.address, answering.Message)
+		return blocked(v1alpha1.ReasonNotAnswering, "Node %q does not answer %s for %q: %s", d.NodeName, proto, in.address, answering.Message)
 	}
 	if answering != nil && answering.Status == metav1.ConditionUnknown {
-		return blocked(v1alpha1.ReasonAgentNotReporting, "Node %q may no longer answer ARP for %q: %s", d.NodeName, in.address, answering.Message)
+		return blocked(v1alpha1.ReasonAgentNotReporting, "Node %q may no longer answer %s for %q: %s", d.NodeName, proto, in.address, answering.Message)
 	}
 	if answering == nil || answering.Status != "True" || answering.ObservedGeneration != ad.Generation {
-		return blocked(v1alpha1.ReasonNotAnswering, "Node %q does not answer ARP for %q yet (ARPAdvertisement %q has no Answering condition from it)",
-			d.NodeName, in.address, ad.Name)
+		return blocked(v1alpha1.ReasonNotAnswering, "Node %q does not answer %s for %q yet (ARPAdvertisement %q has no Answering condition from it)",
+			d.NodeName, proto, in.address, ad.Name)
 	}
 	return nil
 }
@@ -97,10 +100,9 @@ func (c *Controller) trafficBlocked(eip *v1alpha1.ElasticIP, network *v1alpha1.E
 			}
 		}
 	}
-	for _, ad := range c.arp.mine(advertisement.Of(eip)) {
-		if ad.DeletionTimestamp == nil && ad.Spec.Address == claim.Name {
+	if in.arp {
+		if ad, ok := c.arp.current(advertisement.Of(eip), claim.Spec.Address, network.Name); ok {
 			in.advert = ad
-			break
 		}
 	}
 	if blocked := trafficBlocked(in); blocked != nil {

@@ -1,6 +1,7 @@
 package elasticip
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -87,6 +88,51 @@ func TestTrafficBlocked(t *testing.T) {
 			at := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAttached)
 			if st.Phase != v1alpha1.ElasticIPAttached || st.Attachment == nil || at.Status != metav1.ConditionFalse || at.Reason != tc.reason {
 				t.Errorf("status %s %v, Attached %s/%s; want phase Attached with its user, Attached False/%s", st.Phase, st.Attachment, at.Status, at.Reason, tc.reason)
+			}
+		})
+	}
+}
+
+// The ElasticIP controller finds the advertisement of an ElasticIP and reads whether its
+// Node answers, from the caches, in both families: an IPv6 ElasticIP whose Node answers
+// (by NDP) is Attached True, as an IPv4 one is (its claim's name differs from its
+// address: 2001-db8--5, not 2001:db8::5).
+func TestAttachedFromTheCachesInBothFamilies(t *testing.T) {
+	for _, tc := range []struct{ addr, podIP, pool string }{
+		{"10.225.51.5", "10.244.1.5/32", "10.225.51.0/24"},
+		{"fd00:225:51::5", "fd00:244:1::5/128", "fd00:225:51::/64"},
+	} {
+		t.Run(tc.addr, func(t *testing.T) {
+			objs := usedElasticIP("default", "web-eip", "uid-web", tc.addr, "node-a")
+			att := objs[2].(*v1alpha1.ElasticIPAttachment)
+			att.Spec.TargetRef.NetworkInterfaceName = "web.eth0"
+			objs[0].(*v1alpha1.ElasticIP).Status.Attachment = &v1alpha1.AttachmentReference{
+				Kind: v1alpha1.AttachmentKindElasticIPAttachment, Name: att.Name, UID: att.UID}
+			nic := &v1alpha1.NetworkInterface{ObjectMeta: metav1.ObjectMeta{Name: "web.eth0", Namespace: "default", UID: "uid-nic"},
+				Spec:   v1alpha1.NetworkInterfaceSpec{NodeName: "node-a", PodRef: v1alpha1.PodReference{Name: "web", UID: "uid-pod", Interface: "eth0"}},
+				Status: v1alpha1.NetworkInterfaceStatus{Address: tc.podIP, Addresses: []string{tc.podIP}}}
+			pool := poolAndNetwork(tc.pool)
+			f := newFixture(t, append(append(objs, nic), pool...))
+			f.syncKey("default/web-eip") // makes the advertisement
+			ads := f.advertisements()
+			if len(ads) != 1 {
+				t.Fatalf("advertisements %v, want one", ads)
+			}
+			for _, ad := range ads {
+				if ad.Spec.Address != tc.addr {
+					t.Fatalf("advertisement of %q, want %q", ad.Spec.Address, tc.addr)
+				}
+				ad.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionAnswering, Status: metav1.ConditionTrue,
+					Reason: v1alpha1.ReasonAnswering, ObservedGeneration: ad.Generation}}
+				if _, err := f.client.JuneauV1alpha1().ARPAdvertisements().UpdateStatus(context.Background(), ad, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.advertisements()
+			got := f.sync("default/web-eip")
+			c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAttached)
+			if c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonAttached {
+				t.Errorf("Attached = %+v, want True/Attached once its Node answers for %s", c, tc.addr)
 			}
 		})
 	}

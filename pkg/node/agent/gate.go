@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/node/bgp"
 )
@@ -39,7 +40,7 @@ func (a *Agent) writeReadiness(ctx context.Context, in Inputs, d Desired, announ
 
 func (a *Agent) readinessInputs(in Inputs, announced bgp.Status) (ReadinessInputs, error) {
 	r := ReadinessInputs{ElasticIPs: in.ElasticIPs, Networks: map[string]*v1alpha1.ExternalNetwork{},
-		Announced: func(addr netip.Addr) bool { return announced.AnnouncedTo(netip.PrefixFrom(addr, 32)) > 0 },
+		Announced: func(addr netip.Addr) bool { return announced.AnnouncedTo(iprange.HostPrefix(addr)) > 0 },
 		Routed: func(addr netip.Addr) bool {
 			if a.host == nil {
 				return false

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -119,7 +120,7 @@ func podReadiness(in Inputs, d Desired, r ReadinessInputs, p *corev1.Pod) Readin
 			case net == nil:
 			case net.Spec.Type == v1alpha1.AdvertiseARP:
 				if err != nil || !d.Answers(a) {
-					missing = append(missing, fmt.Sprintf("%s answer for %q", neighbourProtocol(a), u.addr))
+					missing = append(missing, fmt.Sprintf("%s answer for %q", advertisement.Protocol(a), u.addr))
 				}
 			case net.Spec.Type == v1alpha1.AdvertiseBGP:
 				if err != nil || r.Announced == nil || !r.Announced(a) {
@@ -161,14 +162,6 @@ func nothingAttached(p *corev1.Pod) string {
 		return "no ElasticIP is attached to this Pod yet: " + c.Message
 	}
 	return "no ElasticIP is attached to this Pod on this Node yet"
-}
-
-// neighbourProtocol names what answers for a on an arp network.
-func neighbourProtocol(a netip.Addr) string {
-	if a.IsValid() && !a.Is4() {
-		return "NDP"
-	}
-	return "ARP"
 }
 
 // changed reports whether one of the Pod's gate conditions differs from r.

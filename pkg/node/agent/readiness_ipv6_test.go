@@ -1,13 +1,18 @@
 package agent
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/node/bgp"
 )
 
 // TestReadinessIPv6: a Pod with an IPv4 and an IPv6 ElasticIP on an arp network is
@@ -42,5 +47,28 @@ func TestReadinessIPv6(t *testing.T) {
 	d.NDP = nil
 	if got := ComputeReadiness(in, d, r); len(got) != 1 || got[0].Ready || !strings.Contains(got[0].Message, `NDP answer for "2001:db8::5"`) {
 		t.Errorf("without the NDP answer: %+v", got)
+	}
+}
+
+// The gate reads "announced" from the speaker's status through readinessInputs, for the
+// address's own host prefix: an IPv6 ElasticIP announced as a /128 to an Established
+// peer counts, as an IPv4 one announced as a /32 does.
+func TestReadinessInputsAnnouncedInBothFamilies(t *testing.T) {
+	a := New(Config{NodeName: "node-a", ExternalInterface: "ext0"}, Clients{}, Listers{
+		Pods:     corelisters.NewPodLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+		Networks: listers.NewExternalNetworkLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+	}, nil, nil, nil, nil, nil)
+	status := bgp.Status{
+		Peers:     []bgp.PeerStatus{{Name: "router", State: v1alpha1.BGPSessionEstablished, PrefixesAnnounced: 2, IPv6Announced: 1}},
+		Announced: []netip.Prefix{netip.MustParsePrefix("10.225.53.5/32"), netip.MustParsePrefix("fd00:225:53::5/128")},
+	}
+	r, err := a.readinessInputs(Inputs{}, status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for addr, want := range map[string]bool{"10.225.53.5": true, "fd00:225:53::5": true, "10.225.53.6": false, "fd00:225:53::6": false} {
+		if got := r.Announced(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("Announced(%s) = %v, want %v", addr, got, want)
+		}
 	}
 }

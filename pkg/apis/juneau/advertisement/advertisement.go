@@ -14,6 +14,7 @@ package advertisement
 import (
 	"crypto/sha256"
 	"encoding/base32"
+	"net/netip"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -150,4 +151,13 @@ func sameOwner(holder, o Owner) bool {
 		return holder.UID == o.UID
 	}
 	return holder.Namespace == o.Namespace && holder.Name == o.Name
+}
+
+// Protocol names what a Node answers for an address of an arp network with: ARP for
+// IPv4, Neighbor Discovery (NDP) for IPv6.
+func Protocol(a netip.Addr) string {
+	if a.IsValid() && !a.Unmap().Is4() {
+		return "NDP"
+	}
+	return "ARP"
 }

@@ -91,6 +91,13 @@ func (r Range) Size() uint64 {
 	return d + 1
 }
 
+// HostPrefix is the prefix of the address alone: a.b.c.d/32 for IPv4, /128 for IPv6.
+// Routes and announcements of an ElasticIP are always its host prefix.
+func HostPrefix(a netip.Addr) netip.Prefix {
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen())
+}
+
 // Auto is the part of the range automatic allocation hands out, and false when that part
 // is empty. For an IPv4 CIDR shorter than /31 the network and broadcast addresses are
 // left out; for an IPv6 CIDR shorter than /127 the Subnet-Router anycast address (the
