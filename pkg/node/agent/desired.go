@@ -17,7 +17,10 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 	"github.com/loutres/juneau/pkg/node/nft"
 )
 
@@ -176,25 +179,28 @@ func Compute(in Inputs) Desired {
 	return d
 }
 
-// reservedAddress says why addr must not be answered for on the external segment (it is
-// the network or broadcast address of a subnet of the external interface: answering
-// would claim the whole segment's broadcast, or an address hosts treat as the network
-// itself), or "" when it may be.
+// reservedAddress says why addr must not be answered for on the external segment, or ""
+// when it may be: it is an address of a subnet of the external interface that the
+// subnet keeps for itself — what iprange leaves out of automatic allocation: the network
+// and broadcast addresses of an IPv4 subnet (answering would claim the whole segment's
+// broadcast, or an address hosts treat as the network itself), the Subnet-Router anycast
+// address of an IPv6 one (answering would take the routers' address).
 func reservedAddress(in Inputs, addr netip.Addr) string {
 	for _, p := range in.ExternalSubnets {
-		if !p.Addr().Is4() || p.Bits() >= 31 || !p.Contains(addr) {
+		whole := iprange.FromPrefix(p.Masked())
+		auto, _ := whole.Auto()
+		if !whole.Contains(addr) || auto.Contains(addr) {
 			continue
 		}
-		network := p.Masked().Addr()
-		if addr == network {
-			return fmt.Sprintf("%s is the network address of %s on interface %s: no Node answers ARP for it", addr, p.Masked(), in.ExternalInterface)
+		what := "broadcast address"
+		switch {
+		case addr.Is6():
+			what = "Subnet-Router anycast address"
+		case addr == whole.First:
+			what = "network address"
 		}
-		b := network.As4()
-		host := uint32(1)<<(32-p.Bits()) - 1
-		v := (uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])) | host
-		if addr == netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}) {
-			return fmt.Sprintf("%s is the broadcast address of %s on interface %s: no Node answers ARP for it", addr, p.Masked(), in.ExternalInterface)
-		}
+		return fmt.Sprintf("%s is the %s of %s on interface %s: no Node answers %s for it",
+			addr, what, p.Masked(), in.ExternalInterface, advertisement.Protocol(addr))
 	}
 	return ""
 }
@@ -234,14 +240,8 @@ func clusterCIDRs(in Inputs) []netip.Prefix {
 		for _, c := range n.Spec.PodCIDRs {
 			add(c)
 		}
-		for _, a := range n.Status.Addresses {
-			if a.Type != corev1.NodeInternalIP && a.Type != corev1.NodeExternalIP {
-				continue
-			}
-			if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Zone() == "" {
-				ip = ip.Unmap()
-				out = append(out, netip.PrefixFrom(ip, ip.BitLen()))
-			}
+		for _, a := range validation.NodeAddresses(n) {
+			out = append(out, iprange.HostPrefix(a))
 		}
 	}
 	for _, sc := range in.ServiceCIDRs {
