@@ -146,8 +146,8 @@ spec: {externalNetwork: bgp-net}
 	web := c.RunPod(harness.PodSpec{Namespace: ns, Name: "web", Node: "node-b",
 		Annotations: map[string]string{v1alpha1.AnnotationElasticIP: "web-eip"}, ReadinessGates: []string{v1alpha1.PodConditionElasticIP}})
 	c.ServeTCP(web.NS, "web", 80)
-	natAddr = c.WaitElasticIPAttached(ns, "nat-eip")
-	c.WaitElasticIPAttached(ns, "web-eip")
+	natAddr = c.WaitElasticIPWorking(ns, "nat-eip")
+	c.WaitElasticIPWorking(ns, "web-eip")
 	return natAddr, webAddr, nat
 }
 

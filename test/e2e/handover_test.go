@@ -40,7 +40,7 @@ spec:
 	if r := c.CP.Kubectl(testContext(t), manifest, "apply", "-n", ns, "-f", "-"); r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	eip := c.WaitElasticIPAttached(ns, "steady-eip")
+	eip := c.WaitElasticIPWorking(ns, "steady-eip")
 	c.EventuallyDial(c.Client, eip, 80, "steady")
 	return eip
 }

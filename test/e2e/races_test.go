@@ -30,7 +30,7 @@ func TestSimultaneousPods(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	c.WaitElasticIPAttached(ns, "race-eip")
+	c.WaitElasticIPWorking(ns, "race-eip")
 	held, err := c.CP.Juneau.JuneauV1alpha1().ElasticIPs(ns).Get(context.Background(), "race-eip", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

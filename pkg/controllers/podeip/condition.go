@@ -3,6 +3,7 @@ package podeip
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -41,10 +42,11 @@ func holdingCondition(in inputs) *corev1.PodCondition {
 }
 
 // condition is the condition of a Pod that is gone, finished, not asking or active, from
-// the plan made for it: held says it holds eip, the ElasticIP it wants (named target; nil
-// while it cannot be attached). A Pod that never asked gets none. It may add the Warning
-// a Pod hears about when its ElasticIP finds no address.
-func (p *plan) condition(in inputs, target string, eip *v1alpha1.ElasticIP, held bool) *corev1.PodCondition {
+// the plan made for it. A Pod that never asked gets none. True once the Pod holds every
+// ElasticIP it asks for (one per family, or the one it names); otherwise False with what
+// the first one it lacks waits for. It may add the Warning a Pod hears about when its
+// ElasticIP finds no address.
+func (p *plan) condition(in inputs) *corev1.PodCondition {
 	pod := in.Pod
 	switch {
 	case pod == nil:
@@ -58,18 +60,36 @@ func (p *plan) condition(in inputs, target string, eip *v1alpha1.ElasticIP, held
 			msg = "the Pod has finished"
 		}
 		return assignedCondition(false, v1alpha1.ReasonNotRequested, msg)
-	case held:
-		return assignedCondition(true, v1alpha1.ReasonAssigned, fmt.Sprintf(
-			"ElasticIP %q (%s) is attached to this Pod by NAT through ElasticIPAttachment %q", eip.Name, eip.Status.Address, in.Attachment.Name))
 	}
 	for _, pr := range p.Problems {
 		if pr.Object == pod {
 			return assignedCondition(false, pr.Reason, pr.Message)
 		}
 	}
+	var held []string
+	for _, sp := range p.Slots {
+		switch {
+		case !sp.active():
+		case sp.Held:
+			held = append(held, fmt.Sprintf("ElasticIP %q (%s) is attached to this Pod by NAT through ElasticIPAttachment %q",
+				sp.Usable.Name, sp.Usable.Status.Address, sp.Attachment.Name))
+		default:
+			return p.waiting(in, sp)
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	return assignedCondition(true, v1alpha1.ReasonAssigned, strings.Join(held, "; "))
+}
+
+// waiting is the condition of an active Pod whose slot does not hold its ElasticIP yet,
+// saying what it waits for.
+func (p *plan) waiting(in inputs, sp slotPlan) *corev1.PodCondition {
+	target, eip := sp.target(), sp.Usable
 	nicName := v1alpha1.NetworkInterfaceName(in.Name, v1alpha1.DefaultInterface)
 	switch {
-	case eip == nil && in.OwnEIP != nil && in.OwnEIP.DeletionTimestamp != nil && target == in.Name:
+	case eip == nil && sp.OwnEIP != nil && sp.OwnEIP.DeletionTimestamp != nil && sp.Named == "":
 		return assignedCondition(false, v1alpha1.ReasonElasticIPNotReady, fmt.Sprintf(
 			"ElasticIP %q is being deleted; a new one is made for this Pod once it is gone", target))
 	case eip == nil:
@@ -79,18 +99,18 @@ func (p *plan) condition(in inputs, target string, eip *v1alpha1.ElasticIP, held
 			msg := fmt.Sprintf("ElasticIP %q has no address: %s. It gets one as soon as an address of its network is released. "+
 				"A rolling update that adds a Pod before removing one (maxSurge) needs a spare address for it: add addresses to the pools, or roll with maxSurge 0 and maxUnavailable 1",
 				eip.Name, c.Message)
-			p.Problems = append(p.Problems, problem{Object: pod, Reason: v1alpha1.ReasonNoAddressAvailable, Message: msg})
+			p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: v1alpha1.ReasonNoAddressAvailable, Message: msg})
 			return assignedCondition(false, v1alpha1.ReasonNoAddressAvailable, msg)
 		}
 		return assignedCondition(false, v1alpha1.ReasonElasticIPNotReady, holder.WaitingFor(eip, v1alpha1.AttachmentReference{}))
-	case in.NIC == nil || in.NIC.Spec.PodRef.UID != string(pod.UID):
+	case in.NIC == nil || in.NIC.Spec.PodRef.UID != string(in.Pod.UID):
 		return assignedCondition(false, v1alpha1.ReasonWaitingForNetworkInterface, fmt.Sprintf(
 			"NetworkInterface %q of this Pod does not exist yet: it is made once the Pod is scheduled to a Node", nicName))
-	case in.Attachment == nil || !isOwnAttachment(in.Attachment, in.Name) || in.Attachment.DeletionTimestamp != nil:
+	case sp.Attachment == nil || !isOwnAttachment(sp.Attachment, sp.Name, in.Name) || sp.Attachment.DeletionTimestamp != nil:
 		return assignedCondition(false, v1alpha1.ReasonWaitingForElasticIP, fmt.Sprintf(
-			"ElasticIPAttachment %q of ElasticIP %q to NetworkInterface %q is being created", in.Name, eip.Name, nicName))
+			"ElasticIPAttachment %q of ElasticIP %q to NetworkInterface %q is being created", sp.Name, eip.Name, nicName))
 	}
-	a := in.Attachment
+	a := sp.Attachment
 	return assignedCondition(false, v1alpha1.ReasonWaitingForElasticIP,
 		holder.WaitingFor(eip, holder.Ref(v1alpha1.AttachmentKindElasticIPAttachment, a.Name, a.UID)))
 }

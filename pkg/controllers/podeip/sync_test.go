@@ -498,3 +498,41 @@ func TestEventKeys(t *testing.T) {
 		t.Errorf("allocating keys = %q", got)
 	}
 }
+
+// TestSyncDualStack: a Pod asking for both families gets an IPv4 and an IPv6 ElasticIP,
+// an attachment of each, both addresses written back under their own keys, and its
+// condition True naming both.
+func TestSyncDualStack(t *testing.T) {
+	pod := newPod("web", withEIP("ext-net", v1alpha1.AnnotationPodEIPIPFamilies, "IPv4,IPv6"))
+	f := newFixture(t, nil, pod, nicOf(pod), network("ext-net", false))
+	key := testNS + "/web"
+	f.sync(key)
+	f.expectWrites("create elasticips", "create elasticips")
+	if e := f.eip("web-ipv6"); e == nil || e.Spec.IPFamily != v1alpha1.IPv6 || e.Labels[v1alpha1.LabelPod] != "web" {
+		t.Fatalf("IPv6 ElasticIP %+v", e)
+	}
+	for name, addr := range map[string]string{"web": "10.225.51.5", "web-ipv6": "fd00:225:51::5"} {
+		e := f.eip(name)
+		e.Status.Address = addr
+		_, err := f.client.JuneauV1alpha1().ElasticIPs(testNS).UpdateStatus(f.ctx, e, metav1.UpdateOptions{})
+		f.check(err)
+	}
+	f.refresh()
+	f.sync(key)
+	f.expectWrites("create elasticipattachments", "create elasticipattachments")
+	f.refresh()
+	f.pick("web", "web")
+	f.pick("web-ipv6", "web-ipv6")
+	f.sync(key)
+	f.expectWrites("patch pods", "patch pods/status")
+	got, err := f.kube.CoreV1().Pods(testNS).Get(f.ctx, "web", metav1.GetOptions{})
+	f.check(err)
+	if got.Annotations[v1alpha1.AnnotationAllocatedEIPAddr] != "10.225.51.5" || got.Annotations[v1alpha1.AnnotationAllocatedEIPName] != "web" ||
+		got.Annotations[v1alpha1.AnnotationAllocatedEIPAddr6] != "fd00:225:51::5" || got.Annotations[v1alpha1.AnnotationAllocatedEIPName6] != "web-ipv6" {
+		t.Errorf("annotations %v", got.Annotations)
+	}
+	f.expectCondition("web", corev1.ConditionTrue, v1alpha1.ReasonAssigned, `ElasticIP "web-ipv6" (fd00:225:51::5) is attached to this Pod by NAT through ElasticIPAttachment "web-ipv6"`)
+	f.refresh()
+	f.sync(key)
+	f.expectWrites()
+}
