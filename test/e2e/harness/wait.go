@@ -54,6 +54,21 @@ func (c *Cluster) WaitElasticIPWorking(namespace, name string) string {
 	return addr
 }
 
+// WaitElasticIPUser waits until the ElasticIP's controller has decided who uses it
+// (status.attachment) and returns its address. It is for tests about what a user sees
+// before traffic reaches the Pod (no router yet, a Pod not started): they assert the
+// Attached condition's reason themselves, and WaitElasticIPWorking once it may work.
+func (c *Cluster) WaitElasticIPUser(namespace, name string) string {
+	c.t.Helper()
+	var eip *v1alpha1.ElasticIP
+	c.waitFor("ElasticIP "+namespace+"/"+name+" used", func(ctx context.Context) bool {
+		var err error
+		eip, err = c.CP.Juneau.JuneauV1alpha1().ElasticIPs(namespace).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && eip.Status.Attachment != nil && eip.Status.Address != ""
+	}, func() string { return fmt.Sprintf("%+v", eip) })
+	return eip.Status.Address
+}
+
 // userOf is the Pod that uses the ElasticIP, from the user it records: its attachment's
 // target NetworkInterface, or its NetworkInterface; "" when it cannot be told.
 func (c *Cluster) userOf(eip *v1alpha1.ElasticIP) string {
