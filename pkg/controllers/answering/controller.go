@@ -2,7 +2,7 @@
 // condition Unknown when the node agent of its Node stops reporting: every agent renews
 // a heartbeat Lease, juneau-node-<node> in juneau's namespace, as kubelets renew their
 // node Leases; once it expires, the agent's word that it answers ARP is stale
-// (docs/reference.md#arpadvertisement). The agent sets the condition again when it is
+// (docs/reference.md#arp-advertisement). The agent sets the condition again when it is
 // back.
 package answering
 
