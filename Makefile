@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 TEST_TIMEOUT ?= 40m
 
-.PHONY: all build box image test unit-test fuzz control-plane cni-plugins test-deps generate verify fmt-check vet demo sandbox sandbox-down sandbox-deps bench soak clean
+.PHONY: all build box image test unit-test fuzz control-plane cni-plugins ops-tools test-deps generate verify fmt-check vet demo sandbox sandbox-down sandbox-deps bench soak clean
 
 all: build
 
@@ -26,6 +26,11 @@ image: build test-deps
 # ~/.cache/juneau; each rebuilt only when missing.
 control-plane:
 	hack/build-control-plane.sh >/dev/null
+
+# helm, prometheus and promtool (the chart's and the monitoring tests), built from the Go
+# module proxy into ~/.cache/juneau when missing.
+ops-tools:
+	hack/build-ops-tools.sh >/dev/null
 
 # The reference CNI plugins (ptp, host-local, loopback) the tests use as the primary CNI.
 cni-plugins:
@@ -48,7 +53,7 @@ box:
 # fuzzer for FUZZTIME.
 TEST_ENV := JUNEAU_BINARY=$(BIN_DIR)/juneau JUNEAU_BOX_BINARY=$(BIN_DIR)/box
 REALCLUSTER_TIMEOUT ?= 30m
-test: control-plane cni-plugins test-deps build box
+test: control-plane cni-plugins ops-tools test-deps build box
 	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/realcluster)
 	$(TEST_ENV) JUNEAU_REALCLUSTER_LOGS=$(CURDIR)/_output/realcluster-logs \
 		$(GO) test -count=1 -timeout $(REALCLUSTER_TIMEOUT) ./test/realcluster/
