@@ -12,8 +12,10 @@ all: build
 
 # Statically linked: the binary is also the CNI plugin the runtime runs on every Node,
 # and goes into images without a C library.
+# bin/kubectl-juneau is the kubectl plugin (copy it onto PATH: `kubectl juneau`).
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN_DIR)/juneau ./cmd/juneau
+	CGO_ENABLED=0 $(GO) build -o $(BIN_DIR)/kubectl-juneau ./cmd/kubectl-juneau
 
 # The juneau image without Docker or a registry: bin/juneau in the Dockerfile's layout on
 # Debian's busybox-static, as a docker-archive (ctr -n k8s.io images import bin/juneau-image.tar).

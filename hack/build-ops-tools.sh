@@ -17,8 +17,12 @@ mkdir -p "${JUNEAU_OPS_DIR}"
 
 build_helm() {
   echo "building helm ${HELM_VERSION}" >&2
-  (cd "${root}/hack/tools/helm" && go build -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION}" \
-    -o "${JUNEAU_OPS_DIR}/helm" helm.sh/helm/v3/cmd/helm)
+  # The Kubernetes version helm assumes without a cluster (helm template, helm lint), as
+  # helm's own Makefile sets it from the client-go it builds with: 1.37 here.
+  local ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION}"
+  ldflags+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=${K8S_MINOR}"
+  ldflags+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=${K8S_MINOR}"
+  (cd "${root}/hack/tools/helm" && go build -ldflags "${ldflags}" -o "${JUNEAU_OPS_DIR}/helm" helm.sh/helm/v3/cmd/helm)
 }
 
 build_prometheus() {
