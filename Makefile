@@ -53,7 +53,7 @@ box:
 # used and uninstalled with the steps of README.md and docs/, taken from the Markdown by
 # test/doctest), whose component logs are kept in _output/realcluster-logs/; then every
 # fuzzer for FUZZTIME.
-TEST_ENV := JUNEAU_BINARY=$(BIN_DIR)/juneau JUNEAU_BOX_BINARY=$(BIN_DIR)/box
+TEST_ENV := JUNEAU_BINARY=$(BIN_DIR)/juneau JUNEAU_BOX_BINARY=$(BIN_DIR)/box JUNEAU_KUBECTL_PLUGIN=$(BIN_DIR)/kubectl-juneau
 REALCLUSTER_TIMEOUT ?= 30m
 test: control-plane cni-plugins ops-tools test-deps build box
 	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/realcluster)
