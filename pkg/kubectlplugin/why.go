@@ -204,6 +204,13 @@ func Diagnose(f Facts) Diagnosis {
 		if at == nil {
 			return c.broken(LinkAttached, "wait, or check the controller", "not attached yet")
 		}
+		// Held but not on the wire: the advertisement says why (a BGP session down,
+		// no agent answering).
+		if at.Reason == v1alpha1.ReasonNotAnnounced || at.Reason == v1alpha1.ReasonNotAnswering {
+			if d, broken := wireLink(&c, f); broken {
+				return d
+			}
+		}
 		fix := "see the message"
 		if at.Reason == v1alpha1.ReasonWaitingForPodIP {
 			fix = "the Pod has no IP: `kubectl describe pod` shows the CNI error"

@@ -77,6 +77,7 @@ func TestDiagnose(t *testing.T) {
 		}, LinkAnswered, "no juneau agent answers on Node node-a"},
 		{"BGP session down", func(f *Facts) {
 			f.Network.Spec.Type = v1alpha1.AdvertiseBGP
+			f.ElasticIP.Status.Conditions[1] = cond(v1alpha1.ConditionAttached, metav1.ConditionFalse, v1alpha1.ReasonNotAnnounced)
 			f.BGP = &v1alpha1.BGPAdvertisement{Spec: v1alpha1.BGPAdvertisementSpec{NodeName: "node-a", Address: "10.225.51.5"},
 				Status: v1alpha1.BGPAdvertisementStatus{Conditions: []metav1.Condition{cond(v1alpha1.ConditionAnnounced, metav1.ConditionFalse, v1alpha1.ReasonNoEstablishedPeer)}}}
 			f.BGPNode = &v1alpha1.BGPNodeStatus{Status: v1alpha1.BGPNodeState{Peers: []v1alpha1.BGPSessionStatus{

@@ -96,6 +96,7 @@ func testHelm(t *testing.T, c *cluster.Cluster) {
 	// Roll back to the second revision (every Node has its agent again).
 	h.run(t, "rollback", "juneau", "2", "--wait", "--timeout", "5m")
 	kubectl(t, c, "", "-n", cluster.SystemNamespace, "rollout", "status", "daemonset/juneau-node", "--timeout=5m")
+	kubectl(t, c, "", "-n", cluster.SystemNamespace, "rollout", "status", "deployment/juneau-webhook", "--timeout=3m")
 	if err := wait.PollUntilContextTimeout(testContext(t, 3*time.Minute), time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		nodes := map[string]bool{}
 		pods, err := c.Kube.CoreV1().Pods(cluster.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=node"})
