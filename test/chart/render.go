@@ -49,9 +49,22 @@ func Key(u *unstructured.Unstructured) string {
 	return fmt.Sprintf("%s %s %s/%s", u.GetAPIVersion(), u.GetKind(), u.GetNamespace(), u.GetName())
 }
 
-// Normalize removes the Helm labels from an object's metadata (a labels map left empty
-// goes too), so a rendered chart object compares equal to its kustomize twin.
+// HelmAnnotations are the annotations the chart adds: the Namespace is kept by helm
+// uninstall.
+var HelmAnnotations = []string{"helm.sh/resource-policy"}
+
+// Normalize removes the Helm labels and annotations from an object's metadata (a map
+// left empty goes too), so a rendered chart object compares equal to its kustomize twin.
 func Normalize(u *unstructured.Unstructured) {
+	annotations := u.GetAnnotations()
+	for _, a := range HelmAnnotations {
+		delete(annotations, a)
+	}
+	if len(annotations) == 0 {
+		unstructured.RemoveNestedField(u.Object, "metadata", "annotations")
+	} else {
+		u.SetAnnotations(annotations)
+	}
 	labels := u.GetLabels()
 	for _, l := range HelmLabels {
 		delete(labels, l)

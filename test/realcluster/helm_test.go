@@ -139,12 +139,16 @@ func examplesThroughChart(t *testing.T, c *cluster.Cluster) {
 	waitPods(t, c, "default", "nginx", "web")
 	for _, name := range []string{"nginx-eip", "web-eip"} {
 		addr := attachedAddress(t, c, "default", name)
-		eip, err := c.Juneau.JuneauV1alpha1().ElasticIPs("default").Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if at := findCondition(eip.Status.Conditions, v1alpha1.ConditionAttached); at == nil || at.Status != metav1.ConditionTrue {
-			t.Errorf("ElasticIP %s: Attached %+v, want True", name, at)
+		var at *metav1.Condition
+		if err := wait.PollUntilContextTimeout(testContext(t, time.Minute), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			eip, err := c.Juneau.JuneauV1alpha1().ElasticIPs("default").Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			at = findCondition(eip.Status.Conditions, v1alpha1.ConditionAttached)
+			return at != nil && at.Status == metav1.ConditionTrue, nil
+		}); err != nil {
+			t.Errorf("ElasticIP %s: Attached %+v, want True: %v", name, at, err)
 		}
 		body, err := c.EventuallyGet(testContext(t, 2*time.Minute), "http://"+addr+"/", time.Minute)
 		if err != nil || body == "" {
@@ -225,6 +229,9 @@ func helmUninstall(t *testing.T, c *cluster.Cluster, h *helmRelease) {
 	kubectl(t, c, "", "delete", "externalnetworks,addresspools,bgppeers", "--all", "--wait=true")
 	out := h.run(t, "uninstall", "juneau", "--wait", "--timeout", "5m")
 	t.Logf("%s", strings.TrimSpace(out))
+	// The chart keeps the namespace (helm.sh/resource-policy: keep); what is left in it
+	// (the webhook's certificate Secret, Leases) goes with it.
+	kubectl(t, c, "", "delete", "namespace", cluster.SystemNamespace, "--wait=false")
 	gone(t, "namespace "+cluster.SystemNamespace, 3*time.Minute, func(ctx context.Context) error {
 		_, err := c.Kube.CoreV1().Namespaces().Get(ctx, cluster.SystemNamespace, metav1.GetOptions{})
 		return err
