@@ -87,14 +87,27 @@ func (p *plots) write(dir string) ([]string, error) {
 	for _, c := range p.cdfs {
 		pl := plot.New()
 		pl.Title.Text = c.title
-		pl.X.Label.Text = "milliseconds"
+		// Latencies spread over decades (a median in microseconds, a tail in
+		// milliseconds): a logarithmic axis shows both.
+		pl.X.Label.Text = "milliseconds (logarithmic)"
+		pl.X.Scale = plot.LogScale{}
+		pl.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		lo, hi := 0.0, 0.0
 		pl.Y.Label.Text = "fraction of samples at or below"
 		pl.Add(plotter.NewGrid())
 		for i, l := range c.lines {
 			if len(l.samples) == 0 {
 				continue
 			}
-			line, err := plotter.NewLine(cdfPoints(l.samples))
+			xy := cdfPoints(l.samples)
+			for i := range xy {
+				xy[i].X = max(xy[i].X, 1e-3) // a log axis takes no 0
+			}
+			if lo == 0 || xy[0].X < lo {
+				lo = xy[0].X
+			}
+			hi = max(hi, xy[len(xy)-1].X)
+			line, err := plotter.NewLine(xy)
 			if err != nil {
 				return files, fmt.Errorf("%s: %w", c.file, err)
 			}
@@ -103,8 +116,10 @@ func (p *plots) write(dir string) ([]string, error) {
 			pl.Add(line)
 			pl.Legend.Add(fmt.Sprintf("%s (n=%d)", l.name, len(l.samples)), line)
 		}
-		pl.Legend.Top, pl.Legend.Left = false, false
-		pl.Legend.YOffs = vg.Points(24)
+		if lo > 0 {
+			pl.X.Min, pl.X.Max = lo/1.5, hi*1.5
+		}
+		legend(pl, true)
 		f := filepath.Join(dir, c.file+".svg")
 		if err := pl.Save(7*vg.Inch, 4*vg.Inch, f); err != nil {
 			return files, err
@@ -139,7 +154,11 @@ func (p *plots) write(dir string) ([]string, error) {
 			pl.Add(line, scatter)
 			pl.Legend.Add(n, line, scatter)
 		}
-		pl.Legend.Top = true
+		if s.logX {
+			// Room beside the first and last sizes for their tick labels.
+			pl.X.Min, pl.X.Max = pl.X.Min/2, pl.X.Max*2
+		}
+		legend(pl, false)
 		f := filepath.Join(dir, s.file+".svg")
 		if err := pl.Save(7*vg.Inch, 4*vg.Inch, f); err != nil {
 			return files, err
@@ -152,3 +171,16 @@ func (p *plots) write(dir string) ([]string, error) {
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// legend places the legend in the top left corner (CDFs: in the empty bottom right
+// corner), in a smaller font, leaving room for fonts wider than the ones measured.
+func legend(pl *plot.Plot, cdf bool) {
+	pl.Legend.TextStyle.Font.Size = vg.Points(9)
+	pl.Legend.Top, pl.Legend.Left = !cdf, !cdf
+	pl.Legend.Padding = vg.Points(2)
+	if cdf {
+		pl.Legend.XOffs, pl.Legend.YOffs = -vg.Points(40), vg.Points(10)
+	} else {
+		pl.Legend.XOffs = vg.Points(10)
+	}
+}
