@@ -9,10 +9,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
 	"github.com/loutres/juneau/test/cluster"
 	"github.com/loutres/juneau/test/framework"
 	"github.com/loutres/juneau/test/require"
@@ -145,7 +147,7 @@ func examplesThroughChart(t *testing.T, c *cluster.Cluster) {
 			if err != nil {
 				return false, nil
 			}
-			at = findCondition(eip.Status.Conditions, v1alpha1.ConditionAttached)
+			at = meta.FindStatusCondition(eip.Status.Conditions, v1alpha1.ConditionAttached)
 			return at != nil && at.Status == metav1.ConditionTrue, nil
 		}); err != nil {
 			t.Errorf("ElasticIP %s: Attached %+v, want True: %v", name, at, err)
@@ -163,19 +165,10 @@ func examplesThroughChart(t *testing.T, c *cluster.Cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cond := podCondition(p, v1alpha1.PodConditionElasticIP); cond == nil || cond.Status != corev1.ConditionTrue {
+	if cond := status.PodCondition(p, v1alpha1.PodConditionElasticIP); cond == nil || cond.Status != corev1.ConditionTrue {
 		t.Errorf("Pod gated: readiness gate %s %+v, want True", v1alpha1.PodConditionElasticIP, cond)
 	}
 	reach(t, c, podAddress(t, c, ns, "gated"), "gated")
-}
-
-func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == typ {
-			return &conds[i]
-		}
-	}
-	return nil
 }
 
 // rollUnderTraffic runs roll (which must replace every agent) while the external client
