@@ -15,6 +15,7 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/kubectlplugin"
+	"github.com/loutres/juneau/pkg/status"
 	"github.com/loutres/juneau/test/chart"
 	"github.com/loutres/juneau/test/cluster"
 	"github.com/loutres/juneau/test/framework"
@@ -209,7 +210,7 @@ spec:
 			if err != nil {
 				return false, nil
 			}
-			if cond := assigned(p); cond != nil && cond.Reason == v1alpha1.ReasonElasticIPInUse {
+			if cond := status.PodCondition(p, v1alpha1.PodConditionElasticIPAssigned); cond != nil && cond.Reason == v1alpha1.ReasonElasticIPInUse {
 				loser = name
 			}
 		}
