@@ -70,7 +70,7 @@ test: control-plane cni-plugins test-deps build box
 	$(MAKE) --no-print-directory fuzz
 
 # Native Go fuzzing: every fuzzer of untrusted input (hack/fuzz.sh lists them) in turn,
-# each for FUZZTIME; about 3 minutes in all with the default. Failing inputs land in
+# each for FUZZTIME; about 5 minutes in all with the default. Failing inputs land in
 # the package's testdata/fuzz/ as regression seeds.
 FUZZTIME ?= 20s
 fuzz:
