@@ -111,7 +111,7 @@ func (o *controllerOptions) runElected(ctx context.Context, kube kubernetes.Inte
 	errc := make(chan error, 1)
 	lost := errors.New("leader election lost")
 	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-		Lock:            lock,
+		Lock:            finishingLock{Interface: lock, timeout: o.renewDeadline},
 		LeaseDuration:   o.leaseDuration,
 		RenewDeadline:   o.renewDeadline,
 		RetryPeriod:     o.retryPeriod,
