@@ -66,9 +66,18 @@ func (v *Validators) elasticIPReferences(ctx context.Context, e *v1alpha1.Elasti
 	if err != nil || claim == nil || claim.Spec.Consumer.UID == string(e.UID) {
 		return nil, err
 	}
+	// The holder is named only to its own namespace: a tenant learns that an address
+	// is taken, not who took it.
 	c := claim.Spec.Consumer
+	holder := fmt.Sprintf("%s %q", c.Kind, nsName(c.Namespace, c.Name))
+	if c.Namespace != e.Namespace {
+		holder = "an object of another namespace"
+		if c.Kind != "" {
+			holder = fmt.Sprintf("%s of another namespace", withArticle(c.Kind))
+		}
+	}
 	return field.ErrorList{field.Invalid(path, ip, fmt.Sprintf(
-		"is already reserved by %s %q (AllocationClaim %q)", c.Kind, nsName(c.Namespace, c.Name), claim.Name))}, nil
+		"is already reserved by %s (AllocationClaim %q)", holder, claim.Name))}, nil
 }
 
 // elasticIPReferrers says why an ElasticIP may not be deleted: the non-deleting

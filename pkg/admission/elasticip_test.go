@@ -60,7 +60,12 @@ func TestElasticIPRules(t *testing.T) {
 			net(f)
 			f.live(claim("10.225.51.7", "a", "other-ns", "holder", "uid-holder"))
 		}, obj: eip("e", "net", "10.225.51.7"),
-			want: invalid(`spec.requestedIP`, `ElasticIP "other-ns/holder"`, `AllocationClaim "10.225.51.7"`)},
+			want: invalid(`spec.requestedIP`, `reserved by an ElasticIP of another namespace`, `AllocationClaim "10.225.51.7"`)},
+		{name: "requestedIP reserved by another ElasticIP of the namespace", setup: func(f *fixture) {
+			net(f)
+			f.live(claim("10.225.51.7", "a", ns, "holder", "uid-holder"))
+		}, obj: eip("e", "net", "10.225.51.7"),
+			want: invalid(`spec.requestedIP`, `ElasticIP "`+ns+`/holder"`, `AllocationClaim "10.225.51.7"`)},
 		{name: "requestedIP reserved by this ElasticIP", setup: func(f *fixture) {
 			net(f)
 			f.live(claim("10.225.51.7", "a", ns, "e", "eip-e"))
@@ -87,7 +92,7 @@ func TestElasticIPRules(t *testing.T) {
 			net6(f)
 			f.live(claim("fd00:225:51::7", "six", "other-ns", "holder", "uid-holder"))
 		}, obj: eip6("e", "net", "fd00:225:51::7"),
-			want: invalid(`spec.requestedIP`, `ElasticIP "other-ns/holder"`, `AllocationClaim "fd00-225-51--7"`)},
+			want: invalid(`spec.requestedIP`, `reserved by an ElasticIP of another namespace`, `AllocationClaim "fd00-225-51--7"`)},
 		{name: "ipFamily is immutable", op: admissionv1.Update,
 			obj: eip6("e", "net", ""), old: eip("e", "net", ""), want: invalid(`spec.ipFamily`, `immutable`)},
 		{name: "ipFamily IPv4 written out is no change", op: admissionv1.Update,

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"net/netip"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -24,4 +25,12 @@ func nodeAddressesIn(node *corev1.Node, contains func(netip.Addr) bool) []string
 		out = append(out, a.String())
 	}
 	return out
+}
+
+// withArticle is word after "a" or "an" ("an ElasticIP", "a Pod").
+func withArticle(word string) string {
+	if word != "" && strings.ContainsRune("AEIOUaeiou", rune(word[0])) {
+		return "an " + word
+	}
+	return "a " + word
 }
