@@ -2,14 +2,18 @@ package podeip
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
 	"github.com/loutres/juneau/test/framework"
 )
 
@@ -295,4 +299,45 @@ func TestAliasOnlyManifest(t *testing.T) {
 	}
 	forceDeletePod(t, cp, ns, "legacy")
 	waitGone(t, "ElasticIP", func() bool { _, ok := getEIP(cp, ns, "legacy"); return ok })
+}
+
+// TestQuotaLimitsAutomaticElasticIPs: a ResourceQuota on ElasticIPs counts automatic
+// ones too: past it, the Pod is told by its condition that the quota refused its
+// ElasticIP, naming the quota.
+func TestQuotaLimitsAutomaticElasticIPs(t *testing.T) {
+	cp := framework.Shared(t)
+	startController(t, cp, "controller")
+	ns := cp.NewNamespace(t, "quota")
+	net := network(t, cp, "quota", false, "10.225.51.30-10.225.51.39")
+	ctx := context.Background()
+	count := corev1.ResourceName("count/elasticips." + v1alpha1.GroupName)
+	q, err := cp.Kube.CoreV1().ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "eips"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{count: resource.MustParse("1")}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What kube-controller-manager's quota controller writes first (this control plane
+	// runs none): the API server's quota admission counts from there.
+	q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: corev1.ResourceList{count: resource.MustParse("0")}}
+	if _, err := cp.Kube.CoreV1().ResourceQuotas(ns).UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	createPod(t, cp, ns, podSpec("first", withEIP(net)), "10.244.1.30")
+	waitAllocated(t, cp, ns, "first", "first")
+	createPod(t, cp, ns, podSpec("second", withEIP(net)), "10.244.1.31")
+	framework.Eventually(t, "Pod second told the quota refused its ElasticIP", func(context.Context) (bool, string) {
+		p, _ := getPod(cp, ns, "second")
+		c := status.PodCondition(p, v1alpha1.PodConditionElasticIPAssigned)
+		if c == nil {
+			return false, "no condition"
+		}
+		return c.Status == corev1.ConditionFalse && c.Reason == v1alpha1.ReasonWriteRefused &&
+			strings.Contains(c.Message, "exceeded quota: eips"), fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
+	})
+	if _, ok := getEIP(cp, ns, "second"); ok {
+		t.Error("an ElasticIP exists for Pod second beyond the quota")
+	}
 }
