@@ -61,7 +61,7 @@ func (c *Config) Wait() time.Duration {
 func parseConfig(stdin []byte) (*Config, error) {
 	conf := &Config{}
 	if err := json.Unmarshal(stdin, conf); err != nil {
-		return nil, bounded(fmt.Errorf("decode network configuration: %w", err))
+		return nil, boundedErr(fmt.Errorf("decode network configuration: %w", err))
 	}
 	if conf.AgentSocket == "" {
 		conf.AgentSocket = cniserver.DefaultSocket
@@ -75,7 +75,7 @@ func parseConfig(stdin []byte) (*Config, error) {
 	}
 	if conf.RawPrevResult != nil {
 		conf.prev, conf.prevErr = parsePrevResult(&conf.PluginConf)
-		conf.prevErr = bounded(conf.prevErr)
+		conf.prevErr = boundedErr(conf.prevErr)
 	}
 	return conf, nil
 }

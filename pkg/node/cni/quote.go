@@ -1,32 +1,31 @@
 package cni
 
 import (
-	"fmt"
 	"strconv"
-	"strings"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/bounded"
 )
 
 // Error messages stay short whatever the runtime hands the plugin: the runtime puts
-// them into the Pod's events and its own log.
+// them into the Pod's events and its own log. They are cut as every juneau message is
+// (bounded.String), to the plugin's own sizes: a runtime's event carries less than a
+// webhook response.
 const (
 	// maxQuoted bounds how much of one value a message quotes.
 	maxQuoted = 64
 	// maxMessage bounds a whole message, for errors of libraries that quote input in
 	// full (a CIDR that does not parse, a version string).
-	maxMessage = 512
+	maxMessage = bounded.MaxDetail
 )
 
-// quote is s quoted as %q does, cut after maxQuoted bytes with the full length said.
+// quote is s quoted as %q does, cut after maxQuoted bytes saying how much was left out.
 func quote(s string) string {
-	if len(s) <= maxQuoted {
-		return strconv.Quote(s)
-	}
-	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:maxQuoted]), len(s))
+	return strconv.Quote(bounded.String(s, maxQuoted))
 }
 
-// bounded returns err with its message cut after maxMessage bytes; errors.Is and As
+// boundedErr returns err with its message cut after maxMessage bytes; errors.Is and As
 // still see what it wraps.
-func bounded(err error) error {
+func boundedErr(err error) error {
 	if err == nil || len(err.Error()) <= maxMessage {
 		return err
 	}
@@ -35,9 +34,6 @@ func bounded(err error) error {
 
 type boundedError struct{ err error }
 
-func (e boundedError) Error() string {
-	msg := e.err.Error()
-	return fmt.Sprintf("%s… (%d bytes)", strings.ToValidUTF8(msg[:maxMessage], ""), len(msg))
-}
+func (e boundedError) Error() string { return bounded.String(e.err.Error(), maxMessage) }
 
 func (e boundedError) Unwrap() error { return e.err }

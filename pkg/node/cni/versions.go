@@ -55,7 +55,7 @@ func parsePrevResult(conf *cnitypes.PluginConf) (*current.Result, error) {
 func resultAs(res *current.Result, cniVersion string) (cnitypes.Result, error) {
 	out, err := res.GetAsVersion(cniVersion)
 	if err != nil {
-		return nil, bounded(fmt.Errorf("convert the result to cniVersion %s: %w", quote(cniVersion), err))
+		return nil, boundedErr(fmt.Errorf("convert the result to cniVersion %s: %w", quote(cniVersion), err))
 	}
 	return out, nil
 }
