@@ -104,12 +104,21 @@ func (l *componentLogs) readFile(path, pod, container string) {
 		l.offsets[path] += int64(len(line))
 		l.lines[component(pod)]++
 		fields := strings.SplitN(strings.TrimRight(line, "\n"), " ", 4)
-		if len(fields) < 4 || !klogError.MatchString(fields[3]) {
+		if len(fields) < 4 || !klogError.MatchString(fields[3]) || lostElection(fields[3]) {
 			continue
 		}
 		at, _ := time.Parse(time.RFC3339Nano, fields[0])
 		l.errors = append(l.errors, errorLine{Pod: pod, Container: container, At: at, Text: fields[3]})
 	}
+}
+
+// lostElection: client-go's leader election logs at error level a candidate's write of
+// the Lease that another candidate's write beat (a Conflict): two controller replicas
+// both trying to take a Lease that was released, during every rollout. That is how the
+// protocol decides, not a fault; any other error of the election still counts.
+func lostElection(text string) bool {
+	return strings.Contains(text, "leaderelection.go") && strings.Contains(text, `"Failed to update lease"`) &&
+		strings.Contains(text, "the object has been modified")
 }
 
 // component is the juneau component a Pod of juneau-system runs: "controller" for
