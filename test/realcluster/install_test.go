@@ -66,7 +66,7 @@ func testInstall(t *testing.T, c *cluster.Cluster) {
 	}
 
 	for _, n := range c.Nodes {
-		conf, err := os.ReadFile(filepath.Join(n.ConfDir(), "10-ptp.conflist"))
+		conf, err := os.ReadFile(n.ConfFile())
 		if err != nil || !strings.Contains(string(conf), `{"type": "juneau"}`) {
 			t.Errorf("%s: juneau is not chained into the primary configuration (%v):\n%s", n.Name, err, conf)
 		}

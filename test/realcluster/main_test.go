@@ -89,7 +89,7 @@ func TestRealCluster(t *testing.T) {
 func start(t *testing.T) *cluster.Cluster {
 	t.Helper()
 	require.Root(t)
-	if err := cluster.Check(); err != nil {
+	if err := cluster.Check(cluster.CNIPtp); err != nil {
 		require.Unmet(t, "%v", err)
 	}
 	shared.once.Do(func() {

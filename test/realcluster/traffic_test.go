@@ -34,7 +34,7 @@ func testNATAndDirect(t *testing.T, c *cluster.Cluster) {
 	for _, u := range []struct{ pod, eip string }{{"nat", "nat-eip"}, {"dir", "dir-eip"}} {
 		addr := attachedAddress(t, c, ns, u.eip)
 		reach(t, c, addr, u.pod)
-		src, err := c.SourceOf(testContext(t, 2*time.Minute), w, ns, u.pod, "")
+		src, err := c.SourceOf(testContext(t, 2*time.Minute), w.Addr, "", ns, u.pod, "")
 		if err != nil || src != addr {
 			t.Errorf("%s's connection to the client arrives from %q (%v), want its ElasticIP %s", u.pod, src, err, addr)
 		}
