@@ -109,10 +109,12 @@ func podCondition(p *corev1.Pod, typ string) *corev1.PodCondition {
 	return nil
 }
 
-// eipWorks waits for what a user looks at: the ElasticIP's Attached condition True
-// (reason Attached), the Pod's readiness gate True, for a Pod that asks for an automatic
-// ElasticIP its write-back annotations naming the ElasticIP and its address, and the
-// external client answered by the Pod at the address. It returns the address.
+// eipWorks waits for what a user looks at, for an ElasticIP of either family: the
+// ElasticIP's Attached condition True (reason Attached), the Pod's readiness gate True,
+// for a Pod that asks for an automatic ElasticIP its write-back annotations naming the
+// ElasticIP and its address, and the external client, its neighbour entry for the
+// address flushed (the address may have been answered by another Node before), answered
+// by the Pod at the address. It returns the address.
 func eipWorks(t *testing.T, c *cluster.Cluster, ns, eipName, pod string) string {
 	t.Helper()
 	var eip *v1alpha1.ElasticIP
@@ -131,7 +133,7 @@ func eipWorks(t *testing.T, c *cluster.Cluster, ns, eipName, pod string) string 
 		gate := podCondition(p, v1alpha1.PodConditionElasticIP)
 		written := true
 		if auto, _ := annotations.ParseAuto(p.Annotations); auto.Wanted() {
-			written = p.Annotations[v1alpha1.AnnotationAllocatedEIPName] == eipName && p.Annotations[v1alpha1.AnnotationAllocatedEIPAddr] == eip.Status.Address
+			written = writtenBack(p, eip)
 		}
 		return att != nil && att.Status == metav1.ConditionTrue && att.Reason == v1alpha1.ReasonAttached &&
 			gate != nil && gate.Status == corev1.ConditionTrue && written, nil
@@ -143,6 +145,28 @@ func eipWorks(t *testing.T, c *cluster.Cluster, ns, eipName, pod string) string 
 	netns.Attach(t, "client", c.ClientNS).FlushNeighbour("eth0", eip.Status.Address)
 	reach(t, c, eip.Status.Address, pod)
 	return eip.Status.Address
+}
+
+// writtenBack reports whether the write-back annotations of a Pod with automatic
+// ElasticIPs name eip and its address: juneau's allocated-eip-name and
+// allocated-eip-address for its IPv4 one; for its IPv6 one (a dual-stack Pod,
+// docs/automatic.md), other keys of juneau's, those two naming the IPv4 one.
+func writtenBack(p *corev1.Pod, eip *v1alpha1.ElasticIP) bool {
+	name, addr := p.Annotations[v1alpha1.AnnotationAllocatedEIPName], p.Annotations[v1alpha1.AnnotationAllocatedEIPAddr]
+	if eip.Spec.Family() == v1alpha1.IPv4 {
+		return name == eip.Name && addr == eip.Status.Address
+	}
+	var named, addressed bool
+	for k, v := range p.Annotations {
+		if !strings.HasPrefix(k, "juneau.loutres.me/") || k == v1alpha1.AnnotationAllocatedEIPName || k == v1alpha1.AnnotationAllocatedEIPAddr {
+			continue
+		}
+		for _, f := range strings.Split(v, ",") {
+			named = named || strings.TrimSpace(f) == eip.Name
+			addressed = addressed || strings.TrimSpace(f) == eip.Status.Address
+		}
+	}
+	return named && addressed && name != eip.Name && addr != eip.Status.Address
 }
 
 // gatedBoxPod is a box Pod with annotations, listing juneau's readiness gate.
@@ -334,12 +358,19 @@ func waitReplicas(t *testing.T, c *cluster.Cluster, ns, selector string, n int) 
 }
 
 // testNftListable: on every Node, the nft of the distribution lists the whole ruleset,
-// juneau's tables included, without an error (test/nftlist), after the scenarios above
-// filled them.
+// juneau's tables of both families included, without an error (test/nftlist), after the
+// scenarios above filled them.
 func testNftListable(t *testing.T, c *cluster.Cluster) {
 	for _, n := range c.Nodes {
-		for _, args := range [][]string{{"list", "ruleset"}, {"list", "table", "ip", "juneau"}} {
-			cmd, err := n.Command(testContext(t, time.Minute), append([]string{"nft"}, args...)...)
+		for _, l := range []struct {
+			args []string
+			want []string
+		}{
+			{[]string{"list", "ruleset"}, []string{"table ip juneau", "table ip6 juneau"}},
+			{[]string{"list", "table", "ip", "juneau"}, []string{"table ip juneau"}},
+			{[]string{"list", "table", "ip6", "juneau"}, []string{"table ip6 juneau"}},
+		} {
+			cmd, err := n.Command(testContext(t, time.Minute), append([]string{"nft"}, l.args...)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -347,8 +378,10 @@ func testNftListable(t *testing.T, c *cluster.Cluster) {
 			if err != nil {
 				t.Errorf("on %s: %v", n.Name, err)
 			}
-			if !strings.Contains(out, "table ip juneau") {
-				t.Errorf("on %s: nft %s shows no juneau table:\n%s", n.Name, strings.Join(args, " "), out)
+			for _, w := range l.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("on %s: nft %s shows no %s:\n%s", n.Name, strings.Join(l.args, " "), w, out)
+				}
 			}
 		}
 	}
