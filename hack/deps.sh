@@ -8,10 +8,11 @@
 #                  binaries and etcd (hack/build-control-plane.sh), the CNI plugins
 #                  (hack/build-cni-plugins.sh; with CNI=flannel, hack/build-flannel.sh
 #                  too), and bin/juneau, bin/box and bin/sandbox
-#   deps.sh test   make test: every Debian package the tests use, the same binaries and
-#                  flannel's (the real-cluster tier runs on both primary CNIs)
+#   deps.sh test   make test: every Debian package the tests use, the same binaries,
+#                  flannel's (the real-cluster tier runs on both primary CNIs) and
+#                  bin/kubectl-juneau
 #
-# bin/juneau, bin/box and bin/sandbox come from one go build, statically linked
+# bin/juneau, bin/box, bin/sandbox (and bin/kubectl-juneau) come from one go build, statically linked
 # (CGO_ENABLED=0) like make build, so the packages they share are compiled once.
 # Each part prints its lines prefixed with its name; the script fails if any part does.
 set -euo pipefail
@@ -22,6 +23,7 @@ mode=${1:-}
 cni=${CNI:-ptp}
 version=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
 
+extra_binaries=()
 case ${mode} in
 demo)
   packages=demo
@@ -32,7 +34,7 @@ demo)
     exit 2
   fi
   ;;
-test) packages=test flannel=true ;;
+test) packages=test flannel=true extra_binaries=(./cmd/kubectl-juneau) ;;
 *)
   echo "usage: $0 demo|test" >&2
   exit 2
@@ -66,7 +68,7 @@ part packages packages_then_flannel
 part control-plane sh -c 'hack/build-control-plane.sh >/dev/null'
 part cni-plugins sh -c 'hack/build-cni-plugins.sh >/dev/null'
 part binaries env CGO_ENABLED=0 go build -ldflags "-X main.version=${version}" -o bin/ \
-  ./cmd/juneau ./test/images/box ./test/sandbox
+  ./cmd/juneau ./test/images/box ./test/sandbox "${extra_binaries[@]}"
 
 failed=()
 for i in "${!pids[@]}"; do

@@ -3,7 +3,6 @@ package admission
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
 	"github.com/loutres/juneau/pkg/apis/juneau/bounded"
+	"github.com/loutres/juneau/pkg/apis/juneau/podaddr"
 	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
@@ -181,20 +181,16 @@ func (v *Validators) attachmentTarget(ctx context.Context, a *v1alpha1.ElasticIP
 // an ElasticIP of family (it has no address of that family: no NAT64), or "" when it
 // can or its addresses are not known yet. A Pod's addresses never change.
 func familyMissing(nic *v1alpha1.NetworkInterface, family v1alpha1.IPFamily) string {
-	addrs := nic.Status.Addresses
-	if len(addrs) == 0 && nic.Status.Address != "" {
-		addrs = []string{nic.Status.Address}
-	}
-	if len(addrs) == 0 {
+	addrs := podaddr.Of(nic)
+	if _, ok := podaddr.OfFamily(nic, family); ok || len(addrs) == 0 {
 		return ""
 	}
-	for _, s := range addrs {
-		if p, err := netip.ParsePrefix(s); err == nil && p.Addr().Unmap().Is4() == (family == v1alpha1.IPv4) {
-			return ""
-		}
+	var shown []string
+	for _, a := range addrs {
+		shown = append(shown, a.String())
 	}
 	return fmt.Sprintf("NetworkInterface %q of Pod %q has no %s address (%s): an %s ElasticIP is translated only to the Pod's address of its own family (no NAT64)",
-		nic.Name, nic.Spec.PodRef.Name, family, strings.Join(addrs, ", "), family)
+		nic.Name, nic.Spec.PodRef.Name, family, strings.Join(shown, ", "), family)
 }
 
 // attachmentFamily is the family of the ElasticIP an attachment names: its spec.ipFamily

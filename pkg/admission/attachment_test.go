@@ -108,7 +108,7 @@ func TestElasticIPAttachmentRules(t *testing.T) {
 				n.Status.Address, n.Status.Addresses = "10.244.1.5/32", []string{"10.244.1.5/32"}
 				f.cached(eip("e", "net", ""), eip6("six", "net", ""), n)
 			},
-			want: invalid(`spec.targetRef.networkInterfaceName`, `NetworkInterface "web.eth0" of Pod "web" has no IPv6 address (10.244.1.5/32)`, "no NAT64")},
+			want: invalid(`spec.targetRef.networkInterfaceName`, `NetworkInterface "web.eth0" of Pod "web" has no IPv6 address (10.244.1.5)`, "no NAT64")},
 		{name: "IPv6 ElasticIP on a dual-stack Pod's NIC", obj: attachment("att", "six", "web.eth0"),
 			setup: func(f *fixture) {
 				n := nic("web", "eth0", "")
@@ -122,7 +122,7 @@ func TestElasticIPAttachmentRules(t *testing.T) {
 				n.Status.Address, n.Status.Addresses = "fd00:244::5/128", []string{"fd00:244::5/128"}
 				f.cached(eip("e", "net", ""), n)
 			},
-			want: invalid(`spec.targetRef.networkInterfaceName`, `has no IPv4 address (fd00:244::5/128)`)},
+			want: invalid(`spec.targetRef.networkInterfaceName`, `has no IPv4 address (fd00:244::5)`)},
 		{name: "IPv6 ElasticIP on a NIC without addresses yet", obj: attachment("att", "six", "web.eth0"),
 			setup: func(f *fixture) { f.cached(eip6("six", "net", ""), nic("web", "eth0", "")) },
 			want:  allowed()},

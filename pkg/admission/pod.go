@@ -43,9 +43,10 @@ func (v *Validators) podRules() rules[*corev1.Pod] {
 func requestAnnotations(all map[string]string) map[string]string {
 	out := map[string]string{}
 	compat := annotations.CompatibilityKeys()
+	written := annotations.WrittenBack()
 	for k, val := range all {
 		switch {
-		case k == v1alpha1.AnnotationAllocatedEIPName, k == v1alpha1.AnnotationAllocatedEIPAddr:
+		case slices.Contains(written, k):
 		case strings.HasPrefix(k, annotations.Prefix), slices.Contains(compat, k):
 			out[k] = val
 		}

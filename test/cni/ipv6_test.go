@@ -9,6 +9,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/directnic"
 	"github.com/loutres/juneau/pkg/node/cniserver"
 	"github.com/loutres/juneau/test/netns"
 )
@@ -88,7 +89,7 @@ func TestDualStackIPv6DirectNICs(t *testing.T) {
 		t.Errorf("eth0 IPv6 routes %v: no default via fe80::1", routes6(t, f.pod, "eth0", 0))
 	}
 	// ext0: the ElasticIP, its table, its rule.
-	table := int(cniserver.RouteTable(netip.MustParseAddr(eipGateway6)))
+	table := int(directnic.RouteTable(netip.MustParseAddr(eipGateway6)))
 	if got := addrs6(t, f.pod, "ext0"); !slices.Equal(got, []netip.Prefix{netip.MustParsePrefix(eipGateway6 + "/128")}) {
 		t.Errorf("ext0 addresses = %v", got)
 	}

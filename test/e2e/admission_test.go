@@ -71,7 +71,7 @@ spec:
 	if r := c.CP.Kubectl(ctx, sprintf(attach, "nat-attach", "nat-eip"), "apply", "-n", ns, "-f", "-"); r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	c.WaitElasticIPAttached(ns, "nat-eip")
+	c.WaitElasticIPWorking(ns, "nat-eip")
 	pod := `apiVersion: v1
 kind: Pod
 metadata:
@@ -84,7 +84,7 @@ spec:
 	if r := c.CP.Kubectl(ctx, pod, "apply", "-n", ns, "-f", "-"); r.Err == nil || !strings.Contains(r.Stderr, "nat-attach") {
 		t.Errorf("a Pod on an ElasticIP attached by NAT: err=%v stderr=%q, want a rejection naming nat-attach", r.Err, r.Stderr)
 	}
-	c.WaitElasticIPAttached(ns, "dir-eip")
+	c.WaitElasticIPWorking(ns, "dir-eip")
 	if r := c.CP.Kubectl(ctx, sprintf(attach, "dir-attach", "dir-eip"), "apply", "-n", ns, "-f", "-"); r.Err == nil || !strings.Contains(r.Stderr, "direct.eth0") {
 		t.Errorf("an attachment on an ElasticIP a Pod carries: err=%v stderr=%q, want a rejection naming direct.eth0", r.Err, r.Stderr)
 	}

@@ -48,7 +48,7 @@ func TestBandwidth(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	slowIP, fastIP := c.WaitElasticIPAttached(ns, "slow-eip"), c.WaitElasticIPAttached(ns, "fast-eip")
+	slowIP, fastIP := c.WaitElasticIPWorking(ns, "slow-eip"), c.WaitElasticIPWorking(ns, "fast-eip")
 	c.ServeTCP(slow.NS, "slow", 80)
 	c.ServeTCP(fast.NS, "fast", 80)
 	c.EventuallyDial(c.Client, slowIP, 80, "slow")

@@ -62,7 +62,7 @@ spec:
 	if r := c.CP.Kubectl(ctx, manifest, "apply", "-n", ns, "-f", "-"); r.Err != nil {
 		t.Fatalf("%v: %s", r.Err, r.Stderr)
 	}
-	addr := c.WaitElasticIPAttached(ns, "nat6-eip")
+	addr := c.WaitElasticIPWorking(ns, "nat6-eip")
 	if a := netip.MustParseAddr(addr); !a.Is6() || !netip.MustParsePrefix(bgpPool6).Contains(a) {
 		t.Fatalf("nat6-eip got %s, want an address of %s", addr, bgpPool6)
 	}

@@ -146,8 +146,8 @@ spec: {externalNetwork: bgp-net}
 	web := c.RunPod(harness.PodSpec{Namespace: ns, Name: "web", Node: "node-b",
 		Annotations: map[string]string{v1alpha1.AnnotationElasticIP: "web-eip"}, ReadinessGates: []string{v1alpha1.PodConditionElasticIP}})
 	c.ServeTCP(web.NS, "web", 80)
-	natAddr = c.WaitElasticIPAttached(ns, "nat-eip")
-	c.WaitElasticIPAttached(ns, "web-eip")
+	natAddr = c.WaitElasticIPUser(ns, "nat-eip")
+	c.WaitElasticIPUser(ns, "web-eip")
 	return natAddr, webAddr, nat
 }
 
@@ -175,6 +175,8 @@ func TestBGPWithBIRD(t *testing.T) {
 		t.Errorf("web saw %q, want the far client's address", got)
 	}
 	waitPodReady(t, c, ns, "web")
+	c.WaitElasticIPWorking(ns, "nat-eip")
+	c.WaitElasticIPWorking(ns, "web-eip")
 	for _, node := range []string{"node-a", "node-b"} {
 		waitSessions(t, c, node, map[string]v1alpha1.BGPSessionState{"tor": v1alpha1.BGPSessionEstablished})
 	}
@@ -303,7 +305,8 @@ func TestBGPWithFRR(t *testing.T) {
 	natRoute, webRoute := natAddr+"/32", webAddr+"/32"
 	frr.WaitRoutes(time.Minute, map[string]string{natRoute: nodeA.IP, webRoute: nodeB.IP})
 	waitPodReady(t, c, ns, "web")
-	c.WaitElasticIPCondition(ns, "web-eip", v1alpha1.ConditionAttached, v1alpha1.ReasonAttached)
+	c.WaitElasticIPWorking(ns, "web-eip")
+	c.WaitElasticIPWorking(ns, "nat-eip")
 
 	nat.Gone()
 	c.RunPod(harness.PodSpec{Namespace: ns, Name: "nat", Node: "node-b"})

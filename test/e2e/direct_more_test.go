@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
+	"github.com/loutres/juneau/pkg/apis/juneau/directnic"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/node/cniserver"
 	"github.com/loutres/juneau/test/e2e/harness"
 )
 
@@ -22,7 +22,7 @@ func TestDirectExtraNIC(t *testing.T) {
 	eip := c.WaitElasticIPAvailable(ns, "gw-eip")
 	gw := c.RunPod(harness.PodSpec{Namespace: ns, Name: "gw", Node: "node-a",
 		Annotations: map[string]string{v1alpha1.AnnotationNetworks: `[{"interface":"ext0","elasticIP":"gw-eip"}]`}})
-	table := cniserver.RouteTable(mustAddr(t, eip))
+	table := directnic.RouteTable(mustAddr(t, eip))
 	rules := gw.NS.MustRun("ip", "-4", "rule", "show")
 	if want := fmt.Sprintf("100:\tfrom %s lookup %d", eip, table); !strings.Contains(rules, want) {
 		t.Errorf("rules:\n%s\nwant %q", rules, want)

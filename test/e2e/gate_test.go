@@ -54,7 +54,7 @@ spec:
 		g := gate(c, ns, "gated")
 		return g != nil && g.Status == corev1.ConditionTrue && g.Reason == v1alpha1.ReasonProgrammed
 	})
-	eip := c.WaitElasticIPAttached(ns, "gated-eip")
+	eip := c.WaitElasticIPWorking(ns, "gated-eip")
 	// Programmed means reachable now: the first attempt must succeed.
 	if got, err := harness.Dial(c.Client, eip, 80); err != nil || got != "gated "+harness.ClientIP {
 		t.Errorf("right after the gate turned True: %q %v", got, err)

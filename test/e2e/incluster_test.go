@@ -134,7 +134,7 @@ spec:
 	if r := c.CP.Kubectl(ctx, apply, "apply", "-n", ns, "-f", "-"); r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	eip := c.WaitElasticIPAttached(ns, "web-eip")
+	eip := c.WaitElasticIPWorking(ns, "web-eip")
 	same := c.RunPod(harness.PodSpec{Namespace: ns, Name: "same", Node: "node-a"})
 	other := c.RunPod(harness.PodSpec{Namespace: ns, Name: "other", Node: "node-b"})
 

@@ -84,8 +84,8 @@ spec:
 	if r := c.CP.Kubectl(ctx, manifest, "apply", "-n", ns, "-f", "-"); r.Err != nil {
 		t.Fatalf("%v: %s", r.Err, r.Stderr)
 	}
-	eip6 := c.WaitElasticIPAttached(ns, "web6")
-	eip4 := c.WaitElasticIPAttached(ns, "web4")
+	eip6 := c.WaitElasticIPWorking(ns, "web6")
+	eip4 := c.WaitElasticIPWorking(ns, "web4")
 	if a := mustAddr(t, eip6); !a.Is6() || !iprange.Contain([]iprange.Range{mustRange(t, pool6)}, a) {
 		t.Fatalf("web6 got %s, want an address of %s", eip6, pool6)
 	}

@@ -64,7 +64,7 @@ spec:
 		}
 	}
 	for _, u := range uses {
-		u.addr = c.WaitElasticIPAttached(u.ns, u.eip)
+		u.addr = c.WaitElasticIPWorking(u.ns, u.eip)
 		eip, err := c.CP.Juneau.JuneauV1alpha1().ElasticIPs(u.ns).Get(ctx, u.eip, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -145,8 +145,9 @@ spec:
 	}
 	for _, u := range uses {
 		eip, err := c.CP.Juneau.JuneauV1alpha1().ElasticIPs(u.ns).Get(ctx, u.eip, metav1.GetOptions{})
-		if err != nil || eip.Status.Phase != v1alpha1.ElasticIPAttached {
-			t.Errorf("ElasticIP %s/%.20s...: %v %v", u.ns, u.eip, eip.Status.Phase, err)
+		cond := meta.FindStatusCondition(eip.Status.Conditions, v1alpha1.ConditionAttached)
+		if err != nil || cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != v1alpha1.ReasonAttached {
+			t.Errorf("ElasticIP %s/%.20s...: Attached %+v %v, want True/Attached in steady state", u.ns, u.eip, cond, err)
 		}
 	}
 }

@@ -31,7 +31,7 @@ spec:
 	if r := c.CP.Kubectl(ctx, apply, "apply", "-n", ns, "-f", "-"); r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	eip := c.WaitElasticIPAttached(ns, "nginx-eip")
+	eip := c.WaitElasticIPWorking(ns, "nginx-eip")
 	c.EventuallyDial(c.Client, eip, 80, "nginx")
 	// Attempts made while the rules were still being programmed may have left entries;
 	// start the check from a clean table.

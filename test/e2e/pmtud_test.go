@@ -39,7 +39,7 @@ spec:
 	if r := cp.Kubectl(ctx, manifest, "apply", "-n", ns, "-f", "-"); r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	eip := c.WaitElasticIPAttached(ns, "big-eip")
+	eip := c.WaitElasticIPWorking(ns, "big-eip")
 	// The NAT is in place once the far client sees the ElasticIP as source.
 	c.ServeTCP(c.Far, "far", 9400)
 	c.EventuallyDial(p.NS, harness.FarClientIP, 9400, "far "+eip)

@@ -30,7 +30,7 @@ func TestSimultaneousPods(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	c.WaitElasticIPAttached(ns, "race-eip")
+	c.WaitElasticIPUser(ns, "race-eip")
 	held, err := c.CP.Juneau.JuneauV1alpha1().ElasticIPs(ns).Get(context.Background(), "race-eip", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -54,6 +54,7 @@ func TestSimultaneousPods(t *testing.T) {
 	if err := winner.Start(); err != nil {
 		t.Fatalf("the holder's CNI ADD: %v", err)
 	}
+	c.WaitElasticIPWorking(ns, "race-eip")
 	if err := loser.StartWithWait(2); err == nil || !strings.Contains(err.Error(), holderNIC) {
 		t.Errorf("the loser's CNI ADD: %v, want a failure naming %s", err, holderNIC)
 	}

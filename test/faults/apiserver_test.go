@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -91,7 +92,8 @@ func TestAPIServerOutage(t *testing.T) {
 			return false, err.Error()
 		}
 		lateEIP = eip.Status.Address
-		return eip.Status.Phase == v1alpha1.ElasticIPAttached && answering(ctx, c, s.ns, "late-eip"), string(eip.Status.Phase)
+		cond := meta.FindStatusCondition(eip.Status.Conditions, v1alpha1.ConditionAttached)
+		return cond != nil && cond.Status == metav1.ConditionTrue && answering(ctx, c, s.ns, "late-eip"), string(eip.Status.Phase)
 	}, components...)
 	s.waitReachable(t, harness.ProbeTarget{Addr: lateEIP, Port: udpPort, Name: "late"})
 	t.Logf("a change made after the outage was applied and answered %s after the API server was ready", time.Since(back).Round(100*time.Millisecond))

@@ -113,7 +113,7 @@ func TestEtcdRestartExpiredWatches(t *testing.T) {
 	// A change is applied, and counted by the same snapshot, which therefore sees one.
 	createEIP(t, c, s.ns, "late-eip")
 	attach(t, c, s.ns, "late-attach", "late-eip", "late.eth0")
-	lateEIP := c.WaitElasticIPAttached(s.ns, "late-eip")
+	lateEIP := c.WaitElasticIPWorking(s.ns, "late-eip")
 	s.waitReachable(t, harness.ProbeTarget{Addr: lateEIP, Port: udpPort, Name: "late"})
 	if after := snapshot(t, c, s.ns); after.generations["node-b"] == before.generations["node-b"] || after.writes == before.writes {
 		t.Errorf("a new attachment changed neither node-b's ruleset (generation %d) nor anything in the API (%.0f writes): the snapshot sees nothing",

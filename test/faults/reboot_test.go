@@ -37,7 +37,7 @@ func TestNodeReboot(t *testing.T) {
 	createEIP(t, c, s.ns, "old-eip")
 	old := c.RunPod(harness.PodSpec{Namespace: s.ns, Name: "old", Node: "node-a"})
 	attach(t, c, s.ns, "old-attach", "old-eip", "old.eth0")
-	oldEIP := c.WaitElasticIPAttached(s.ns, "old-eip")
+	oldEIP := c.WaitElasticIPWorking(s.ns, "old-eip")
 	c.ServeUDP(old.NS, "old", udpPort)
 	s.waitReachable(t, harness.ProbeTarget{Addr: oldEIP, Port: udpPort, Name: "old"})
 	before := map[string][]string{}

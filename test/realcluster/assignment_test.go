@@ -17,6 +17,7 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
 	"github.com/loutres/juneau/test/cluster"
 	"github.com/loutres/juneau/test/images"
 	"github.com/loutres/juneau/test/netns"
@@ -90,25 +91,6 @@ func (aw *addressWatch) check(t *testing.T) {
 	}
 }
 
-// assigned reads the Pod's condition juneau.loutres.me/elastic-ip-assigned.
-func assigned(p *corev1.Pod) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if string(p.Status.Conditions[i].Type) == v1alpha1.PodConditionElasticIPAssigned {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-func podCondition(p *corev1.Pod, typ string) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if string(p.Status.Conditions[i].Type) == typ {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 // eipWorks waits for what a user looks at, for an ElasticIP of either family: the
 // ElasticIP's Attached condition True (reason Attached), the Pod's readiness gate True,
 // for a Pod that asks for an automatic ElasticIP its write-back annotations naming the
@@ -130,7 +112,7 @@ func eipWorks(t *testing.T, c *cluster.Cluster, ns, eipName, pod string) string 
 		}
 		eip, p = e, got
 		att := meta.FindStatusCondition(eip.Status.Conditions, v1alpha1.ConditionAttached)
-		gate := podCondition(p, v1alpha1.PodConditionElasticIP)
+		gate := status.PodCondition(p, v1alpha1.PodConditionElasticIP)
 		written := true
 		if auto, _ := annotations.ParseAuto(p.Annotations); auto.Wanted() {
 			written = writtenBack(p, eip)
@@ -148,25 +130,15 @@ func eipWorks(t *testing.T, c *cluster.Cluster, ns, eipName, pod string) string 
 }
 
 // writtenBack reports whether the write-back annotations of a Pod with automatic
-// ElasticIPs name eip and its address: juneau's allocated-eip-name and
-// allocated-eip-address for its IPv4 one; for its IPv6 one (a dual-stack Pod,
-// docs/automatic.md), other keys of juneau's, those two naming the IPv4 one.
+// ElasticIPs name eip and its address: allocated-eip-name and allocated-eip-address for
+// its IPv4 one, allocated-eip-name-ipv6 and allocated-eip-address-ipv6 for its IPv6 one
+// (docs/automatic.md).
 func writtenBack(p *corev1.Pod, eip *v1alpha1.ElasticIP) bool {
-	name, addr := p.Annotations[v1alpha1.AnnotationAllocatedEIPName], p.Annotations[v1alpha1.AnnotationAllocatedEIPAddr]
-	if eip.Spec.Family() == v1alpha1.IPv4 {
-		return name == eip.Name && addr == eip.Status.Address
+	nameKey, addrKey := v1alpha1.AnnotationAllocatedEIPName, v1alpha1.AnnotationAllocatedEIPAddr
+	if eip.Spec.Family() == v1alpha1.IPv6 {
+		nameKey, addrKey = v1alpha1.AnnotationAllocatedEIPName6, v1alpha1.AnnotationAllocatedEIPAddr6
 	}
-	var named, addressed bool
-	for k, v := range p.Annotations {
-		if !strings.HasPrefix(k, "juneau.loutres.me/") || k == v1alpha1.AnnotationAllocatedEIPName || k == v1alpha1.AnnotationAllocatedEIPAddr {
-			continue
-		}
-		for _, f := range strings.Split(v, ",") {
-			named = named || strings.TrimSpace(f) == eip.Name
-			addressed = addressed || strings.TrimSpace(f) == eip.Status.Address
-		}
-	}
-	return named && addressed && name != eip.Name && addr != eip.Status.Address
+	return p.Annotations[nameKey] == eip.Name && p.Annotations[addrKey] == eip.Status.Address
 }
 
 // gatedBoxPod is a box Pod with annotations, listing juneau's readiness gate.
@@ -212,7 +184,7 @@ func testOneElasticIPOnePod(t *testing.T, c *cluster.Cluster) {
 			if err != nil {
 				return false, nil
 			}
-			if cond := assigned(p); cond != nil && cond.Status == corev1.ConditionTrue {
+			if cond := status.PodCondition(p, v1alpha1.PodConditionElasticIPAssigned); cond != nil && cond.Status == corev1.ConditionTrue {
 				holders = append(holders, name)
 			}
 		}
@@ -238,7 +210,7 @@ func testOneElasticIPOnePod(t *testing.T, c *cluster.Cluster) {
 		if p, err = c.Kube.CoreV1().Pods(ns).Get(ctx, loser, metav1.GetOptions{}); err != nil {
 			return false, nil
 		}
-		cond, gate := assigned(p), podCondition(p, v1alpha1.PodConditionElasticIP)
+		cond, gate := status.PodCondition(p, v1alpha1.PodConditionElasticIPAssigned), status.PodCondition(p, v1alpha1.PodConditionElasticIP)
 		return cond != nil && cond.Status == corev1.ConditionFalse && cond.Reason == v1alpha1.ReasonElasticIPInUse && strings.Contains(cond.Message, why) &&
 			gate != nil && gate.Status == corev1.ConditionFalse && strings.Contains(gate.Message, "no ElasticIP is attached to this Pod yet: "+why), nil
 	})

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/holder"
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
+	"github.com/loutres/juneau/pkg/apis/juneau/podaddr"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -79,34 +81,20 @@ func otherFamily(f v1alpha1.IPFamily) v1alpha1.IPFamily {
 	return v1alpha1.IPv6
 }
 
-// vpcAddress is the Pod IP of family of a NIC that carries no ElasticIP, from its
-// status.addresses (or status.address) without the prefix length, and the NIC's
-// addresses of the other family. A NIC that carries an ElasticIP directly has no Pod IP
-// to translate to (NAT and direct use exclude each other), so it gives none.
+// vpcAddress is the Pod IP of family of a NIC that carries no ElasticIP (podaddr), and
+// the NIC's addresses of the other family. A NIC that carries an ElasticIP directly has
+// no Pod IP to translate to (NAT and direct use exclude each other), so it gives none.
 func vpcAddress(nic *v1alpha1.NetworkInterface, family v1alpha1.IPFamily) (podIP string, other []string) {
 	if nic.Spec.ElasticIP != "" {
 		return "", nil
 	}
-	addrs := nic.Status.Addresses
-	if len(addrs) == 0 && nic.Status.Address != "" {
-		addrs = []string{nic.Status.Address}
+	if a, ok := podaddr.OfFamily(nic, family); ok {
+		podIP = a.String()
 	}
-	for _, s := range addrs {
-		a, err := netip.ParseAddr(s)
-		if p, perr := netip.ParsePrefix(s); perr == nil {
-			a, err = p.Addr(), nil
+	for _, a := range podaddr.Of(nic) {
+		if iprange.FamilyOf(a) != podaddr.Family(family) {
+			other = append(other, a.String())
 		}
-		if err != nil {
-			continue
-		}
-		a = a.Unmap()
-		if a.Is4() == (family == v1alpha1.IPv4) {
-			if podIP == "" {
-				podIP = a.String()
-			}
-			continue
-		}
-		other = append(other, a.String())
 	}
 	return podIP, other
 }

@@ -1,7 +1,6 @@
 package networkinterface
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -9,7 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/directnic"
 	"github.com/loutres/juneau/pkg/apis/juneau/holder"
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -85,45 +86,22 @@ func directStatus(nic *v1alpha1.NetworkInterface, eip *v1alpha1.ElasticIP) v1alp
 		return pending(nic, v1alpha1.ReasonElasticIPNotReady,
 			fmt.Sprintf("ElasticIP %q has no usable address (%q)", name, eip.Status.Address))
 	}
-	st := v1alpha1.NetworkInterfaceStatus{Address: netip.PrefixFrom(addr, addr.BitLen()).String()}
+	st := v1alpha1.NetworkInterfaceStatus{Address: iprange.HostPrefix(addr).String()}
 	st.Routes, st.Rules = directRouting(nic.Spec.PodRef.Interface, addr)
 	return ready(nic, st, fmt.Sprintf("holds ElasticIP %q (%s)", name, addr))
 }
 
-// directRouting is what the CNI plugin plumbs inside the Pod (docs/reference.md#direct-nics): eth0 gets the
-// on-link default route; an extra NIC gets it in a table of its own, T = the address read
-// as a big-endian uint32 (unique per address, so NICs never share a table), selected by
-// a rule for traffic from the ElasticIP.
-//
-// An IPv6 ElasticIP gets `default via fe80::1` on eth0. The table of an extra NIC with
-// an IPv6 ElasticIP cannot be the address itself: the CNI plugin hashes it and settles
-// collisions among the Pod's NICs, so such a NIC publishes no routes and the plugin
-// plumbs its own (docs/reference.md#direct-nics).
+// directRouting is what the CNI plugin plumbs inside the Pod, published in the NIC's
+// status (package directnic owns it). The table of an extra NIC with an IPv6 ElasticIP
+// is settled among the Pod's NICs by the CNI plugin when it plumbs them all
+// (directnic.RouteTables): such a NIC publishes no routes, and the plugin plumbs the
+// ones directnic gives it (docs/reference.md#direct-nics).
 func directRouting(iface string, addr netip.Addr) ([]v1alpha1.Route, []v1alpha1.RoutingRule) {
-	if addr.Is6() {
-		if iface == v1alpha1.DefaultInterface {
-			return []v1alpha1.Route{{Destination: "::/0", Gateway: v1alpha1.DirectGateway6}}, nil
-		}
+	primary := iface == v1alpha1.DefaultInterface
+	if addr.Is6() && !primary {
 		return nil, nil
 	}
-	route := v1alpha1.Route{Destination: "0.0.0.0/0", Gateway: v1alpha1.DirectGateway, OnLink: true}
-	if iface == v1alpha1.DefaultInterface {
-		return []v1alpha1.Route{route}, nil
-	}
-	table := RouteTable(addr)
-	route.Table = table
-	rule := v1alpha1.RoutingRule{
-		From:     netip.PrefixFrom(addr, 32).String(),
-		Table:    table,
-		Priority: v1alpha1.DirectRulePriority,
-	}
-	return []v1alpha1.Route{route}, []v1alpha1.RoutingRule{rule}
-}
-
-// RouteTable is the routing table of an extra direct NIC carrying addr.
-func RouteTable(addr netip.Addr) int64 {
-	b := addr.As4()
-	return int64(binary.BigEndian.Uint32(b[:]))
+	return directnic.Routing(primary, addr, directnic.RouteTable(addr))
 }
 
 // PodIPs are the Pod's addresses from status.podIPs (or status.podIP), at most one per

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/directnic"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/status"
 )
@@ -315,8 +316,8 @@ func TestRouteTable(t *testing.T) {
 		"255.255.255.255": 4294967295,
 		"0.0.1.0":         256,
 	} {
-		if got := RouteTable(netip.MustParseAddr(addr)); got != want {
-			t.Errorf("RouteTable(%s) = %d, want %d", addr, got, want)
+		if got := directnic.RouteTable(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("directnic.RouteTable(%s) = %d, want %d", addr, got, want)
 		}
 	}
 }

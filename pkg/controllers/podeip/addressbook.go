@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,12 +14,14 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
 )
 
 // PodByAllocatedAddress indexes Pods by the addresses their write-back annotations carry
-// (juneau's allocated-eip-address and the managed-cloud allocated-eipAddress).
+// (juneau's allocated-eip-address of each family and the managed-cloud
+// allocated-eipAddress).
 const PodByAllocatedAddress = "juneau.pod.allocated-address"
 
 // No two Pods carry one address in their write-back annotations (docs/automatic.md#one-elasticip-one-pod):
@@ -42,11 +45,23 @@ func newAddressBook() *addressBook {
 	return &addressBook{seed: maphash.MakeSeed(), pods: map[string]map[string]types.UID{}}
 }
 
-// lock serializes the writes of one address; it returns the unlock.
-func (b *addressBook) lock(addr string) func() {
-	m := &b.locks[maphash.String(b.seed, addr)%uint64(len(b.locks))]
-	m.Lock()
-	return m.Unlock
+// lock serializes the writes of the addresses; it returns the unlock. The stripes are
+// taken in order, each once, so two writers never wait for each other in a circle.
+func (b *addressBook) lock(addrs ...string) func() {
+	var stripes []int
+	for _, a := range addrs {
+		stripes = append(stripes, int(maphash.String(b.seed, a)%uint64(len(b.locks))))
+	}
+	slices.Sort(stripes)
+	stripes = slices.Compact(stripes)
+	for _, i := range stripes {
+		b.locks[i].Lock()
+	}
+	return func() {
+		for _, i := range stripes {
+			b.locks[i].Unlock()
+		}
+	}
 }
 
 func (b *addressBook) wrote(addr, pod string, uid types.UID) {
@@ -88,13 +103,7 @@ func addAddressIndex(informer cache.SharedIndexInformer) error {
 		if !ok {
 			return nil, nil
 		}
-		var addrs []string
-		for _, k := range []string{v1alpha1.AnnotationAllocatedEIPAddr, v1alpha1.AliasAllocatedEIPAddress} {
-			if v := pod.Annotations[k]; v != "" && (len(addrs) == 0 || addrs[0] != v) {
-				addrs = append(addrs, v)
-			}
-		}
-		return addrs, nil
+		return carriedAddresses(pod), nil
 	}})
 	if err != nil {
 		return fmt.Errorf("adding Pod index: %w", err)
@@ -102,11 +111,11 @@ func addAddressIndex(informer cache.SharedIndexInformer) error {
 	return nil
 }
 
-// carriedAddresses are the addresses the Pod's write-back annotations carry.
+// carriedAddresses are the addresses the Pod's write-back annotations carry, each once.
 func carriedAddresses(pod *corev1.Pod) []string {
 	var out []string
-	for _, k := range []string{v1alpha1.AnnotationAllocatedEIPAddr, v1alpha1.AliasAllocatedEIPAddress} {
-		if v := pod.Annotations[k]; v != "" {
+	for _, k := range []string{v1alpha1.AnnotationAllocatedEIPAddr, v1alpha1.AnnotationAllocatedEIPAddr6, v1alpha1.AliasAllocatedEIPAddress} {
+		if v := pod.Annotations[k]; v != "" && !slices.Contains(out, v) {
 			out = append(out, v)
 		}
 	}
@@ -153,7 +162,7 @@ func (c *Controller) takeAddressFromOthers(ctx context.Context, addr string, sel
 // that is gone or is another Pod now (the UID precondition fails) carries nothing of it.
 func (c *Controller) eraseAnnotations(ctx context.Context, namespace, name string, uid types.UID) error {
 	removed := map[string]any{}
-	for _, k := range allocatedKeys {
+	for _, k := range annotations.WrittenBack() {
 		removed[k] = nil
 	}
 	data, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": uid, "annotations": removed}})

@@ -3,6 +3,7 @@ package podeip
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/holder"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
 )
 
 // The Pod's condition juneau.loutres.me/elastic-ip-assigned (docs/automatic.md#the-pods-condition)
@@ -41,16 +43,17 @@ func holdingCondition(in inputs) *corev1.PodCondition {
 }
 
 // condition is the condition of a Pod that is gone, finished, not asking or active, from
-// the plan made for it: held says it holds eip, the ElasticIP it wants (named target; nil
-// while it cannot be attached). A Pod that never asked gets none. It may add the Warning
-// a Pod hears about when its ElasticIP finds no address.
-func (p *plan) condition(in inputs, target string, eip *v1alpha1.ElasticIP, held bool) *corev1.PodCondition {
+// the plan made for it. A Pod that never asked gets none. True once the Pod holds every
+// ElasticIP it asks for (one per family, or the one it names); otherwise False with what
+// the first one it lacks waits for. It may add the Warning a Pod hears about when its
+// ElasticIP finds no address.
+func (p *plan) condition(in inputs) *corev1.PodCondition {
 	pod := in.Pod
 	switch {
 	case pod == nil:
 		return nil
 	case in.State != podActive:
-		if findPodCondition(pod, v1alpha1.PodConditionElasticIPAssigned) == nil {
+		if status.PodCondition(pod, v1alpha1.PodConditionElasticIPAssigned) == nil {
 			return nil
 		}
 		msg := "the Pod no longer asks for an automatic ElasticIP"
@@ -58,18 +61,36 @@ func (p *plan) condition(in inputs, target string, eip *v1alpha1.ElasticIP, held
 			msg = "the Pod has finished"
 		}
 		return assignedCondition(false, v1alpha1.ReasonNotRequested, msg)
-	case held:
-		return assignedCondition(true, v1alpha1.ReasonAssigned, fmt.Sprintf(
-			"ElasticIP %q (%s) is attached to this Pod by NAT through ElasticIPAttachment %q", eip.Name, eip.Status.Address, in.Attachment.Name))
 	}
 	for _, pr := range p.Problems {
 		if pr.Object == pod {
 			return assignedCondition(false, pr.Reason, pr.Message)
 		}
 	}
+	var held []string
+	for _, sp := range p.Slots {
+		switch {
+		case !sp.active():
+		case sp.Held:
+			held = append(held, fmt.Sprintf("ElasticIP %q (%s) is attached to this Pod by NAT through ElasticIPAttachment %q",
+				sp.Usable.Name, sp.Usable.Status.Address, sp.Attachment.Name))
+		default:
+			return p.waiting(in, sp)
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	return assignedCondition(true, v1alpha1.ReasonAssigned, strings.Join(held, "; "))
+}
+
+// waiting is the condition of an active Pod whose slot does not hold its ElasticIP yet,
+// saying what it waits for.
+func (p *plan) waiting(in inputs, sp slotPlan) *corev1.PodCondition {
+	target, eip := sp.target(), sp.Usable
 	nicName := v1alpha1.NetworkInterfaceName(in.Name, v1alpha1.DefaultInterface)
 	switch {
-	case eip == nil && in.OwnEIP != nil && in.OwnEIP.DeletionTimestamp != nil && target == in.Name:
+	case eip == nil && sp.OwnEIP != nil && sp.OwnEIP.DeletionTimestamp != nil && sp.Named == "":
 		return assignedCondition(false, v1alpha1.ReasonElasticIPNotReady, fmt.Sprintf(
 			"ElasticIP %q is being deleted; a new one is made for this Pod once it is gone", target))
 	case eip == nil:
@@ -79,18 +100,18 @@ func (p *plan) condition(in inputs, target string, eip *v1alpha1.ElasticIP, held
 			msg := fmt.Sprintf("ElasticIP %q has no address: %s. It gets one as soon as an address of its network is released. "+
 				"A rolling update that adds a Pod before removing one (maxSurge) needs a spare address for it: add addresses to the pools, or roll with maxSurge 0 and maxUnavailable 1",
 				eip.Name, c.Message)
-			p.Problems = append(p.Problems, problem{Object: pod, Reason: v1alpha1.ReasonNoAddressAvailable, Message: msg})
+			p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: v1alpha1.ReasonNoAddressAvailable, Message: msg})
 			return assignedCondition(false, v1alpha1.ReasonNoAddressAvailable, msg)
 		}
 		return assignedCondition(false, v1alpha1.ReasonElasticIPNotReady, holder.WaitingFor(eip, v1alpha1.AttachmentReference{}))
-	case in.NIC == nil || in.NIC.Spec.PodRef.UID != string(pod.UID):
+	case in.NIC == nil || in.NIC.Spec.PodRef.UID != string(in.Pod.UID):
 		return assignedCondition(false, v1alpha1.ReasonWaitingForNetworkInterface, fmt.Sprintf(
 			"NetworkInterface %q of this Pod does not exist yet: it is made once the Pod is scheduled to a Node", nicName))
-	case in.Attachment == nil || !isOwnAttachment(in.Attachment, in.Name) || in.Attachment.DeletionTimestamp != nil:
+	case sp.Attachment == nil || !isOwnAttachment(sp.Attachment, sp.Name, in.Name) || sp.Attachment.DeletionTimestamp != nil:
 		return assignedCondition(false, v1alpha1.ReasonWaitingForElasticIP, fmt.Sprintf(
-			"ElasticIPAttachment %q of ElasticIP %q to NetworkInterface %q is being created", in.Name, eip.Name, nicName))
+			"ElasticIPAttachment %q of ElasticIP %q to NetworkInterface %q is being created", sp.Name, eip.Name, nicName))
 	}
-	a := in.Attachment
+	a := sp.Attachment
 	return assignedCondition(false, v1alpha1.ReasonWaitingForElasticIP,
 		holder.WaitingFor(eip, holder.Ref(v1alpha1.AttachmentKindElasticIPAttachment, a.Name, a.UID)))
 }
@@ -100,7 +121,7 @@ func (p *plan) condition(in inputs, target string, eip *v1alpha1.ElasticIP, held
 // on the way to its ElasticIP (routine): a Pod that gets its ElasticIP at once has one
 // write of it, True; one that waited keeps being told how far it got.
 func conditionChanged(pod *corev1.Pod, want *corev1.PodCondition) bool {
-	c := findPodCondition(pod, string(want.Type))
+	c := status.PodCondition(pod, string(want.Type))
 	if c == nil {
 		return !routine(want)
 	}
@@ -116,15 +137,6 @@ func routine(c *corev1.PodCondition) bool {
 	return false
 }
 
-func findPodCondition(p *corev1.Pod, t string) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if string(p.Status.Conditions[i].Type) == t {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 // writeCondition sets the Pod's condition with a strategic merge patch of pods/status
 // (conditions merge by type, so the kubelet's and the node agent's stay untouched),
 // guarded by the Pod's UID. The transition time changes only when the status does.
@@ -135,7 +147,7 @@ func (x *executor) writeCondition() {
 	}
 	cond := *want
 	cond.LastTransitionTime = metav1.NewTime(x.c.clock.Now())
-	if old := findPodCondition(pod, string(want.Type)); old != nil && old.Status == want.Status {
+	if old := status.PodCondition(pod, string(want.Type)); old != nil && old.Status == want.Status {
 		cond.LastTransitionTime = old.LastTransitionTime
 	}
 	data, err := json.Marshal(map[string]any{

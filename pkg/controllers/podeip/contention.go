@@ -64,13 +64,12 @@ func (a *assignments) givenTo(eip string) (assignee, bool) {
 	return who, ok
 }
 
-// forget drops what was given to the Pod key (any UID), except keep (an ElasticIP key,
-// "" for none).
-func (a *assignments) forget(pod, keep string) {
+// forget drops what was given to the Pod key (any UID), except the ElasticIPs keep.
+func (a *assignments) forget(pod string, keep ...string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for eip, who := range a.byEIP {
-		if who.pod == pod && eip != keep {
+		if who.pod == pod && !slices.Contains(keep, eip) {
 			delete(a.byEIP, eip)
 		}
 	}
@@ -85,10 +84,10 @@ func (a *assignments) release(eip string, who assignee) {
 	}
 }
 
-// ownAttachment reports whether the attachment is the one the controller makes for the
-// Pod of that name: named after it and labelled for it.
-func isOwnAttachment(a *v1alpha1.ElasticIPAttachment, pod string) bool {
-	return a.Name == pod && labelledFor(a, pod)
+// isOwnAttachment reports whether the attachment is the one the controller makes for a
+// slot of the Pod: of the slot's name and labelled for the Pod.
+func isOwnAttachment(a *v1alpha1.ElasticIPAttachment, name, pod string) bool {
+	return a.Name == name && labelledFor(a, pod)
 }
 
 // otherUsers describes who else uses the ElasticIP the Pod wants (holder.InUse wording):
@@ -117,7 +116,7 @@ func (c *Controller) cachedOthers(namespace, pod, eip string) ([]string, error) 
 	}
 	var users []string
 	for _, a := range atts {
-		if a.DeletionTimestamp == nil && !isOwnAttachment(a, pod) {
+		if a.DeletionTimestamp == nil && !labelledFor(a, pod) {
 			users = append(users, holder.AttachmentUser(a, holder.PodOf(a)))
 		}
 	}

@@ -200,10 +200,20 @@ func (c *Controller) addKeys(keys []string) {
 	}
 }
 
-// elasticIPKeys: the Pod the ElasticIP is named after, and the Pods naming it in
-// pod-eip-name.
+// elasticIPKeys: the Pod the ElasticIP is named after, the Pod it was made for (an IPv6
+// ElasticIP is named "<pod>-ipv6"), and the Pods naming it in pod-eip-name.
 func (c *Controller) elasticIPKeys(eip *v1alpha1.ElasticIP) []string {
-	return append([]string{indexes.Key(eip.Namespace, eip.Name)}, c.podsNaming(eip.Namespace, eip.Name)...)
+	return append(madeFor(eip), c.podsNaming(eip.Namespace, eip.Name)...)
+}
+
+// madeFor: the key of the object's name, as a Pod's, and the key of the Pod it was made
+// for (its label), when that differs.
+func madeFor(obj metav1.Object) []string {
+	keys := []string{indexes.Key(obj.GetNamespace(), obj.GetName())}
+	if pod := obj.GetLabels()[v1alpha1.LabelPod]; pod != "" && pod != obj.GetName() {
+		keys = append(keys, indexes.Key(obj.GetNamespace(), pod))
+	}
+	return keys
 }
 
 // podsNaming: the Pods naming the ElasticIP in pod-eip-name, which wait for it while
@@ -220,10 +230,10 @@ func (c *Controller) podsNaming(namespace, eip string) []string {
 	return keys
 }
 
-// attachmentKeys: the Pod the attachment is named after, and the Pod whose ElasticIP it
-// references (whose release it may hold up).
+// attachmentKeys: the Pod the attachment is named after or was made for, and the Pod
+// whose ElasticIP it references (whose release it may hold up).
 func attachmentKeys(a *v1alpha1.ElasticIPAttachment) []string {
-	return []string{indexes.Key(a.Namespace, a.Name), indexes.Key(a.Namespace, a.Spec.ElasticIPRef.Name)}
+	return append(madeFor(a), indexes.Key(a.Namespace, a.Spec.ElasticIPRef.Name))
 }
 
 // nicKeys: the Pod of an eth0 NIC, whose attachment waits for it.

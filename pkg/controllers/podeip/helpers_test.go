@@ -178,28 +178,35 @@ func network(name string, isDefault bool) *v1alpha1.ExternalNetwork {
 // summary describes a plan as sorted lines, so table tests read as what happens.
 func summary(p plan) []string {
 	var out []string
-	if e := p.CreateEIP; e != nil {
-		out = append(out, fmt.Sprintf("create eip %s network=%s %s", e.Name, e.Spec.ExternalNetwork, eipMeta(e)))
-	}
-	if e := p.UpdateEIP; e != nil {
-		out = append(out, fmt.Sprintf("update eip %s %s", e.Name, eipMeta(e)))
-	}
-	if e := p.DeleteEIP; e != nil {
-		out = append(out, "delete eip "+e.Name)
-	}
-	if a := p.CreateAttachment; a != nil {
-		out = append(out, fmt.Sprintf("create attachment %s eip=%s nic=%s label=%s owner=%s", a.Name,
-			a.Spec.ElasticIPRef.Name, a.Spec.TargetRef.NetworkInterfaceName, a.Labels[v1alpha1.LabelPod], owner(a.OwnerReferences)))
-	}
-	if a := p.DeleteAttachment; a != nil {
-		out = append(out, "delete attachment "+a.Name)
+	for _, sp := range p.Slots {
+		if e := sp.CreateEIP; e != nil {
+			out = append(out, fmt.Sprintf("create eip %s network=%s %s", e.Name, e.Spec.ExternalNetwork, eipMeta(e)))
+		}
+		if e := sp.UpdateEIP; e != nil {
+			out = append(out, fmt.Sprintf("update eip %s %s", e.Name, eipMeta(e)))
+		}
+		if e := sp.DeleteEIP; e != nil {
+			out = append(out, "delete eip "+e.Name)
+		}
+		if a := sp.CreateAttachment; a != nil {
+			out = append(out, fmt.Sprintf("create attachment %s eip=%s nic=%s label=%s owner=%s", a.Name,
+				a.Spec.ElasticIPRef.Name, a.Spec.TargetRef.NetworkInterfaceName, a.Labels[v1alpha1.LabelPod], owner(a.OwnerReferences)))
+		}
+		if a := sp.DeleteAttachment; a != nil {
+			out = append(out, "delete attachment "+a.Name)
+		}
 	}
 	if p.Annotations != nil {
 		n, a := p.Annotations[v1alpha1.AnnotationAllocatedEIPName], p.Annotations[v1alpha1.AnnotationAllocatedEIPAddr]
-		if n == nil || a == nil {
-			out = append(out, fmt.Sprintf("remove %d annotations", len(p.Annotations)))
-		} else {
+		n6, a6 := p.Annotations[v1alpha1.AnnotationAllocatedEIPName6], p.Annotations[v1alpha1.AnnotationAllocatedEIPAddr6]
+		if n != nil && a != nil {
 			out = append(out, fmt.Sprintf("annotate %s %s", *n, *a))
+		}
+		if n6 != nil && a6 != nil {
+			out = append(out, fmt.Sprintf("annotate ipv6 %s %s", *n6, *a6))
+		}
+		if (n == nil || a == nil) && (n6 == nil || a6 == nil) {
+			out = append(out, fmt.Sprintf("remove %d annotations", len(p.Annotations)))
 		}
 		if id, addr := p.Annotations[v1alpha1.AliasAllocatedEIPID], p.Annotations[v1alpha1.AliasAllocatedEIPAddress]; id != nil && addr != nil {
 			eni := "-"
@@ -223,6 +230,9 @@ func eipMeta(e *v1alpha1.ElasticIP) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "label=%s strategy=%s owner=%s", e.Labels[v1alpha1.LabelPod],
 		e.Annotations[v1alpha1.AnnotationReleaseStrategy], owner(e.OwnerReferences))
+	if e.Spec.IPFamily != "" {
+		fmt.Fprintf(&b, " family=%s", e.Spec.IPFamily)
+	}
 	if e.Spec.BandwidthMbps != nil {
 		fmt.Fprintf(&b, " bw=%d", *e.Spec.BandwidthMbps)
 	}

@@ -3,6 +3,7 @@ package podeip
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,85 +28,139 @@ type inputs struct {
 	// Auto is the Pod's request; meaningful when State is podActive.
 	Auto     annotations.AutoEIP
 	Stateful bool
-	// OwnEIP is the ElasticIP named after the Pod, whoever made it.
-	OwnEIP *v1alpha1.ElasticIP
-	// NamedEIP is the ElasticIP the Pod names in pod-eip-name, when it exists.
-	NamedEIP *v1alpha1.ElasticIP
-	// Attachment is the ElasticIPAttachment named after the Pod, whoever made it.
-	Attachment *v1alpha1.ElasticIPAttachment
+	// Slots are the ElasticIPs the Pod may have, one per family, IPv4 first.
+	Slots []slot
 	// NIC is the Pod's "<pod>.eth0".
 	NIC *v1alpha1.NetworkInterface
-	// Blockers are the other active attachments of OwnEIP: they keep it from being
-	// deleted (the webhook refuses).
-	Blockers []string
-	// Others describe who else uses the ElasticIP the Pod wants (holder.InUse wording),
-	// read when the Pod is active and has no attachment of its own for it yet: the
-	// controller gives an ElasticIP to one Pod only (contention.go).
-	Others []string
-	// Yield says another, older ElasticIPAttachment uses the ElasticIP the Pod's own
-	// attachment names (the two raced): the Pod's own gives way.
-	Yield bool
 	// Networks are the ExternalNetworks; read only when an ElasticIP is to be created.
 	Networks []*v1alpha1.ExternalNetwork
 	Now      time.Time
 }
 
+// slot is one ElasticIP a Pod may have with its attachment (docs/automatic.md#families):
+// its own ElasticIP of a family — named after the Pod for IPv4, "<pod>-ipv6" for IPv6 —
+// translated to "<pod>.eth0" by an attachment of the same name; or, in the IPv4 slot, the
+// ElasticIP the Pod names in pod-eip-name, attached through the attachment named after
+// the Pod. Both slots are always read, so that what a Pod no longer asks for is released.
+type slot struct {
+	Family v1alpha1.IPFamily
+	// Name is the name of the slot's own ElasticIP and of its attachment.
+	Name string
+	// Wants: the Pod is active and asks for an ElasticIP of its own of this family.
+	Wants bool
+	// Named is the ElasticIP the Pod names in pod-eip-name, when this slot attaches it.
+	Named string
+	// OwnEIP is the ElasticIP of the slot's name, whoever made it.
+	OwnEIP *v1alpha1.ElasticIP
+	// NamedEIP is the ElasticIP Named, when it exists.
+	NamedEIP *v1alpha1.ElasticIP
+	// Attachment is the ElasticIPAttachment of the slot's name, whoever made it.
+	Attachment *v1alpha1.ElasticIPAttachment
+	// Blockers are the other active attachments of OwnEIP: they keep it from being
+	// deleted (the webhook refuses).
+	Blockers []string
+	// Others describe who else uses the ElasticIP the slot wants (holder.InUse wording),
+	// read when it has no attachment of its own for it yet: the controller gives an
+	// ElasticIP to one Pod only (contention.go).
+	Others []string
+	// Yield says another, older ElasticIPAttachment uses the ElasticIP the slot's own
+	// attachment names (the two raced): the slot's own gives way.
+	Yield bool
+}
+
+// slotName is the name of a Pod's own ElasticIP (and attachment) of a family.
+func slotName(pod string, f v1alpha1.IPFamily) string {
+	if f == v1alpha1.IPv6 {
+		return pod + "-ipv6"
+	}
+	return pod
+}
+
+// active says the Pod wants an ElasticIP through this slot.
+func (s slot) active() bool { return s.Wants || s.Named != "" }
+
+// target is the name of the ElasticIP the slot attaches: the named one, or its own.
+func (s slot) target() string {
+	if s.Named != "" {
+		return s.Named
+	}
+	return s.Name
+}
+
 // plan is what one sync writes. Objects are fresh or deep copies.
 type plan struct {
-	CreateEIP        *v1alpha1.ElasticIP
-	UpdateEIP        *v1alpha1.ElasticIP
-	DeleteEIP        *v1alpha1.ElasticIP
-	CreateAttachment *v1alpha1.ElasticIPAttachment
-	DeleteAttachment *v1alpha1.ElasticIPAttachment
+	Slots []slotPlan
 	// Annotations patches the Pod: the allocated-eip-* values, nil to remove one.
 	Annotations map[string]*string
 	// Condition is the PodConditionElasticIPAssigned the Pod should have (status, reason
 	// and message); nil leaves it as it is.
 	Condition *corev1.PodCondition
-	// ReleaseStrategy is the strategy applied to a released or kept ElasticIP, for Events.
-	ReleaseStrategy string
-	// RequeueAfter is when a delayed release falls due.
+	// RequeueAfter is when the first delayed release falls due.
 	RequeueAfter time.Duration
 	Problems     []problem
 }
 
-// planPod decides what should exist for one Pod key: the ElasticIP named after the Pod
-// (pod-with-eip), the ElasticIPAttachment named after the Pod targeting "<pod>.eth0",
-// and the annotations written back on the Pod. Objects without the Pod's label are the
-// user's: they are reported, never changed. Creation happens one step at a time (the
-// attachment once the ElasticIP and the NIC are in the cache), deletion too (the
-// ElasticIP once no attachment of ours references it), so each step is level-triggered
-// from the caches.
+// slotPlan is what one sync writes for one slot.
+type slotPlan struct {
+	slot
+	CreateEIP        *v1alpha1.ElasticIP
+	UpdateEIP        *v1alpha1.ElasticIP
+	DeleteEIP        *v1alpha1.ElasticIP
+	CreateAttachment *v1alpha1.ElasticIPAttachment
+	DeleteAttachment *v1alpha1.ElasticIPAttachment
+	// ReleaseStrategy is the strategy applied to a released or kept ElasticIP, for Events.
+	ReleaseStrategy string
+	// RequeueAfter is when a delayed release of the slot's ElasticIP falls due.
+	RequeueAfter time.Duration
+	// Usable is the ElasticIP the slot attaches, when it can be attached now.
+	Usable *v1alpha1.ElasticIP
+	// Held says the Pod holds Usable (holding).
+	Held bool
+}
+
+// planPod decides what should exist for one Pod key: for each family it asks for, the
+// ElasticIP of its own (pod-with-eip) or the one it names (pod-eip-name), the
+// ElasticIPAttachment translating it to "<pod>.eth0", and the annotations written back
+// on the Pod. Objects without the Pod's label are the user's: they are reported, never
+// changed. Creation happens one step at a time (the attachment once the ElasticIP and
+// the NIC are in the cache), deletion too (the ElasticIP once no attachment of ours
+// references it), so each step is level-triggered from the caches.
 func planPod(in inputs) plan {
 	var p plan
 	if in.State == podHolding {
 		p.Condition = holdingCondition(in)
 		return p
 	}
-	target, usable := in.Name, p.planOwnEIP(in)
-	if in.State == podActive && in.Auto.ElasticIPName != "" {
-		target, usable = in.Auto.ElasticIPName, p.namedUsable(in)
+	for _, s := range in.Slots {
+		sp := slotPlan{slot: s}
+		sp.Usable = p.planOwnEIP(in, &sp)
+		if s.Named != "" {
+			sp.Usable = p.namedUsable(in, s)
+		}
+		p.planAttachment(in, &sp)
+		sp.Held = holding(in, s, sp.Usable)
+		if sp.RequeueAfter > 0 && (p.RequeueAfter == 0 || sp.RequeueAfter < p.RequeueAfter) {
+			p.RequeueAfter = sp.RequeueAfter
+		}
+		p.Slots = append(p.Slots, sp)
 	}
-	p.planAttachment(in, target, usable)
-	held := holding(in, usable)
-	p.planAnnotations(in, held)
-	p.Condition = p.condition(in, target, usable, held)
+	p.planAnnotations(in)
+	p.Condition = p.condition(in)
 	return p
 }
 
-// planOwnEIP handles the ElasticIP named after the Pod. It returns the ElasticIP when it
-// can be attached now.
-func (p *plan) planOwnEIP(in inputs) *v1alpha1.ElasticIP {
-	eip := in.OwnEIP
-	wants := in.State == podActive && in.Auto.Enabled
+// planOwnEIP handles the slot's own ElasticIP. It returns the ElasticIP when it can be
+// attached now.
+func (p *plan) planOwnEIP(in inputs, sp *slotPlan) *v1alpha1.ElasticIP {
+	eip := sp.OwnEIP
 	switch {
 	case eip == nil:
-		if wants {
-			p.createEIP(in)
+		if sp.Wants {
+			sp.CreateEIP = p.newEIP(in, sp.slot)
 		}
 		return nil
 	case !labelledFor(eip, in.Name):
-		if wants {
+		if sp.Wants {
 			p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: v1alpha1.EventElasticIPNameTaken, Message: fmt.Sprintf(
 				"ElasticIP %q exists and was not made for this Pod (it lacks the label %s=%s); it is not taken over: delete or rename it",
 				eip.Name, v1alpha1.LabelPod, in.Name)})
@@ -113,72 +168,74 @@ func (p *plan) planOwnEIP(in inputs) *v1alpha1.ElasticIP {
 		return nil
 	case eip.DeletionTimestamp != nil:
 		return nil
-	case wants && ownedByEarlierPod(eip, in.Pod):
+	case sp.Wants && ownedByEarlierPod(eip, in.Pod):
 		// A Follow ElasticIP of an earlier Pod of this name: released with that Pod.
-		p.release(in, releaseDecision{Action: releaseNow}, v1alpha1.ReleaseFollow)
+		p.release(in, sp, releaseDecision{Action: releaseNow}, v1alpha1.ReleaseFollow)
 		return nil
-	case wants:
-		if want := desiredOwnEIP(in); !equality.Semantic.DeepEqual(want, eip) {
-			p.UpdateEIP = want
+	case sp.Wants:
+		if want := applyOwnMeta(eip.DeepCopy(), in); !equality.Semantic.DeepEqual(want, eip) {
+			sp.UpdateEIP = want
 		}
 		return eip
 	case in.State == podActive && in.Auto.ElasticIPName == eip.Name:
 		return eip // the Pod names its own ElasticIP: in use
 	}
 	recorded := eip.Annotations[v1alpha1.AnnotationReleaseStrategy]
-	p.release(in, decideRelease(recorded, eip.Annotations[v1alpha1.AnnotationPodGoneSince], in.Now), recorded)
+	p.release(in, sp, decideRelease(recorded, eip.Annotations[v1alpha1.AnnotationPodGoneSince], in.Now), recorded)
 	return nil
 }
 
-// release applies a release decision to the Pod's own ElasticIP.
-func (p *plan) release(in inputs, d releaseDecision, strategy string) {
-	eip := in.OwnEIP
-	p.ReleaseStrategy = strategy
+// release applies a release decision to the slot's own ElasticIP.
+func (p *plan) release(in inputs, sp *slotPlan, d releaseDecision, strategy string) {
+	eip := sp.OwnEIP
+	sp.ReleaseStrategy = strategy
 	switch d.Action {
 	case releaseNever:
 		return
 	case releaseLater:
 		if d.Mark != "" {
-			p.UpdateEIP = eip.DeepCopy()
-			if p.UpdateEIP.Annotations == nil {
-				p.UpdateEIP.Annotations = map[string]string{}
+			sp.UpdateEIP = eip.DeepCopy()
+			if sp.UpdateEIP.Annotations == nil {
+				sp.UpdateEIP.Annotations = map[string]string{}
 			}
-			p.UpdateEIP.Annotations[v1alpha1.AnnotationPodGoneSince] = d.Mark
+			sp.UpdateEIP.Annotations[v1alpha1.AnnotationPodGoneSince] = d.Mark
 		}
-		p.RequeueAfter = d.At.Sub(in.Now)
+		sp.RequeueAfter = d.At.Sub(in.Now)
 		return
 	}
-	if a := in.Attachment; a != nil && labelledFor(a, in.Name) && a.Spec.ElasticIPRef.Name == eip.Name {
+	if a := sp.Attachment; a != nil && labelledFor(a, in.Name) && a.Spec.ElasticIPRef.Name == eip.Name {
 		return // our attachment goes first; its deletion brings us back
 	}
-	if len(in.Blockers) > 0 {
+	if len(sp.Blockers) > 0 {
 		p.Problems = append(p.Problems, problem{Object: eip, Reason: v1alpha1.EventReleaseBlocked, Message: fmt.Sprintf(
-			"ElasticIP %q is due for release but ElasticIPAttachments %s still reference it", eip.Name, quote.List(in.Blockers))})
+			"ElasticIP %q is due for release but ElasticIPAttachments %s still reference it", eip.Name, quote.List(sp.Blockers))})
 		return
 	}
-	p.DeleteEIP = eip
+	sp.DeleteEIP = eip
 }
 
-// createEIP plans the Pod's ElasticIP, or reports why the network is unknown.
-func (p *plan) createEIP(in inputs) {
+// newEIP is the slot's own ElasticIP to create, or nil with the reason the network is
+// unknown reported.
+func (p *plan) newEIP(in inputs, s slot) *v1alpha1.ElasticIP {
 	network, prob := chooseNetwork(in.Pod, in.Auto.ExternalNetwork, in.Networks)
 	if prob != nil {
-		p.Problems = append(p.Problems, *prob)
-		return
+		if !slices.ContainsFunc(p.Problems, func(o problem) bool { return o.Reason == prob.Reason && o.Message == prob.Message }) {
+			p.Problems = append(p.Problems, *prob)
+		}
+		return nil
 	}
 	eip := &v1alpha1.ElasticIP{
-		ObjectMeta: metav1.ObjectMeta{Name: in.Name, Namespace: in.Namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: in.Namespace},
 		Spec:       v1alpha1.ElasticIPSpec{ExternalNetwork: network},
 	}
-	p.CreateEIP = applyOwnMeta(eip, in)
+	if s.Family == v1alpha1.IPv6 {
+		eip.Spec.IPFamily = v1alpha1.IPv6
+	}
+	return applyOwnMeta(eip, in)
 }
 
-// desiredOwnEIP is the Pod's ElasticIP with the metadata and bandwidth the Pod asks for
+// applyOwnMeta gives the Pod's own ElasticIP the metadata and bandwidth the Pod asks for
 // now; the gone-since mark is cleared, since the Pod is here.
-func desiredOwnEIP(in inputs) *v1alpha1.ElasticIP {
-	return applyOwnMeta(in.OwnEIP.DeepCopy(), in)
-}
-
 func applyOwnMeta(eip *v1alpha1.ElasticIP, in inputs) *v1alpha1.ElasticIP {
 	rs := in.Auto.EffectiveRelease(in.Stateful)
 	eip.Labels = withEntry(eip.Labels, v1alpha1.LabelPod, in.Name)
@@ -211,29 +268,30 @@ func withEntry(m map[string]string, k, v string) map[string]string {
 
 // namedUsable returns the ElasticIP named in pod-eip-name when it can be attached, and
 // reports why not otherwise.
-func (p *plan) namedUsable(in inputs) *v1alpha1.ElasticIP {
-	name := in.Auto.ElasticIPName
-	switch eip := in.NamedEIP; {
+func (p *plan) namedUsable(in inputs, s slot) *v1alpha1.ElasticIP {
+	switch eip := s.NamedEIP; {
 	case eip == nil:
 		p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: v1alpha1.EventElasticIPNotFound, Message: fmt.Sprintf(
-			"ElasticIP %q named by the Pod's annotations does not exist in namespace %q; waiting for it", name, in.Namespace)})
+			"ElasticIP %q named by the Pod's annotations does not exist in namespace %q; waiting for it", s.Named, in.Namespace)})
 	case eip.DeletionTimestamp != nil:
 		p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: v1alpha1.EventElasticIPNotFound, Message: fmt.Sprintf(
-			"ElasticIP %q named by the Pod's annotations is being deleted", name)})
+			"ElasticIP %q named by the Pod's annotations is being deleted", s.Named)})
 	default:
 		return eip
 	}
 	return nil
 }
 
-// planAttachment keeps the attachment named after the Pod: created while the Pod is
-// active, once the ElasticIP and the Pod's own "<pod>.eth0" are there; deleted when the
-// Pod leaves, or when it was made for an earlier Pod or for another ElasticIP (its spec
-// is immutable, so it is made again).
-func (p *plan) planAttachment(in inputs, target string, eip *v1alpha1.ElasticIP) {
-	active := in.State == podActive
+// planAttachment keeps the slot's attachment: created while the slot is active, once the
+// ElasticIP and the Pod's own "<pod>.eth0" are there and nobody else uses the ElasticIP;
+// deleted when the Pod leaves or stops asking, when it was made for an earlier Pod or
+// for another ElasticIP (its spec is immutable, so it is made again), or when an older
+// attachment of the ElasticIP it names was there first.
+func (p *plan) planAttachment(in inputs, sp *slotPlan) {
+	active := in.State == podActive && sp.active()
+	target := sp.target()
 	nicName := v1alpha1.NetworkInterfaceName(in.Name, v1alpha1.DefaultInterface)
-	if a := in.Attachment; a != nil {
+	if a := sp.Attachment; a != nil {
 		switch {
 		case !labelledFor(a, in.Name):
 			if active {
@@ -244,24 +302,24 @@ func (p *plan) planAttachment(in inputs, target string, eip *v1alpha1.ElasticIP)
 		case a.DeletionTimestamp != nil:
 		case !active, ownedByEarlierPod(a, in.Pod), a.Spec.ElasticIPRef.Name != target,
 			a.Spec.TargetRef.NetworkInterfaceName != nicName:
-			p.DeleteAttachment = a
-		case in.Yield:
-			p.DeleteAttachment = a
-			p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: v1alpha1.ReasonElasticIPInUse, Message: inUseMessage(in, target, in.Others)})
+			sp.DeleteAttachment = a
+		case sp.Yield:
+			sp.DeleteAttachment = a
+			p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: v1alpha1.ReasonElasticIPInUse, Message: inUseMessage(in, target, sp.Others)})
 		}
 		return
 	}
 	nic := in.NIC
-	if !active || eip == nil || nic == nil || nic.DeletionTimestamp != nil || nic.Spec.PodRef.UID != string(in.Pod.UID) {
+	if !active || sp.Usable == nil || nic == nil || nic.DeletionTimestamp != nil || nic.Spec.PodRef.UID != string(in.Pod.UID) {
 		return
 	}
-	if len(in.Others) > 0 {
-		p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: v1alpha1.ReasonElasticIPInUse, Message: inUseMessage(in, target, in.Others)})
+	if len(sp.Others) > 0 {
+		p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: v1alpha1.ReasonElasticIPInUse, Message: inUseMessage(in, target, sp.Others)})
 		return
 	}
-	p.CreateAttachment = &v1alpha1.ElasticIPAttachment{
+	sp.CreateAttachment = &v1alpha1.ElasticIPAttachment{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: in.Name, Namespace: in.Namespace,
+			Name: sp.Name, Namespace: in.Namespace,
 			Labels:          map[string]string{v1alpha1.LabelPod: in.Name},
 			OwnerReferences: []metav1.OwnerReference{podOwnerRef(in.Pod)},
 		},
@@ -279,95 +337,15 @@ func inUseMessage(in inputs, target string, others []string) string {
 		annotations.AutoPath(in.Pod.Annotations, in.Auto))
 }
 
-// holding says the Pod holds its ElasticIP: the ElasticIP's recorded user is the Pod's
-// own attachment (by UID), made for this very Pod and translating to its eth0. Only then
-// are its name and address the Pod's own to be told (planAnnotations).
-func holding(in inputs, eip *v1alpha1.ElasticIP) bool {
-	a := in.Attachment
-	if in.State != podActive || eip == nil || eip.DeletionTimestamp != nil || eip.Status.Address == "" || a == nil ||
-		!isOwnAttachment(a, in.Name) || ownedByEarlierPod(a, in.Pod) || a.DeletionTimestamp != nil ||
+// holding says the Pod holds the slot's ElasticIP eip: the ElasticIP's recorded user is
+// the slot's own attachment (by UID), made for this very Pod and translating to its
+// eth0. Only then are its name and address the Pod's own to be told (planAnnotations).
+func holding(in inputs, s slot, eip *v1alpha1.ElasticIP) bool {
+	a := s.Attachment
+	if in.State != podActive || !s.active() || eip == nil || eip.DeletionTimestamp != nil || eip.Status.Address == "" || a == nil ||
+		!isOwnAttachment(a, s.Name, in.Name) || ownedByEarlierPod(a, in.Pod) || a.DeletionTimestamp != nil ||
 		a.Spec.ElasticIPRef.Name != eip.Name || a.Spec.TargetRef.NetworkInterfaceName != v1alpha1.NetworkInterfaceName(in.Name, v1alpha1.DefaultInterface) {
 		return false
 	}
 	return holder.Is(eip.Status.Attachment, holder.Ref(v1alpha1.AttachmentKindElasticIPAttachment, a.Name, a.UID))
-}
-
-// planAnnotations writes back what the Pod holds (holding): the name and address of its
-// ElasticIP, and for a Pod that asked with the managed-cloud keys also that service's
-// names of the same facts (docs/reference.md#automatic), the NetworkInterface's name
-// included. A Pod that does not hold an ElasticIP carries none of these: they are
-// removed when it never got the ElasticIP it names (another Pod uses it), when its
-// ElasticIP was released, deleted or moved on, when it finished, and when it stops
-// asking. A terminating Pod keeps what it has until it is gone (it still holds its
-// address then), and so does one whose annotations cannot be read. Whoever else carries
-// an address the controller writes loses it first (addressBook), so no two Pods carry
-// one address.
-func (p *plan) planAnnotations(in inputs, held bool) {
-	if in.Pod == nil || in.State == podHolding {
-		return
-	}
-	have := in.Pod.Annotations
-	if !held {
-		for _, k := range allocatedKeys {
-			if _, ok := have[k]; ok {
-				p.Annotations = map[string]*string{}
-				for _, k := range allocatedKeys {
-					p.Annotations[k] = nil
-				}
-				return
-			}
-		}
-		return
-	}
-	eip := in.target()
-	want := map[string]string{
-		v1alpha1.AnnotationAllocatedEIPName: eip.Name,
-		v1alpha1.AnnotationAllocatedEIPAddr: eip.Status.Address,
-	}
-	if annotations.UsesManagedCloudKeys(have) {
-		want[v1alpha1.AliasAllocatedEIPID] = eip.Name
-		want[v1alpha1.AliasAllocatedEIPAddress] = eip.Status.Address
-		want[v1alpha1.AliasAllocatedENIID] = v1alpha1.NetworkInterfaceName(in.Name, v1alpha1.DefaultInterface)
-	}
-	stale := false
-	for _, k := range allocatedKeys {
-		v, wanted := want[k]
-		if got, ok := have[k]; ok != wanted || got != v {
-			stale = true
-		}
-	}
-	if !stale {
-		return
-	}
-	p.Annotations = map[string]*string{}
-	for _, k := range allocatedKeys {
-		if v, ok := want[k]; ok {
-			p.Annotations[k] = &v
-		} else {
-			p.Annotations[k] = nil
-		}
-	}
-}
-
-// targetName is the name of the ElasticIP the active Pod wants: the one it names, or
-// its own (named after it).
-func (in inputs) targetName() string {
-	if in.Auto.ElasticIPName != "" {
-		return in.Auto.ElasticIPName
-	}
-	return in.Name
-}
-
-// target is the ElasticIP the active Pod uses: the one it names, or its own.
-func (in inputs) target() *v1alpha1.ElasticIP {
-	if in.Auto.ElasticIPName != "" {
-		return in.NamedEIP
-	}
-	return in.OwnEIP
-}
-
-// allocatedKeys are the annotations the controller writes back on a Pod.
-var allocatedKeys = []string{
-	v1alpha1.AnnotationAllocatedEIPName, v1alpha1.AnnotationAllocatedEIPAddr,
-	v1alpha1.AliasAllocatedEIPID, v1alpha1.AliasAllocatedEIPAddress, v1alpha1.AliasAllocatedENIID,
 }

@@ -42,46 +42,52 @@ func (w world) inputs(now time.Time) inputs {
 		}
 		return nil
 	}
-	in.OwnEIP = find(name)
-	if in.State == podActive && in.Auto.ElasticIPName != "" {
-		in.NamedEIP = find(in.Auto.ElasticIPName)
-	}
-	for _, a := range w.atts {
-		if a.Name == name {
-			in.Attachment = a
-		}
-		if in.OwnEIP != nil && a.Spec.ElasticIPRef.Name == name && a.DeletionTimestamp == nil && !(a.Name == name && labelledFor(a, name)) {
-			in.Blockers = append(in.Blockers, a.Name)
-		}
-	}
 	for _, n := range w.nics {
 		if w.pod != nil && n.Name == name+".eth0" {
 			in.NIC = n
 		}
 	}
-	if in.State == podActive {
-		target := in.targetName()
+	active := in.State == podActive
+	for _, f := range []v1alpha1.IPFamily{v1alpha1.IPv4, v1alpha1.IPv6} {
+		s := slot{Family: f, Name: slotName(name, f)}
+		s.Wants = active && in.Auto.Enabled && slices.Contains(in.Auto.IPFamilies(), f)
+		if active && f == v1alpha1.IPv4 {
+			s.Named = in.Auto.ElasticIPName
+			if s.Named != "" {
+				s.NamedEIP = find(s.Named)
+			}
+		}
+		s.OwnEIP = find(s.Name)
 		var targetAtts []*v1alpha1.ElasticIPAttachment
 		for _, a := range w.atts {
-			if a.Spec.ElasticIPRef.Name == target {
+			if a.Name == s.Name {
+				s.Attachment = a
+			}
+			if s.OwnEIP != nil && a.Spec.ElasticIPRef.Name == s.Name && a.DeletionTimestamp == nil && !(a.Name == s.Name && labelledFor(a, name)) {
+				s.Blockers = append(s.Blockers, a.Name)
+			}
+			if a.Spec.ElasticIPRef.Name == s.target() {
 				targetAtts = append(targetAtts, a)
 			}
 		}
-		if a := in.Attachment; a != nil && isOwnAttachment(a, name) && a.DeletionTimestamp == nil && a.Spec.ElasticIPRef.Name == target && !ownedByEarlierPod(a, w.pod) {
-			in.Yield = in.Auto.ElasticIPName != "" && olderAttachment(a, targetAtts)
-		}
-		if in.Yield || in.Attachment == nil || !isOwnAttachment(in.Attachment, name) || in.Attachment.Spec.ElasticIPRef.Name != target || ownedByEarlierPod(in.Attachment, w.pod) {
-			for _, a := range targetAtts {
-				if a.DeletionTimestamp == nil && !isOwnAttachment(a, name) {
-					in.Others = append(in.Others, holder.AttachmentUser(a, holder.PodOf(a)))
+		if active && s.active() {
+			a := s.Attachment
+			own := a != nil && isOwnAttachment(a, s.Name, name) && a.DeletionTimestamp == nil && a.Spec.ElasticIPRef.Name == s.target() && !ownedByEarlierPod(a, w.pod)
+			s.Yield = own && s.Named != "" && olderAttachment(a, targetAtts)
+			if !own || s.Yield {
+				for _, o := range targetAtts {
+					if o.DeletionTimestamp == nil && !labelledFor(o, name) {
+						s.Others = append(s.Others, holder.AttachmentUser(o, holder.PodOf(o)))
+					}
+				}
+				for _, n := range w.nics {
+					if n.Spec.ElasticIP == s.target() {
+						s.Others = append(s.Others, holder.DirectUser(n))
+					}
 				}
 			}
-			for _, n := range w.nics {
-				if n.Spec.ElasticIP == target {
-					in.Others = append(in.Others, holder.DirectUser(n))
-				}
-			}
 		}
+		in.Slots = append(in.Slots, s)
 	}
 	return in
 }
@@ -159,7 +165,7 @@ func TestPlanPod(t *testing.T) {
 			want: []string{"annotate managed-cloud shared 10.225.51.9 app.eth0", "annotate shared 10.225.51.9"}},
 		{name: "no longer asking: every written-back key removed", w: world{
 			pod: newPod("web", auto(v1alpha1.AliasPodWithEIP, "false", v1alpha1.AnnotationAllocatedEIPName, "web", v1alpha1.AliasAllocatedEIPID, "web"))},
-			want: []string{"remove 5 annotations"}},
+			want: []string{"remove 7 annotations"}},
 		{name: "written back already: nothing", w: world{
 			pod:  newPod("web", withEIP("ext-net", v1alpha1.AnnotationAllocatedEIPName, "web", v1alpha1.AnnotationAllocatedEIPAddr, "10.225.51.5")),
 			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow", address("10.225.51.5"), heldBy(ownAttachment(web, "web")))},
@@ -168,7 +174,7 @@ func TestPlanPod(t *testing.T) {
 			pod:  newPod("web", withEIP("ext-net", v1alpha1.AnnotationAllocatedEIPName, "web", v1alpha1.AnnotationAllocatedEIPAddr, "10.225.51.5")),
 			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow", address("10.225.51.5"), heldBy(userAttachment("mine", "web", "x.eth0")))},
 			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web"), userAttachment("mine", "web", "x.eth0")}, nics: []*v1alpha1.NetworkInterface{nicOf(web)}},
-			want: []string{"remove 5 annotations"}},
+			want: []string{"remove 7 annotations"}},
 		{name: "bandwidth changed: update", w: world{pod: webBW, eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}},
 			want: []string{"update eip web label=web strategy=Follow owner=uid-web bw=50"}},
 		{name: "bandwidth set on the ElasticIP, no annotation: it stands", w: world{
@@ -214,7 +220,7 @@ func TestPlanPod(t *testing.T) {
 			withEIP("ext-net", v1alpha1.AnnotationAllocatedEIPName, "web", v1alpha1.AnnotationAllocatedEIPAddr, "10.225.51.5"), phase(corev1.PodSucceeded)),
 			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow", address("10.225.51.5"), heldBy(ownAttachment(web, "web")))},
 			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}},
-			want: []string{"delete attachment web", "remove 5 annotations"}},
+			want: []string{"delete attachment web", "remove 7 annotations"}},
 		{name: "terminating: address annotations kept while it holds the address", w: world{pod: newPod("web",
 			withEIP("ext-net", v1alpha1.AnnotationAllocatedEIPName, "web", v1alpha1.AnnotationAllocatedEIPAddr, "10.225.51.5"), terminating),
 			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow", address("10.225.51.5"), heldBy(ownAttachment(web, "web")))},
@@ -224,7 +230,7 @@ func TestPlanPod(t *testing.T) {
 		{name: "stops asking: detach, release, unannotate", w: world{
 			pod:  newPod("web", auto(v1alpha1.AnnotationAllocatedEIPName, "web", v1alpha1.AnnotationAllocatedEIPAddr, "10.225.51.5")),
 			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}, atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}},
-			want: []string{"delete attachment web", "remove 5 annotations"}},
+			want: []string{"delete attachment web", "remove 7 annotations"}},
 		{name: "plain Pod without objects: nothing", w: world{pod: plain}},
 		{name: "terminating: everything stays", w: world{pod: newPod("web", withEIP("ext-net"), terminating),
 			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow")}, atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}}},
@@ -276,7 +282,7 @@ func TestPlanPod(t *testing.T) {
 			pod:  newPod("app", auto(v1alpha1.AnnotationPodEIPName, "shared", v1alpha1.AnnotationAllocatedEIPName, "shared", v1alpha1.AnnotationAllocatedEIPAddr, "10.225.51.9")),
 			eips: []*v1alpha1.ElasticIP{userEIP("shared", address("10.225.51.9"), heldBy(ownAttachment(newPod("nginx", nil), "shared")))},
 			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(newPod("nginx", nil), "shared")}, nics: []*v1alpha1.NetworkInterface{nicOf(named)}},
-			want: []string{"problem " + v1alpha1.ReasonElasticIPInUse, "remove 5 annotations"}},
+			want: []string{"problem " + v1alpha1.ReasonElasticIPInUse, "remove 7 annotations"}},
 		{name: "two attachments of a named ElasticIP: the younger gives way", w: world{pod: named,
 			eips: []*v1alpha1.ElasticIP{userEIP("shared", address("10.225.51.9"))},
 			atts: []*v1alpha1.ElasticIPAttachment{younger(ownAttachment(named, "shared")), ownAttachment(newPod("nginx", nil), "shared")},
@@ -289,7 +295,7 @@ func TestPlanPod(t *testing.T) {
 		{name: "named ElasticIP deleted: its address annotations go", w: world{
 			pod:  newPod("app", auto(v1alpha1.AnnotationPodEIPName, "shared", v1alpha1.AnnotationAllocatedEIPName, "shared", v1alpha1.AnnotationAllocatedEIPAddr, "10.225.51.9")),
 			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(named, "shared")}, nics: []*v1alpha1.NetworkInterface{nicOf(named)}},
-			want: []string{"problem " + v1alpha1.EventElasticIPNotFound, "remove 5 annotations"}},
+			want: []string{"problem " + v1alpha1.EventElasticIPNotFound, "remove 7 annotations"}},
 		{name: "named ElasticIP by alias", w: world{pod: namedAlias, eips: []*v1alpha1.ElasticIP{userEIP("shared")}, nics: []*v1alpha1.NetworkInterface{nicOf(named)}},
 			want: []string{"create attachment app eip=shared nic=app.eth0 label=app owner=uid-app"}},
 		{name: "named ElasticIP missing", w: world{pod: named, nics: []*v1alpha1.NetworkInterface{nicOf(named)}},
@@ -336,7 +342,7 @@ func TestPlanMessages(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := tt.w.inputs(t0)
-			slices.Sort(in.Blockers)
+			slices.Sort(in.Slots[0].Blockers)
 			p := planPod(in)
 			if len(p.Problems) != 1 {
 				t.Fatalf("problems = %+v, want one", p.Problems)
@@ -357,14 +363,118 @@ func TestPlanOwnerReferences(t *testing.T) {
 	other := metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Thing", Name: "t", UID: "uid-t", Controller: ptr.To(true)}
 	eip := ownEIP(web, "Never", func(e *v1alpha1.ElasticIP) { e.OwnerReferences = []metav1.OwnerReference{other} })
 	p := planPod(world{pod: web, eips: []*v1alpha1.ElasticIP{eip}}.inputs(t0))
-	if p.UpdateEIP == nil {
+	if p.Slots[0].UpdateEIP == nil {
 		t.Fatal("no update planned")
 	}
-	refs := p.UpdateEIP.OwnerReferences
+	refs := p.Slots[0].UpdateEIP.OwnerReferences
 	if len(refs) != 2 || !equality.Semantic.DeepEqual(refs[0], other) || refs[1].UID != web.UID || refs[1].Controller != nil {
 		t.Errorf("ownerReferences = %+v", refs)
 	}
 	if eip.Annotations[v1alpha1.AnnotationReleaseStrategy] != "Never" || len(eip.OwnerReferences) != 1 {
 		t.Error("the cached ElasticIP was modified")
+	}
+}
+
+// A Pod asking for both families gets one ElasticIP of each, an attachment of each, and
+// each written back under its own keys; the managed-cloud keys name the IPv4 one. A Pod
+// that drops a family releases that ElasticIP; one asking for IPv6 alone gets no IPv4.
+func TestPlanFamilies(t *testing.T) {
+	both := func(kv ...string) map[string]string {
+		return withEIP("ext-net", append([]string{v1alpha1.AnnotationPodEIPIPFamilies, "IPv4,IPv6"}, kv...)...)
+	}
+	dual := newPod("web", both())
+	v6only := newPod("web", withEIP("ext-net", v1alpha1.AnnotationPodEIPIPFamilies, "IPv6"))
+	nets := []*v1alpha1.ExternalNetwork{network("ext-net", false)}
+	own6 := func(p *corev1.Pod, mods ...func(*v1alpha1.ElasticIP)) *v1alpha1.ElasticIP {
+		e := ownEIP(p, "Follow", mods...)
+		e.Name, e.UID, e.Spec.IPFamily = "web-ipv6", "eip-uid-web-ipv6", v1alpha1.IPv6
+		return e
+	}
+	att6 := func(p *corev1.Pod) *v1alpha1.ElasticIPAttachment {
+		a := ownAttachment(p, "web-ipv6")
+		a.Name, a.UID = "web-ipv6", "att-uid-web-ipv6"
+		return a
+	}
+	aliasDual := newPod("web", auto(v1alpha1.AliasPodWithEIP, "true", v1alpha1.AnnotationPodEIPIPFamilies, "IPv4,IPv6"))
+	tests := []struct {
+		name string
+		w    world
+		want []string
+	}{
+		{name: "both families: two ElasticIPs", w: world{pod: dual, networks: nets},
+			want: []string{"create eip web network=ext-net label=web strategy=Follow owner=uid-web",
+				"create eip web-ipv6 network=ext-net label=web strategy=Follow owner=uid-web family=IPv6"}},
+		{name: "IPv6 alone: one IPv6 ElasticIP", w: world{pod: v6only, networks: nets},
+			want: []string{"create eip web-ipv6 network=ext-net label=web strategy=Follow owner=uid-web family=IPv6"}},
+		{name: "both families: two attachments", w: world{pod: dual, eips: []*v1alpha1.ElasticIP{ownEIP(dual, "Follow"), own6(dual)},
+			nics: []*v1alpha1.NetworkInterface{nicOf(dual)}},
+			want: []string{"create attachment web eip=web nic=web.eth0 label=web owner=uid-web",
+				"create attachment web-ipv6 eip=web-ipv6 nic=web.eth0 label=web owner=uid-web"}},
+		{name: "both held: each written back under its keys", w: world{pod: dual,
+			eips: []*v1alpha1.ElasticIP{ownEIP(dual, "Follow", address("10.225.51.5"), heldBy(ownAttachment(dual, "web"))),
+				own6(dual, address("fd00:225:51::5"), heldBy(att6(dual)))},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(dual, "web"), att6(dual)}, nics: []*v1alpha1.NetworkInterface{nicOf(dual)}},
+			want: []string{"annotate web 10.225.51.5", "annotate ipv6 web-ipv6 fd00:225:51::5"}},
+		{name: "IPv6 held, IPv4 not yet: only the IPv6 keys", w: world{pod: dual,
+			eips: []*v1alpha1.ElasticIP{ownEIP(dual, "Follow", address("10.225.51.5")),
+				own6(dual, address("fd00:225:51::5"), heldBy(att6(dual)))},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(dual, "web"), att6(dual)}, nics: []*v1alpha1.NetworkInterface{nicOf(dual)}},
+			want: []string{"annotate ipv6 web-ipv6 fd00:225:51::5"}},
+		{name: "managed-cloud keys name the IPv4 one", w: world{pod: aliasDual,
+			eips: []*v1alpha1.ElasticIP{ownEIP(aliasDual, "Follow", address("10.225.51.5"), heldBy(ownAttachment(aliasDual, "web"))),
+				own6(aliasDual, address("fd00:225:51::5"), heldBy(att6(aliasDual)))},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(aliasDual, "web"), att6(aliasDual)}, nics: []*v1alpha1.NetworkInterface{nicOf(aliasDual)}},
+			want: []string{"annotate web 10.225.51.5", "annotate ipv6 web-ipv6 fd00:225:51::5", "annotate managed-cloud web 10.225.51.5 web.eth0"}},
+		{name: "IPv6 dropped: its attachment goes first", w: world{pod: newPod("web", withEIP("ext-net")),
+			eips: []*v1alpha1.ElasticIP{ownEIP(dual, "Follow"), own6(dual)},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(dual, "web"), att6(dual)}, nics: []*v1alpha1.NetworkInterface{nicOf(dual)}},
+			want: []string{"delete attachment web-ipv6"}},
+		{name: "IPv6 dropped: then its ElasticIP", w: world{pod: newPod("web", withEIP("ext-net")),
+			eips: []*v1alpha1.ElasticIP{ownEIP(dual, "Follow"), own6(dual)},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(dual, "web")}, nics: []*v1alpha1.NetworkInterface{nicOf(dual)}},
+			want: []string{"delete eip web-ipv6"}},
+		{name: "gone: both released", w: world{name: "web", eips: []*v1alpha1.ElasticIP{ownEIP(dual, "Follow"), own6(dual)}},
+			want: []string{"delete eip web", "delete eip web-ipv6"}},
+		{name: "the IPv6 name taken by another Pod's ElasticIP", w: world{pod: dual, networks: nets,
+			eips: []*v1alpha1.ElasticIP{ownEIP(dual, "Follow"), userEIP("web-ipv6", func(e *v1alpha1.ElasticIP) {
+				e.Labels = map[string]string{v1alpha1.LabelPod: "web-ipv6"}
+			})}, nics: []*v1alpha1.NetworkInterface{nicOf(dual)}},
+			want: []string{"create attachment web eip=web nic=web.eth0 label=web owner=uid-web", "problem " + v1alpha1.EventElasticIPNameTaken}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := summary(planPod(tt.w.inputs(t0)))
+			want := slices.Clone(tt.want)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("plan:\n  got  %q\n  want %q", got, want)
+			}
+		})
+	}
+}
+
+// The Pod's condition speaks of every family it asks for: True once it holds both, False
+// with what the first one it lacks waits for.
+func TestConditionFamilies(t *testing.T) {
+	dual := newPod("web", withEIP("ext-net", v1alpha1.AnnotationPodEIPIPFamilies, "IPv4,IPv6"))
+	a4 := ownAttachment(dual, "web")
+	a6 := ownAttachment(dual, "web-ipv6")
+	a6.Name, a6.UID = "web-ipv6", "att-uid-web-ipv6"
+	e4 := ownEIP(dual, "Follow", address("10.225.51.5"), heldBy(a4))
+	e6 := ownEIP(dual, "Follow", address("fd00:225:51::5"), heldBy(a6))
+	e6.Name, e6.Spec.IPFamily = "web-ipv6", v1alpha1.IPv6
+	pending6 := e6.DeepCopy()
+	pending6.Status = v1alpha1.ElasticIPStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionAllocated, Status: metav1.ConditionFalse,
+		Reason: v1alpha1.ReasonNoAddressAvailable, Message: `ExternalNetwork "ext-net" has no IPv6 AddressPool ("ext-pool"): add one to its spec.addressPools`}}}
+	w := world{pod: dual, eips: []*v1alpha1.ElasticIP{e4, e6}, atts: []*v1alpha1.ElasticIPAttachment{a4, a6}, nics: []*v1alpha1.NetworkInterface{nicOf(dual)}}
+	c := planPod(w.inputs(t0)).Condition
+	if c == nil || c.Status != corev1.ConditionTrue || c.Message != `ElasticIP "web" (10.225.51.5) is attached to this Pod by NAT through ElasticIPAttachment "web"; `+
+		`ElasticIP "web-ipv6" (fd00:225:51::5) is attached to this Pod by NAT through ElasticIPAttachment "web-ipv6"` {
+		t.Errorf("both held: %+v", c)
+	}
+	w.eips = []*v1alpha1.ElasticIP{e4, pending6}
+	c = planPod(w.inputs(t0)).Condition
+	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != v1alpha1.ReasonNoAddressAvailable || !strings.Contains(c.Message, "has no IPv6 AddressPool") {
+		t.Errorf("IPv6 without a pool: %+v", c)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
 	"github.com/loutres/juneau/pkg/generated/informers/externalversions"
+	"github.com/loutres/juneau/pkg/status"
 )
 
 type fixture struct {
@@ -219,13 +220,13 @@ func (f *fixture) pick(eipName, attachment string) {
 }
 
 // expectCondition checks the Pod's juneau.loutres.me/elastic-ip-assigned condition.
-func (f *fixture) expectCondition(pod string, status corev1.ConditionStatus, reason, message string) {
+func (f *fixture) expectCondition(pod string, want corev1.ConditionStatus, reason, message string) {
 	f.t.Helper()
 	p, err := f.kube.CoreV1().Pods(testNS).Get(f.ctx, pod, metav1.GetOptions{})
 	f.check(err)
-	c := findPodCondition(p, v1alpha1.PodConditionElasticIPAssigned)
-	if c == nil || c.Status != status || c.Reason != reason || !strings.Contains(c.Message, message) {
-		f.t.Errorf("condition %s of Pod %s = %+v, want %s/%s with %q", v1alpha1.PodConditionElasticIPAssigned, pod, c, status, reason, message)
+	c := status.PodCondition(p, v1alpha1.PodConditionElasticIPAssigned)
+	if c == nil || c.Status != want || c.Reason != reason || !strings.Contains(c.Message, message) {
+		f.t.Errorf("condition %s of Pod %s = %+v, want %s/%s with %q", v1alpha1.PodConditionElasticIPAssigned, pod, c, want, reason, message)
 	}
 }
 
@@ -497,4 +498,42 @@ func TestEventKeys(t *testing.T) {
 	if got := f.c.allocatingKeys(); !slices.Equal(got, []string{"ns/b"}) {
 		t.Errorf("allocating keys = %q", got)
 	}
+}
+
+// TestSyncDualStack: a Pod asking for both families gets an IPv4 and an IPv6 ElasticIP,
+// an attachment of each, both addresses written back under their own keys, and its
+// condition True naming both.
+func TestSyncDualStack(t *testing.T) {
+	pod := newPod("web", withEIP("ext-net", v1alpha1.AnnotationPodEIPIPFamilies, "IPv4,IPv6"))
+	f := newFixture(t, nil, pod, nicOf(pod), network("ext-net", false))
+	key := testNS + "/web"
+	f.sync(key)
+	f.expectWrites("create elasticips", "create elasticips")
+	if e := f.eip("web-ipv6"); e == nil || e.Spec.IPFamily != v1alpha1.IPv6 || e.Labels[v1alpha1.LabelPod] != "web" {
+		t.Fatalf("IPv6 ElasticIP %+v", e)
+	}
+	for name, addr := range map[string]string{"web": "10.225.51.5", "web-ipv6": "fd00:225:51::5"} {
+		e := f.eip(name)
+		e.Status.Address = addr
+		_, err := f.client.JuneauV1alpha1().ElasticIPs(testNS).UpdateStatus(f.ctx, e, metav1.UpdateOptions{})
+		f.check(err)
+	}
+	f.refresh()
+	f.sync(key)
+	f.expectWrites("create elasticipattachments", "create elasticipattachments")
+	f.refresh()
+	f.pick("web", "web")
+	f.pick("web-ipv6", "web-ipv6")
+	f.sync(key)
+	f.expectWrites("patch pods", "patch pods/status")
+	got, err := f.kube.CoreV1().Pods(testNS).Get(f.ctx, "web", metav1.GetOptions{})
+	f.check(err)
+	if got.Annotations[v1alpha1.AnnotationAllocatedEIPAddr] != "10.225.51.5" || got.Annotations[v1alpha1.AnnotationAllocatedEIPName] != "web" ||
+		got.Annotations[v1alpha1.AnnotationAllocatedEIPAddr6] != "fd00:225:51::5" || got.Annotations[v1alpha1.AnnotationAllocatedEIPName6] != "web-ipv6" {
+		t.Errorf("annotations %v", got.Annotations)
+	}
+	f.expectCondition("web", corev1.ConditionTrue, v1alpha1.ReasonAssigned, `ElasticIP "web-ipv6" (fd00:225:51::5) is attached to this Pod by NAT through ElasticIPAttachment "web-ipv6"`)
+	f.refresh()
+	f.sync(key)
+	f.expectWrites()
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 )
 
 // poolStatus computes an AddressPool's status from its count of claims (counts.go: all
@@ -76,26 +77,19 @@ type nodeAddress struct {
 	addr netip.Addr
 }
 
-// nodeAddressesIn lists the InternalIP and ExternalIP addresses of Nodes that lie in the
+// nodeAddressesIn lists the Node addresses (validation.NodeAddresses) that lie in the
 // ranges, sorted by Node name and address.
 func nodeAddressesIn(ranges []iprange.Range, nodes []*corev1.Node) []nodeAddress {
 	var out []nodeAddress
 	for _, n := range nodes {
-		for _, a := range n.Status.Addresses {
-			if a.Type != corev1.NodeInternalIP && a.Type != corev1.NodeExternalIP {
-				continue
-			}
-			addr, err := netip.ParseAddr(a.Address)
-			if err != nil || !iprange.Contain(ranges, addr.Unmap()) {
-				continue
-			}
-			out = append(out, nodeAddress{node: n.Name, addr: addr.Unmap()})
+		for _, a := range validation.NodeAddressesIn(n, func(a netip.Addr) bool { return iprange.Contain(ranges, a) }) {
+			out = append(out, nodeAddress{node: n.Name, addr: a})
 		}
 	}
 	slices.SortFunc(out, func(a, b nodeAddress) int {
 		return cmp.Or(strings.Compare(a.node, b.node), a.addr.Compare(b.addr))
 	})
-	return slices.Compact(out)
+	return out
 }
 
 func nodeMessage(inside []nodeAddress) string {

@@ -342,6 +342,11 @@ func (a *Agent) inputs() (Inputs, error) {
 			return in, err
 		}
 	}
+	if a.listers.Pods != nil {
+		if in.Pods, err = a.listers.Pods.List(labels.Everything()); err != nil {
+			return in, err
+		}
+	}
 	if a.listers.ElasticIPs != nil {
 		eips, err := a.listers.ElasticIPs.List(labels.Everything())
 		if err != nil {

@@ -17,7 +17,10 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 	"github.com/loutres/juneau/pkg/node/nft"
 )
 
@@ -35,6 +38,9 @@ type Inputs struct {
 	ServiceCIDRs   []*networkingv1.ServiceCIDR
 	// NICs of this Node; those holding an ElasticIP directly get anti-spoofing.
 	NICs []*v1alpha1.NetworkInterface
+	// Pods of this Node: the eth0 of a dual-stack Pod carrying an ElasticIP directly
+	// keeps its Pod address of the other family, which it may send from.
+	Pods []*corev1.Pod
 	// HostInterface names the Node interface routing addr to a Pod (the direct NIC's
 	// host end), if any.
 	HostInterface func(addr netip.Addr) (string, bool)
@@ -176,25 +182,28 @@ func Compute(in Inputs) Desired {
 	return d
 }
 
-// reservedAddress says why addr must not be answered for on the external segment (it is
-// the network or broadcast address of a subnet of the external interface: answering
-// would claim the whole segment's broadcast, or an address hosts treat as the network
-// itself), or "" when it may be.
+// reservedAddress says why addr must not be answered for on the external segment, or ""
+// when it may be: it is an address of a subnet of the external interface that the
+// subnet keeps for itself — what iprange leaves out of automatic allocation: the network
+// and broadcast addresses of an IPv4 subnet (answering would claim the whole segment's
+// broadcast, or an address hosts treat as the network itself), the Subnet-Router anycast
+// address of an IPv6 one (answering would take the routers' address).
 func reservedAddress(in Inputs, addr netip.Addr) string {
 	for _, p := range in.ExternalSubnets {
-		if !p.Addr().Is4() || p.Bits() >= 31 || !p.Contains(addr) {
+		whole := iprange.FromPrefix(p.Masked())
+		auto, _ := whole.Auto()
+		if !whole.Contains(addr) || auto.Contains(addr) {
 			continue
 		}
-		network := p.Masked().Addr()
-		if addr == network {
-			return fmt.Sprintf("%s is the network address of %s on interface %s: no Node answers ARP for it", addr, p.Masked(), in.ExternalInterface)
+		what := "broadcast address"
+		switch {
+		case addr.Is6():
+			what = "Subnet-Router anycast address"
+		case addr == whole.First:
+			what = "network address"
 		}
-		b := network.As4()
-		host := uint32(1)<<(32-p.Bits()) - 1
-		v := (uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])) | host
-		if addr == netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}) {
-			return fmt.Sprintf("%s is the broadcast address of %s on interface %s: no Node answers ARP for it", addr, p.Masked(), in.ExternalInterface)
-		}
+		return fmt.Sprintf("%s is the %s of %s on interface %s: no Node answers %s for it",
+			addr, what, p.Masked(), in.ExternalInterface, advertisement.Protocol(addr))
 	}
 	return ""
 }
@@ -234,14 +243,8 @@ func clusterCIDRs(in Inputs) []netip.Prefix {
 		for _, c := range n.Spec.PodCIDRs {
 			add(c)
 		}
-		for _, a := range n.Status.Addresses {
-			if a.Type != corev1.NodeInternalIP && a.Type != corev1.NodeExternalIP {
-				continue
-			}
-			if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Zone() == "" {
-				ip = ip.Unmap()
-				out = append(out, netip.PrefixFrom(ip, ip.BitLen()))
-			}
+		for _, a := range validation.NodeAddresses(n) {
+			out = append(out, iprange.HostPrefix(a))
 		}
 	}
 	for _, sc := range in.ServiceCIDRs {
@@ -270,10 +273,8 @@ func refusedCondition(why string, generation int64) metav1.Condition {
 // answeringCondition is the Answering condition this agent writes on an advertisement
 // of addr: answered by ARP (IPv4) or NDP (IPv6).
 func answeringCondition(addr, iface, mac string, generation int64) metav1.Condition {
-	proto := "ARP"
-	if a, err := netip.ParseAddr(addr); err == nil && !a.Unmap().Is4() {
-		proto = "NDP"
-	}
+	a, _ := netip.ParseAddr(addr)
+	proto := advertisement.Protocol(a)
 	return metav1.Condition{
 		Type: v1alpha1.ConditionAnswering, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAnswering,
 		Message:            "answering " + proto + " on interface " + iface + " with " + mac,
@@ -282,7 +283,11 @@ func answeringCondition(addr, iface, mac string, generation int64) metav1.Condit
 }
 
 // directNICs lists, for every NIC of this Node holding its ElasticIP, the host interface
-// its packets enter through and the only source address allowed there (docs/reference.md#direct-nics).
+// its packets enter through and the source addresses allowed there
+// (docs/reference.md#direct-nics): its ElasticIP, and for eth0 the Pod's addresses of
+// the other family, which the CNI plugin leaves on it (a dual-stack Pod with an IPv4
+// ElasticIP keeps its IPv6 Pod IP). The interface is filtered in both families' tables
+// (package nft), so any other source of either family is dropped.
 func directNICs(in Inputs) []nft.DirectNIC {
 	var out []nft.DirectNIC
 	for _, nic := range in.NICs {
@@ -293,14 +298,41 @@ func directNICs(in Inputs) []nft.DirectNIC {
 		if err != nil || in.HostInterface == nil {
 			continue
 		}
-		if dev, ok := in.HostInterface(p.Addr()); ok {
-			out = append(out, nft.DirectNIC{HostInterface: dev, Address: p.Addr(), BandwidthMbps: in.bandwidth(nic.Namespace, nic.Spec.ElasticIP)})
+		dev, ok := in.HostInterface(p.Addr())
+		if !ok {
+			continue
+		}
+		bw := in.bandwidth(nic.Namespace, nic.Spec.ElasticIP)
+		out = append(out, nft.DirectNIC{HostInterface: dev, Address: p.Addr(), BandwidthMbps: bw})
+		if nic.Spec.PodRef.Interface != v1alpha1.DefaultInterface {
+			continue
+		}
+		for _, a := range otherFamilyPodIPs(in.Pods, nic, p.Addr()) {
+			out = append(out, nft.DirectNIC{HostInterface: dev, Address: a})
 		}
 	}
 	slices.SortFunc(out, func(a, b nft.DirectNIC) int {
 		return cmp.Or(a.Address.Compare(b.Address), cmp.Compare(a.HostInterface, b.HostInterface), cmp.Compare(a.BandwidthMbps, b.BandwidthMbps))
 	})
 	return out
+}
+
+// otherFamilyPodIPs are the Pod IPs of the NIC's Pod (by UID) of another family than
+// the ElasticIP eip.
+func otherFamilyPodIPs(pods []*corev1.Pod, nic *v1alpha1.NetworkInterface, eip netip.Addr) []netip.Addr {
+	for _, pod := range pods {
+		if pod.Namespace != nic.Namespace || pod.Name != nic.Spec.PodRef.Name || string(pod.UID) != nic.Spec.PodRef.UID {
+			continue
+		}
+		var out []netip.Addr
+		for _, ip := range pod.Status.PodIPs {
+			if a, err := netip.ParseAddr(ip.IP); err == nil && a.Unmap().Is4() != eip.Unmap().Is4() {
+				out = append(out, a.Unmap())
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // bandwidth is the ElasticIP's spec.bandwidthMbps, 0 when unlimited or unknown.

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -204,13 +205,18 @@ func BenchmarkComputeClusterWide(b *testing.B) {
 }
 
 // TestComputeRefusesSubnetReservedAddresses: an advertisement of the external subnet's
-// network or broadcast address is not answered, and says why; the neighbours are.
+// network or broadcast address (IPv4), or of its Subnet-Router anycast address (IPv6),
+// is not answered, and says why; the neighbours are.
 func TestComputeRefusesSubnetReservedAddresses(t *testing.T) {
 	in := Inputs{NodeName: "node-a", ExternalInterface: "ext0",
-		ExternalSubnets: []netip.Prefix{netip.MustParsePrefix("10.225.51.2/24"), netip.MustParsePrefix("192.0.2.1/32")}}
-	for i, eip := range []string{"10.225.51.0", "10.225.51.255", "10.225.51.254", "10.225.51.1"} {
+		ExternalSubnets: []netip.Prefix{netip.MustParsePrefix("10.225.51.2/24"), netip.MustParsePrefix("192.0.2.1/32"), netip.MustParsePrefix("fd00:225:51::2/64")}}
+	for i, eip := range []string{"10.225.51.0", "10.225.51.255", "10.225.51.254", "10.225.51.1", "fd00:225:51::", "fd00:225:51::ffff:ffff:ffff:ffff"} {
 		name := "eip-default-" + strconv.Itoa(i)
-		in.Attachments = append(in.Attachments, attachment(name, "node-a", eip, "10.244.1."+strconv.Itoa(10+i), v1alpha1.AttachmentAttached, true))
+		podIP := "10.244.1." + strconv.Itoa(10+i)
+		if strings.Contains(eip, ":") {
+			podIP = "fd00:244:1::" + strconv.Itoa(10+i)
+		}
+		in.Attachments = append(in.Attachments, attachment(name, "node-a", eip, podIP, v1alpha1.AttachmentAttached, true))
 		in.Advertisements = append(in.Advertisements, &v1alpha1.ARPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: v1alpha1.ARPAdvertisementSpec{Address: eip, NodeName: "node-a"}})
 	}
@@ -219,14 +225,18 @@ func TestComputeRefusesSubnetReservedAddresses(t *testing.T) {
 	if !slices.Equal(d.ARP, want) {
 		t.Errorf("answering %v, want %v", d.ARP, want)
 	}
-	if len(d.Refused) != 2 ||
+	if want6 := []netip.Addr{netip.MustParseAddr("fd00:225:51::ffff:ffff:ffff:ffff")}; !slices.Equal(d.NDP, want6) {
+		t.Errorf("answering by NDP %v, want %v", d.NDP, want6)
+	}
+	if len(d.Refused) != 3 ||
 		d.Refused["eip-default-0"] != "10.225.51.0 is the network address of 10.225.51.0/24 on interface ext0: no Node answers ARP for it" ||
-		d.Refused["eip-default-1"] != "10.225.51.255 is the broadcast address of 10.225.51.0/24 on interface ext0: no Node answers ARP for it" {
+		d.Refused["eip-default-1"] != "10.225.51.255 is the broadcast address of 10.225.51.0/24 on interface ext0: no Node answers ARP for it" ||
+		d.Refused["eip-default-4"] != "fd00:225:51:: is the Subnet-Router anycast address of fd00:225:51::/64 on interface ext0: no Node answers NDP for it" {
 		t.Errorf("refused %v", d.Refused)
 	}
-	// The NAT mappings stay: only ARP is refused.
-	if len(d.NAT.Mappings) != 4 {
-		t.Errorf("%d mappings, want 4", len(d.NAT.Mappings))
+	// The NAT mappings stay: only ARP and NDP answers are refused.
+	if len(d.NAT.Mappings) != 6 {
+		t.Errorf("%d mappings, want 6", len(d.NAT.Mappings))
 	}
 }
 

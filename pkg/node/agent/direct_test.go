@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -66,5 +68,37 @@ func TestDirectInterfacesHolderByUID(t *testing.T) {
 				t.Errorf("holds=%v waiting=%q, want holds=%v waiting containing %q", got[0].Holds, got[0].Waiting, tc.holds, tc.waiting)
 			}
 		})
+	}
+}
+
+// The sources a direct NIC may send from: its ElasticIP; for eth0 also the Pod's address
+// of the other family, which the CNI plugin leaves on it (a dual-stack Pod with an IPv4
+// ElasticIP keeps its IPv6 Pod IP); an extra NIC has its ElasticIP alone.
+func TestDirectNICsAllowBothFamiliesOfEth0(t *testing.T) {
+	nic := func(iface, eip, addr string) *v1alpha1.NetworkInterface {
+		return &v1alpha1.NetworkInterface{
+			ObjectMeta: metav1.ObjectMeta{Name: "web." + iface, Namespace: "default"},
+			Spec: v1alpha1.NetworkInterfaceSpec{NodeName: "node-a", ElasticIP: eip,
+				PodRef: v1alpha1.PodReference{Name: "web", UID: "uid-web", Interface: iface}},
+			Status: v1alpha1.NetworkInterfaceStatus{Phase: v1alpha1.NetworkInterfaceReady, Address: addr},
+		}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web"},
+		Status: corev1.PodStatus{PodIPs: []corev1.PodIP{{IP: "10.244.1.5"}, {IP: "fd00:244:1::5"}}}}
+	in := Inputs{NodeName: "node-a", Pods: []*corev1.Pod{pod},
+		NICs: []*v1alpha1.NetworkInterface{nic("eth0", "web-eip", "10.225.51.6/32"), nic("ext0", "gw-eip", "10.225.51.7/32")},
+		HostInterface: func(a netip.Addr) (string, bool) {
+			if a == netip.MustParseAddr("10.225.51.7") {
+				return "jnext0", true
+			}
+			return "veth-web", true
+		}}
+	var got []string
+	for _, d := range directNICs(in) {
+		got = append(got, d.HostInterface+" "+d.Address.String())
+	}
+	want := []string{"veth-web 10.225.51.6", "jnext0 10.225.51.7", "veth-web fd00:244:1::5"}
+	if !slices.Equal(got, want) {
+		t.Errorf("allowed sources %q, want %q", got, want)
 	}
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/directnic"
 )
 
 // check verifies that a direct NIC is set up as ADD left it; the error lists everything
@@ -34,7 +36,7 @@ func (d *dataplane) check(s nicState) error {
 		return err
 	}
 	if !slices.Contains(addrs, gatewayPrefix(p.Address.Addr())) {
-		missing = append(missing, fmt.Errorf("gateway %s is missing on host interface %q", gatewayFor(p.Address.Addr()), p.HostInterface))
+		missing = append(missing, fmt.Errorf("gateway %s is missing on host interface %q", directnic.Gateway(p.Address.Addr()), p.HostInterface))
 	}
 	routes, err := routesOf(d.host, hostLink, unix.RT_TABLE_MAIN, p.Address.Addr())
 	if err != nil {

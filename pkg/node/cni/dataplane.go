@@ -12,6 +12,9 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/directnic"
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 )
 
 // dataplane changes links, addresses, routes and rules on the node (the namespace the
@@ -104,9 +107,9 @@ func exists(err error) bool { return err == nil || errors.Is(err, unix.EEXIST) }
 // duplicate address detection (every host end holds it; each link is its own).
 func gatewayAddr(addr netip.Addr) *netlink.Addr {
 	if addr.Is4() {
-		return &netlink.Addr{IPNet: ipNet(netip.PrefixFrom(directGateway, 32)), Scope: int(netlink.SCOPE_HOST)}
+		return &netlink.Addr{IPNet: ipNet(iprange.HostPrefix(directnic.Gateway(addr))), Scope: int(netlink.SCOPE_HOST)}
 	}
-	return &netlink.Addr{IPNet: ipNet(netip.PrefixFrom(directGateway6, 64)), Scope: int(netlink.SCOPE_LINK), Flags: unix.IFA_F_NODAD}
+	return &netlink.Addr{IPNet: ipNet(netip.PrefixFrom(directnic.Gateway(addr), 64)), Scope: int(netlink.SCOPE_LINK), Flags: unix.IFA_F_NODAD}
 }
 
 // gatewayPrefix is the prefix of gatewayAddr.
@@ -319,7 +322,7 @@ func (d *dataplane) plumbCommon(p nicPlan, podLink, hostLink netlink.Link) error
 	}
 	host := hostLink.Attrs().Name
 	if err := d.host.AddrAdd(hostLink, gatewayAddr(p.Address.Addr())); !exists(err) {
-		return fmt.Errorf("add %s to host interface %q: %w", gatewayFor(p.Address.Addr()), host, err)
+		return fmt.Errorf("add %s to host interface %q: %w", directnic.Gateway(p.Address.Addr()), host, err)
 	}
 	// Only <EIP>/32 (and, for eth0, the primary plugin's Pod IP) route back through this
 	// link, so strict reverse-path filtering drops packets the Pod sends from any other

@@ -10,6 +10,8 @@ import (
 	cnitypes "github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/directnic"
 )
 
 // maxErrorBytes bounds every error the plugin's parsers return: the runtime puts the
@@ -139,7 +141,7 @@ func checkResults(t *testing.T, conf *Config, ifName string) {
 		t.Fatalf("passing the primary result through in %s changed it: %+v → %+v", conf.CNIVersion, conf.prev, pass)
 	}
 	nic := plumbed{nicPlan: nicPlan{Interface: ifName, Address: fuzzEIP, Primary: true,
-		Routes: []route{{Dst: netip.MustParsePrefix("0.0.0.0/0"), Gw: directGateway, OnLink: true}}}}
+		Routes: []route{{Dst: netip.MustParsePrefix("0.0.0.0/0"), Gw: directnic.Gateway(netip.MustParseAddr("10.225.51.5")), OnLink: true}}}}
 	res, err := rewriteResult(conf.prev, ifName, "/var/run/netns/pod", []plumbed{nic})
 	checkBounded(t, "rewriteResult", err)
 	if err != nil {

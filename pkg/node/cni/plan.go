@@ -9,25 +9,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/directnic"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/node/cniserver"
 )
-
-// directGateway is the on-link gateway every direct NIC carrying an IPv4 ElasticIP
-// routes through; the host end of its veth answers ARP for it. directGateway6 is the
-// IPv6 one, a link-local address the host end holds and answers NDP for.
-var (
-	directGateway  = netip.MustParseAddr(v1alpha1.DirectGateway)
-	directGateway6 = netip.MustParseAddr(cniserver.DirectGateway6)
-)
-
-// gatewayFor is the gateway of a NIC carrying addr.
-func gatewayFor(addr netip.Addr) netip.Addr {
-	if addr.Is4() {
-		return directGateway
-	}
-	return directGateway6
-}
 
 // maxIfNameLen is IFNAMSIZ-1.
 const maxIfNameLen = 15
@@ -96,7 +81,7 @@ func buildPlan(containerID, ifName string, nics []cniserver.Interface) ([]nicPla
 			extra = append(extra, a.Addr())
 		}
 	}
-	tables := cniserver.RouteTables(extra)
+	tables := directnic.RouteTables(extra)
 	for _, n := range nics {
 		if seen[n.Interface] {
 			return nil, fmt.Errorf("the node agent named interface %q twice", n.Interface)
@@ -138,7 +123,7 @@ func planNIC(containerID, ifName string, n cniserver.Interface, tables map[netip
 	}
 	routes, rules := n.Routes, n.Rules
 	if len(routes) == 0 && len(rules) == 0 {
-		routes, rules = cniserver.DirectRouting(p.Primary, addr.Addr(), tables[addr.Addr()])
+		routes, rules = directnic.Routing(p.Primary, addr.Addr(), tables[addr.Addr()])
 	}
 	for _, r := range routes {
 		kr, err := parseRoute(r)

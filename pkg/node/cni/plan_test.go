@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/directnic"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/node/cniserver"
 )
@@ -136,7 +137,7 @@ func TestBuildPlanIPv6(t *testing.T) {
 		t.Errorf("eth0 plan = %+v", p)
 	}
 	tx, ty := plans[2].Rules[0].Table, plans[1].Rules[0].Table
-	if tx == ty || int64(ty) != cniserver.RouteTable(netip.MustParseAddr(x))+1 || plans[2].Routes[0].Table != tx {
+	if tx == ty || int64(ty) != directnic.RouteTable(netip.MustParseAddr(x))+1 || plans[2].Routes[0].Table != tx {
 		t.Errorf("tables: %s → %d, %s → %d", x, tx, y, ty)
 	}
 	if r := plans[1].Rules[0]; r.From != netip.MustParsePrefix(y+"/128") || r.Priority != 100 {

@@ -8,6 +8,8 @@ import (
 	cnitypes "github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"golang.org/x/sys/unix"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/directnic"
 )
 
 // plumbed is a direct NIC after ADD set it up.
@@ -55,7 +57,7 @@ func rewritePrimary(res *current.Result, ifName string, n plumbed) error {
 	eip := &current.IPConfig{
 		Interface: current.Int(idx),
 		Address:   *ipNet(n.Address),
-		Gateway:   gatewayFor(n.Address.Addr()).AsSlice(),
+		Gateway:   directnic.Gateway(n.Address.Addr()).AsSlice(),
 	}
 	// The ElasticIP takes the place of the first address it replaces, so the Pod's
 	// first IP keeps its family (runtimes report the first as status.podIP); with

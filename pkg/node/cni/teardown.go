@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/directnic"
 )
 
 // unplumbPrimary undoes plumbPrimary as far as anything is left. Inside the Pod it takes
@@ -49,7 +51,7 @@ func (d *dataplane) unplumbPrimary(s nicState) error {
 	// veth (its peer is the Pod's NIC); a link of the same name could be another Pod's.
 	if podLink != nil && hostLink.Attrs().ParentIndex == podLink.Attrs().Index {
 		if err := d.host.AddrDel(hostLink, gatewayAddr(p.Address.Addr())); !gone(err) {
-			errs = append(errs, fmt.Errorf("remove %s from %q: %w", gatewayFor(p.Address.Addr()), p.HostInterface, err))
+			errs = append(errs, fmt.Errorf("remove %s from %q: %w", directnic.Gateway(p.Address.Addr()), p.HostInterface, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -311,45 +310,5 @@ func TestListenRefusesNonSocket(t *testing.T) {
 	}
 	if b, err := os.ReadFile(path); err != nil || string(b) != "x" {
 		t.Errorf("regular file was touched: %q, %v", b, err)
-	}
-}
-
-func TestDefaultRouting(t *testing.T) {
-	addr := netip.MustParseAddr("10.225.51.6")
-	const table = 0x0ae13306
-	cases := []struct {
-		name      string
-		primary   bool
-		wantRoute v1alpha1.Route
-		wantRules []v1alpha1.RoutingRule
-	}{
-		{"eth0", true, v1alpha1.Route{Destination: "0.0.0.0/0", Gateway: "169.254.0.1", OnLink: true}, nil},
-		{"extra", false, v1alpha1.Route{Destination: "0.0.0.0/0", Gateway: "169.254.0.1", OnLink: true, Table: table},
-			[]v1alpha1.RoutingRule{{From: "10.225.51.6/32", Table: table, Priority: 100}}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			routes, rules := DefaultRouting(tc.primary, addr)
-			if len(routes) != 1 || routes[0] != tc.wantRoute {
-				t.Errorf("routes = %+v, want [%+v]", routes, tc.wantRoute)
-			}
-			if !reflect.DeepEqual(rules, tc.wantRules) {
-				t.Errorf("rules = %+v, want %+v", rules, tc.wantRules)
-			}
-		})
-	}
-}
-
-func TestRouteTable(t *testing.T) {
-	cases := map[string]int64{
-		"10.225.51.6":     0x0ae13306,
-		"0.0.0.1":         1,
-		"255.255.255.255": 0xffffffff,
-		"192.168.0.1":     0xc0a80001,
-	}
-	for a, want := range cases {
-		if got := RouteTable(netip.MustParseAddr(a)); got != want {
-			t.Errorf("RouteTable(%s) = %#x, want %#x", a, got, want)
-		}
 	}
 }

@@ -244,8 +244,7 @@ const (
 // reaches the client and is reached from it, resolving its link-local
 // gateway through the filtered interface (NDP from fe80:: and :: passes);
 // a datagram from another global address is dropped and counted in the ip6
-// table; the interface has no IPv4 entry and the ip table leaves its IPv4
-// alone.
+// table; so is IPv4 it sends from an address it picks, in the ip table.
 func TestDirectNICAntiSpoofingIPv6(t *testing.T) {
 	tp := newTopology(t, topologyOptions{ipv6: true})
 	pod := netns.New(t, "dpod6")
@@ -284,7 +283,64 @@ func TestDirectNICAntiSpoofingIPv6(t *testing.T) {
 	if n := directDropsOf(t, tp.node, fam6); n != 1 {
 		t.Errorf("ip6 drop counter = %d, want 1", n)
 	}
-	if e := kernelElementsOf(t, tp.node, fam4, SetDirectIfaces); len(e) != 0 {
-		t.Errorf("the ip table filters %d interfaces, want none (no IPv4 entry)", len(e))
+
+	// The NIC has no IPv4 address of its own: the ip table filters its interface too,
+	// so IPv4 with any source it picks is dropped, without relying on rp_filter.
+	if e := kernelElementsOf(t, tp.node, fam4, SetDirectIfaces); len(e) != 1 {
+		t.Errorf("the ip table filters %d interfaces, want the NIC's", len(e))
+	}
+	tp.node.Addr(directHost, linkLocalGW+"/32")
+	tp.node.Sysctl("net/ipv4/conf/all/rp_filter", "0")
+	tp.node.Sysctl("net/ipv4/conf/"+directHost+"/rp_filter", "0")
+	pod.Addr("eth0", spoofedIP+"/32")
+	pod.Route("default", linkLocalGW, "eth0")
+	cliCap = tp.client.Capture("eth0")
+	sendUDPFrom(t, pod, spoofedIP, clientIP, 5395, "spoofed over IPv4")
+	sendUDPFrom(t, pod, directEIP6, clientIP6, 5395, "legit")
+	if _, err := cliCap.WaitFor(ioTimeout, udpFrom(directEIP6, 5395)); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range cliCap.Frames() {
+		if udpFrom(spoofedIP, 5395)(f) {
+			t.Error("an IPv4 datagram from the IPv6-only direct NIC reached the client")
+		}
+	}
+	if n := directDropsOf(t, tp.node, fam4); n != 1 {
+		t.Errorf("ip drop counter = %d, want 1", n)
+	}
+}
+
+// TestIPv4DirectNICSendsNoForeignIPv6: a direct NIC that has only an IPv4 ElasticIP is
+// filtered in the ip6 table as well: an IPv6 datagram from a global address it picks is
+// dropped at the node and counted, and nothing reaches the client (IPv6 has no
+// rp_filter to stop it otherwise); its IPv4 traffic passes.
+func TestIPv4DirectNICSendsNoForeignIPv6(t *testing.T) {
+	tp := newTopology(t, topologyOptions{ipv6: true})
+	pod := addDirectPod(t, tp)
+	tp.sync(t)
+	if e := kernelElementsOf(t, tp.node, fam6, SetDirectIfaces); len(e) != 1 {
+		t.Fatalf("the ip6 table filters %d interfaces, want the IPv4 NIC's", len(e))
+	}
+	tp.node.Addr(directHost, podGW6+"/64")
+	pod.Addr("eth0", spoofedIP6+"/128")
+	pod.Route("default", podGW6, "eth0")
+	// From the Pod's link-local address, as Neighbor Discovery is: passes.
+	ping(t, pod, podGW6+"%eth0", 2)
+	cliCap := tp.client.Capture("eth0")
+	sendUDPFrom(t, pod, spoofedIP6, clientIP6, 5396, "spoofed over IPv6")
+	sendUDPFrom(t, pod, directEIP, clientIP, 5396, "legit")
+	if _, err := cliCap.WaitFor(ioTimeout, udpFrom(directEIP, 5396)); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range cliCap.Frames() {
+		if udpFrom(spoofedIP6, 5396)(f) {
+			t.Error("an IPv6 datagram from the IPv4-only direct NIC reached the client")
+		}
+	}
+	if n := directDropsOf(t, tp.node, fam6); n != 1 {
+		t.Errorf("ip6 drop counter = %d, want 1", n)
+	}
+	if n := directDropsOf(t, tp.node, fam4); n != 0 {
+		t.Errorf("ip drop counter = %d, want 0: its IPv4 traffic is its own", n)
 	}
 }

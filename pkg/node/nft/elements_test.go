@@ -177,8 +177,8 @@ func TestDiffDirect(t *testing.T) {
 	}}
 	got := deltaOf(t, old, new).direct
 	want := directChange{
-		removedIfaces: []familyIface{{fam: fam4, name: "veth3"}},
-		addedIfaces:   []familyIface{{fam: fam4, name: "veth4"}},
+		removedIfaces: []familyIface{{fam: fam4, name: "veth3"}, {fam: fam6, name: "veth3"}},
+		addedIfaces:   []familyIface{{fam: fam4, name: "veth4"}, {fam: fam6, name: "veth4"}},
 		removedPairs:  []DirectNIC{dn("veth2", "10.225.51.7"), dn("veth3", "10.225.51.8"), dn("veth3", "10.244.1.8")},
 		addedPairs:    []DirectNIC{dn("veth2", "10.225.51.9"), dn("veth4", "10.225.51.8"), dn("veth4", "10.244.1.8")},
 	}

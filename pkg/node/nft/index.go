@@ -317,10 +317,17 @@ func (ix *index) updateDirect(addrs addrSet, names map[string]struct{}, dl *delt
 		}
 	}
 	for n := range names {
+		// A direct NIC's interface is filtered in every family's table, whatever the
+		// families of its addresses: a NIC with only an IPv4 address must not send IPv6
+		// with a source of its choosing, nor the reverse (docs/datapath.md#anti-spoofing).
+		listed := ix.ifaces[familyIface{name: n}]
+		for _, f := range families {
+			listed += ix.ifaces[familyIface{fam: f, name: n}]
+		}
 		for _, f := range families {
 			k := familyIface{fam: f, name: n}
 			_, had := s.directIfaces[k]
-			switch want := ix.ifaces[k]+ix.ifaces[familyIface{name: n}] > 0; {
+			switch want := listed > 0; {
 			case want && !had:
 				c.addedIfaces = append(c.addedIfaces, k)
 				s.directIfaces[k] = struct{}{}

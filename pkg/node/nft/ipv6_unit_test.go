@@ -125,17 +125,19 @@ func TestMixedFamilyMessage(t *testing.T) {
 	}
 }
 
-// TestDirectFamilies: an interface is filtered in the table of each family
-// it has an address of; a malformed address filters it in both.
+// TestDirectFamilies: a direct NIC's interface is filtered in the tables of both
+// families, whatever the families of its addresses (an IPv4-only NIC sends no IPv6
+// from a source of its choosing, nor the reverse); a malformed address filters it in
+// both too.
 func TestDirectFamilies(t *testing.T) {
 	s, _ := normalize(DesiredState{Config: Config{ExternalInterface: "eth0"}, Direct: []DirectNIC{
 		dn("veth4", "10.225.51.6"), dn("veth6", "2001:db8::6"), dn("both", "10.225.51.7"), dn("both", "2001:db8::7"), dn("bad", "ff02::1"),
 	}})
 	ifaces, _ := s.direct()
-	if got, want := namesIn(ifaces, fam4), []string{"bad", "both", "veth4"}; !reflect.DeepEqual(got, want) {
+	if got, want := namesIn(ifaces, fam4), []string{"bad", "both", "veth4", "veth6"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ip filters %v, want %v", got, want)
 	}
-	if got, want := namesIn(ifaces, fam6), []string{"bad", "both", "veth6"}; !reflect.DeepEqual(got, want) {
+	if got, want := namesIn(ifaces, fam6), []string{"bad", "both", "veth4", "veth6"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ip6 filters %v, want %v", got, want)
 	}
 }

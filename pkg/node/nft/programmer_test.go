@@ -155,8 +155,8 @@ func TestFirstSyncIsOneTransaction(t *testing.T) {
 	}
 	// 5 elements per mapping (none limited) and one more in the in-cluster
 	// map, 5 ICMP types and 4 ICMPv6 ones, 2 interval bounds per cluster
-	// range, an interface and a pair per direct NIC
-	if want := 6*10000 + 5 + 4 + 4 + 2*500; elems != want {
+	// range, an interface in each family's table and a pair per direct NIC
+	if want := 6*10000 + 5 + 4 + 4 + 3*500; elems != want {
 		t.Errorf("%d elements, want %d", elems, want)
 	}
 	if st := p.LastSync(); !st.Full || st.Mappings != 10000 || st.Direct != 500 {
@@ -408,6 +408,7 @@ func TestOneDirectChangeTouchesOnlyItsElements(t *testing.T) {
 			want: []setElems{
 				{set: SetDirectIfaces, keys: []string{"jnnew"}},
 				{set: SetDirectAllowed, keys: []string{pairKey("jnnew", "10.225.250.2")}},
+				{set: SetDirectIfaces, keys: []string{"jnnew"}}, // the ip6 table's
 			},
 			stats: SyncStats{DirectAdded: 1},
 		},
@@ -417,6 +418,7 @@ func TestOneDirectChangeTouchesOnlyItsElements(t *testing.T) {
 			want: []setElems{
 				{del: true, set: SetDirectIfaces, keys: []string{"jnnew"}},
 				{del: true, set: SetDirectAllowed, keys: []string{pairKey("jnnew", "10.225.250.2")}},
+				{del: true, set: SetDirectIfaces, keys: []string{"jnnew"}}, // the ip6 table's
 			},
 			stats: SyncStats{DirectRemoved: 1},
 		},

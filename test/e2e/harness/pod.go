@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/test/netns"
 )
 
@@ -24,7 +25,10 @@ type PodSpec struct {
 	Annotations           map[string]string
 	Labels                map[string]string
 	OwnerReferences       []metav1.OwnerReference
-	ReadinessGates        []string
+	// ReadinessGates are the condition types the Pod lists as readiness gates; nil
+	// means juneau's own (v1alpha1.PodConditionElasticIP), as a user's Pod that wants
+	// to know its ElasticIP works lists it; an empty list means none.
+	ReadinessGates []string
 }
 
 // Pod is a Pod object plus, once started, its network namespace.
@@ -70,8 +74,12 @@ func (c *Cluster) CreatePod(spec PodSpec) *Pod {
 	if !ok {
 		c.t.Fatalf("no Node %q", spec.Node)
 	}
-	gates := make([]corev1.PodReadinessGate, len(spec.ReadinessGates))
-	for i, g := range spec.ReadinessGates {
+	gateTypes := spec.ReadinessGates
+	if gateTypes == nil {
+		gateTypes = []string{v1alpha1.PodConditionElasticIP}
+	}
+	gates := make([]corev1.PodReadinessGate, len(gateTypes))
+	for i, g := range gateTypes {
 		gates[i] = corev1.PodReadinessGate{ConditionType: corev1.PodConditionType(g)}
 	}
 	obj, err := c.CP.Kube.CoreV1().Pods(spec.Namespace).Create(context.Background(), &corev1.Pod{

@@ -54,6 +54,18 @@ type AutoEIP struct {
 	BandwidthMbps *int32
 	// Release of the ElasticIP created for the Pod.
 	Release ReleaseStrategy
+	// Families of the ElasticIPs created for the Pod, IPv4 first, from
+	// pod-eip-ip-families; nil when it is not set (see IPFamilies).
+	Families []v1alpha1.IPFamily
+}
+
+// IPFamilies are the families the Pod asks ElasticIPs of: Families, IPv4 alone by
+// default.
+func (a AutoEIP) IPFamilies() []v1alpha1.IPFamily {
+	if len(a.Families) == 0 {
+		return []v1alpha1.IPFamily{v1alpha1.IPv4}
+	}
+	return a.Families
 }
 
 // Wanted reports whether the Pod asks for an automatic (NAT) ElasticIP at all.
@@ -75,8 +87,8 @@ func (a AutoEIP) EffectiveRelease(stateful bool) ReleaseStrategy {
 // ParseAuto reads the automatic-ElasticIP annotations, juneau's keys and their
 // network.alibabacloud.com/ aliases. A key and its alias may both be set only to the
 // same value. With pod-eip-name, the settings of a created ElasticIP
-// (eip-external-network, eip-bandwidth, pod-eip-release-strategy) are checked but do not
-// apply: manifests written for the managed service may carry them, and the named
+// (eip-external-network, eip-bandwidth, pod-eip-release-strategy, pod-eip-ip-families)
+// are checked but do not apply: manifests written for the managed service may carry them, and the named
 // ElasticIP keeps its own spec and is never released by juneau. When errors are
 // returned the AutoEIP holds what could be read and must not be acted on.
 func ParseAuto(annotations map[string]string) (AutoEIP, field.ErrorList) {
@@ -121,6 +133,14 @@ func ParseAuto(annotations map[string]string) (AutoEIP, field.ErrorList) {
 			errs = append(errs, err)
 		} else {
 			a.BandwidthMbps = &mbps
+		}
+	}
+	if v, ok := annotations[v1alpha1.AnnotationPodEIPIPFamilies]; ok {
+		fams, err := parseFamilies(annotationsPath().Key(v1alpha1.AnnotationPodEIPIPFamilies), v)
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			a.Families = fams
 		}
 	}
 	if v, path, ok := r.get(v1alpha1.AnnotationReleaseStrategy, v1alpha1.AliasReleaseStrategy); ok {
@@ -169,6 +189,37 @@ func parseBandwidth(path *field.Path, v string) (int32, *field.Error) {
 		return 0, field.Invalid(path, v, detail)
 	}
 	return int32(n), nil
+}
+
+// parseFamilies reads pod-eip-ip-families: "IPv4", "IPv6", or both separated by a
+// comma, each once; returned IPv4 first.
+func parseFamilies(path *field.Path, v string) ([]v1alpha1.IPFamily, *field.Error) {
+	detail := `must be "IPv4", "IPv6" or "IPv4,IPv6"`
+	var has4, has6 bool
+	for _, f := range strings.Split(v, ",") {
+		switch v1alpha1.IPFamily(strings.TrimSpace(f)) {
+		case v1alpha1.IPv4:
+			if has4 {
+				return nil, field.Invalid(path, v, detail+" (each family once)")
+			}
+			has4 = true
+		case v1alpha1.IPv6:
+			if has6 {
+				return nil, field.Invalid(path, v, detail+" (each family once)")
+			}
+			has6 = true
+		default:
+			return nil, field.Invalid(path, v, detail)
+		}
+	}
+	var out []v1alpha1.IPFamily
+	if has4 {
+		out = append(out, v1alpha1.IPv4)
+	}
+	if has6 {
+		out = append(out, v1alpha1.IPv6)
+	}
+	return out, nil
 }
 
 func parseRelease(path *field.Path, v string) (ReleaseStrategy, *field.Error) {

@@ -21,7 +21,9 @@ func TestParseAuto(t *testing.T) {
 		aInstance = v1alpha1.AliasPodEIPInstance
 		aBW       = v1alpha1.AliasEIPBandwidth
 		aRel      = v1alpha1.AliasReleaseStrategy
+		fams      = v1alpha1.AnnotationPodEIPIPFamilies
 	)
+	v4, v6 := v1alpha1.IPv4, v1alpha1.IPv6
 	tests := []struct {
 		name string
 		ann  map[string]string
@@ -46,6 +48,9 @@ func TestParseAuto(t *testing.T) {
 		{name: "existing ElasticIP carries allocation settings", ann: map[string]string{aInstance: "web-eip", aRel: "Follow", aBW: "5"},
 			want: AutoEIP{ElasticIPName: "web-eip", BandwidthMbps: ptr.To[int32](5), Release: ReleaseStrategy{Kind: ReleaseFollow, Set: true}}},
 		{name: "lowest bandwidth", ann: map[string]string{with: "true", bw: "1"}, want: AutoEIP{Enabled: true, BandwidthMbps: ptr.To[int32](1)}},
+		{name: "IPv6 only", ann: map[string]string{with: "true", fams: "IPv6"}, want: AutoEIP{Enabled: true, Families: []v1alpha1.IPFamily{v6}}},
+		{name: "both families", ann: map[string]string{with: "true", fams: "IPv4,IPv6"}, want: AutoEIP{Enabled: true, Families: []v1alpha1.IPFamily{v4, v6}}},
+		{name: "both families, IPv6 first and spaced", ann: map[string]string{with: "true", fams: "IPv6, IPv4"}, want: AutoEIP{Enabled: true, Families: []v1alpha1.IPFamily{v4, v6}}},
 
 		{name: "pod-with-eip True", ann: map[string]string{with: "True"}, errs: []wantErr{notSupported(annPath(with))}},
 		{name: "pod-with-eip yes by alias", ann: map[string]string{aWith: "yes"}, errs: []wantErr{notSupported(annPath(aWith))}},
@@ -73,6 +78,9 @@ func TestParseAuto(t *testing.T) {
 		{name: "release zero", ann: map[string]string{with: "true", rel: "0s"}, errs: []wantErr{invalid(annPath(rel))}},
 		{name: "release negative", ann: map[string]string{with: "true", aRel: "-5m"}, errs: []wantErr{invalid(annPath(aRel))}},
 		{name: "release key and alias differ", ann: map[string]string{with: "true", rel: "Never", aRel: "Follow"}, errs: []wantErr{invalid(annPath(aRel))}},
+		{name: "family lower case", ann: map[string]string{with: "true", fams: "ipv6"}, errs: []wantErr{invalid(annPath(fams))}},
+		{name: "family twice", ann: map[string]string{with: "true", fams: "IPv4,IPv4"}, errs: []wantErr{invalid(annPath(fams))}},
+		{name: "family empty", ann: map[string]string{with: "true", fams: ""}, errs: []wantErr{invalid(annPath(fams))}},
 		{name: "errors collected", ann: map[string]string{with: "maybe", bw: "x", rel: "y", aRel: "z"},
 			errs: []wantErr{invalid(annPath(aRel)), notSupported(annPath(with)), invalid(annPath(bw)), invalid(annPath(rel))}},
 	}

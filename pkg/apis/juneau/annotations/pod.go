@@ -23,6 +23,26 @@ func CompatibilityKeys() []string {
 	}
 }
 
+// WrittenBack are the annotations the controller writes back on a Pod that asks for
+// automatic ElasticIPs (docs/automatic.md#annotations): what it holds, per family, and
+// the managed-cloud names of the IPv4 one. They are the controller's, never a request.
+func WrittenBack() []string {
+	return []string{
+		v1alpha1.AnnotationAllocatedEIPName, v1alpha1.AnnotationAllocatedEIPAddr,
+		v1alpha1.AnnotationAllocatedEIPName6, v1alpha1.AnnotationAllocatedEIPAddr6,
+		v1alpha1.AliasAllocatedEIPID, v1alpha1.AliasAllocatedEIPAddress, v1alpha1.AliasAllocatedENIID,
+	}
+}
+
+// WrittenBackKeys are the annotations naming the ElasticIP of the family a Pod holds and
+// its address.
+func WrittenBackKeys(f v1alpha1.IPFamily) (name, address string) {
+	if f == v1alpha1.IPv6 {
+		return v1alpha1.AnnotationAllocatedEIPName6, v1alpha1.AnnotationAllocatedEIPAddr6
+	}
+	return v1alpha1.AnnotationAllocatedEIPName, v1alpha1.AnnotationAllocatedEIPAddr
+}
+
 // UsesManagedCloudKeys reports whether the Pod asks with any of the CompatibilityKeys:
 // such a Pod also gets the managed service's written-back annotations
 // (docs/reference.md#automatic).

@@ -77,6 +77,13 @@ const (
 	AnnotationReleaseStrategy    = "juneau.loutres.me/pod-eip-release-strategy"
 	AnnotationAllocatedEIPName   = "juneau.loutres.me/allocated-eip-name"
 	AnnotationAllocatedEIPAddr   = "juneau.loutres.me/allocated-eip-address"
+	// AnnotationPodEIPIPFamilies chooses the families of a Pod's automatic ElasticIPs:
+	// "IPv4" (the default), "IPv6" or "IPv4,IPv6" (one ElasticIP per family).
+	AnnotationPodEIPIPFamilies = "juneau.loutres.me/pod-eip-ip-families"
+	// AnnotationAllocatedEIPName6 and AnnotationAllocatedEIPAddr6 are written back for
+	// the Pod's IPv6 ElasticIP, as the two above are for its IPv4 one.
+	AnnotationAllocatedEIPName6 = "juneau.loutres.me/allocated-eip-name-ipv6"
+	AnnotationAllocatedEIPAddr6 = "juneau.loutres.me/allocated-eip-address-ipv6"
 	// AnnotationDefaultNetwork marks the ExternalNetwork automatic ElasticIPs come from by default.
 	AnnotationDefaultNetwork = "juneau.loutres.me/default-network"
 )

@@ -1,4 +1,4 @@
-package cniserver
+package directnic
 
 import (
 	"net/netip"
@@ -38,15 +38,55 @@ func TestRouteTables(t *testing.T) {
 
 func TestDirectRoutingIPv6(t *testing.T) {
 	a := netip.MustParseAddr("2001:db8::5")
-	routes, rules := DirectRouting(true, a, 0)
+	routes, rules := Routing(true, a, 0)
 	if want := []v1alpha1.Route{{Destination: "::/0", Gateway: "fe80::1"}}; !reflect.DeepEqual(routes, want) || rules != nil {
 		t.Errorf("eth0: %v %v", routes, rules)
 	}
-	routes, rules = DirectRouting(false, a, 77)
+	routes, rules = Routing(false, a, 77)
 	if want := []v1alpha1.Route{{Destination: "::/0", Gateway: "fe80::1", Table: 77}}; !reflect.DeepEqual(routes, want) {
 		t.Errorf("extra NIC routes %v", routes)
 	}
 	if want := []v1alpha1.RoutingRule{{From: "2001:db8::5/128", Table: 77, Priority: 100}}; !reflect.DeepEqual(rules, want) {
 		t.Errorf("extra NIC rules %v", rules)
+	}
+}
+
+func TestRoutingIPv4(t *testing.T) {
+	addr := netip.MustParseAddr("10.225.51.6")
+	const table = 0x0ae13306
+	cases := []struct {
+		name      string
+		primary   bool
+		wantRoute v1alpha1.Route
+		wantRules []v1alpha1.RoutingRule
+	}{
+		{"eth0", true, v1alpha1.Route{Destination: "0.0.0.0/0", Gateway: "169.254.0.1", OnLink: true}, nil},
+		{"extra", false, v1alpha1.Route{Destination: "0.0.0.0/0", Gateway: "169.254.0.1", OnLink: true, Table: table},
+			[]v1alpha1.RoutingRule{{From: "10.225.51.6/32", Table: table, Priority: 100}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			routes, rules := Routing(tc.primary, addr, RouteTable(addr))
+			if len(routes) != 1 || routes[0] != tc.wantRoute {
+				t.Errorf("routes = %+v, want [%+v]", routes, tc.wantRoute)
+			}
+			if !reflect.DeepEqual(rules, tc.wantRules) {
+				t.Errorf("rules = %+v, want %+v", rules, tc.wantRules)
+			}
+		})
+	}
+}
+
+func TestRouteTable(t *testing.T) {
+	cases := map[string]int64{
+		"10.225.51.6":     0x0ae13306,
+		"0.0.0.1":         1,
+		"255.255.255.255": 0xffffffff,
+		"192.168.0.1":     0xc0a80001,
+	}
+	for a, want := range cases {
+		if got := RouteTable(netip.MustParseAddr(a)); got != want {
+			t.Errorf("RouteTable(%s) = %#x, want %#x", a, got, want)
+		}
 	}
 }

@@ -1,0 +1,51 @@
+// Package podaddr reads the Pod addresses a NetworkInterface records (its Vpc
+// addresses, status.addresses, or status.address as written before NICs had several),
+// in both families: the attachment controller, the webhook and the node agent ask it
+// which address of the Pod an ElasticIP of one family is translated to
+// (docs/reference.md#networkinterface).
+package podaddr
+
+import (
+	"net/netip"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+)
+
+// Of returns the NIC's recorded addresses without their prefix length, in the order
+// recorded; entries that are no address are skipped.
+func Of(nic *v1alpha1.NetworkInterface) []netip.Addr {
+	recorded := nic.Status.Addresses
+	if len(recorded) == 0 && nic.Status.Address != "" {
+		recorded = []string{nic.Status.Address}
+	}
+	out := make([]netip.Addr, 0, len(recorded))
+	for _, s := range recorded {
+		a, err := netip.ParseAddr(s)
+		if p, perr := netip.ParsePrefix(s); perr == nil {
+			a, err = p.Addr(), nil
+		}
+		if err == nil && a.Zone() == "" {
+			out = append(out, a.Unmap())
+		}
+	}
+	return out
+}
+
+// OfFamily returns the NIC's first address of the family, and whether it has one.
+func OfFamily(nic *v1alpha1.NetworkInterface, family v1alpha1.IPFamily) (netip.Addr, bool) {
+	for _, a := range Of(nic) {
+		if iprange.FamilyOf(a) == Family(family) {
+			return a, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// Family is the iprange family of an API family (IPv4 when unset).
+func Family(f v1alpha1.IPFamily) iprange.Family {
+	if f == v1alpha1.IPv6 {
+		return iprange.IPv6
+	}
+	return iprange.IPv4
+}

@@ -1,0 +1,39 @@
+package podaddr
+
+import (
+	"net/netip"
+	"slices"
+	"testing"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+)
+
+func TestOfAndOfFamily(t *testing.T) {
+	dual := &v1alpha1.NetworkInterface{Status: v1alpha1.NetworkInterfaceStatus{Address: "10.244.1.5/32",
+		Addresses: []string{"10.244.1.5/32", "fd00:244:1::5/128", "bogus"}}}
+	legacy := &v1alpha1.NetworkInterface{Status: v1alpha1.NetworkInterfaceStatus{Address: "10.244.1.6/32"}}
+	v6 := &v1alpha1.NetworkInterface{Status: v1alpha1.NetworkInterfaceStatus{Addresses: []string{"fd00:244:1::7"}}}
+	if got := Of(dual); !slices.Equal(got, []netip.Addr{netip.MustParseAddr("10.244.1.5"), netip.MustParseAddr("fd00:244:1::5")}) {
+		t.Errorf("Of(dual) = %v", got)
+	}
+	for _, tc := range []struct {
+		nic    *v1alpha1.NetworkInterface
+		family v1alpha1.IPFamily
+		want   string
+	}{
+		{dual, v1alpha1.IPv4, "10.244.1.5"}, {dual, v1alpha1.IPv6, "fd00:244:1::5"},
+		{legacy, v1alpha1.IPv4, "10.244.1.6"}, {legacy, v1alpha1.IPv6, ""},
+		{v6, v1alpha1.IPv6, "fd00:244:1::7"}, {v6, "", ""},
+	} {
+		a, ok := OfFamily(tc.nic, tc.family)
+		if got := a.String(); !ok {
+			got = ""
+			if tc.want == "" {
+				continue
+			}
+			t.Errorf("OfFamily(%v, %s) = none, want %s", tc.nic.Status, tc.family, tc.want)
+		} else if got != tc.want {
+			t.Errorf("OfFamily(%v, %s) = %s, want %s", tc.nic.Status, tc.family, got, tc.want)
+		}
+	}
+}
