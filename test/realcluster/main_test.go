@@ -11,7 +11,8 @@
 // default) runs every scenario; flannel runs those marked for it (what changes with a
 // bridged, VXLAN primary CNI: the install, the NAT guide, both families by NAT and
 // directly on an extra interface, the Neighbor Discovery answer following a Pod,
-// automatic dual-stack Pods, and the uninstall).
+// automatic dual-stack Pods, and the uninstall; not the Helm chart, Prometheus and
+// kubectl-juneau scenario, which does not change with the primary CNI).
 package realcluster
 
 import (
@@ -110,7 +111,10 @@ func TestRealCluster(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	t.Run("helm", func(t *testing.T) { testHelm(t, c) })
+	// The chart, Prometheus and kubectl-juneau do not change with the primary CNI.
+	if c.CNI() != cluster.CNIFlannel {
+		t.Run("helm", func(t *testing.T) { testHelm(t, c) })
+	}
 }
 
 // start starts the cluster once and records the Nodes' state before the install.
