@@ -162,7 +162,9 @@ func (n *Node) prepare() error {
 }
 
 // ptpConflist is the primary network, as a CNI installer would write it: ptp with
-// host-local IPAM in the Node's Pod CIDRs, one range per family, masquerading Pod egress.
+// host-local IPAM in the Node's Pod CIDRs, one range per family, masquerading Pod egress
+// with nftables (its iptables backend would leave ip6tables-nft compatibility rules that
+// the distribution's nft cannot list: "XT target MASQUERADE not found").
 func (n *Node) ptpConflist() string {
 	return fmt.Sprintf(`{
   "cniVersion": "1.0.0",
@@ -171,6 +173,7 @@ func (n *Node) ptpConflist() string {
     {
       "type": "ptp",
       "ipMasq": true,
+      "ipMasqBackend": "nftables",
       "mtu": 1500,
       "ipam": {
         "type": "host-local",

@@ -188,7 +188,7 @@ func settledNodeStates(ctx context.Context, c *cluster.Cluster) (map[string]node
 
 // warmUp runs and deletes a Pod on every Node before juneau is installed, as a cluster
 // in use has: the primary CNI leaves what it keeps between Pods (ptp's masquerading
-// creates the iptables nat table), which is then part of the Nodes' state before juneau.
+// creates its nftables table), which is then part of the Nodes' state before juneau.
 func warmUp(ctx context.Context, c *cluster.Cluster) error {
 	var manifest strings.Builder
 	var names []string
