@@ -82,7 +82,7 @@ test-prereqs:
 	@VERSION=$(VERSION) hack/deps.sh test
 
 # Native Go fuzzing: every fuzzer of untrusted input (hack/fuzz.sh lists them) in turn,
-# each for FUZZTIME; about 3 minutes in all with the default. Failing inputs land in
+# each for FUZZTIME; about 5 minutes in all with the default. Failing inputs land in
 # the package's testdata/fuzz/ as regression seeds.
 FUZZTIME ?= 20s
 fuzz:

@@ -22,6 +22,9 @@ fuzzers=(
   "./pkg/node/arp FuzzDecide"                   # ARP frame decoding
   "./pkg/node/arp FuzzKernelDecide"             # the kernel path's program against Decide (root: BPF_PROG_TEST_RUN)
   "./pkg/node/cni FuzzPluginInput"              # the CNI plugin's stdin and arguments
+  "./pkg/node/cni FuzzStateFile"                # the CNI plugin's state files, as DEL, CHECK and GC read them
+  "./pkg/node/cniserver FuzzRequest"            # requests on the agent's CNI socket
+  "./pkg/node/handover FuzzLoadAnswering"       # the addresses a previous agent saved it answered for
   "./pkg/node/ndp FuzzDecide"                   # neighbor solicitation decoding
 )
 

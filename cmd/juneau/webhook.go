@@ -27,6 +27,7 @@ type webhookOptions struct {
 	certFile    string
 	keyFile     string
 	metricsAddr string
+	maxInFlight int
 
 	// Certificate provisioning (without cert-manager).
 	secret        string
@@ -64,12 +65,16 @@ renewing them), writes the pair to those files, and sets the CA bundle of the
 	fs.StringSliceVar(&o.extraHosts, "certificate-extra-hosts", nil, "more DNS names or IP addresses for the provisioned certificate")
 	fs.DurationVar(&o.checkInterval, "certificate-check-interval", time.Hour, "how often the provisioned certificate and caBundle are checked and renewed")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9092", "address serving /metrics (plain HTTP); empty disables")
+	fs.IntVar(&o.maxInFlight, "max-requests-in-flight", admission.DefaultMaxInFlight, "admission reviews read or judged at once; more are answered 429 Too Many Requests")
 	return cmd
 }
 
 func (o *webhookOptions) validate() error {
 	if o.certFile == "" || o.keyFile == "" {
 		return errors.New("--tls-cert-file and --tls-private-key-file are required")
+	}
+	if o.maxInFlight < 1 {
+		return fmt.Errorf("--max-requests-in-flight must be at least 1, not %d", o.maxInFlight)
 	}
 	if o.configuration != "" && o.secret == "" {
 		return errors.New("--webhook-configuration needs --provision-certificate-secret")
@@ -118,6 +123,7 @@ func (o *webhookOptions) run(ctx context.Context) error {
 	}
 	handler := admission.NewHandler(validators, validators.HasSynced)
 	handler.SetMetrics(metrics)
+	handler.SetMaxInFlight(o.maxInFlight)
 	server := admission.NewServer(admission.ServerConfig{BindAddress: o.bindAddress, CertFile: o.certFile, KeyFile: o.keyFile},
 		handler, validators.HasSynced)
 

@@ -90,6 +90,7 @@ func New(kube kubernetes.Interface, juneau versioned.Interface,
 	v := &Validators{r: &reader{
 		kube:        kube,
 		juneau:      juneau,
+		live:        newLiveReads(),
 		pools:       j.AddressPools().Lister(),
 		networks:    j.ExternalNetworks().Lister(),
 		eips:        j.ElasticIPs().Lister(),

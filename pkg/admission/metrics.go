@@ -13,8 +13,10 @@ import (
 // Metrics of the webhook: requests by kind, verdict and rule, and their latency. A nil
 // *Metrics records nothing.
 type Metrics struct {
-	requests *prometheus.CounterVec
-	latency  *prometheus.HistogramVec
+	requests  *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
+	refused   *prometheus.CounterVec
+	liveReads *prometheus.CounterVec
 }
 
 // NewMetrics registers the webhook's metrics on reg.
@@ -27,8 +29,15 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "juneau", Subsystem: "webhook", Name: "request_duration_seconds",
 			Help: "Time to judge one admission review, by kind.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)},
 			[]string{"kind"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "webhook", Name: "refused_requests_total",
+			Help: "Requests refused before they were judged: too_many_in_flight (429), too_large (413)."},
+			[]string{"reason"}),
+		liveReads: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "webhook", Name: "live_reads_total",
+			Help: "Reads of the API server by reviews, by kind and outcome: read (within the budget), shared (a review waiting " +
+				"for a list of the kind already asked for), skipped (budget spent)."},
+			[]string{"kind", "outcome"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.refused, m.liveReads} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -61,4 +70,18 @@ func verdictOf(st *metav1.Status, allowed bool) (verdict, rule string) {
 		return "denied", listIndex.ReplaceAllString(st.Details.Causes[0].Field, "[*]")
 	}
 	return "denied", string(st.Reason)
+}
+
+// refusedRequest records a request refused before it was judged.
+func (m *Metrics) refusedRequest(reason string) {
+	if m != nil {
+		m.refused.WithLabelValues(reason).Inc()
+	}
+}
+
+// liveRead records a read of the API server a review asked for.
+func (m *Metrics) liveRead(kind, outcome string) {
+	if m != nil {
+		m.liveReads.WithLabelValues(kind, outcome).Inc()
+	}
 }

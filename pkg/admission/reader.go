@@ -2,7 +2,9 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
@@ -23,10 +26,13 @@ import (
 //   - an object missing from the cache may have been created a moment ago, so a
 //     reference to it is confirmed with a GET before it is called missing;
 //   - a check that found nothing in the way in the cache runs once more on a live list
-//     (see confirmed), where that list is cheap: namespaced kinds, pools and networks.
+//     (see confirmed).
+//
+// Both within the budget of live reads, lists of a whole kind shared (see liveReads).
 type reader struct {
 	kube   kubernetes.Interface
 	juneau versioned.Interface
+	live   *liveReads
 
 	pools       listers.AddressPoolLister
 	networks    listers.ExternalNetworkLister
@@ -42,23 +48,32 @@ type reader struct {
 
 // confirmed runs check on the caches and, when it finds nothing (none), once more on
 // live reads: admitting a conflict because of cache lag is worse than one more read.
+// When the budget of live reads is spent, the cache's answer stands.
 func confirmed[R any](ctx context.Context, none func(R) bool, check func(ctx context.Context, live bool) (R, error)) (R, error) {
 	res, err := check(ctx, false)
 	if err != nil || !none(res) {
 		return res, err
 	}
-	return check(ctx, true)
+	again, err := check(ctx, true)
+	if errors.Is(err, errNoBudget) {
+		klog.FromContext(ctx).V(2).Info("Live re-check skipped: the budget of live reads is spent; the cache's answer stands")
+		return res, nil
+	}
+	return again, err
 }
 
 // getFresh returns an object from the cache or, when the cache does not have it, from
 // the API server; nil when it does not exist.
-func getFresh[T any](ctx context.Context, what string, cached func() (*T, error), live func(context.Context) (*T, error)) (*T, error) {
+func getFresh[T any](ctx context.Context, l *liveReads, what string, cached func() (*T, error), live func(context.Context) (*T, error)) (*T, error) {
 	obj, err := cached()
 	if err == nil {
 		return obj, nil
 	}
 	if !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("reading %s from the cache: %w", what, err)
+	}
+	if !l.allow(readKind(what)) {
+		return nil, fmt.Errorf("reading %s: %w; retry", what, errNoBudget)
 	}
 	obj, err = live(ctx)
 	switch {
@@ -71,7 +86,7 @@ func getFresh[T any](ctx context.Context, what string, cached func() (*T, error)
 }
 
 func (r *reader) pool(ctx context.Context, name string) (*v1alpha1.AddressPool, error) {
-	return getFresh(ctx, "AddressPool "+name,
+	return getFresh(ctx, r.live, "AddressPool "+name,
 		func() (*v1alpha1.AddressPool, error) { return r.pools.Get(name) },
 		func(ctx context.Context) (*v1alpha1.AddressPool, error) {
 			return r.juneau.JuneauV1alpha1().AddressPools().Get(ctx, name, metav1.GetOptions{})
@@ -79,7 +94,7 @@ func (r *reader) pool(ctx context.Context, name string) (*v1alpha1.AddressPool, 
 }
 
 func (r *reader) network(ctx context.Context, name string) (*v1alpha1.ExternalNetwork, error) {
-	return getFresh(ctx, "ExternalNetwork "+name,
+	return getFresh(ctx, r.live, "ExternalNetwork "+name,
 		func() (*v1alpha1.ExternalNetwork, error) { return r.networks.Get(name) },
 		func(ctx context.Context) (*v1alpha1.ExternalNetwork, error) {
 			return r.juneau.JuneauV1alpha1().ExternalNetworks().Get(ctx, name, metav1.GetOptions{})
@@ -87,7 +102,7 @@ func (r *reader) network(ctx context.Context, name string) (*v1alpha1.ExternalNe
 }
 
 func (r *reader) elasticIP(ctx context.Context, namespace, name string) (*v1alpha1.ElasticIP, error) {
-	return getFresh(ctx, "ElasticIP "+namespace+"/"+name,
+	return getFresh(ctx, r.live, "ElasticIP "+namespace+"/"+name,
 		func() (*v1alpha1.ElasticIP, error) { return r.eips.ElasticIPs(namespace).Get(name) },
 		func(ctx context.Context) (*v1alpha1.ElasticIP, error) {
 			return r.juneau.JuneauV1alpha1().ElasticIPs(namespace).Get(ctx, name, metav1.GetOptions{})
@@ -95,7 +110,7 @@ func (r *reader) elasticIP(ctx context.Context, namespace, name string) (*v1alph
 }
 
 func (r *reader) nic(ctx context.Context, namespace, name string) (*v1alpha1.NetworkInterface, error) {
-	return getFresh(ctx, "NetworkInterface "+namespace+"/"+name,
+	return getFresh(ctx, r.live, "NetworkInterface "+namespace+"/"+name,
 		func() (*v1alpha1.NetworkInterface, error) {
 			return listers.NewNetworkInterfaceLister(r.nics).NetworkInterfaces(namespace).Get(name)
 		},
@@ -105,7 +120,7 @@ func (r *reader) nic(ctx context.Context, namespace, name string) (*v1alpha1.Net
 }
 
 func (r *reader) pod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
-	return getFresh(ctx, "Pod "+namespace+"/"+name,
+	return getFresh(ctx, r.live, "Pod "+namespace+"/"+name,
 		func() (*corev1.Pod, error) { return corelisters.NewPodLister(r.pods).Pods(namespace).Get(name) },
 		func(ctx context.Context) (*corev1.Pod, error) {
 			return r.kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
@@ -113,7 +128,7 @@ func (r *reader) pod(ctx context.Context, namespace, name string) (*corev1.Pod, 
 }
 
 func (r *reader) node(ctx context.Context, name string) (*corev1.Node, error) {
-	return getFresh(ctx, "Node "+name,
+	return getFresh(ctx, r.live, "Node "+name,
 		func() (*corev1.Node, error) { return r.nodes.Get(name) },
 		func(ctx context.Context) (*corev1.Node, error) {
 			return r.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
@@ -123,6 +138,9 @@ func (r *reader) node(ctx context.Context, name string) (*corev1.Node, error) {
 // claim reads an AllocationClaim from the API server only: claims are named after their
 // address, so a GET is cheap and authoritative, and the webhook keeps no cache of them.
 func (r *reader) claim(ctx context.Context, name string) (*v1alpha1.AllocationClaim, error) {
+	if !r.live.allow("AllocationClaim") {
+		return nil, fmt.Errorf("reading AllocationClaim %s: %w; retry", name, errNoBudget)
+	}
 	c, err := r.juneau.JuneauV1alpha1().AllocationClaims().Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -136,6 +154,9 @@ func (r *reader) claim(ctx context.Context, name string) (*v1alpha1.AllocationCl
 // claimsOfPool returns up to limit AllocationClaims reserving addresses of the pool,
 // and whether there are more, from the API server (selectable field spec.addressPool).
 func (r *reader) claimsOfPool(ctx context.Context, pool string, limit int64) ([]*v1alpha1.AllocationClaim, bool, error) {
+	if !r.live.allow("AllocationClaims") {
+		return nil, false, fmt.Errorf("listing AllocationClaims of AddressPool %s: %w; retry", pool, errNoBudget)
+	}
 	list, err := r.juneau.JuneauV1alpha1().AllocationClaims().List(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("spec.addressPool", pool).String(), Limit: limit})
 	if err != nil {
@@ -154,83 +175,100 @@ func (r *reader) allPools(ctx context.Context, live bool) ([]*v1alpha1.AddressPo
 	if !live {
 		return r.pools.List(labels.Everything())
 	}
-	list, err := r.juneau.JuneauV1alpha1().AddressPools().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing AddressPools: %w", err)
-	}
-	return pointers(list.Items), nil
+	return sharedList(ctx, r.live, "AddressPools", func(ctx context.Context) ([]*v1alpha1.AddressPool, error) {
+		list, err := r.juneau.JuneauV1alpha1().AddressPools().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing AddressPools: %w", err)
+		}
+		return pointers(list.Items), nil
+	})
 }
 
 func (r *reader) allNetworks(ctx context.Context, live bool) ([]*v1alpha1.ExternalNetwork, error) {
 	if !live {
 		return r.networks.List(labels.Everything())
 	}
-	list, err := r.juneau.JuneauV1alpha1().ExternalNetworks().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing ExternalNetworks: %w", err)
-	}
-	return pointers(list.Items), nil
+	return sharedList(ctx, r.live, "ExternalNetworks", func(ctx context.Context) ([]*v1alpha1.ExternalNetwork, error) {
+		list, err := r.juneau.JuneauV1alpha1().ExternalNetworks().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing ExternalNetworks: %w", err)
+		}
+		return pointers(list.Items), nil
+	})
 }
 
 func (r *reader) allElasticIPs(ctx context.Context, live bool) ([]*v1alpha1.ElasticIP, error) {
 	if !live {
 		return r.eips.List(labels.Everything())
 	}
-	list, err := r.juneau.JuneauV1alpha1().ElasticIPs(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing ElasticIPs: %w", err)
-	}
-	return pointers(list.Items), nil
+	return sharedList(ctx, r.live, "ElasticIPs", func(ctx context.Context) ([]*v1alpha1.ElasticIP, error) {
+		list, err := r.juneau.JuneauV1alpha1().ElasticIPs(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing ElasticIPs: %w", err)
+		}
+		return pointers(list.Items), nil
+	})
 }
 
 func (r *reader) allAdvertisements(ctx context.Context, live bool) ([]*v1alpha1.ARPAdvertisement, error) {
 	if !live {
 		return r.ads.List(labels.Everything())
 	}
-	list, err := r.juneau.JuneauV1alpha1().ARPAdvertisements().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing ARPAdvertisements: %w", err)
-	}
-	return pointers(list.Items), nil
+	return sharedList(ctx, r.live, "ARPAdvertisements", func(ctx context.Context) ([]*v1alpha1.ARPAdvertisement, error) {
+		list, err := r.juneau.JuneauV1alpha1().ARPAdvertisements().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing ARPAdvertisements: %w", err)
+		}
+		return pointers(list.Items), nil
+	})
 }
 
 func (r *reader) allBGPAdvertisements(ctx context.Context, live bool) ([]*v1alpha1.BGPAdvertisement, error) {
 	if !live {
 		return r.bgpAds.List(labels.Everything())
 	}
-	list, err := r.juneau.JuneauV1alpha1().BGPAdvertisements().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing BGPAdvertisements: %w", err)
-	}
-	return pointers(list.Items), nil
+	return sharedList(ctx, r.live, "BGPAdvertisements", func(ctx context.Context) ([]*v1alpha1.BGPAdvertisement, error) {
+		list, err := r.juneau.JuneauV1alpha1().BGPAdvertisements().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing BGPAdvertisements: %w", err)
+		}
+		return pointers(list.Items), nil
+	})
 }
 
 func (r *reader) allBGPPeers(ctx context.Context, live bool) ([]*v1alpha1.BGPPeer, error) {
 	if !live {
 		return r.bgpPeers.List(labels.Everything())
 	}
-	list, err := r.juneau.JuneauV1alpha1().BGPPeers().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing BGPPeers: %w", err)
-	}
-	return pointers(list.Items), nil
+	return sharedList(ctx, r.live, "BGPPeers", func(ctx context.Context) ([]*v1alpha1.BGPPeer, error) {
+		list, err := r.juneau.JuneauV1alpha1().BGPPeers().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing BGPPeers: %w", err)
+		}
+		return pointers(list.Items), nil
+	})
 }
 
 func (r *reader) allNodes(ctx context.Context, live bool) ([]*corev1.Node, error) {
 	if !live {
 		return r.nodes.List(labels.Everything())
 	}
-	list, err := r.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing Nodes: %w", err)
-	}
-	return pointers(list.Items), nil
+	return sharedList(ctx, r.live, "Nodes", func(ctx context.Context) ([]*corev1.Node, error) {
+		list, err := r.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing Nodes: %w", err)
+		}
+		return pointers(list.Items), nil
+	})
 }
 
 // nicsNaming returns the NetworkInterfaces of a namespace whose spec.elasticIP is eip.
 func (r *reader) nicsNaming(ctx context.Context, namespace, eip string, live bool) ([]*v1alpha1.NetworkInterface, error) {
 	if !live {
 		return byIndex[*v1alpha1.NetworkInterface](r.nics, nicByElasticIP, key(namespace, eip))
+	}
+	if !r.live.allow("NetworkInterfaces") {
+		return nil, errNoBudget
 	}
 	list, err := r.juneau.JuneauV1alpha1().NetworkInterfaces(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -254,6 +292,9 @@ func (r *reader) attachmentsOf(ctx context.Context, namespace, name string, byNI
 			index = attachmentByNIC
 		}
 		return byIndex[*v1alpha1.ElasticIPAttachment](r.attachments, index, key(namespace, name))
+	}
+	if !r.live.allow("ElasticIPAttachments") {
+		return nil, errNoBudget
 	}
 	list, err := r.juneau.JuneauV1alpha1().ElasticIPAttachments(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -300,4 +341,10 @@ func pointers[T any](items []T) []*T {
 		out[i] = &items[i]
 	}
 	return out
+}
+
+// readKind is the kind a getFresh description ("AddressPool name") reads, for the metrics.
+func readKind(what string) string {
+	kind, _, _ := strings.Cut(what, " ")
+	return kind
 }

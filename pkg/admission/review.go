@@ -32,16 +32,34 @@ type Handler struct {
 	kinds   map[schema.GroupKind]kindFunc
 	ready   func() bool
 	metrics *Metrics
+	live    *liveReads
+	// inFlight holds a token per review being read or judged: a bound on the memory
+	// (each body up to MaxRequestBytes) and work anyone who reaches the webhook can cause.
+	inFlight chan struct{}
 }
 
-// SetMetrics makes the handler count every review it answers; call it before serving.
-func (h *Handler) SetMetrics(m *Metrics) { h.metrics = m }
+// DefaultMaxInFlight bounds the reviews read or judged at once. The API server sends a
+// review per juneau write and annotated Pod; they take milliseconds.
+const DefaultMaxInFlight = 32
+
+// SetMetrics makes the handler count every review it answers and the reads of the API
+// server they cause; call it before serving.
+func (h *Handler) SetMetrics(m *Metrics) {
+	h.metrics = m
+	if h.live != nil {
+		h.live.metrics = m
+	}
+}
+
+// SetMaxInFlight bounds the reviews read or judged at once (n > 0); those beyond are
+// answered 429 Too Many Requests. Call it before serving.
+func (h *Handler) SetMaxInFlight(n int) { h.inFlight = make(chan struct{}, n) }
 
 // NewHandler routes each kind to its rules. ready gates validation: until it reports
 // true (caches synced), requests are denied with 503 rather than judged on empty caches.
 func NewHandler(v *Validators, ready func() bool) *Handler {
 	g := v1alpha1.GroupName
-	return &Handler{ready: ready, kinds: map[schema.GroupKind]kindFunc{
+	return &Handler{ready: ready, live: v.r.live, inFlight: make(chan struct{}, DefaultMaxInFlight), kinds: map[schema.GroupKind]kindFunc{
 		{Group: g, Kind: "AddressPool"}:         forKind(v.addressPoolRules()),
 		{Group: g, Kind: "ExternalNetwork"}:     forKind(v.externalNetworkRules()),
 		{Group: g, Kind: "ElasticIP"}:           forKind(v.elasticIPRules()),
@@ -86,10 +104,21 @@ func (p *pathHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	select {
+	case p.h.inFlight <- struct{}{}:
+		defer func() { <-p.h.inFlight }()
+	default:
+		p.h.metrics.refusedRequest("too_many_in_flight")
+		w.Header().Set("Retry-After", "1")
+		writeReview(w, http.StatusTooManyRequests, failedReview("", http.StatusTooManyRequests,
+			fmt.Sprintf("the webhook is judging %d reviews already; retry", cap(p.h.inFlight))))
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
+			p.h.metrics.refusedRequest("too_large")
 			writeReview(w, http.StatusRequestEntityTooLarge, failedReview("", http.StatusRequestEntityTooLarge,
 				fmt.Sprintf("the AdmissionReview is larger than %d bytes", MaxRequestBytes)))
 			return

@@ -28,13 +28,15 @@ const (
 
 // RBACManifests returns the files of manifests/ that ApplyRBAC applies, relative to the
 // repository root: the namespace, then each component's ServiceAccount and RBAC, and
-// the ValidatingAdmissionPolicy confining each node agent to its own Node.
+// the ValidatingAdmissionPolicies confining each node agent to its own Node and the
+// controller and the webhook to what they write.
 func RBACManifests() []string {
 	return []string{
 		"manifests/00-namespace.yaml",
 		"manifests/10-rbac-controller.yaml",
 		"manifests/10-rbac-node.yaml",
 		"manifests/10-rbac-node-scope.yaml",
+		"manifests/10-rbac-least-authority.yaml",
 		"manifests/webhook/rbac.yaml",
 	}
 }

@@ -1,0 +1,152 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// TestSharedListJoinsTheNextList: while a list of a kind runs, every review asking for
+// one waits for the next, which starts after they asked; many reviews cost two lists.
+func TestSharedListJoinsTheNextList(t *testing.T) {
+	l := newLiveReads()
+	var started atomic.Int32
+	release := make(chan struct{})
+	list := func(context.Context) ([]int, error) {
+		n := started.Add(1)
+		if n == 1 {
+			<-release // the first list is slow
+		}
+		return []int{int(n)}, nil
+	}
+	ctx := context.Background()
+	first := make(chan []int, 1)
+	go func() {
+		got, _ := sharedList(ctx, l, "ElasticIPs", list)
+		first <- got
+	}()
+	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return started.Load() == 1, nil
+	}); err != nil {
+		t.Fatal("the first list never started")
+	}
+	// Ten reviews ask while the first list runs.
+	var wg sync.WaitGroup
+	results := make([][]int, 10)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], _ = sharedList(ctx, l, "ElasticIPs", list)
+		}()
+	}
+	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		next := l.kinds["ElasticIPs"].next
+		return next != nil && next.waiters == len(results), nil
+	}); err != nil {
+		t.Fatal("the reviews asking meanwhile never gathered")
+	}
+	close(release)
+	wg.Wait()
+	if got := <-first; len(got) != 1 || got[0] != 1 {
+		t.Errorf("the first review got %v, want the first list", got)
+	}
+	for i, got := range results {
+		if len(got) != 1 || got[0] != 2 {
+			t.Errorf("review %d got %v, want the second list (started after it asked)", i, got)
+		}
+	}
+	if n := started.Load(); n != 2 {
+		t.Errorf("%d lists for 11 reviews, want 2", n)
+	}
+}
+
+// TestSpentBudgetKeepsTheCacheAnswer: past the budget, a re-check is skipped and the
+// cache's answer stands; a GET of an object the cache lacks is refused, to be retried.
+func TestSpentBudgetKeepsTheCacheAnswer(t *testing.T) {
+	l := newLiveReads()
+	l.limiter = rate.NewLimiter(0, 0)
+	ctx := context.Background()
+	if _, err := sharedList(ctx, l, "ElasticIPs", func(context.Context) ([]int, error) {
+		t.Error("listed past the budget")
+		return nil, nil
+	}); !errors.Is(err, errNoBudget) {
+		t.Errorf("sharedList past the budget: %v, want errNoBudget", err)
+	}
+	r := &reader{live: l}
+	calls := 0
+	got, err := confirmed(ctx, func(r []string) bool { return len(r) == 0 }, func(ctx context.Context, live bool) ([]string, error) {
+		calls++
+		if live {
+			return sharedList(ctx, r.live, "ElasticIPs", func(context.Context) ([]string, error) { return []string{"in the way"}, nil })
+		}
+		return nil, nil
+	})
+	if err != nil || len(got) != 0 || calls != 2 {
+		t.Errorf("confirmed past the budget: %v, %v after %d checks; want the cache's empty answer after 2", got, err, calls)
+	}
+	_, err = getFresh(ctx, l, "ElasticIP shop/web", func() (*int, error) {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "elasticips"}, "web")
+	},
+		func(context.Context) (*int, error) { t.Error("read past the budget"); return nil, nil })
+	if !errors.Is(err, errNoBudget) {
+		t.Errorf("getFresh past the budget: %v, want errNoBudget", err)
+	}
+}
+
+// TestHandlerBoundsReviewsInFlight: beyond the bound, a review is answered 429 with
+// Retry-After before its body is read; once one ends, the next is judged.
+func TestHandlerBoundsReviewsInFlight(t *testing.T) {
+	f := newFixture(t)
+	f.handler.SetMaxInFlight(1)
+	h := f.handler.ForPath(PathJuneau)
+	valid := mustJSON(t, &admissionv1.AdmissionReview{TypeMeta: reviewTypeMeta(),
+		Request: request(t, admissionv1.Create, pool("p", arp, "10.225.51.0/24"), nil)})
+
+	// A slow client holds the only slot while it sends its body.
+	pr, pw := io.Pipe()
+	slow := httptest.NewRequest(http.MethodPost, PathJuneau, pr)
+	slow.Header.Set("Content-Type", "application/json")
+	slowDone := make(chan int, 1)
+	go func() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, slow)
+		slowDone <- w.Code
+	}()
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return len(f.handler.inFlight) == 1, nil
+	}); err != nil {
+		t.Fatal("the slow review never took the slot")
+	}
+	code, review := post(t, h, valid)
+	if code != http.StatusTooManyRequests {
+		t.Fatalf("a second review while one is read: HTTP %d, want 429", code)
+	}
+	if r := review.Response; r == nil || r.Allowed || r.Result == nil || r.Result.Code != http.StatusTooManyRequests {
+		t.Errorf("the refused review's response: %+v", r)
+	}
+	if _, err := pw.Write(valid); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	if c := <-slowDone; c != http.StatusOK {
+		t.Errorf("the slow review: HTTP %d, want 200", c)
+	}
+	if code, review := post(t, h, valid); code != http.StatusOK || review.Response == nil || !review.Response.Allowed {
+		t.Errorf("a review after the slow one: HTTP %d %+v, want allowed", code, review.Response)
+	}
+}
