@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 TEST_TIMEOUT ?= 40m
 
-.PHONY: all build box image test unit-test fuzz control-plane cni-plugins ops-tools test-deps generate verify fmt-check vet demo sandbox sandbox-down sandbox-deps bench soak clean
+.PHONY: all build box image test test-prereqs unit-test fuzz control-plane cni-plugins flannel ops-tools test-deps generate verify fmt-check vet demo sandbox sandbox-down sandbox-deps bench soak clean
 
 all: build
 
@@ -38,10 +38,15 @@ ops-tools:
 cni-plugins:
 	hack/build-cni-plugins.sh >/dev/null
 
+# The second primary CNI of the real cluster: flanneld, the flannel CNI meta plugin and
+# bridge, built from the Go module proxy into ~/.cache/juneau when missing.
+flannel:
+	hack/build-flannel.sh >/dev/null
+
 # Debian packages the datapath and end-to-end tests use, and containerd, runc and
 # busybox-static for the real cluster (as root, only when missing).
 test-deps:
-	hack/install-test-deps.sh
+	hack/install-test-deps.sh test
 
 # The workload binary of the real cluster's images (test/images/box).
 box:
@@ -51,15 +56,17 @@ box:
 # (network namespaces, needs root) and end to end on simulated Nodes; then, alone, the
 # real-cluster tier (test/realcluster: kubelets, containerd, kube-proxy; juneau installed,
 # used and uninstalled with the steps of README.md and docs/, taken from the Markdown by
-# test/doctest), whose component logs are kept in _output/realcluster-logs/; then every
-# fuzzer for FUZZTIME.
+# test/doctest) on a dual-stack cluster with ptp as the primary CNI, then its scenarios
+# for flannel on one with flannel (component logs kept in _output/realcluster-logs/ and
+# _output/realcluster-flannel-logs/); then every fuzzer for FUZZTIME. What they need is
+# made ready first, in parallel (hack/deps.sh test).
 TEST_ENV := JUNEAU_BINARY=$(BIN_DIR)/juneau JUNEAU_BOX_BINARY=$(BIN_DIR)/box JUNEAU_KUBECTL_PLUGIN=$(BIN_DIR)/kubectl-juneau
 REALCLUSTER_TIMEOUT ?= 30m
 # helm, prometheus and promtool (hack/build-ops-tools.sh) are built, when missing, while
 # the packages that do not use them are tested: a cold build of the tools is mostly CPU,
 # most of those tests mostly wait. test/chart and the real-cluster tier run after it.
 OPS_TOOL_TESTS := /test/realcluster|/test/chart
-test: control-plane cni-plugins test-deps build box
+test: test-prereqs
 	@mkdir -p _output
 	@hack/build-ops-tools.sh >_output/ops-tools.log 2>&1 & ops=$$!; \
 	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -Ev '$(OPS_TOOL_TESTS)'); status=$$?; \
@@ -67,7 +74,12 @@ test: control-plane cni-plugins test-deps build box
 	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/chart/
 	$(TEST_ENV) JUNEAU_REALCLUSTER_LOGS=$(CURDIR)/_output/realcluster-logs \
 		$(GO) test -count=1 -timeout $(REALCLUSTER_TIMEOUT) ./test/realcluster/
+	$(TEST_ENV) JUNEAU_REALCLUSTER_CNI=flannel JUNEAU_REALCLUSTER_LOGS=$(CURDIR)/_output/realcluster-flannel-logs \
+		$(GO) test -count=1 -timeout $(REALCLUSTER_TIMEOUT) ./test/realcluster/
 	$(MAKE) --no-print-directory fuzz
+
+test-prereqs:
+	@VERSION=$(VERSION) hack/deps.sh test
 
 # Native Go fuzzing: every fuzzer of untrusted input (hack/fuzz.sh lists them) in turn,
 # each for FUZZTIME; about 5 minutes in all with the default. Failing inputs land in
@@ -92,25 +104,31 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
-# The main job: a real two-Node Kubernetes cluster on this machine (test/cluster), juneau
-# installed with kubectl apply -k manifests/, manifests/examples/ applied, the ElasticIPs
-# checked from an external client; exits 0 only when every check held, and tears down.
-# Component logs are kept in _output/demo-logs/.
+# The main job: a real two-Node dual-stack Kubernetes cluster on this machine
+# (test/cluster), juneau installed with kubectl apply -k manifests/, manifests/examples/
+# and manifests/examples/ipv6/ applied, the ElasticIPs (IPv4 and IPv6, by NAT and
+# directly) checked from an external client; exits 0 only when every check held, and
+# tears down. Component logs are kept in _output/demo-logs/. CNI=flannel runs flannel
+# (VXLAN) as the primary CNI instead of ptp.
+CNI ?= ptp
 demo: sandbox-deps
-	@$(TEST_ENV) $(BIN_DIR)/sandbox demo
+	@$(TEST_ENV) $(BIN_DIR)/sandbox demo -cni=$(CNI)
 
 # The same cluster kept running in the background; prints how to use kubectl against it.
 # make sandbox-down removes it (logs kept in _output/sandbox-logs/).
 sandbox: sandbox-deps
 	@mkdir -p _output
-	@$(TEST_ENV) setsid $(BIN_DIR)/sandbox up >_output/sandbox.log 2>&1 </dev/null & \
+	@$(TEST_ENV) setsid $(BIN_DIR)/sandbox up -cni=$(CNI) >_output/sandbox.log 2>&1 </dev/null & \
 		$(BIN_DIR)/sandbox wait -pid $$! -log _output/sandbox.log
 
 sandbox-down:
-	@$(GO) build -o $(BIN_DIR)/sandbox ./test/sandbox && $(BIN_DIR)/sandbox down
+	@CGO_ENABLED=0 $(GO) build -o $(BIN_DIR)/sandbox ./test/sandbox && $(BIN_DIR)/sandbox down
 
-sandbox-deps: control-plane cni-plugins test-deps build box
-	@$(GO) build -o $(BIN_DIR)/sandbox ./test/sandbox
+# Only what the demo runs, made ready in parallel (hack/deps.sh demo): the Debian
+# packages of the real cluster, the Kubernetes binaries, the CNI plugins of CNI, and
+# bin/juneau, bin/box, bin/sandbox.
+sandbox-deps:
+	@CNI=$(CNI) VERSION=$(VERSION) hack/deps.sh demo
 
 # Benchmarks (not part of make test): allocation, time to attach, datapath, rule sync, ARP
 # and controller memory, each next to a baseline measured in the same run; prints one

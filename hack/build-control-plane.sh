@@ -3,7 +3,8 @@
 # repository, each only when it is missing: kube-apiserver, kubectl and etcd (the control
 # plane of the integration tests), and kubelet, kube-controller-manager, kube-scheduler and
 # kube-proxy (the real cluster of test/cluster). The build flags never change, so the Go
-# build cache serves every later build.
+# build cache serves every later build. The two builds (Kubernetes, etcd) run at once:
+# one downloads or links while the other compiles.
 # Prints the directory holding them on the last line of stdout.
 set -euo pipefail
 
@@ -39,10 +40,16 @@ missing=()
 for cmd in "${k8s_commands[@]}"; do
   [[ -x "${JUNEAU_BIN_DIR}/${cmd}" ]] || missing+=("${cmd}")
 done
+pids=()
 if ((${#missing[@]} > 0)); then
-  build_k8s "${missing[@]}"
+  build_k8s "${missing[@]}" &
+  pids+=($!)
 fi
 if [[ ! -x "${JUNEAU_BIN_DIR}/etcd" ]]; then
-  build_etcd
+  build_etcd &
+  pids+=($!)
 fi
+for pid in "${pids[@]}"; do
+  wait "${pid}"
+done
 echo "${JUNEAU_BIN_DIR}"

@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the datapath, end-to-end and real-cluster tests use, only
-# when missing. For the real cluster: containerd and runc, and a static busybox (the
-# shell of the images it builds without a registry).
+# Installs Debian packages, only those missing, for one purpose:
+#
+#   install-test-deps.sh demo     what the real cluster of make demo and make sandbox needs:
+#                                 containerd and runc, a static busybox (the shell of the
+#                                 images it builds without a registry), and the network
+#                                 tools its Nodes use (ip, nft, iptables, conntrack)
+#   install-test-deps.sh flannel  the same, and a C compiler to build flanneld
+#                                 (hack/build-flannel.sh)
+#   install-test-deps.sh [test]   everything make test uses: the above, and the tools of
+#                                 the datapath and end-to-end tests (tcpdump, arping,
+#                                 ndisc6, iperf3, ...) and the BGP routers they peer with
 #
 # bird2 and frr are the BGP routers the tests peer with. The tests start their own
 # daemons inside network namespaces, with their own configuration, control socket and
@@ -9,20 +17,33 @@
 # disabled, so no router daemon runs in the machine's own network namespace.
 set -euo pipefail
 
+purpose=${1:-test}
+# The real cluster's (every purpose).
 declare -A want=(
-  [ip]=iproute2 [ping]=iputils-ping [arping]=arping [tcpdump]=tcpdump
-  [conntrack]=conntrack [nft]=nftables [ethtool]=ethtool [traceroute]=traceroute
-  [iptables]=iptables [iperf3]=iperf3 [ncat]=ncat [ndisc6]=ndisc6 [curl]=curl
-  [bird]=bird2 [birdc]=bird2
-  [containerd]=containerd [ctr]=containerd [runc]=runc
+  [ip]=iproute2 [nft]=nftables [iptables]=iptables [conntrack]=conntrack
+  [containerd]=containerd [ctr]=containerd [runc]=runc [nsenter]=util-linux [unshare]=util-linux
 )
 # Programs that are not on PATH, by absolute path.
-declare -A want_files=(
-  [/usr/lib/frr/bgpd]=frr [/usr/bin/vtysh]=frr
-)
+declare -A want_files=()
 # Packages checked by name: the binary alone does not say which package provides it
 # (busybox-static, not the dynamically linked busybox, goes into images).
 want_packages=(busybox-static)
+case ${purpose} in
+demo) ;;
+flannel) want[gcc]=gcc ;;
+test)
+  want+=(
+    [ping]=iputils-ping [arping]=arping [tcpdump]=tcpdump [ethtool]=ethtool
+    [traceroute]=traceroute [iperf3]=iperf3 [ncat]=ncat [ndisc6]=ndisc6 [curl]=curl
+    [bird]=bird2 [birdc]=bird2 [gcc]=gcc
+  )
+  want_files+=([/usr/lib/frr/bgpd]=frr [/usr/bin/vtysh]=frr)
+  ;;
+*)
+  echo "usage: $0 [demo|flannel|test]" >&2
+  exit 2
+  ;;
+esac
 # System services the packages above may install.
 services=(bird frr)
 

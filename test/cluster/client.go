@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,6 +54,14 @@ func (c *Cluster) ClientGet(ctx context.Context, url string) (string, error) {
 	return strings.TrimSpace(string(b)), err
 }
 
+// URL is the HTTP URL of the address (IPv6 in brackets), path /.
+func URL(addr string) string {
+	if strings.Contains(addr, ":") {
+		return "http://[" + addr + "]/"
+	}
+	return "http://" + addr + "/"
+}
+
 // EventuallyGet retries ClientGet until it succeeds (ARP and rules settle) or timeout.
 func (c *Cluster) EventuallyGet(ctx context.Context, url string, timeout time.Duration) (string, error) {
 	var body string
@@ -67,40 +76,55 @@ func (c *Cluster) EventuallyGet(ctx context.Context, url string, timeout time.Du
 	return body, nil
 }
 
-// Whoami listens on the external client and answers every connection with the address
-// it came from: the source a Pod's outbound traffic arrives with.
+// Whoami listens on the external client, on both its addresses, and answers every
+// connection with the address it came from: the source a Pod's outbound traffic arrives
+// with.
 type Whoami struct {
-	l    net.Listener
-	Addr string // ClientIP:port
+	ls []net.Listener
+	// Addr is ClientIP:port, Addr6 [ClientIP6]:port.
+	Addr, Addr6 string
 }
 
 // ServeWhoami starts a Whoami on port; Close stops it.
 func (c *Cluster) ServeWhoami(port int) (*Whoami, error) {
-	l, err := c.ClientListen("tcp4", fmt.Sprintf("%s:%d", ClientIP, port))
-	if err != nil {
-		return nil, err
-	}
-	w := &Whoami{l: l, Addr: l.Addr().String()}
-	go func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			host, _, _ := net.SplitHostPort(conn.RemoteAddr().String())
-			fmt.Fprintln(conn, host)
-			conn.Close()
+	w := &Whoami{}
+	for _, a := range []struct {
+		network string
+		addr    *string
+		ip      string
+	}{{"tcp4", &w.Addr, ClientIP}, {"tcp6", &w.Addr6, ClientIP6}} {
+		l, err := c.ClientListen(a.network, net.JoinHostPort(a.ip, strconv.Itoa(port)))
+		if err != nil {
+			w.Close()
+			return nil, err
 		}
-	}()
+		w.ls, *a.addr = append(w.ls, l), l.Addr().String()
+		go func() {
+			for {
+				conn, err := l.Accept()
+				if err != nil {
+					return
+				}
+				host, _, _ := net.SplitHostPort(conn.RemoteAddr().String())
+				fmt.Fprintln(conn, host)
+				conn.Close()
+			}
+		}()
+	}
 	return w, nil
 }
 
-// Close stops the listener.
-func (w *Whoami) Close() { w.l.Close() }
+// Close stops the listeners.
+func (w *Whoami) Close() {
+	for _, l := range w.ls {
+		l.Close()
+	}
+}
 
-// SourceOf has the Pod connect to the Whoami (kubectl exec of `box dial` in its
-// container) and returns the source address the client saw.
-func (c *Cluster) SourceOf(ctx context.Context, w *Whoami, namespace, pod, container string) (string, error) {
+// SourceOf has the Pod connect to target, an address of the Whoami (kubectl exec of
+// `box dial` in its container; from the local address from, if not empty), and returns
+// the source address the client saw.
+func (c *Cluster) SourceOf(ctx context.Context, target, from, namespace, pod, container string) (string, error) {
 	var out string
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -108,7 +132,11 @@ func (c *Cluster) SourceOf(ctx context.Context, w *Whoami, namespace, pod, conta
 		if container != "" {
 			args = append(args, "-c", container)
 		}
-		out, last = c.KubectlRun(ctx, "", append(args, "--", "/box", "dial", w.Addr)...)
+		args = append(args, "--", "/box", "dial")
+		if from != "" {
+			args = append(args, "-from", from)
+		}
+		out, last = c.KubectlRun(ctx, "", append(args, target)...)
 		return last == nil, nil
 	})
 	if err != nil {

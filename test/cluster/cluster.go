@@ -25,12 +25,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"golang.org/x/sync/errgroup"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -57,7 +61,23 @@ type Options struct {
 	Logs string
 	// Progress, if set, receives a line per step.
 	Progress func(format string, args ...any)
+	// CNI is the primary CNI: CNIPtp (the default) or CNIFlannel.
+	CNI string
 }
+
+// The primary CNIs a cluster can run.
+const (
+	// CNIPtp: the reference ptp plugin with host-local IPAM, both families, masquerading
+	// Pod egress; the Nodes route each other's Pod CIDRs over the segment.
+	CNIPtp = "ptp"
+	// CNIFlannel: flanneld on every Node (VXLAN backend, its subnet lease on the Node
+	// object in the API server, both families), and the flannel CNI meta plugin
+	// delegating to bridge + host-local.
+	CNIFlannel = "flannel"
+)
+
+// CNIs lists the primary CNIs a cluster can run.
+var CNIs = []string{CNIPtp, CNIFlannel}
 
 // Cluster is a running cluster.
 type Cluster struct {
@@ -77,15 +97,17 @@ type Cluster struct {
 	// JuneauImage is the juneau image loaded into the Nodes.
 	JuneauImage string
 
-	opts      Options
-	run       *run
-	bins      binaries
-	cniDir    string
-	ca        *framework.CA
-	forwarder *forwarder
-	registry  *imageRegistry
-	mu        sync.Mutex
-	procs     []*proc
+	opts   Options
+	run    *run
+	bins   binaries
+	cniDir string
+	// flannelDir holds flanneld, the flannel CNI plugin and bridge (CNIFlannel only).
+	flannelDir string
+	ca         *framework.CA
+	forwarder  *forwarder
+	registry   *imageRegistry
+	mu         sync.Mutex
+	procs      []*proc
 }
 
 func (c *Cluster) addProc(p *proc) {
@@ -102,11 +124,14 @@ func (b binaries) path(name string) string { return filepath.Join(b.dir, name) }
 // DefaultNodes are the Nodes of a cluster unless Options.Nodes says otherwise.
 var DefaultNodes = []string{"node-a", "node-b"}
 
-// Check reports what this machine lacks to run a cluster: root, the built binaries,
-// the Debian packages, busybox-static.
-func Check() error {
+// Check reports what this machine lacks to run a cluster with the primary CNI cni
+// (empty: CNIPtp): root, the built binaries, the Debian packages, busybox-static.
+func Check(cni string) error {
 	if os.Geteuid() != 0 {
 		return errors.New("a real cluster needs root")
+	}
+	if cni != "" && !slices.Contains(CNIs, cni) {
+		return fmt.Errorf("unknown primary CNI %q: one of %s", cni, strings.Join(CNIs, ", "))
 	}
 	var missing []string
 	bins, err := framework.FindBinaries()
@@ -118,12 +143,17 @@ func Check() error {
 			missing = append(missing, filepath.Join(bins.Dir, name)+" (hack/build-control-plane.sh)")
 		}
 	}
-	cni, err := framework.CNIPluginDir()
+	cniDir, err := framework.CNIPluginDir()
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(cni, "loopback")); err != nil {
-		missing = append(missing, filepath.Join(cni, "loopback")+" (hack/build-cni-plugins.sh)")
+	if _, err := os.Stat(filepath.Join(cniDir, "loopback")); err != nil {
+		missing = append(missing, filepath.Join(cniDir, "loopback")+" (hack/build-cni-plugins.sh)")
+	}
+	if cni == CNIFlannel {
+		if _, err := framework.FlannelDir(); err != nil {
+			missing = append(missing, err.Error())
+		}
 	}
 	for _, tool := range []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "nsenter", "unshare", "nft", "iptables", "conntrack"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -148,7 +178,10 @@ func (c *Cluster) progress(format string, args ...any) {
 // Start starts a cluster and waits until every Node is Ready. On error, everything it
 // started is torn down and the error says why (and what the teardown left, if anything).
 func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
-	if err := Check(); err != nil {
+	if opts.CNI == "" {
+		opts.CNI = CNIPtp
+	}
+	if err := Check(opts.CNI); err != nil {
 		return nil, err
 	}
 	if len(opts.Nodes) == 0 {
@@ -163,6 +196,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, err
 	}
 	c = &Cluster{opts: opts, bins: binaries{fw.Dir}, cniDir: cni, Kubectl: fw.Kubectl()}
+	if opts.CNI == CNIFlannel {
+		if c.flannelDir, err = framework.FlannelDir(); err != nil {
+			return nil, err
+		}
+	}
 	swept, problems := SweepAbandoned(opts.RepoRoot)
 	if len(swept) > 0 {
 		c.progress("removed the runs of processes killed before their teardown: %s", strings.Join(swept, " "))
@@ -211,7 +249,8 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	return c, nil
 }
 
-// network creates the namespaces, the segment and the routes between them.
+// network creates the namespaces, the segment and the routes between them, in both
+// families.
 func (c *Cluster) network() error {
 	var err error
 	if c.SegmentNS, err = c.run.newNamespace("segment"); err != nil {
@@ -223,46 +262,59 @@ func (c *Cluster) network() error {
 	if c.CPNS, err = c.run.newNamespace("control-plane"); err != nil {
 		return err
 	}
-	if err := plug(c.SegmentNS, c.CPNS, "cp", ControlPlaneIP+"/24"); err != nil {
+	if err := plug(c.SegmentNS, c.CPNS, "cp", ControlPlaneIP+"/24", ControlPlaneIP6+"/64"); err != nil {
 		return err
 	}
 	if c.ClientNS, err = c.run.newNamespace("client"); err != nil {
 		return err
 	}
-	if err := plug(c.SegmentNS, c.ClientNS, "client", ClientIP+"/24"); err != nil {
+	if err := plug(c.SegmentNS, c.ClientNS, "client", ClientIP+"/24", ClientIP6+"/64"); err != nil {
 		return err
 	}
 	id := strings.TrimPrefix(filepath.Base(c.Dir), runPrefix)
 	for i, name := range c.opts.Nodes {
-		n := &Node{Name: name, IP: nodeIP(i), PodCIDR: nodePodCIDR(i), Dir: c.run.path("nodes", name),
-			index: i, cgroup: "juneau-" + id + "-" + name, c: c}
+		n := &Node{Name: name, IP: nodeIP(i), IP6: nodeIP6(i), PodCIDR: nodePodCIDR(i), PodCIDR6: nodePodCIDR6(i),
+			Dir: c.run.path("nodes", name), index: i, cgroup: "juneau-" + id + "-" + name, c: c}
 		if n.NS, err = c.run.newNamespace(name); err != nil {
 			return err
 		}
-		if err := plug(c.SegmentNS, n.NS, fmt.Sprintf("n%d", i), n.IP+"/24"); err != nil {
+		if err := plug(c.SegmentNS, n.NS, fmt.Sprintf("n%d", i), n.IP+"/24", n.IP6+"/64"); err != nil {
 			return err
 		}
-		if err := sysctl(n.NS, "net/ipv4/ip_forward", "1"); err != nil {
-			return err
+		for _, key := range []string{"net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding"} {
+			if err := sysctl(n.NS, key, "1"); err != nil {
+				return err
+			}
 		}
 		c.Nodes = append(c.Nodes, n)
 	}
 	// The API server reaches webhook Pods, and every Node the others' Pods, through the
-	// Node owning the Pod CIDR. The external client knows only the segment.
+	// Node owning the Pod CIDR (with flannel, the Nodes reach each other's Pods through
+	// its VXLAN devices and routes instead). The external client knows only the segment.
 	for _, n := range c.Nodes {
-		if err := route(c.CPNS, n.PodCIDR, n.IP); err != nil {
-			return err
+		for _, r := range [][2]string{{n.PodCIDR, n.IP}, {n.PodCIDR6, n.IP6}} {
+			if err := route(c.CPNS, r[0], r[1]); err != nil {
+				return err
+			}
 		}
 		// Connections a Node itself opens to a Service (a hostNetwork Pod reaching the
 		// API server at 10.96.0.1) need a route before kube-proxy's DNAT rewrites their
 		// destination; where real Nodes use their default route, these use one for the
-		// Service range only.
-		if err := route(n.NS, ServiceCIDR, ControlPlaneIP); err != nil {
-			return err
+		// Service ranges only.
+		for _, r := range [][2]string{{ServiceCIDR, ControlPlaneIP}, {ServiceCIDR6, ControlPlaneIP6}} {
+			if err := route(n.NS, r[0], r[1]); err != nil {
+				return err
+			}
+		}
+		if c.opts.CNI == CNIFlannel {
+			continue
 		}
 		for _, m := range c.Nodes {
-			if m != n {
-				if err := route(n.NS, m.PodCIDR, m.IP); err != nil {
+			if m == n {
+				continue
+			}
+			for _, r := range [][2]string{{m.PodCIDR, m.IP}, {m.PodCIDR6, m.IP6}} {
+				if err := route(n.NS, r[0], r[1]); err != nil {
 					return err
 				}
 			}
@@ -284,6 +336,9 @@ func (c *Cluster) clients() error {
 		{name: "kube-proxy", user: "system:kube-proxy"},
 		// Prometheus (StartPrometheus) lists and watches Pods for its service discovery.
 		{name: "prometheus", user: "juneau-prometheus", groups: []string{"system:masters"}},
+	}
+	if c.opts.CNI == CNIFlannel {
+		ids = append(ids, &identity{name: "flannel", user: flannelUser})
 	}
 	for _, n := range c.Nodes {
 		ids = append(ids, &identity{name: n.Name, user: "system:node:" + n.Name, groups: []string{"system:nodes"}})
@@ -357,11 +412,60 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 			return err
 		}
 	}
+	if c.opts.CNI == CNIFlannel {
+		if err := c.startFlannel(ctx); err != nil {
+			return err
+		}
+	}
 	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := c.Kube.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, nil
 	})
 }
+
+// flannelUser is flanneld's identity; flannelRBAC gives it what flannel's own manifests
+// give its ServiceAccount.
+const flannelUser = "juneau-cluster:flannel"
+
+var flannelRBAC = []runtime.Object{
+	&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "flannel"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods", "nodes", "namespaces"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"nodes/status"}, Verbs: []string{"patch"}},
+	}},
+	&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "flannel"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "flannel"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: flannelUser}}},
+}
+
+// startFlannel gives flanneld its RBAC and starts it on every Node, once each Node has
+// its Pod CIDRs.
+func (c *Cluster) startFlannel(ctx context.Context) error {
+	rbac := c.Kube.RbacV1()
+	for _, o := range flannelRBAC {
+		var err error
+		switch o := o.(type) {
+		case *rbacv1.ClusterRole:
+			_, err = rbac.ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRoleBinding:
+			_, err = rbac.ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+		}
+		if err != nil {
+			return fmt.Errorf("flannel's RBAC: %w", err)
+		}
+	}
+	var g errgroup.Group
+	for _, n := range c.Nodes {
+		g.Go(func() error { return n.startFlannel(ctx) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	c.progress("flanneld up on %d Nodes (VXLAN, both families)", len(c.Nodes))
+	return nil
+}
+
+// CNI is the cluster's primary CNI, CNIPtp or CNIFlannel.
+func (c *Cluster) CNI() string { return c.opts.CNI }
 
 // Stop tears the cluster down: the forwarder and the registry, then everything Teardown
 // removes. It reports what it could not remove.

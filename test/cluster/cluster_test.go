@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,10 +23,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func start(t *testing.T) *cluster.Cluster {
+func start(t *testing.T, cni string) *cluster.Cluster {
 	t.Helper()
 	require.Root(t)
-	if err := cluster.Check(); err != nil {
+	if err := cluster.Check(cni); err != nil {
 		require.Unmet(t, "%v", err)
 	}
 	root, err := framework.RepoRoot()
@@ -34,7 +35,7 @@ func start(t *testing.T) *cluster.Cluster {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Options{Kind: "test", RepoRoot: root,
+	c, err := cluster.Start(ctx, cluster.Options{Kind: "test", RepoRoot: root, CNI: cni,
 		JuneauBinary: framework.JuneauBinary(t), BoxBinary: framework.BoxBinary(t),
 		Progress: func(format string, args ...any) { t.Logf(format, args...) }})
 	if err != nil {
@@ -43,13 +44,23 @@ func start(t *testing.T) *cluster.Cluster {
 	return c
 }
 
+// TestStartAndTeardown, with each primary CNI: both Nodes Ready, a Pod on each gets an
+// address of each family in its Node's Pod CIDRs, no namespace of the run has a default
+// route in either family, and the teardown leaves the host as it was and nothing of
+// the run.
 func TestStartAndTeardown(t *testing.T) {
+	for _, cni := range cluster.CNIs {
+		t.Run(cni, func(t *testing.T) { testStartAndTeardown(t, cni) })
+	}
+}
+
+func testStartAndTeardown(t *testing.T, cni string) {
 	root, _ := framework.RepoRoot()
 	if _, problems := cluster.SweepAbandoned(root); len(problems) > 0 {
 		t.Fatal(problems)
 	}
 	before := hostState(t)
-	c := start(t)
+	c := start(t, cni)
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
@@ -71,7 +82,7 @@ kind: Pod
 metadata: {name: sh-` + n.Name + `}
 spec:
   nodeName: ` + n.Name + `
-  containers: [{name: sh, image: busybox, command: [sh, -c, "ip -4 addr show eth0; sleep 3600"]}]
+  containers: [{name: sh, image: busybox, command: [sh, -c, "ip addr show eth0; sleep 3600"]}]
 `
 		if _, err := c.KubectlRun(ctx, pod, "apply", "-f", "-"); err != nil {
 			t.Fatal(err)
@@ -84,8 +95,22 @@ spec:
 		}
 		logs, err := c.KubectlRun(ctx, "", "logs", "sh-"+n.Name)
 		t.Logf("sh-%s: %s", n.Name, logs)
-		if err != nil || !strings.Contains(logs, strings.TrimSuffix(n.PodCIDR, "0/24")) {
-			t.Errorf("Pod on %s: logs %q (%v), want an address in %s", n.Name, logs, err, n.PodCIDR)
+		for _, cidr := range []string{n.PodCIDR, n.PodCIDR6} {
+			if !addressIn(logs, cidr) {
+				t.Errorf("Pod on %s: logs %q (%v), want an address in %s", n.Name, logs, err, cidr)
+			}
+		}
+	}
+	namespaces := map[string]string{"segment": c.SegmentNS, "control-plane": c.CPNS, "client": c.ClientNS}
+	for _, n := range c.Nodes {
+		namespaces[n.Name] = n.NS
+	}
+	for name, ns := range namespaces {
+		for _, family := range []string{"-4", "-6"} {
+			out, err := runHost("nsenter", "--net="+ns, "ip", family, "route", "show", "default")
+			if err != nil || strings.TrimSpace(out) != "" {
+				t.Errorf("namespace %s: ip %s route show default: %q (%v), want none", name, family, out, err)
+			}
 		}
 	}
 	stopped = true
@@ -98,6 +123,17 @@ spec:
 	for _, l := range leftovers(t, c.Dir) {
 		t.Errorf("the run left %s", l)
 	}
+}
+
+// addressIn reports whether the output of `ip addr` holds an address in cidr.
+func addressIn(ipAddr, cidr string) bool {
+	p := netip.MustParsePrefix(cidr)
+	for _, f := range strings.Fields(ipAddr) {
+		if a, err := netip.ParsePrefix(f); err == nil && p.Contains(a.Addr()) {
+			return true
+		}
+	}
+	return false
 }
 
 // leftovers lists what of the run in dir remains: its directory, cgroups, mounts and
@@ -135,7 +171,7 @@ func leftovers(t *testing.T, dir string) []string {
 func hostState(t *testing.T) string {
 	t.Helper()
 	var b strings.Builder
-	for _, argv := range [][]string{{"ip", "-br", "link"}, {"ip", "-br", "addr"}, {"ip", "route"},
+	for _, argv := range [][]string{{"ip", "-br", "link"}, {"ip", "-br", "addr"}, {"ip", "route"}, {"ip", "-6", "route"},
 		{"sysctl", "vm.overcommit_memory", "vm.panic_on_oom", "kernel.panic", "kernel.panic_on_oops", "kernel.keys.root_maxkeys", "kernel.keys.root_maxbytes"}} {
 		out, err := runHost(argv...)
 		if err != nil {
@@ -156,12 +192,12 @@ func runHost(argv ...string) (string, error) {
 // the next run do.
 func TestTeardownAfterKill(t *testing.T) {
 	if os.Getenv("JUNEAU_CLUSTER_HELPER") != "" {
-		c := start(t)
+		c := start(t, cluster.CNIPtp)
 		fmt.Println("run:", c.Dir)
 		select {} // until killed
 	}
 	require.Root(t)
-	if err := cluster.Check(); err != nil {
+	if err := cluster.Check(cluster.CNIPtp); err != nil {
 		require.Unmet(t, "%v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -108,7 +108,7 @@ func (c *Cluster) startInNS(ctx context.Context, ns, name string, argv ...string
 	if err != nil {
 		return nil, err
 	}
-	p, err := c.run.startProc(name, inNS(ns, argv...)...)
+	p, err := c.run.startProc(name, nil, inNS(ns, argv...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +152,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) (*proc, error) {
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+filepath.Join(pki, "sa.key"),
 		"--service-account-signing-key-file="+filepath.Join(pki, "sa.key"),
-		"--service-cluster-ip-range="+ServiceCIDR,
+		"--service-cluster-ip-range="+ServiceCIDR+","+ServiceCIDR6,
 		// The API server has no kube-proxy beside it: it calls webhooks (and aggregated
 		// APIs) on their endpoints' Pod IPs, routed through the Nodes.
 		"--enable-aggregator-routing=true",
@@ -169,7 +169,11 @@ func (c *Cluster) startControllers(ctx context.Context) error {
 		"--use-service-account-credentials=true",
 		"--service-account-private-key-file="+filepath.Join(pki, "sa.key"),
 		"--root-ca-file="+filepath.Join(pki, "ca.crt"),
+		// Each Node's Pod CIDRs are given to it as it registers (Node.register), as a
+		// CNI's IPAM would; the ranges here describe the dual-stack cluster.
 		"--cluster-name=juneau", "--allocate-node-cidrs=false",
+		"--cluster-cidr="+ClusterCIDR+","+ClusterCIDR6,
+		"--service-cluster-ip-range="+ServiceCIDR+","+ServiceCIDR6,
 		"--flex-volume-plugin-dir="+c.run.path("kcm-flexvolume"),
 		"--profiling=false"); err != nil {
 		return err

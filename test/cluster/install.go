@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -104,8 +105,69 @@ func (c *Cluster) describeSystem(ctx context.Context) string {
 	return out + strings.Join(lines, "\n")
 }
 
-// ApplyExamples applies manifests/examples as they are: the nginx:1.27 they name is
-// served by the cluster (images.DocNginx, which answers HTTP on port 80).
+// ApplyExamples applies manifests/examples and then manifests/examples/ipv6 as they are
+// (the nginx:1.27 they name is served by the cluster: images.DocNginx, which answers
+// HTTP on port 80) and returns what kubectl printed. With flannel, whose bridged Pods
+// cannot carry an ElasticIP on eth0 (docs/guide-direct.md#which-primary-cnis-work),
+// through overlays that move each direct ElasticIP to an extra interface, ext0.
 func (c *Cluster) ApplyExamples(ctx context.Context) (string, error) {
-	return c.KubectlRun(ctx, "", "apply", "-k", filepath.Join(c.opts.RepoRoot, "manifests", "examples"))
+	var all strings.Builder
+	for _, set := range []struct{ dir, overlay string }{
+		{"manifests/examples", "examples"}, {"manifests/examples/ipv6", "examples-ipv6"},
+	} {
+		dir := filepath.Join(c.opts.RepoRoot, set.dir)
+		if c.opts.CNI == CNIFlannel {
+			var err error
+			if dir, err = c.extraInterfaceOverlay(set.overlay, set.dir); err != nil {
+				return all.String(), err
+			}
+		}
+		out, err := c.KubectlRun(ctx, "", "apply", "-k", dir)
+		all.WriteString(out)
+		if err != nil {
+			return all.String(), err
+		}
+	}
+	return all.String(), nil
+}
+
+// DirectPods are the example Pods carrying an ElasticIP directly, and the ElasticIP each
+// carries.
+var DirectPods = map[string]string{"web": "web-eip", "web6": "web6-eip"}
+
+// DirectInterface is the interface of the example Pods' direct ElasticIPs: eth0, or,
+// with flannel, the extra interface ext0.
+func (c *Cluster) DirectInterface() string {
+	if c.opts.CNI == CNIFlannel {
+		return "ext0"
+	}
+	return "eth0"
+}
+
+// extraInterfaceOverlay writes a kustomization over base (a directory of the clone)
+// that replaces the juneau.loutres.me/elastic-ip annotation of its direct Pods with a
+// juneau.loutres.me/networks entry for ext0, as a user of a bridged primary CNI would.
+func (c *Cluster) extraInterfaceOverlay(name, base string) (string, error) {
+	dir, err := c.overlay(name, base, nil)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString("sortOptions:\n  order: fifo\npatches:\n")
+	for pod, eip := range DirectPods {
+		fmt.Fprintf(&b, `  - target: {kind: Pod, name: %s}
+    patch: |
+      - op: remove
+        path: /metadata/annotations/juneau.loutres.me~1elastic-ip
+      - op: add
+        path: /metadata/annotations/juneau.loutres.me~1networks
+        value: '[{"interface":"ext0","elasticIP":"%s"}]'
+`, pod, eip)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "kustomization.yaml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.WriteString(b.String())
+	return dir, errors.Join(err, f.Close())
 }

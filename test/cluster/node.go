@@ -20,9 +20,11 @@ import (
 // Node is one Node of the cluster: a network namespace on the segment and a mount
 // namespace of its own, in which containerd, the kubelet and kube-proxy run.
 type Node struct {
-	Name    string
-	IP      string // on eth0, the segment; the Node's InternalIP
-	PodCIDR string
+	Name string
+	// IP and IP6 are on eth0, the segment: the Node's InternalIPs.
+	IP, IP6 string
+	// PodCIDR and PodCIDR6 are the Node's spec.podCIDRs, for its primary CNI.
+	PodCIDR, PodCIDR6 string
 	// NS is the Node's network namespace file (nsenter --net=NS).
 	NS string
 	// Dir holds its configuration, containerd's data and its CNI directories:
@@ -38,6 +40,14 @@ type Node struct {
 
 // ConfDir is the Node's /etc/cni/net.d, seen from the root mount namespace.
 func (n *Node) ConfDir() string { return filepath.Join(n.Dir, "cni", "net.d") }
+
+// ConfFile is the primary CNI's network configuration, the one juneau chains into.
+func (n *Node) ConfFile() string {
+	if n.c.opts.CNI == CNIFlannel {
+		return filepath.Join(n.ConfDir(), "10-flannel.conflist")
+	}
+	return filepath.Join(n.ConfDir(), "10-ptp.conflist")
+}
 
 // Socket is the Node's containerd socket.
 func (n *Node) Socket() string { return filepath.Join(n.Dir, "containerd", "containerd.sock") }
@@ -118,17 +128,30 @@ func (n *Node) prepare() error {
 			return err
 		}
 	}
-	for _, plugin := range []string{"ptp", "host-local", "loopback"} {
-		if err := os.Symlink(filepath.Join(n.c.cniDir, plugin), filepath.Join(n.Dir, "cni", "bin", plugin)); err != nil {
+	plugins := map[string]string{"host-local": n.c.cniDir, "loopback": n.c.cniDir}
+	conflist := n.ptpConflist()
+	if n.c.opts.CNI == CNIFlannel {
+		plugins["flannel"], plugins["bridge"] = n.c.flannelDir, n.c.flannelDir
+		conflist = flannelConflist
+	} else {
+		plugins["ptp"] = n.c.cniDir
+	}
+	for plugin, dir := range plugins {
+		if err := os.Symlink(filepath.Join(dir, plugin), filepath.Join(n.Dir, "cni", "bin", plugin)); err != nil {
 			return err
 		}
 	}
+	rel, err := filepath.Rel(n.Dir, n.ConfFile())
+	if err != nil {
+		return err
+	}
 	files := map[string]string{
-		"cni/net.d/10-ptp.conflist": n.conflist(),
-		"containerd/config.toml":    n.containerdConfig(),
-		"kubelet/config.yaml":       n.kubeletConfig(),
-		"kube-proxy.yaml":           n.kubeProxyConfig(),
-		"resolv.conf":               "",
+		rel:                      conflist,
+		"containerd/config.toml": n.containerdConfig(),
+		"kubelet/config.yaml":    n.kubeletConfig(),
+		"kube-proxy.yaml":        n.kubeProxyConfig(),
+		"flannel-net-conf.json":  flannelNetConf,
+		"resolv.conf":            "",
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(n.Dir, name), []byte(content), 0o644); err != nil {
@@ -138,9 +161,11 @@ func (n *Node) prepare() error {
 	return nil
 }
 
-// conflist is the primary network, as a CNI installer would write it: ptp with
-// host-local IPAM in the Node's Pod CIDR, masquerading Pod egress.
-func (n *Node) conflist() string {
+// ptpConflist is the primary network, as a CNI installer would write it: ptp with
+// host-local IPAM in the Node's Pod CIDRs, one range per family, masquerading Pod egress
+// with nftables (its iptables backend would leave ip6tables-nft compatibility rules that
+// the distribution's nft cannot list: "XT target MASQUERADE not found").
+func (n *Node) ptpConflist() string {
 	return fmt.Sprintf(`{
   "cniVersion": "1.0.0",
   "name": "cluster",
@@ -148,17 +173,50 @@ func (n *Node) conflist() string {
     {
       "type": "ptp",
       "ipMasq": true,
+      "ipMasqBackend": "nftables",
       "mtu": 1500,
       "ipam": {
         "type": "host-local",
-        "ranges": [[{"subnet": %q}]],
-        "routes": [{"dst": "0.0.0.0/0"}]
+        "ranges": [[{"subnet": %q}], [{"subnet": %q}]],
+        "routes": [{"dst": "0.0.0.0/0"}, {"dst": "::/0"}]
       }
     }
   ]
 }
-`, n.PodCIDR)
+`, n.PodCIDR, n.PodCIDR6)
 }
+
+// flannelConflist is flannel's network as its installer writes it (the cni-conf.json
+// of flannel's own manifests): the meta plugin reads the Node's subnets and MTU from
+// flanneld's /run/flannel/subnet.env and delegates to bridge (cni0) + host-local. CNI
+// 0.4.0 is the newest version that plugin speaks.
+const flannelConflist = `{
+  "cniVersion": "0.4.0",
+  "name": "cbr0",
+  "plugins": [
+    {
+      "type": "flannel",
+      "delegate": {
+        "hairpinMode": true,
+        "isDefaultGateway": true
+      }
+    }
+  ]
+}
+`
+
+// flannelNetConf is flanneld's net-conf.json: both families, each Node's subnets being
+// its spec.podCIDRs (the kube subnet manager reads them), the VXLAN backend, and its
+// rules (Pod egress masquerading, forwarding) in nftables tables of its own beside
+// kube-proxy's.
+var flannelNetConf = fmt.Sprintf(`{
+  "Network": %q,
+  "IPv6Network": %q,
+  "EnableIPv6": true,
+  "EnableNFTables": true,
+  "Backend": {"Type": "vxlan"}
+}
+`, ClusterCIDR, ClusterCIDR6)
 
 // containerdConfig: Debian's containerd 1.6 with its own root, state, sockets and runc
 // root; the CNI directories at their usual paths (the Node's own); pulls of docker.io,
@@ -251,11 +309,11 @@ mode: nftables
 clientConnection: {kubeconfig: %[1]s}
 hostnameOverride: %[2]s
 bindAddress: %[3]s
-clusterCIDR: %[4]s
+clusterCIDR: %[4]s,%[5]s
 healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
 conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
-`, n.c.run.path("kubeconfigs", "kube-proxy"), n.Name, n.IP, ClusterCIDR)
+`, n.c.run.path("kubeconfigs", "kube-proxy"), n.Name, n.IP, ClusterCIDR, ClusterCIDR6)
 }
 
 // cgroupHierarchies lists the mounted cgroup hierarchies (v1 controllers, the named
@@ -294,7 +352,7 @@ func (n *Node) startHolder(ctx context.Context) error {
 		}
 	}
 	box := n.c.opts.BoxBinary
-	p, err := n.c.run.startProc(n.Name+"-mountns", inNS(n.NS, "unshare", "--mount", "--propagation", "private", "--",
+	p, err := n.c.run.startProc(n.Name+"-mountns", nil, inNS(n.NS, "unshare", "--mount", "--propagation", "private", "--",
 		"sh", "-c", holderScript, "holder", n.Dir, box)...)
 	if err != nil {
 		return err
@@ -314,12 +372,13 @@ func (n *Node) startHolder(ctx context.Context) error {
 	return n.c.run.record(recMntns, n.Name, mnt, p.pid, p.start)
 }
 
-// startOnNode starts a component in the Node's namespaces and verifies it runs there.
-func (n *Node) startOnNode(ctx context.Context, name string, argv ...string) (*proc, error) {
+// startOnNode starts a component in the Node's namespaces, with env added to its
+// environment, and verifies it runs there.
+func (n *Node) startOnNode(ctx context.Context, name string, env []string, argv ...string) (*proc, error) {
 	if err := n.holder.inNamespaces(n.netInode(), n.mntNS); err != nil {
 		return nil, err
 	}
-	p, err := n.c.run.startProc(n.Name+"-"+name, append([]string{"nsenter",
+	p, err := n.c.run.startProc(n.Name+"-"+name, env, append([]string{"nsenter",
 		fmt.Sprintf("--target=%d", n.holder.pid), "--mount", "--net", "--"}, argv...)...)
 	if err != nil {
 		return nil, err
@@ -339,7 +398,7 @@ func (n *Node) startContainerd(ctx context.Context) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := n.startOnNode(ctx, "containerd", containerd, "--config", filepath.Join(n.Dir, "containerd", "config.toml"))
+	p, err := n.startOnNode(ctx, "containerd", nil, containerd, "--config", filepath.Join(n.Dir, "containerd", "config.toml"))
 	if err != nil {
 		return nil, err
 	}
@@ -353,17 +412,46 @@ func (n *Node) startContainerd(ctx context.Context) (*proc, error) {
 }
 
 func (n *Node) startKubelet(ctx context.Context) (*proc, error) {
-	return n.startOnNode(ctx, "kubelet", n.c.bins.path("kubelet"),
+	return n.startOnNode(ctx, "kubelet", nil, n.c.bins.path("kubelet"),
 		"--config="+filepath.Join(n.Dir, "kubelet", "config.yaml"),
 		"--kubeconfig="+n.c.run.path("kubeconfigs", n.Name),
 		"--root-dir="+filepath.Join(n.Dir, "kubelet"),
 		"--cert-dir="+filepath.Join(n.Dir, "kubelet", "pki"),
-		"--hostname-override="+n.Name, "--node-ip="+n.IP,
+		"--hostname-override="+n.Name, "--node-ip="+n.IP+","+n.IP6,
 		"--volume-plugin-dir="+filepath.Join(n.Dir, "kubelet", "volume-plugins"))
 }
 
 func (n *Node) startKubeProxy(ctx context.Context) (*proc, error) {
-	return n.startOnNode(ctx, "kube-proxy", n.c.bins.path("kube-proxy"), "--config="+filepath.Join(n.Dir, "kube-proxy.yaml"))
+	return n.startOnNode(ctx, "kube-proxy", nil, n.c.bins.path("kube-proxy"), "--config="+filepath.Join(n.Dir, "kube-proxy.yaml"))
+}
+
+// startFlannel starts flanneld on the Node as flannel's DaemonSet runs it: the kube
+// subnet manager (the Node's lease is its spec.podCIDRs, its VXLAN endpoint in the
+// Node's annotations), the segment's interface between the Nodes, Pod egress
+// masqueraded. It waits until flanneld has written /run/flannel/subnet.env with both
+// families, which the CNI plugin reads for every Pod.
+func (n *Node) startFlannel(ctx context.Context) error {
+	p, err := n.startOnNode(ctx, "flanneld", []string{"NODE_NAME=" + n.Name}, filepath.Join(n.c.flannelDir, "flanneld"),
+		"--kube-subnet-mgr", "--kubeconfig-file="+n.c.run.path("kubeconfigs", "flannel"),
+		"--iface="+segmentIface, "--ip-masq", "--net-config-path="+filepath.Join(n.Dir, "flannel-net-conf.json"))
+	if err != nil {
+		return err
+	}
+	// The Node's /run, seen through the holder of its mount namespace.
+	subnetEnv := fmt.Sprintf("/proc/%d/root/run/flannel/subnet.env", n.holder.pid)
+	var env string
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if p.exited() {
+			return false, p.failure()
+		}
+		data, err := os.ReadFile(subnetEnv)
+		env = string(data)
+		return err == nil && strings.Contains(env, "FLANNEL_SUBNET=") && strings.Contains(env, "FLANNEL_IPV6_SUBNET="), nil
+	})
+	if err != nil {
+		return fmt.Errorf("flanneld on %s wrote no subnet file with both families (%q): %w; its log: %s", n.Name, env, err, p.log)
+	}
+	return nil
 }
 
 // importImages loads the images archive into the Node's containerd.
@@ -376,8 +464,8 @@ func (n *Node) importImages(ctx context.Context, archive string) error {
 	return nil
 }
 
-// register waits for the kubelet's Node object, gives it its Pod CIDR (as a CNI's IPAM
-// or the controller-manager would) and waits until it is Ready.
+// register waits for the kubelet's Node object, gives it its Pod CIDRs, one per family
+// (as a CNI's IPAM or the controller-manager would), and waits until it is Ready.
 func (n *Node) register(ctx context.Context, kubelet *proc) error {
 	nodes := n.c.Kube.CoreV1().Nodes()
 	patched := false
@@ -392,7 +480,7 @@ func (n *Node) register(ctx context.Context, kubelet *proc) error {
 			return false, nil
 		}
 		if !patched && len(node.Spec.PodCIDRs) == 0 {
-			patch := fmt.Sprintf(`{"spec":{"podCIDR":%q,"podCIDRs":[%q]}}`, n.PodCIDR, n.PodCIDR)
+			patch := fmt.Sprintf(`{"spec":{"podCIDR":%q,"podCIDRs":[%q,%q]}}`, n.PodCIDR, n.PodCIDR, n.PodCIDR6)
 			if _, err := nodes.Patch(ctx, n.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 				last = err.Error()
 				return false, nil

@@ -84,11 +84,11 @@ type proc struct {
 	err   error
 }
 
-// startProc runs argv (usually nsenter wrapping the component) with its output in
-// logs/<name>.log, in its own process group so a Ctrl-C in the terminal reaches only
-// the owner, which then tears everything down in order. The process is recorded in the
-// run before anything uses it.
-func (r *run) startProc(name string, argv ...string) (*proc, error) {
+// startProc runs argv (usually nsenter wrapping the component), with env added to our
+// own environment, with its output in logs/<name>.log, in its own process group so a
+// Ctrl-C in the terminal reaches only the owner, which then tears everything down in
+// order. The process is recorded in the run before anything uses it.
+func (r *run) startProc(name string, env []string, argv ...string) (*proc, error) {
 	r.mu.Lock()
 	closed := r.closed
 	r.mu.Unlock()
@@ -105,6 +105,9 @@ func (r *run) startProc(name string, argv ...string) (*proc, error) {
 	}
 	defer logFile.Close()
 	cmd := exec.Command(argv[0], argv[1:]...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

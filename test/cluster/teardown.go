@@ -23,7 +23,7 @@ import (
 // signals these (a user's editor open on a log of the run is left alone).
 var components = map[string]bool{
 	"etcd": true, "kube-apiserver": true, "kube-controller-manager": true, "kube-scheduler": true,
-	"kubelet": true, "kube-proxy": true, "containerd": true, "containerd-shim-runc-v2": true,
+	"kubelet": true, "kube-proxy": true, "flanneld": true, "containerd": true, "containerd-shim-runc-v2": true,
 	"box": true, "nsenter": true, "unshare": true,
 }
 
@@ -44,7 +44,7 @@ func Teardown(dir string) error {
 	var problems []error
 	// The kubelets first, so none restarts a container being killed.
 	for _, rec := range recs[recProc] {
-		if strings.HasSuffix(rec[0], "-kubelet") || strings.HasSuffix(rec[0], "-kube-proxy") {
+		if strings.HasSuffix(rec[0], "-kubelet") || strings.HasSuffix(rec[0], "-kube-proxy") || strings.HasSuffix(rec[0], "-flanneld") {
 			killRecorded(rec)
 		}
 	}

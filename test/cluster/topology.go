@@ -8,27 +8,38 @@ import (
 
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 
 	"github.com/loutres/juneau/test/netns"
 )
 
-// The cluster's addresses. They exist only inside the namespaces a run creates; no
-// namespace gets a default route, so nothing can leave the machine.
+// The cluster's addresses, in both families: the cluster is dual-stack (IPv4 first).
+// They exist only inside the namespaces a run creates; no namespace gets a default
+// route, IPv4 or IPv6, and none accepts router advertisements, so nothing can leave
+// the machine. The IPv6 ones are unique local addresses, the same scheme as the
+// simulated Nodes of test/e2e/harness.
 const (
-	SegmentPrefix  = "10.225.51.0/24" // the external segment: Nodes, control plane, client
-	ControlPlaneIP = "10.225.51.250"  // kube-apiserver, etcd, kcm, scheduler; outside the example pool
-	ClientIP       = "10.225.51.100"  // the external client
-	ClusterCIDR    = "10.244.0.0/16"  // Pods; Node i has 10.244.<i+1>.0/24
-	ServiceCIDR    = "10.96.0.0/16"
-	KubernetesIP   = "10.96.0.1" // the kubernetes Service
-	APIServerPort  = 6443
-	RegistryPort   = 5000
-	bridgeName     = "br0"
-	segmentIface   = "eth0" // every namespace's interface on the segment
+	SegmentPrefix   = "10.225.51.0/24"   // the external segment: Nodes, control plane, client
+	SegmentPrefix6  = "fd00:225:51::/64" // its IPv6 prefix
+	ControlPlaneIP  = "10.225.51.250"    // kube-apiserver, etcd, kcm, scheduler; outside the example pool
+	ControlPlaneIP6 = "fd00:225:51::250"
+	ClientIP        = "10.225.51.100" // the external client
+	ClientIP6       = "fd00:225:51::100"
+	ClusterCIDR     = "10.244.0.0/16" // Pods; Node i has 10.244.<i+1>.0/24
+	ClusterCIDR6    = "fd00:244::/56" // Node i has fd00:244:0:<i+1>::/64
+	ServiceCIDR     = "10.96.0.0/16"
+	ServiceCIDR6    = "fd00:96::/112"
+	KubernetesIP    = "10.96.0.1" // the kubernetes Service (the first family's)
+	APIServerPort   = 6443
+	RegistryPort    = 5000
+	bridgeName      = "br0"
+	segmentIface    = "eth0" // every namespace's interface on the segment
 )
 
-func nodeIP(i int) string      { return fmt.Sprintf("10.225.51.%d", 2+i) }
-func nodePodCIDR(i int) string { return fmt.Sprintf("10.244.%d.0/24", 1+i) }
+func nodeIP(i int) string       { return fmt.Sprintf("10.225.51.%d", 2+i) }
+func nodeIP6(i int) string      { return fmt.Sprintf("fd00:225:51::%d", 2+i) }
+func nodePodCIDR(i int) string  { return fmt.Sprintf("10.244.%d.0/24", 1+i) }
+func nodePodCIDR6(i int) string { return fmt.Sprintf("fd00:244:0:%d::/64", 1+i) }
 
 // withHandle runs fn with a netlink handle inside the namespace file path.
 func withHandle(path string, fn func(*netlink.Handle) error) error {
@@ -45,8 +56,16 @@ func withHandle(path string, fn func(*netlink.Handle) error) error {
 	return fn(h)
 }
 
+// ipv6Defaults are the IPv6 settings of every namespace a run creates, written for
+// "all" and for "default" (which interfaces created later start from) before any
+// interface is plugged in: no router advertisement is accepted and no address is made
+// from one, so no namespace ever learns a default route; addresses are usable at once
+// (no duplicate address detection: every address on the segment is assigned here).
+var ipv6Defaults = map[string]string{"accept_ra": "0", "autoconf": "0", "accept_dad": "0"}
+
 // newNamespace creates the network namespace file ns/<name> of the run (recorded
-// first, so a teardown finds it whatever happens next) with its loopback up.
+// first, so a teardown finds it whatever happens next) with its loopback up and the
+// IPv6 settings of ipv6Defaults.
 func (r *run) newNamespace(name string) (string, error) {
 	p := r.path("ns", name)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -58,6 +77,13 @@ func (r *run) newNamespace(name string) (string, error) {
 	if err := netns.Create(p); err != nil {
 		return "", fmt.Errorf("network namespace %s: %w", name, err)
 	}
+	for _, conf := range []string{"all", "default"} {
+		for key, value := range ipv6Defaults {
+			if err := sysctl(p, "net/ipv6/conf/"+conf+"/"+key, value); err != nil {
+				return "", err
+			}
+		}
+	}
 	return p, withHandle(p, func(h *netlink.Handle) error {
 		lo, err := h.LinkByName("lo")
 		if err != nil {
@@ -67,8 +93,14 @@ func (r *run) newNamespace(name string) (string, error) {
 	})
 }
 
-// segment creates the namespace holding the segment's bridge.
+// segment creates the bridge of the segment in its namespace, which has no address of
+// its own in either family (IPv6 is off there: the bridge forwards it all the same).
 func segment(path string) error {
+	for _, conf := range []string{"all", "default"} {
+		if err := sysctl(path, "net/ipv6/conf/"+conf+"/disable_ipv6", "1"); err != nil {
+			return err
+		}
+	}
 	return withHandle(path, func(h *netlink.Handle) error {
 		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: bridgeName}}
 		if err := h.LinkAdd(br); err != nil {
@@ -79,10 +111,10 @@ func segment(path string) error {
 }
 
 // plug connects the namespace at path to the segment with a veth whose end inside is
-// eth0 with address cidr. The veth is created inside the segment's namespace with its
-// peer placed straight into the other one: no interface ever appears in the root
-// namespace.
-func plug(segPath, path, port, cidr string) error {
+// eth0 with the addresses cidrs (an IPv6 one without duplicate address detection). The
+// veth is created inside the segment's namespace with its peer placed straight into the
+// other one: no interface ever appears in the root namespace.
+func plug(segPath, path, port string, cidrs ...string) error {
 	target, err := vnetns.GetFromPath(path)
 	if err != nil {
 		return err
@@ -111,12 +143,17 @@ func plug(segPath, path, port, cidr string) error {
 		if err != nil {
 			return err
 		}
-		addr, err := netlink.ParseAddr(cidr)
-		if err != nil {
-			return err
-		}
-		if err := h.AddrAdd(link, addr); err != nil {
-			return fmt.Errorf("address %s: %w", cidr, err)
+		for _, cidr := range cidrs {
+			addr, err := netlink.ParseAddr(cidr)
+			if err != nil {
+				return err
+			}
+			if addr.IP.To4() == nil {
+				addr.Flags |= unix.IFA_F_NODAD
+			}
+			if err := h.AddrAdd(link, addr); err != nil {
+				return fmt.Errorf("address %s: %w", cidr, err)
+			}
 		}
 		return h.LinkSetUp(link)
 	})

@@ -11,6 +11,10 @@ const (
 	KubernetesVersion = "v1.37.2"
 	EtcdVersion       = "v3.7.3"
 	CNIPluginsVersion = "v1.10.0"
+	// FlannelVersion is flanneld's, FlannelCNIVersion that of the containernetworking
+	// plugins release whose flannel meta plugin the real cluster runs with it.
+	FlannelVersion    = "v0.28.10"
+	FlannelCNIVersion = "v0.9.1"
 )
 
 // Binaries locates kube-apiserver, kubectl and etcd built by hack/build-control-plane.sh.
@@ -83,6 +87,21 @@ func CNIPluginDir() (string, error) {
 	for _, name := range []string{"ptp", "host-local"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			return "", fmt.Errorf("CNI plugin %s missing (run hack/build-cni-plugins.sh or make test): %w", name, err)
+		}
+	}
+	return dir, nil
+}
+
+// FlannelDir returns the directory of flanneld, the flannel CNI meta plugin and the
+// bridge plugin, built by hack/build-flannel.sh.
+func FlannelDir() (string, error) {
+	dir, err := cacheDir("JUNEAU_FLANNEL_DIR", "flannel-"+FlannelVersion+"-cni-"+FlannelCNIVersion)
+	if err != nil {
+		return "", err
+	}
+	for _, name := range []string{"flanneld", "flannel", "bridge"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return "", fmt.Errorf("%s missing (run hack/build-flannel.sh): %w", filepath.Join(dir, name), err)
 		}
 	}
 	return dir, nil

@@ -44,20 +44,20 @@ func TestExamplesApply(t *testing.T) {
 	ctx := testContext(t)
 	ns := cp.NewNamespace(t, "examples")
 	examples := filepath.Join(cp.RepoRoot, "manifests", "examples")
-	for _, dir := range []string{examples, filepath.Join(examples, "reference")} {
+	for _, dir := range []string{examples, filepath.Join(examples, "ipv6"), filepath.Join(examples, "reference")} {
 		if r := cp.Kubectl(ctx, "", "apply", "-n", ns, "-f", dir); r.Err != nil {
 			t.Fatalf("applying %s: %v", dir, r.Err)
 		}
 	}
 	want := map[string][]string{
-		"addresspool":         {"ext-pool"},
+		"addresspool":         {"ext-pool", "ext-pool6"},
 		"externalnetwork":     {"ext-net"},
-		"elasticip":           {"nginx-eip", "web-eip"},
-		"elasticipattachment": {"nginx-eip-attach"},
+		"elasticip":           {"nginx-eip", "web-eip", "nginx-eip6", "web6-eip"},
+		"elasticipattachment": {"nginx-eip-attach", "nginx-eip6-attach"},
 		"networkinterface":    {"web.eth0"},
 		"allocationclaim":     {"10.225.51.5"},
 		"arpadvertisement":    {"eip-default-nginx-eip"},
-		"pod":                 {"nginx", "web"},
+		"pod":                 {"nginx", "web", "web6"},
 	}
 	for kind, names := range want {
 		r := cp.Kubectl(ctx, "", "get", kind, "-n", ns, "-o", "name")

@@ -91,10 +91,12 @@ func (aw *addressWatch) check(t *testing.T) {
 	}
 }
 
-// eipWorks waits for what a user looks at: the ElasticIP's Attached condition True
-// (reason Attached), the Pod's readiness gate True, for a Pod that asks for an automatic
-// ElasticIP its write-back annotations naming the ElasticIP and its address, and the
-// external client answered by the Pod at the address. It returns the address.
+// eipWorks waits for what a user looks at, for an ElasticIP of either family: the
+// ElasticIP's Attached condition True (reason Attached), the Pod's readiness gate True,
+// for a Pod that asks for an automatic ElasticIP its write-back annotations naming the
+// ElasticIP and its address, and the external client, its neighbour entry for the
+// address flushed (the address may have been answered by another Node before), answered
+// by the Pod at the address. It returns the address.
 func eipWorks(t *testing.T, c *cluster.Cluster, ns, eipName, pod string) string {
 	t.Helper()
 	var eip *v1alpha1.ElasticIP
@@ -113,7 +115,7 @@ func eipWorks(t *testing.T, c *cluster.Cluster, ns, eipName, pod string) string 
 		gate := status.PodCondition(p, v1alpha1.PodConditionElasticIP)
 		written := true
 		if auto, _ := annotations.ParseAuto(p.Annotations); auto.Wanted() {
-			written = p.Annotations[v1alpha1.AnnotationAllocatedEIPName] == eipName && p.Annotations[v1alpha1.AnnotationAllocatedEIPAddr] == eip.Status.Address
+			written = writtenBack(p, eip)
 		}
 		return att != nil && att.Status == metav1.ConditionTrue && att.Reason == v1alpha1.ReasonAttached &&
 			gate != nil && gate.Status == corev1.ConditionTrue && written, nil
@@ -125,6 +127,18 @@ func eipWorks(t *testing.T, c *cluster.Cluster, ns, eipName, pod string) string 
 	netns.Attach(t, "client", c.ClientNS).FlushNeighbour("eth0", eip.Status.Address)
 	reach(t, c, eip.Status.Address, pod)
 	return eip.Status.Address
+}
+
+// writtenBack reports whether the write-back annotations of a Pod with automatic
+// ElasticIPs name eip and its address: allocated-eip-name and allocated-eip-address for
+// its IPv4 one, allocated-eip-name-ipv6 and allocated-eip-address-ipv6 for its IPv6 one
+// (docs/automatic.md).
+func writtenBack(p *corev1.Pod, eip *v1alpha1.ElasticIP) bool {
+	nameKey, addrKey := v1alpha1.AnnotationAllocatedEIPName, v1alpha1.AnnotationAllocatedEIPAddr
+	if eip.Spec.Family() == v1alpha1.IPv6 {
+		nameKey, addrKey = v1alpha1.AnnotationAllocatedEIPName6, v1alpha1.AnnotationAllocatedEIPAddr6
+	}
+	return p.Annotations[nameKey] == eip.Name && p.Annotations[addrKey] == eip.Status.Address
 }
 
 // gatedBoxPod is a box Pod with annotations, listing juneau's readiness gate.
@@ -316,12 +330,19 @@ func waitReplicas(t *testing.T, c *cluster.Cluster, ns, selector string, n int) 
 }
 
 // testNftListable: on every Node, the nft of the distribution lists the whole ruleset,
-// juneau's tables included, without an error (test/nftlist), after the scenarios above
-// filled them.
+// juneau's tables of both families included, without an error (test/nftlist), after the
+// scenarios above filled them.
 func testNftListable(t *testing.T, c *cluster.Cluster) {
 	for _, n := range c.Nodes {
-		for _, args := range [][]string{{"list", "ruleset"}, {"list", "table", "ip", "juneau"}} {
-			cmd, err := n.Command(testContext(t, time.Minute), append([]string{"nft"}, args...)...)
+		for _, l := range []struct {
+			args []string
+			want []string
+		}{
+			{[]string{"list", "ruleset"}, []string{"table ip juneau", "table ip6 juneau"}},
+			{[]string{"list", "table", "ip", "juneau"}, []string{"table ip juneau"}},
+			{[]string{"list", "table", "ip6", "juneau"}, []string{"table ip6 juneau"}},
+		} {
+			cmd, err := n.Command(testContext(t, time.Minute), append([]string{"nft"}, l.args...)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -329,8 +350,10 @@ func testNftListable(t *testing.T, c *cluster.Cluster) {
 			if err != nil {
 				t.Errorf("on %s: %v", n.Name, err)
 			}
-			if !strings.Contains(out, "table ip juneau") {
-				t.Errorf("on %s: nft %s shows no juneau table:\n%s", n.Name, strings.Join(args, " "), out)
+			for _, w := range l.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("on %s: nft %s shows no %s:\n%s", n.Name, strings.Join(l.args, " "), w, out)
+				}
 			}
 		}
 	}

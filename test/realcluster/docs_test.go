@@ -7,8 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/loutres/juneau/test/cluster"
 	"github.com/loutres/juneau/test/doctest"
@@ -70,9 +73,41 @@ func docRunner(t *testing.T, c *cluster.Cluster, root, home string) (*doctest.Ru
 	return r, pages
 }
 
-// testDocs: every guide step of the pages, on the installed cluster.
+// flannelPages are the pages whose guide steps run with flannel: the NAT guide, both
+// families. The other pages build on Pods carrying ElasticIPs on eth0, which a bridged
+// primary CNI cannot give them (docs/guide-direct.md#flannel).
+var flannelPages = []string{"docs/guide-nat.md"}
+
+// testDocs: every guide step of the pages, on the installed cluster; with flannel, those
+// of flannelPages, and the Pod web those steps create (an ElasticIP on eth0) refused by
+// the CNI plugin with the message the page quotes.
 func testDocs(t *testing.T, c *cluster.Cluster) {
 	start := time.Now()
-	shared.docs.RunStage(t, doctest.StageGuide, shared.pages)
+	pages := shared.pages
+	if c.CNI() == cluster.CNIFlannel {
+		pages = flannelPages
+	}
+	shared.docs.RunStage(t, doctest.StageGuide, pages)
 	t.Logf("the pages' guide steps took %s", time.Since(start).Round(time.Second))
+	if c.CNI() == cluster.CNIFlannel && !t.Failed() {
+		refusedOnBridge(t, c, "default", "web")
+	}
+}
+
+// refusedOnBridge checks that the Pod, which asks for an ElasticIP on eth0, gets the CNI
+// plugin's refusal of a bridged eth0 in its Events (docs/guide-direct.md#flannel), and
+// deletes it.
+func refusedOnBridge(t *testing.T, c *cluster.Cluster, ns, pod string) {
+	t.Helper()
+	const want = "(bridged primary CNI): a direct ElasticIP on eth0 needs a routed-veth primary CNI"
+	var events string
+	err := wait.PollUntilContextTimeout(testContext(t, 2*time.Minute), time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		events, _ = c.KubectlRun(ctx, "", "-n", ns, "get", "events", "--field-selector", "involvedObject.name="+pod+",reason=FailedCreatePodSandBox",
+			"-o", "jsonpath={.items[*].message}")
+		return strings.Contains(events, want), nil
+	})
+	if err != nil {
+		t.Errorf("Pod %s/%s (an ElasticIP on eth0, with flannel): Events %q, want the CNI plugin's refusal saying %q", ns, pod, events, want)
+	}
+	kubectl(t, c, "", "-n", ns, "delete", "pod", pod, "--wait=true")
 }

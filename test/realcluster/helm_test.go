@@ -9,12 +9,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/status"
 	"github.com/loutres/juneau/test/cluster"
 	"github.com/loutres/juneau/test/framework"
 	"github.com/loutres/juneau/test/require"
@@ -130,8 +127,9 @@ func isReady(p *corev1.Pod) bool {
 	return false
 }
 
-// examplesThroughChart applies manifests/examples and checks them: each ElasticIP
-// Attached, the Pods Ready through their readiness gates, the client answered.
+// examplesThroughChart applies manifests/examples and checks them as a user does
+// (eipWorks): each ElasticIP's Attached condition True, its Pod's readiness gate True,
+// the client answered.
 func examplesThroughChart(t *testing.T, c *cluster.Cluster) {
 	root, err := framework.RepoRoot()
 	if err != nil {
@@ -139,36 +137,14 @@ func examplesThroughChart(t *testing.T, c *cluster.Cluster) {
 	}
 	kubectl(t, c, "", "apply", "-k", filepath.Join(root, "manifests", "examples"))
 	waitPods(t, c, "default", "nginx", "web")
-	for _, name := range []string{"nginx-eip", "web-eip"} {
-		addr := attachedAddress(t, c, "default", name)
-		var at *metav1.Condition
-		if err := wait.PollUntilContextTimeout(testContext(t, time.Minute), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			eip, err := c.Juneau.JuneauV1alpha1().ElasticIPs("default").Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			at = meta.FindStatusCondition(eip.Status.Conditions, v1alpha1.ConditionAttached)
-			return at != nil && at.Status == metav1.ConditionTrue, nil
-		}); err != nil {
-			t.Errorf("ElasticIP %s: Attached %+v, want True: %v", name, at, err)
-		}
-		body, err := c.EventuallyGet(testContext(t, 2*time.Minute), "http://"+addr+"/", time.Minute)
-		if err != nil || body == "" {
-			t.Errorf("GET http://%s/ (%s) from the external client: %q, %v", addr, name, body, err)
-		}
+	for _, u := range []struct{ eip, pod string }{{"nginx-eip", "nginx"}, {"web-eip", "web"}} {
+		eipWorks(t, c, "default", u.eip, u.pod)
 	}
 	// A Pod with an automatic ElasticIP and its readiness gate: Ready once the gate is True.
 	ns := namespace(t, c, "helm-gate")
 	kubectl(t, c, gatedBoxPod("gated", `{juneau.loutres.me/pod-with-eip: "true"}`), "-n", ns, "apply", "-f", "-")
 	waitPods(t, c, ns, "gated")
-	p, err := c.Kube.CoreV1().Pods(ns).Get(context.Background(), "gated", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cond := status.PodCondition(p, v1alpha1.PodConditionElasticIP); cond == nil || cond.Status != corev1.ConditionTrue {
-		t.Errorf("Pod gated: readiness gate %s %+v, want True", v1alpha1.PodConditionElasticIP, cond)
-	}
-	reach(t, c, podAddress(t, c, ns, "gated"), "gated")
+	eipWorks(t, c, ns, "gated", "gated")
 }
 
 // rollUnderTraffic runs roll (which must replace every agent) while the external client
@@ -176,10 +152,9 @@ func examplesThroughChart(t *testing.T, c *cluster.Cluster) {
 func rollUnderTraffic(t *testing.T, c *cluster.Cluster, what string, roll func()) {
 	t.Helper()
 	ns := namespace(t, c, "helm-roll")
-	kubectl(t, c, boxPodYAML("echo", "")+"    args: [serve, -udp, \":7\"]\n---\n"+natYAML("echo"), "-n", ns, "apply", "-f", "-")
+	kubectl(t, c, boxPodYAML("echo", "")+"    args: [serve, -udp, \":7\"]\n  readinessGates: [{conditionType: juneau.loutres.me/elastic-ip}]\n---\n"+natYAML("echo"), "-n", ns, "apply", "-f", "-")
 	waitPods(t, c, ns, "echo")
-	addr := attachedAddress(t, c, ns, "echo-eip")
-	reach(t, c, addr, "echo")
+	addr := eipWorks(t, c, ns, "echo-eip", "echo")
 	agents := agentPods(t, c)
 	f := startFlow(t, c, addr+":7", 20*time.Millisecond)
 	if err := f.waitEchoes(20, time.Minute); err != nil {

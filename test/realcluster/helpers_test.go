@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/test/cluster"
 	"github.com/loutres/juneau/test/images"
 )
@@ -73,48 +73,33 @@ func waitPods(t *testing.T, c *cluster.Cluster, ns string, pods ...string) {
 	}
 }
 
-// attachedAddress waits until the ElasticIP is Attached and returns its address.
-func attachedAddress(t *testing.T, c *cluster.Cluster, ns, name string) string {
-	t.Helper()
-	var eip *v1alpha1.ElasticIP
-	err := wait.PollUntilContextTimeout(testContext(t, 3*time.Minute), 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		var err error
-		eip, err = c.Juneau.JuneauV1alpha1().ElasticIPs(ns).Get(ctx, name, metav1.GetOptions{})
-		return err == nil && eip.Status.Phase == v1alpha1.ElasticIPAttached, nil
-	})
-	if err != nil {
-		t.Fatalf("ElasticIP %s/%s not Attached: %v (status %+v)", ns, name, err, eip)
-	}
-	return eip.Status.Address
-}
-
-// podAddress waits for the address juneau writes back on a Pod with pod-with-eip.
-func podAddress(t *testing.T, c *cluster.Cluster, ns, pod string) string {
-	t.Helper()
-	var addr string
-	err := wait.PollUntilContextTimeout(testContext(t, 3*time.Minute), 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := c.Kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		addr = p.Annotations[v1alpha1.AnnotationAllocatedEIPAddr]
-		return addr != "", nil
-	})
-	if err != nil {
-		t.Fatalf("Pod %s/%s got no ElasticIP address: %v", ns, pod, err)
-	}
-	return addr
-}
-
-// reach does an HTTP GET of the address from the external client until it answers and
-// checks the answer names the Pod and sees the client itself.
+// reach does an HTTP GET of the address (of either family) from the external client
+// until it answers and checks the answer names the Pod and sees the client itself, by
+// its address of that family.
 func reach(t *testing.T, c *cluster.Cluster, addr, pod string) {
 	t.Helper()
-	got, err := c.EventuallyGet(testContext(t, 2*time.Minute), "http://"+addr+"/", time.Minute)
-	want := fmt.Sprintf("hello from %s: you are %s", pod, cluster.ClientIP)
+	url := cluster.URL(addr)
+	got, err := c.EventuallyGet(testContext(t, 2*time.Minute), url, time.Minute)
+	want := fmt.Sprintf("hello from %s: you are %s", pod, clientIP(addr))
 	if err != nil || got != want {
-		t.Fatalf("GET http://%s/ from the external client: %q (%v), want %q", addr, got, err, want)
+		t.Fatalf("GET %s from the external client: %q (%v), want %q", url, got, err, want)
 	}
+}
+
+// clientIP is the external client's address of addr's family.
+func clientIP(addr string) string {
+	if a, err := netip.ParseAddr(addr); err == nil && a.Is6() {
+		return cluster.ClientIP6
+	}
+	return cluster.ClientIP
+}
+
+// whoamiAddr is the address of w of addr's family.
+func whoamiAddr(w *cluster.Whoami, addr string) string {
+	if clientIP(addr) == cluster.ClientIP6 {
+		return w.Addr6
+	}
+	return w.Addr
 }
 
 // gone waits until get reports NotFound.
@@ -203,7 +188,7 @@ func settledNodeStates(ctx context.Context, c *cluster.Cluster) (map[string]node
 
 // warmUp runs and deletes a Pod on every Node before juneau is installed, as a cluster
 // in use has: the primary CNI leaves what it keeps between Pods (ptp's masquerading
-// creates the iptables nat table), which is then part of the Nodes' state before juneau.
+// creates its nftables table), which is then part of the Nodes' state before juneau.
 func warmUp(ctx context.Context, c *cluster.Cluster) error {
 	var manifest strings.Builder
 	var names []string

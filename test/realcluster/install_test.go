@@ -66,20 +66,33 @@ func testInstall(t *testing.T, c *cluster.Cluster) {
 	}
 
 	for _, n := range c.Nodes {
-		conf, err := os.ReadFile(filepath.Join(n.ConfDir(), "10-ptp.conflist"))
+		conf, err := os.ReadFile(n.ConfFile())
 		if err != nil || !strings.Contains(string(conf), `{"type": "juneau"}`) {
 			t.Errorf("%s: juneau is not chained into the primary configuration (%v):\n%s", n.Name, err, conf)
 		}
 		if _, err := os.Stat(filepath.Join(n.Dir, "cni", "bin", "juneau")); err != nil {
 			t.Errorf("%s: /opt/cni/bin/juneau not installed: %v", n.Name, err)
 		}
+		// Both families: juneau's tables beside the dual-stack kube-proxy's.
 		tables, err := n.Output(ctx, "nft", "list", "tables")
-		if err != nil || !strings.Contains(tables, "table ip juneau") || !strings.Contains(tables, "table ip kube-proxy") {
-			t.Errorf("%s: nftables tables %q (%v), want juneau's beside kube-proxy's", n.Name, tables, err)
+		for _, want := range []string{"table ip juneau", "table ip6 juneau", "table ip kube-proxy", "table ip6 kube-proxy"} {
+			if err != nil || !strings.Contains(tables, want) {
+				t.Errorf("%s: nftables tables %q (%v), want %s", n.Name, tables, err, want)
+			}
+		}
+		// IPv6 forwarding on and router advertisements refused on the external
+		// interface, as the cluster set them and juneau's set-sysctls leaves them on a
+		// Node with a global IPv6 address there (it raises accept_ra only from 1:
+		// docs/datapath.md#ipv6): no Node learns a default route.
+		for key, want := range map[string]string{"all/forwarding": "1", "eth0/proxy_ndp": "0", "eth0/accept_ra": "0"} {
+			if got, err := n.Output(ctx, "cat", "/proc/sys/net/ipv6/conf/"+key); err != nil || strings.TrimSpace(got) != want {
+				t.Errorf("%s: %s = %q (%v), want %s", n.Name, key, got, err, want)
+			}
 		}
 	}
 
-	// The network of the scenarios: manifests/examples' pool and default network.
+	// The network of the scenarios: manifests/examples' pools (one per family) and
+	// default network.
 	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)

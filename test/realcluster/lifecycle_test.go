@@ -104,10 +104,9 @@ spec:
 // datagram is lost, since a stopping agent leaves its rules to the next one.
 func testRollout(t *testing.T, c *cluster.Cluster) {
 	ns := namespace(t, c, "rollout")
-	kubectl(t, c, boxPodYAML("echo", "")+"    args: [serve, -udp, \":7\"]\n---\n"+natYAML("echo"), "-n", ns, "apply", "-f", "-")
+	kubectl(t, c, boxPodYAML("echo", "")+"    args: [serve, -udp, \":7\"]\n  readinessGates: [{conditionType: juneau.loutres.me/elastic-ip}]\n---\n"+natYAML("echo"), "-n", ns, "apply", "-f", "-")
 	waitPods(t, c, ns, "echo")
-	addr := attachedAddress(t, c, ns, "echo-eip")
-	reach(t, c, addr, "echo")
+	addr := eipWorks(t, c, ns, "echo-eip", "echo")
 
 	agents := agentPods(t, c)
 	f := startFlow(t, c, addr+":7", 20*time.Millisecond)

@@ -6,6 +6,13 @@
 // Services, the Pod-bound tokens the node-scope policy reads), and uninstalled with the
 // uninstall steps of docs/operations.md. The tests run in order on one cluster; the
 // uninstall comes last.
+//
+// The cluster is dual-stack. Its primary CNI is $JUNEAU_REALCLUSTER_CNI: ptp (the
+// default) runs every scenario; flannel runs those marked for it (what changes with a
+// bridged, VXLAN primary CNI: the install, the NAT guide, both families by NAT and
+// directly on an extra interface, the Neighbor Discovery answer following a Pod,
+// automatic dual-stack Pods, and the uninstall; not the Helm chart, Prometheus and
+// kubectl-juneau scenario, which does not change with the primary CNI).
 package realcluster
 
 import (
@@ -54,9 +61,19 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// TestRealCluster installs juneau and runs every scenario, then uninstalls it.
+// tierCNI is the primary CNI of the tier's cluster.
+func tierCNI() string {
+	if cni := os.Getenv("JUNEAU_REALCLUSTER_CNI"); cni != "" {
+		return cni
+	}
+	return cluster.CNIPtp
+}
+
+// TestRealCluster installs juneau and runs every scenario the cluster's primary CNI
+// runs, then uninstalls it.
 func TestRealCluster(t *testing.T) {
 	c := start(t)
+	t.Logf("primary CNI: %s", c.CNI())
 	t.Run("install", func(t *testing.T) { testInstall(t, c) })
 	if t.Failed() {
 		t.FailNow()
@@ -64,36 +81,47 @@ func TestRealCluster(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		fn   func(*testing.T, *cluster.Cluster)
+		// flannel: the scenario runs on flannel too.
+		flannel bool
 	}{
-		{"docs", testDocs},
-		{"nat-and-direct", testNATAndDirect},
-		{"deployment-with-eip", testDeployment},
-		{"one-elasticip-one-pod", testOneElasticIPOnePod},
-		{"pool-deleted-under-traffic", testPoolDeletedUnderTraffic},
-		{"statefulset-keeps-its-address", testStatefulSet},
-		{"readiness-gate", testReadinessGate},
-		{"node-scoped-authority", testNodeScope},
-		{"networkinterface-garbage-collected", testGarbageCollection},
-		{"webhook-through-its-service", testWebhook},
-		{"node-rollout-under-traffic", testRollout},
-		{"nft-lists-the-rules", testNftListable},
+		{"docs", testDocs, true},
+		{"nat-and-direct", testNATAndDirect, false},
+		{"dual-stack", testDualStack, true},
+		{"neighbor-discovery-follows-the-pod", testNDPFollowsPod, true},
+		{"automatic-dual-stack", testAutomaticDualStack, true},
+		{"deployment-with-eip", testDeployment, false},
+		{"one-elasticip-one-pod", testOneElasticIPOnePod, false},
+		{"pool-deleted-under-traffic", testPoolDeletedUnderTraffic, false},
+		{"statefulset-keeps-its-address", testStatefulSet, false},
+		{"readiness-gate", testReadinessGate, false},
+		{"node-scoped-authority", testNodeScope, false},
+		{"networkinterface-garbage-collected", testGarbageCollection, false},
+		{"webhook-through-its-service", testWebhook, false},
+		{"node-rollout-under-traffic", testRollout, false},
+		{"nft-lists-the-rules", testNftListable, true},
 		// Last before the uninstall: the whole healthy run.
-		{"no-error-lines", testNoErrorLines},
+		{"no-error-lines", testNoErrorLines, true},
 	} {
+		if c.CNI() == cluster.CNIFlannel && !tc.flannel {
+			continue
+		}
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, c) })
 	}
 	t.Run("uninstall", func(t *testing.T) { testUninstall(t, c) })
 	if t.Failed() {
 		t.FailNow()
 	}
-	t.Run("helm", func(t *testing.T) { testHelm(t, c) })
+	// The chart, Prometheus and kubectl-juneau do not change with the primary CNI.
+	if c.CNI() != cluster.CNIFlannel {
+		t.Run("helm", func(t *testing.T) { testHelm(t, c) })
+	}
 }
 
 // start starts the cluster once and records the Nodes' state before the install.
 func start(t *testing.T) *cluster.Cluster {
 	t.Helper()
 	require.Root(t)
-	if err := cluster.Check(); err != nil {
+	if err := cluster.Check(tierCNI()); err != nil {
 		require.Unmet(t, "%v", err)
 	}
 	shared.once.Do(func() {
@@ -104,7 +132,7 @@ func start(t *testing.T) *cluster.Cluster {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		shared.c, shared.err = cluster.Start(ctx, cluster.Options{Kind: "test", RepoRoot: root,
+		shared.c, shared.err = cluster.Start(ctx, cluster.Options{Kind: "test", RepoRoot: root, CNI: tierCNI(),
 			JuneauBinary: framework.JuneauBinary(t), BoxBinary: framework.BoxBinary(t),
 			Logs:     os.Getenv("JUNEAU_REALCLUSTER_LOGS"),
 			Progress: func(format string, args ...any) { t.Logf(format, args...) }})

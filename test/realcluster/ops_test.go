@@ -147,10 +147,13 @@ func testOperations(t *testing.T, c *cluster.Cluster, h *helmRelease, prom *clus
 	}
 
 	// A Pod on node-b using an ElasticIP, and the healthy one traced below.
-	kubectl(t, c, box("on-b", "node-b")+natYAML("on-b")+box("fine", "node-a")+natYAML("fine"), "-n", ns, "apply", "-f", "-")
+	gated := func(name, node string) string {
+		return gatedBoxPod(name, "") + "  nodeName: " + node + "\n---\n"
+	}
+	kubectl(t, c, gated("on-b", "node-b")+natYAML("on-b")+gated("fine", "node-a")+natYAML("fine"), "-n", ns, "apply", "-f", "-")
 	waitPods(t, c, ns, "on-b", "fine")
-	fineAddr := attachedAddress(t, c, ns, "fine-eip")
-	attachedAddress(t, c, ns, "on-b-eip")
+	fineAddr := eipWorks(t, c, ns, "fine-eip", "fine")
+	eipWorks(t, c, ns, "on-b-eip", "on-b")
 
 	// Pool exhausted: a one-address pool, two ElasticIPs on its network.
 	poolAlert := watch("JuneauAddressPoolExhausted")

@@ -14,17 +14,16 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/test/cluster"
 	"github.com/loutres/juneau/test/images"
-	"github.com/loutres/juneau/test/netns"
 )
 
 // testNATAndDirect: one ElasticIP translated to a Pod by NAT, one carried by a Pod's
-// eth0; both answer the external client, and both Pods' outbound connections arrive
-// with their ElasticIP as source.
+// eth0; both work as a user sees it (eipWorks), and both Pods' outbound connections
+// arrive with their ElasticIP as source.
 func testNATAndDirect(t *testing.T, c *cluster.Cluster) {
 	ns := namespace(t, c, "spec")
 	// The Pods first: the webhook refuses an attachment to a Pod that does not exist.
-	kubectl(t, c, eipYAML("dir-eip")+boxPodYAML("dir", `{juneau.loutres.me/elastic-ip: dir-eip}`)+"---\n"+
-		boxPodYAML("nat", "")+"---\n"+natYAML("nat"), "-n", ns, "apply", "-f", "-")
+	kubectl(t, c, eipYAML("dir-eip")+gatedBoxPod("dir", `{juneau.loutres.me/elastic-ip: dir-eip}`)+"---\n"+
+		gatedBoxPod("nat", "")+"---\n"+natYAML("nat"), "-n", ns, "apply", "-f", "-")
 	waitPods(t, c, ns, "nat", "dir")
 	w, err := c.ServeWhoami(9000)
 	if err != nil {
@@ -32,9 +31,8 @@ func testNATAndDirect(t *testing.T, c *cluster.Cluster) {
 	}
 	defer w.Close()
 	for _, u := range []struct{ pod, eip string }{{"nat", "nat-eip"}, {"dir", "dir-eip"}} {
-		addr := attachedAddress(t, c, ns, u.eip)
-		reach(t, c, addr, u.pod)
-		src, err := c.SourceOf(testContext(t, 2*time.Minute), w, ns, u.pod, "")
+		addr := eipWorks(t, c, ns, u.eip, u.pod)
+		src, err := c.SourceOf(testContext(t, 2*time.Minute), w.Addr, "", ns, u.pod, "")
 		if err != nil || src != addr {
 			t.Errorf("%s's connection to the client arrives from %q (%v), want its ElasticIP %s", u.pod, src, err, addr)
 		}
@@ -70,12 +68,11 @@ spec:
 	}
 	seen := map[string]string{}
 	for _, p := range pods {
-		addr := podAddress(t, c, ns, p)
+		addr := eipWorks(t, c, ns, p, p)
 		if other, dup := seen[addr]; dup {
 			t.Fatalf("%s and %s share %s", p, other, addr)
 		}
 		seen[addr] = p
-		reach(t, c, addr, p)
 	}
 
 	old := pods[0]
@@ -87,7 +84,7 @@ spec:
 	kubectl(t, c, "", "-n", ns, "rollout", "status", "deployment/web", "--timeout=4m")
 	for _, p := range podsOf(t, c, ns, "app=web") {
 		if p != pods[1] {
-			reach(t, c, podAddress(t, c, ns, p), p)
+			eipWorks(t, c, ns, p, p)
 		}
 	}
 }
@@ -135,8 +132,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := podAddress(t, c, ns, "db-0")
-	reach(t, c, addr, "db-0")
+	addr := eipWorks(t, c, ns, "db-0", "db-0")
 
 	kubectl(t, c, "", "-n", ns, "delete", "pod", "db-0", "--wait=true")
 	var after *corev1.Pod
@@ -148,14 +144,12 @@ spec:
 		t.Fatalf("the StatefulSet did not re-create db-0: %v", err)
 	}
 	waitPods(t, c, ns, "db-0")
-	if again := podAddress(t, c, ns, "db-0"); again != addr {
+	// The client's neighbour cache may still hold the MAC of the Node that answered for
+	// the address before (juneau sends no gratuitous ARP by default): eipWorks flushes it.
+	if again := eipWorks(t, c, ns, "db-0", "db-0"); again != addr {
 		t.Fatalf("re-created db-0 got %s, want its address %s back", again, addr)
 	}
 	t.Logf("db-0 ran on %s, then on %s, with %s", before.Spec.NodeName, after.Spec.NodeName, addr)
-	// The client's neighbour cache may still hold the MAC of the Node that answered for
-	// the address before (juneau sends no gratuitous ARP by default).
-	netns.Attach(t, "client", c.ClientNS).FlushNeighbour("eth0", addr)
-	reach(t, c, addr, "db-0")
 }
 
 // waitForPod waits until a Pod exists (a controller creates it).

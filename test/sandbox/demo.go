@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -18,8 +19,35 @@ import (
 	"github.com/loutres/juneau/test/images"
 )
 
-// The example Pods and the ElasticIP each uses (manifests/examples).
-var uses = []struct{ pod, eip, mode string }{{"nginx", "nginx-eip", "NAT"}, {"web", "web-eip", "direct"}}
+// use is an example Pod and an ElasticIP it uses (manifests/examples and
+// manifests/examples/ipv6).
+type use struct {
+	pod, eip, mode string
+	ipv6           bool
+}
+
+var uses = []use{
+	{"nginx", "nginx-eip", "NAT", false}, {"web", "web-eip", "direct", false},
+	{"nginx", "nginx-eip6", "NAT", true}, {"web6", "web6-eip", "direct", true},
+}
+
+// examplePods are the Pods of the examples.
+var examplePods = []string{"nginx", "web", "web6"}
+
+func (u use) family() string {
+	if u.ipv6 {
+		return "IPv6"
+	}
+	return "IPv4"
+}
+
+// clientIP is the external client's address of the use's family.
+func (u use) clientIP() string {
+	if u.ipv6 {
+		return cluster.ClientIP6
+	}
+	return cluster.ClientIP
+}
 
 type sandbox struct {
 	c      *cluster.Cluster
@@ -42,9 +70,9 @@ func binary(env, pkg string, built *[]string) (string, error) {
 	return p, nil
 }
 
-// start starts the cluster, installs juneau and applies the examples. A non-nil sandbox
-// must be torn down, whatever the error.
-func start(ctx context.Context, root, kind string, built *[]string) (*sandbox, error) {
+// start starts the cluster with the primary CNI cni, installs juneau and applies the
+// examples. A non-nil sandbox must be torn down, whatever the error.
+func start(ctx context.Context, root, kind, cni string, built *[]string) (*sandbox, error) {
 	juneau, err := binary("JUNEAU_BINARY", "./cmd/juneau", built)
 	if err != nil {
 		return nil, err
@@ -53,9 +81,14 @@ func start(ctx context.Context, root, kind string, built *[]string) (*sandbox, e
 	if err != nil {
 		return nil, err
 	}
-	step("Starting a real cluster: etcd %s, kube-apiserver, kube-controller-manager, kube-scheduler %s; Nodes %s with containerd, kubelet and kube-proxy (nftables); an external client %s on the segment %s",
-		framework.EtcdVersion, framework.KubernetesVersion, strings.Join(cluster.DefaultNodes, ", "), cluster.ClientIP, cluster.SegmentPrefix)
-	c, err := cluster.Start(ctx, cluster.Options{Kind: kind, RepoRoot: root, JuneauBinary: juneau, BoxBinary: box,
+	primary := "ptp + host-local"
+	if cni == cluster.CNIFlannel {
+		primary = "flannel " + framework.FlannelVersion + " (VXLAN), bridge + host-local"
+	}
+	step("Starting a real dual-stack cluster: etcd %s, kube-apiserver, kube-controller-manager, kube-scheduler %s; Nodes %s with containerd, kubelet, kube-proxy (nftables) and %s; an external client %s, %s on the segment %s, %s",
+		framework.EtcdVersion, framework.KubernetesVersion, strings.Join(cluster.DefaultNodes, ", "), primary,
+		cluster.ClientIP, cluster.ClientIP6, cluster.SegmentPrefix, cluster.SegmentPrefix6)
+	c, err := cluster.Start(ctx, cluster.Options{Kind: kind, RepoRoot: root, JuneauBinary: juneau, BoxBinary: box, CNI: cni,
 		Logs: logDir(root, kind), Progress: func(format string, args ...any) { fmt.Printf("    "+format+"\n", args...) }})
 	if err != nil {
 		return nil, err
@@ -63,6 +96,7 @@ func start(ctx context.Context, root, kind string, built *[]string) (*sandbox, e
 	s := &sandbox{c: c, root: root}
 	fmt.Printf("    component logs: %s\n", filepath.Join(c.Dir, "logs"))
 	s.kubectl(ctx, "get", "nodes", "-o", "wide")
+	s.kubectl(ctx, "get", "nodes", "-o", `custom-columns=NAME:.metadata.name,INTERNAL-IPS:.status.addresses[?(@.type=="InternalIP")].address,POD-CIDRS:.spec.podCIDRs`)
 
 	step("kubectl apply -k manifests/ (an overlay replaces the image, images: %s -> %s)", images.JuneauRepository, c.JuneauImage)
 	out, err := c.Install(ctx)
@@ -73,15 +107,23 @@ func start(ctx context.Context, root, kind string, built *[]string) (*sandbox, e
 	fmt.Println("    the controller, the webhook and the node DaemonSet are rolled out; the webhook answers through its Service")
 	s.kubectl(ctx, "-n", cluster.SystemNamespace, "get", "pods", "-o", "wide")
 
-	step("kubectl apply -k manifests/examples/ (the cluster serves %s as a small HTTP server on port 80)", images.DocNginx)
+	how := ""
+	if cni == cluster.CNIFlannel {
+		how = "; with flannel's bridged Pods, through overlays putting web-eip and web6-eip on an extra interface, ext0, instead of eth0 (docs/guide-direct.md#which-primary-cnis-work)"
+	}
+	step("kubectl apply -k manifests/examples/, then kubectl apply -k manifests/examples/ipv6/ (the cluster serves %s as a small HTTP server on port 80%s)", images.DocNginx, how)
 	out, err = c.ApplyExamples(ctx)
 	fmt.Print(indent(out))
 	if err != nil {
 		return s, err
 	}
-	step("Waiting for the Pods, placed by kube-scheduler and started by the kubelets")
-	if _, err := c.KubectlRun(ctx, "", "wait", "--for=condition=Ready", "pod/nginx", "pod/web", "--timeout=5m"); err != nil {
-		out, _ := c.KubectlRun(ctx, "", "describe", "pod", "nginx", "web")
+	step("Waiting for the Pods, placed by kube-scheduler and started by the kubelets, to be Ready (readiness gates included)")
+	args := []string{"wait", "--for=condition=Ready", "--timeout=5m"}
+	for _, p := range examplePods {
+		args = append(args, "pod/"+p)
+	}
+	if _, err := c.KubectlRun(ctx, "", args...); err != nil {
+		out, _ := c.KubectlRun(ctx, "", append([]string{"describe", "pod"}, examplePods...)...)
 		return s, fmt.Errorf("%w\n%s", err, out)
 	}
 	s.kubectl(ctx, "get", "pods", "-o", "wide")
@@ -97,34 +139,46 @@ func (s *sandbox) kubectl(ctx context.Context, args ...string) {
 	}
 }
 
-// demo shows the resources and checks the traffic, as a user would.
+// demo shows the resources and checks each ElasticIP as a user would: its Attached
+// condition, its Pod's readiness gate, a reply from the external client at the address,
+// and the source the Pod's own connections arrive with.
 func (s *sandbox) demo(ctx context.Context) {
-	step("Waiting for both ElasticIPs to be Attached")
+	step("Waiting for the four ElasticIPs to work: Attached True (reason Attached), and their Pods' readiness gate %s True", v1alpha1.PodConditionElasticIP)
 	addrs := map[string]string{}
 	for _, u := range uses {
-		addrs[u.eip] = s.waitAttached(ctx, u.eip)
+		addrs[u.eip] = s.waitWorking(ctx, u)
 	}
 	step("kubectl get addresspool,externalnetwork,elasticip,elasticipattachment,networkinterface,arpadvertisement")
 	s.kubectl(ctx, "get", "addresspool,externalnetwork,elasticip,elasticipattachment,networkinterface,arpadvertisement")
+	s.kubectl(ctx, "get", "pods", "-o", "wide")
 
-	step("From the external client (%s): an HTTP request to each ElasticIP", cluster.ClientIP)
+	step("From the external client (%s, %s): an HTTP request to each ElasticIP", cluster.ClientIP, cluster.ClientIP6)
 	for _, u := range uses {
-		url := "http://" + addrs[u.eip] + "/"
+		url := cluster.URL(addrs[u.eip])
 		answer, err := s.c.EventuallyGet(ctx, url, time.Minute)
-		want := fmt.Sprintf("hello from %s: you are %s", u.pod, cluster.ClientIP)
-		s.check(err == nil && answer == want, "GET %-22s (%s, %s) -> %q", url, u.eip, u.mode, orError(answer, err))
+		want := fmt.Sprintf("hello from %s: you are %s", u.pod, u.clientIP())
+		s.check(err == nil && answer == want, "GET %-27s (%s, %s %s) -> %q", url, u.eip, u.family(), u.mode, orError(answer, err))
 	}
 
-	step("Outbound: the source address each Pod's connection arrives with at the client (kubectl exec <pod> -- /box dial %s:9000)", cluster.ClientIP)
 	w, err := s.c.ServeWhoami(9000)
 	if err != nil {
 		s.check(false, "listening on the client: %v", err)
 		return
 	}
 	defer w.Close()
+	step("Outbound: the source address each Pod's connection arrives with at the client (kubectl exec <pod> -- /box dial %s or %s)", w.Addr, w.Addr6)
 	for _, u := range uses {
-		src, err := s.c.SourceOf(ctx, w, "default", u.pod, "")
-		s.check(err == nil && src == addrs[u.eip], "%-6s -> arrives from %s (ElasticIP %s is %s)", u.pod, orError(src, err), u.eip, addrs[u.eip])
+		target, from, how := w.Addr, "", ""
+		if u.ipv6 {
+			target = w.Addr6
+		}
+		if u.mode == "direct" && s.c.DirectInterface() != "eth0" {
+			// An extra interface carries traffic whose source is its ElasticIP: the
+			// application binds to it (docs/guide-direct.md#inside-the-pod).
+			from, how = addrs[u.eip], ", bound to it on "+s.c.DirectInterface()
+		}
+		src, err := s.c.SourceOf(ctx, target, from, "default", u.pod, "")
+		s.check(err == nil && src == addrs[u.eip], "%-6s %s -> arrives from %s (ElasticIP %s is %s%s)", u.pod, u.family(), orError(src, err), u.eip, addrs[u.eip], how)
 	}
 }
 
@@ -137,19 +191,33 @@ func (s *sandbox) check(ok bool, format string, args ...any) {
 	fmt.Printf("    [%s] %s\n", mark, fmt.Sprintf(format, args...))
 }
 
-func (s *sandbox) waitAttached(ctx context.Context, name string) string {
-	var addr string
-	var phase v1alpha1.ElasticIPPhase
+// waitWorking waits until the ElasticIP's Attached condition is True with reason
+// Attached and its Pod's readiness gate is True, and returns its address.
+func (s *sandbox) waitWorking(ctx context.Context, u use) string {
+	var addr, attached, gate string
 	start := time.Now()
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		eip, err := s.c.Juneau.JuneauV1alpha1().ElasticIPs("default").Get(ctx, name, metav1.GetOptions{})
+		eip, err := s.c.Juneau.JuneauV1alpha1().ElasticIPs("default").Get(ctx, u.eip, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
-		addr, phase = eip.Status.Address, eip.Status.Phase
-		return phase == v1alpha1.ElasticIPAttached, nil
+		addr, attached = eip.Status.Address, "none"
+		if c := meta.FindStatusCondition(eip.Status.Conditions, v1alpha1.ConditionAttached); c != nil {
+			attached = string(c.Status) + "/" + c.Reason
+		}
+		pod, err := s.c.Kube.CoreV1().Pods("default").Get(ctx, u.pod, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		gate = "none"
+		for _, c := range pod.Status.Conditions {
+			if string(c.Type) == v1alpha1.PodConditionElasticIP {
+				gate = string(c.Status)
+			}
+		}
+		return attached == "True/"+v1alpha1.ReasonAttached && gate == "True", nil
 	})
-	s.check(err == nil, "ElasticIP %s Attached with address %s after %s (phase %s)", name, addr, time.Since(start).Round(100*time.Millisecond), phase)
+	s.check(err == nil, "ElasticIP %-10s %s %-18s Attached %s, Pod %s's gate %s, after %s", u.eip, u.family(), addr, attached, u.pod, gate, time.Since(start).Round(100*time.Millisecond))
 	return addr
 }
 
@@ -170,8 +238,8 @@ func (s *sandbox) serve(ctx context.Context, started time.Time) error {
 func (s *sandbox) usage(took time.Duration) string {
 	c := s.c
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nThe sandbox is up (started in %s): a real cluster of two Nodes with juneau installed by kubectl apply -k,\n", took.Round(time.Second))
-	fmt.Fprintf(&b, "and manifests/examples/ applied. Use it with the built kubectl:\n\n")
+	fmt.Fprintf(&b, "\nThe sandbox is up (started in %s): a real dual-stack cluster of two Nodes (primary CNI %s) with juneau\n", took.Round(time.Second), c.CNI())
+	fmt.Fprintf(&b, "installed by kubectl apply -k, and manifests/examples/ and manifests/examples/ipv6/ applied. Use it with the built kubectl:\n\n")
 	fmt.Fprintf(&b, "  export KUBECONFIG=%s\n", c.Kubeconfig)
 	fmt.Fprintf(&b, "  alias kubectl=%s\n", c.Kubectl)
 	fmt.Fprintf(&b, "  kubectl get nodes -o wide\n")
@@ -183,8 +251,8 @@ func (s *sandbox) usage(took time.Duration) string {
 	fmt.Fprintf(&b, "  kubectl apply -f - <<'EOF'\n%s  EOF\n", indentBy(examplePod, "  "))
 	fmt.Fprintf(&b, "  kubectl wait --for=condition=Ready pod/my-pod\n")
 	fmt.Fprintf(&b, "  kubectl get pod my-pod -o jsonpath='{.metadata.annotations.juneau\\.loutres\\.me/allocated-eip-address}'\n\n")
-	fmt.Fprintf(&b, "The external client is the network namespace %s (%s):\n", c.ClientNS, cluster.ClientIP)
-	fmt.Fprintf(&b, "  nsenter --net=%s busybox wget -qO- http://<ElasticIP>/\n", c.ClientNS)
+	fmt.Fprintf(&b, "The external client is the network namespace %s (%s, %s):\n", c.ClientNS, cluster.ClientIP, cluster.ClientIP6)
+	fmt.Fprintf(&b, "  nsenter --net=%s busybox wget -qO- http://<ElasticIP>/    (IPv6: http://[<ElasticIP>]/)\n", c.ClientNS)
 	fmt.Fprintf(&b, "A Node's network (juneau's and kube-proxy's nftables tables, routes):\n")
 	fmt.Fprintf(&b, "  nsenter --net=%s nft list ruleset\n", c.Nodes[0].NS)
 	fmt.Fprintf(&b, "  its CNI configuration: %s\n\n", c.Nodes[0].ConfDir())

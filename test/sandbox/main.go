@@ -2,9 +2,12 @@
 // (test/cluster), installed as the README says, and shows the ElasticIPs working from
 // an external client.
 //
-//	sandbox demo        start, install, apply manifests/examples, check, tear down
-//	                    (exit 0 only when every check held and nothing was left behind)
-//	sandbox up          the same cluster kept running until SIGINT/SIGTERM
+//	sandbox demo [-cni ptp|flannel]
+//	                    start, install, apply manifests/examples (and its ipv6/), check,
+//	                    tear down (exit 0 only when every check held and nothing was
+//	                    left behind)
+//	sandbox up [-cni ptp|flannel]
+//	                    the same cluster kept running until SIGINT/SIGTERM
 //	sandbox wait -pid P wait until the sandbox `up` (process P) is ready, print how to use it
 //	sandbox down        stop the sandboxes of this clone, whatever state they are in
 //
@@ -29,14 +32,17 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: sandbox demo | up | wait -pid PID | down")
+		fmt.Fprintln(os.Stderr, "usage: sandbox demo [-cni CNI] | up [-cni CNI] | wait -pid PID | down")
 		os.Exit(2)
 	}
 	root, err := framework.RepoRoot()
 	if err == nil {
 		switch mode := os.Args[1]; mode {
 		case "demo", "up":
-			err = run(root, mode == "up")
+			fs := flag.NewFlagSet(mode, flag.ExitOnError)
+			cni := fs.String("cni", cluster.CNIPtp, "primary CNI of the cluster: "+strings.Join(cluster.CNIs, " or "))
+			_ = fs.Parse(os.Args[2:])
+			err = run(root, mode == "up", *cni)
 		case "wait":
 			fs := flag.NewFlagSet("wait", flag.ExitOnError)
 			pid := fs.Int("pid", 0, "process id of `sandbox up`")
@@ -61,7 +67,7 @@ func step(format string, args ...any) {
 
 // run starts the cluster and installs juneau; demo mode checks and tears down, up mode
 // serves until a signal. A signal during the start tears down at once.
-func run(root string, keep bool) (err error) {
+func run(root string, keep bool, cni string) (err error) {
 	kind := "demo"
 	if keep {
 		kind = "sandbox"
@@ -78,7 +84,7 @@ func run(root string, keep bool) (err error) {
 			_ = os.RemoveAll(d)
 		}
 	}()
-	s, err := start(ctx, root, kind, &built)
+	s, err := start(ctx, root, kind, cni, &built)
 	if s != nil {
 		defer func() {
 			step("Tearing down")
@@ -105,7 +111,7 @@ func run(root string, keep bool) (err error) {
 	if s.failed {
 		return errors.New("some checks failed")
 	}
-	step("Every check held: both ElasticIPs are Attached and reachable from outside, and the Pods' traffic leaves with them (%s)", time.Since(started).Round(time.Second))
+	step("Every check held: the four ElasticIPs, IPv4 and IPv6, by NAT and directly, are Attached, their Pods Ready, reachable from outside, and the Pods' traffic leaves with them (%s)", time.Since(started).Round(time.Second))
 	return nil
 }
 

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 // disturbing the sandbox; `sandbox down` leaves nothing.
 func TestSandboxUserPod(t *testing.T) {
 	require.Root(t)
-	if err := cluster.Check(); err != nil {
+	if err := cluster.Check(cluster.CNIPtp); err != nil {
 		require.Unmet(t, "%v", err)
 	}
 	// Runs of its own, apart from a sandbox the developer may have up.
@@ -111,12 +111,19 @@ func TestSandboxUserPod(t *testing.T) {
 	kubectl(examplePod, "apply", "-f", "-")
 	kubectl("", "wait", "--for=condition=Ready", "pod/my-pod", "--timeout=3m")
 	addr := kubectl("", "get", "pod", "my-pod", "-o", `jsonpath={.metadata.annotations.juneau\.loutres\.me/allocated-eip-address}`)
+	// The examples' IPv6 ElasticIP by NAT, in the usage's IPv6 form.
+	addr6 := kubectl("", "get", "elasticip", "nginx-eip6", "-o", "jsonpath={.status.address}")
 	reach := func(when string) {
 		t.Helper()
-		wget := exec.CommandContext(ctx, "nsenter", "--net="+client, "busybox", "wget", "-qO-", "http://"+addr+"/")
-		out, err := wget.CombinedOutput()
-		if want := "hello from my-pod: you are " + cluster.ClientIP; err != nil || strings.TrimSpace(string(out)) != want {
-			t.Fatalf("%s, from the client namespace as the usage says: %q (%v), want %q", when, out, err, want)
+		for _, r := range []struct{ url, want string }{
+			{"http://" + addr + "/", "hello from my-pod: you are " + cluster.ClientIP},
+			{"http://[" + addr6 + "]/", "hello from nginx: you are " + cluster.ClientIP6},
+		} {
+			wget := exec.CommandContext(ctx, "nsenter", "--net="+client, "busybox", "wget", "-qO-", r.url)
+			out, err := wget.CombinedOutput()
+			if err != nil || strings.TrimSpace(string(out)) != r.want {
+				t.Fatalf("%s, %s from the client namespace as the usage says: %q (%v), want %q", when, r.url, out, err, r.want)
+			}
 		}
 	}
 	reach("once Ready")

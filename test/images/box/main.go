@@ -4,7 +4,9 @@
 //	box pause                 a Pod sandbox's process: reap children, exit on SIGTERM
 //	box serve [flags]         answer HTTP with "hello from <hostname>: you are <peer>" and
 //	                          echo UDP datagrams back to their sender
-//	box dial ADDRESS          connect over TCP and print what the server sends
+//	box dial [-from IP] ADDRESS
+//	                          connect over TCP (IPv4 or IPv6, from the local address IP
+//	                          if given) and print what the server sends
 //
 // A server that reports the peer address it sees shows what a client's traffic looks
 // like after NAT; dial shows the source address a Pod's own connections arrive with.
@@ -25,7 +27,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: box pause | serve [-http ADDR] [-udp ADDR] | dial ADDRESS")
+		fmt.Fprintln(os.Stderr, "usage: box pause | serve [-http ADDR] [-udp ADDR] | dial [-from IP] ADDRESS")
 		os.Exit(2)
 	}
 	var err error
@@ -109,10 +111,23 @@ func echo(conn net.PacketConn) error {
 }
 
 func dial(args []string) error {
-	if len(args) != 1 {
-		return errors.New("usage: box dial ADDRESS")
+	fs := flag.NewFlagSet("dial", flag.ContinueOnError)
+	from := fs.String("from", "", "local address to connect from (empty: the kernel's choice)")
+	if err := fs.Parse(args); err != nil {
+		return err
 	}
-	conn, err := net.DialTimeout("tcp4", args[0], 5*time.Second)
+	if fs.NArg() != 1 {
+		return errors.New("usage: box dial [-from IP] ADDRESS")
+	}
+	d := net.Dialer{Timeout: 5 * time.Second}
+	if *from != "" {
+		ip := net.ParseIP(*from)
+		if ip == nil {
+			return fmt.Errorf("-from %q: not an IP address", *from)
+		}
+		d.LocalAddr = &net.TCPAddr{IP: ip}
+	}
+	conn, err := d.Dial("tcp", fs.Arg(0))
 	if err != nil {
 		return err
 	}
