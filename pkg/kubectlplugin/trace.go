@@ -56,7 +56,17 @@ func (c Clients) Trace(ctx context.Context, cfg *rest.Config, namespace, name st
 		return nil
 	}
 	fmt.Fprintf(w, "on Node %s (agent %s):\n", f.Node, f.Agent.Pod)
-	out, err := c.exec(ctx, cfg, f.Agent.Pod, []string{"juneau", "trace", eip.Status.Address})
+	// `juneau trace` always prints; an exec that ends without error and without output
+	// lost its streams (seen on a loaded Node: the command ran, its output never came
+	// back), so it is asked again, a few times.
+	var out []byte
+	err = nil
+	for try := 0; try < 3 && err == nil && len(out) == 0 && ctx.Err() == nil; try++ {
+		out, err = c.exec(ctx, cfg, f.Agent.Pod, []string{"juneau", "trace", eip.Status.Address})
+	}
+	if err == nil && len(out) == 0 {
+		err = fmt.Errorf("juneau trace in %s/%s printed nothing three times", c.SystemNamespace, f.Agent.Pod)
+	}
 	w.Write(out)
 	return err
 }
