@@ -6,14 +6,16 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 TEST_TIMEOUT ?= 40m
 
-.PHONY: all build box image test unit-test fuzz control-plane cni-plugins test-deps generate verify fmt-check vet demo sandbox sandbox-down sandbox-deps bench soak clean
+.PHONY: all build box image test unit-test fuzz control-plane cni-plugins ops-tools test-deps generate verify fmt-check vet demo sandbox sandbox-down sandbox-deps bench soak clean
 
 all: build
 
 # Statically linked: the binary is also the CNI plugin the runtime runs on every Node,
 # and goes into images without a C library.
+# bin/kubectl-juneau is the kubectl plugin (copy it onto PATH: `kubectl juneau`).
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN_DIR)/juneau ./cmd/juneau
+	CGO_ENABLED=0 $(GO) build -o $(BIN_DIR)/kubectl-juneau ./cmd/kubectl-juneau
 
 # The juneau image without Docker or a registry: bin/juneau in the Dockerfile's layout on
 # Debian's busybox-static, as a docker-archive (ctr -n k8s.io images import bin/juneau-image.tar).
@@ -26,6 +28,11 @@ image: build test-deps
 # ~/.cache/juneau; each rebuilt only when missing.
 control-plane:
 	hack/build-control-plane.sh >/dev/null
+
+# helm, prometheus and promtool (the chart's and the monitoring tests), built from the Go
+# module proxy into ~/.cache/juneau when missing.
+ops-tools:
+	hack/build-ops-tools.sh >/dev/null
 
 # The reference CNI plugins (ptp, host-local, loopback) the tests use as the primary CNI.
 cni-plugins:
@@ -46,10 +53,18 @@ box:
 # used and uninstalled with the steps of README.md and docs/, taken from the Markdown by
 # test/doctest), whose component logs are kept in _output/realcluster-logs/; then every
 # fuzzer for FUZZTIME.
-TEST_ENV := JUNEAU_BINARY=$(BIN_DIR)/juneau JUNEAU_BOX_BINARY=$(BIN_DIR)/box
+TEST_ENV := JUNEAU_BINARY=$(BIN_DIR)/juneau JUNEAU_BOX_BINARY=$(BIN_DIR)/box JUNEAU_KUBECTL_PLUGIN=$(BIN_DIR)/kubectl-juneau
 REALCLUSTER_TIMEOUT ?= 30m
+# helm, prometheus and promtool (hack/build-ops-tools.sh) are built, when missing, while
+# the packages that do not use them are tested: a cold build of the tools is mostly CPU,
+# most of those tests mostly wait. test/chart and the real-cluster tier run after it.
+OPS_TOOL_TESTS := /test/realcluster|/test/chart
 test: control-plane cni-plugins test-deps build box
-	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/realcluster)
+	@mkdir -p _output
+	@hack/build-ops-tools.sh >_output/ops-tools.log 2>&1 & ops=$$!; \
+	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -Ev '$(OPS_TOOL_TESTS)'); status=$$?; \
+	if ! wait $$ops; then cat _output/ops-tools.log; exit 1; fi; exit $$status
+	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/chart/
 	$(TEST_ENV) JUNEAU_REALCLUSTER_LOGS=$(CURDIR)/_output/realcluster-logs \
 		$(GO) test -count=1 -timeout $(REALCLUSTER_TIMEOUT) ./test/realcluster/
 	$(MAKE) --no-print-directory fuzz

@@ -210,6 +210,16 @@ func benchAllocation(ctx context.Context, e *env) []Row {
 	ratios := func(pairs []allocPair) string {
 		return roundRatios(pairs, func(x allocPair) float64 { return x.ctrl.rate() / x.floor.rate() })
 	}
+	e.plots.cdf("alloc-latency", fmt.Sprintf("1d. ElasticIP created → Available, N=%s", thousands(small)),
+		dist{"controller", mid.ctrl.latencies}, dist{"API-write floor", mid.floor.latencies})
+	e.plots.scale("alloc-scale", "1a/1b. allocations per second against N", "ElasticIPs created at once (N)", "allocations per second", true, map[string][]point{
+		"controller":      {{float64(small), mid.ctrl.rate()}, {float64(large), largePair.ctrl.rate()}},
+		"API-write floor": {{float64(small), mid.floor.rate()}, {float64(large), largePair.floor.rate()}},
+	})
+	e.plots.scale("alloc-p99-scale", "1d. created → Available p99 against N", "ElasticIPs created at once (N)", "p99 (ms)", true, map[string][]point{
+		"controller":      {{float64(small), millis(percentile(mid.ctrl.latencies, 99))}, {float64(large), millis(percentile(largePair.ctrl.latencies, 99))}},
+		"API-write floor": {{float64(small), millis(percentile(mid.floor.latencies, 99))}, {float64(large), millis(percentile(largePair.floor.latencies, 99))}},
+	})
 	how := fmt.Sprintf("rate = N / (first create → last seen Available by a watch); %d creators; the floor does the controller's writes (claim create + status write) with as many writers and no controller, on its own control plane; the controller writes the same two for a routine allocation (no finalizer, no Event), plus each pool's counts at most once a second; floor and controller run back to back, %d rounds at this size: ratio = median of the per-round ratios (%s), figures of the median round%s",
 		e.cfg.workers, len(smallPairs), ratios(smallPairs), mid.ctrl.partial())
 	return []Row{

@@ -240,6 +240,12 @@ func benchARP(_ context.Context, e *env) []Row {
 	one := tp.run(e, 1, arp.PathKernel, probes, d)
 	many := tp.run(e, 10000, arp.PathKernel, probes, d)
 	sock := tp.run(e, 10000, arp.PathSocket, probes, d)
+	e.plots.cdf("arp-reply", "5. ARP reply latency", dist{"juneau, 10,000 addresses (kernel path)", many.juneau},
+		dist{"juneau, 10,000 addresses (raw socket)", sock.juneau}, dist{"kernel, own address", many.kernel})
+	e.plots.scale("arp-scale", "5. ARP reply p99 against advertised addresses", "addresses", "p99 (µs)", true, map[string][]point{
+		"juneau": {{1, micros(percentile(one.juneau, 99))}, {10000, micros(percentile(many.juneau, 99))}},
+		"kernel": {{1, micros(percentile(one.kernel, 99))}, {10000, micros(percentile(many.kernel, 99))}},
+	})
 	how := fmt.Sprintf("the agent's responder, answering from its TCX ingress program; request sent from a packet socket in the client namespace, latency = kernel arrival stamp of the reply − time before sending; %d probes alternating juneau / kernel; p50 juneau %s, kernel %s",
 		probes, percentile(many.juneau, 50).Round(time.Microsecond), percentile(many.kernel, 50).Round(time.Microsecond))
 	return []Row{

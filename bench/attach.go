@@ -200,6 +200,8 @@ func benchAttach(ctx context.Context, e *env) []Row {
 	eipReady, plainReady := pt.latencies(pt.ready, eipPods), pt.latencies(pt.ready, plainPods)
 	eipPacket, plainPacket := pt.latencies(pt.packet, eipPods), pt.latencies(pt.packet, plainPods)
 	p50 := func(d []time.Duration) time.Duration { return percentile(d, 50).Round(time.Millisecond) }
+	e.plots.cdf("attach-ready", "2a. Pod created → Ready", dist{"pod-with-eip → readiness gate True", eipReady}, dist{"plain Pod → Ready", plainReady})
+	e.plots.cdf("attach-packet", "2b. Pod created → first packet", dist{"from outside, through the ElasticIP", eipPacket}, dist{"plain Pod, from its Node", plainPacket})
 	return []Row{
 		{ID: "2a", What: "Pod created → readiness gate True, p99", Figure: duration(percentile(eipReady, 99)),
 			Baseline: duration(percentile(plainReady, 99)), BaselineWhat: "plain Pod → Ready",

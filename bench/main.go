@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -62,8 +63,9 @@ type config struct {
 // configuration and the profiler.
 type env struct {
 	*runner.Runner
-	cfg  config
-	prof *profiler
+	cfg   config
+	prof  *profiler
+	plots *plots
 }
 
 func main() {
@@ -85,6 +87,7 @@ func run() int {
 		workers    = flag.Int("workers", 4, "controller workers per controller; the API-write floor uses as many writers")
 		profileDir = flag.String("cpuprofile", "", "write profiles of the measured phases to this directory: pprof CPU profiles of the controller and of in-process work, and perf data when perf is installed")
 		markdown   = flag.String("markdown", "", "also write the table as Markdown to this file")
+		plotDir    = flag.String("plots", "_output/bench-plots", "write SVG plots of the distributions and of cost against scale to this directory (relative to the repository); empty: none")
 	)
 	flag.Parse()
 	selected, err := selectBenchmarks(*only)
@@ -111,6 +114,7 @@ func run() int {
 		_ = os.Setenv("JUNEAU_BINARY", cfg.juneau)
 	}
 
+	pics := &plots{}
 	guard := newTeardownGuard(cancel, prof)
 	defer guard.stop()
 	var rows []Row
@@ -118,7 +122,7 @@ func run() int {
 	for _, b := range selected {
 		fmt.Fprintf(os.Stderr, "\n== %s. %s\n", b.id, b.what)
 		start := time.Now()
-		got := runBench(ctx, b, cfg, prof, guard)
+		got := runBench(ctx, b, cfg, prof, pics, guard)
 		for _, r := range got {
 			failed = failed || r.Err != ""
 		}
@@ -134,6 +138,20 @@ func run() int {
 		if err := writeMarkdown(*markdown, rows); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			return 1
+		}
+	}
+	if *plotDir != "" {
+		dir := *plotDir
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(cfg.root, dir)
+		}
+		files, err := pics.write(dir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: plots:", err)
+			failed = true
+		}
+		for _, f := range files {
+			fmt.Fprintln(os.Stderr, "wrote", f)
 		}
 	}
 	framework.RemoveBuiltBinary()
@@ -161,7 +179,7 @@ func selectBenchmarks(only string) ([]benchmark, error) {
 
 // runBench runs one benchmark with a runner of its own; a failure (Fatal, panic) becomes
 // an error row and everything the benchmark created is removed.
-func runBench(ctx context.Context, b benchmark, cfg config, prof *profiler, guard *teardownGuard) (rows []Row) {
+func runBench(ctx context.Context, b benchmark, cfg config, prof *profiler, pics *plots, guard *teardownGuard) (rows []Row) {
 	r, err := runner.New("bench-" + b.name)
 	if err != nil {
 		return []Row{{ID: b.id, What: b.what, Err: err.Error()}}
@@ -183,7 +201,7 @@ func runBench(ctx context.Context, b benchmark, cfg config, prof *profiler, guar
 	if cfg.juneau == "" {
 		cfg.juneau = framework.JuneauBinary(r)
 	}
-	return b.run(ctx, &env{Runner: r, cfg: cfg, prof: prof})
+	return b.run(ctx, &env{Runner: r, cfg: cfg, prof: prof, plots: pics})
 }
 
 // teardownGuard removes what the running benchmark created when the process gets

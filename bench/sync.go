@@ -29,6 +29,7 @@ func benchSync(ctx context.Context, e *env) []Row {
 	j := juneauSync(ctx, e, mappings, reps, changes)
 	iFull, iChange := iptablesSync(e, iptablesRestoreBin, mappings, reps, changes/4)
 
+	e.plots.cdf("sync-change", "4. one mapping changed on top of 10,000", dist{"juneau nftables", j.change}, dist{"iptables-restore --noflush", iChange})
 	note := fmt.Sprintf("median of %d runs; baseline: iptables-restore (%s) of %d DNAT + %d SNAT rules, started from a thread in the namespace as kube-proxy would",
 		reps, iptablesVersion(), n, n)
 	return []Row{

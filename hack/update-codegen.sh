@@ -48,3 +48,6 @@ kube::codegen::gen_client \
 (cd hack/tools/codegen && go build -o "${GOBIN}/controller-gen" sigs.k8s.io/controller-tools/cmd/controller-gen)
 rm -f manifests/crds/*.yaml
 "${GOBIN}/controller-gen" crd:crdVersions=v1 paths=./pkg/apis/... output:crd:artifacts:config=manifests/crds
+
+# The chart's copies of the CRDs and of the monitoring assets.
+hack/update-chart.sh

@@ -12,7 +12,7 @@ export JUNEAU_CODEGEN_BIN="${root}/_output/codegen-bin"
 (cd "${scratch}" && hack/update-codegen.sh >/dev/null)
 
 status=0
-for path in pkg/apis/juneau/v1alpha1 pkg/generated manifests/crds hack/api-violations.list; do
+for path in pkg/apis/juneau/v1alpha1 pkg/generated manifests/crds charts/juneau/crds charts/juneau/files hack/api-violations.list; do
   if ! diff -ruN "${root}/${path}" "${scratch}/${path}"; then
     status=1
   fi

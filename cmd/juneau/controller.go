@@ -168,6 +168,9 @@ func (o *controllerOptions) runControllers(ctx context.Context, kube kubernetes.
 	if err != nil {
 		return fmt.Errorf("elasticip controller: %w", err)
 	}
+	if err := reg.Register(elasticip.NewStateCollector(j.ElasticIPs().Lister())); err != nil {
+		return err
+	}
 	runners := []func(context.Context, int){eipCtrl.Run}
 	more, err := o.otherControllers(kube, juneau, kubeInf, juneauInf, recorder, reg, queues)
 	if err != nil {
@@ -178,7 +181,7 @@ func (o *controllerOptions) runControllers(ctx context.Context, kube kubernetes.
 	leaseInf := kubeinformers.NewSharedInformerFactoryWithOptions(kube, o.resync, kubeinformers.WithNamespace(o.leaseNamespace))
 	ans, err := answering.NewController(juneau, answering.Informers{
 		Advertisements: j.ARPAdvertisements(), Leases: leaseInf.Coordination().V1().Leases(),
-	}, recorder, answering.Options{Namespace: o.leaseNamespace, QueueMetrics: queues})
+	}, recorder, answering.Options{Namespace: o.leaseNamespace, QueueMetrics: queues, Registerer: reg})
 	if err != nil {
 		return fmt.Errorf("answering controller: %w", err)
 	}

@@ -47,6 +47,7 @@ func newRootCommand() *cobra.Command {
 
 	root.AddCommand(
 		newVersionCommand(),
+		newTraceCommand(),
 		newControllerCommand(opts),
 		newWebhookCommand(opts),
 		newNodeCommand(opts),

@@ -6,6 +6,7 @@
 package status
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metaapply "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -36,4 +37,16 @@ func Apply(c metav1.Condition) *metaapply.ConditionApplyConfiguration {
 		WithMessage(c.Message).
 		WithObservedGeneration(c.ObservedGeneration).
 		WithLastTransitionTime(c.LastTransitionTime)
+}
+
+// PodCondition is the Pod's condition of the type, nil when it has none. The Pod
+// conditions juneau writes (the readiness gate, the controller's
+// juneau.loutres.me/elastic-ip-assigned) are read through it.
+func PodCondition(p *corev1.Pod, t string) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if string(p.Status.Conditions[i].Type) == t {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
 }

@@ -143,9 +143,46 @@ func TestSingleRun(t *testing.T) {
 	}
 }
 
+// A Trigger before Run is dropped without harm: Run starts with one full sync anyway,
+// and a Trigger after that brings one more, not a full one.
 func TestSingleTriggerBeforeRunIsHarmless(t *testing.T) {
-	s := NewSingle("idle", func(context.Context, bool) error { return nil }, SingleConfig{})
-	s.Trigger() // no queue yet: nothing happens, Run starts with a sync anyway
+	calls := make(chan bool, 10)
+	s := NewSingle("idle", func(_ context.Context, full bool) error {
+		calls <- full
+		return nil
+	}, SingleConfig{Resync: time.Hour})
+	s.Trigger() // no queue yet: nothing happens
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	next := func() bool {
+		t.Helper()
+		select {
+		case full := <-calls:
+			return full
+		case <-time.After(30 * time.Second):
+			t.Fatal("no sync")
+			return false
+		}
+	}
+	if !next() {
+		t.Error("the first sync is not full")
+	}
+	s.Trigger()
+	if next() {
+		t.Error("a triggered sync after the first is full")
+	}
+	if n := len(calls); n != 0 {
+		t.Errorf("%d syncs more than the two asked for", n)
+	}
 }
 
 // counterValue reads one labelled counter from a registry.

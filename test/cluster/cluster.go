@@ -282,6 +282,8 @@ func (c *Cluster) clients() error {
 		{name: "kube-controller-manager", user: "system:kube-controller-manager"},
 		{name: "kube-scheduler", user: "system:kube-scheduler"},
 		{name: "kube-proxy", user: "system:kube-proxy"},
+		// Prometheus (StartPrometheus) lists and watches Pods for its service discovery.
+		{name: "prometheus", user: "juneau-prometheus", groups: []string{"system:masters"}},
 	}
 	for _, n := range c.Nodes {
 		ids = append(ids, &identity{name: n.Name, user: "system:node:" + n.Name, groups: []string{"system:nodes"}})

@@ -87,3 +87,24 @@ func CNIPluginDir() (string, error) {
 	}
 	return dir, nil
 }
+
+// Versions of the operators' tools hack/build-ops-tools.sh builds (hack/lib.sh names the
+// same ones).
+const (
+	HelmVersion       = "v3.22.0"
+	PrometheusVersion = "v0.316.0"
+)
+
+// OpsTool returns the path of helm, prometheus or promtool built by
+// hack/build-ops-tools.sh into $JUNEAU_OPS_DIR or the default cache.
+func OpsTool(name string) (string, error) {
+	dir, err := cacheDir("JUNEAU_OPS_DIR", "ops-helm-"+HelmVersion+"-prometheus-"+PrometheusVersion)
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, name)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s missing (run hack/build-ops-tools.sh or make test): %w", name, err)
+	}
+	return p, nil
+}

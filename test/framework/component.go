@@ -21,12 +21,12 @@ type builtBinary struct {
 	out  []byte
 }
 
-var juneauBinary, boxBinary builtBinary
+var juneauBinary, boxBinary, pluginBinary builtBinary
 
 // RemoveBuiltBinary removes the binaries JuneauBinary and BoxBinary built, if any; Main
 // calls it.
 func RemoveBuiltBinary() {
-	for _, b := range []*builtBinary{&juneauBinary, &boxBinary} {
+	for _, b := range []*builtBinary{&juneauBinary, &boxBinary, &pluginBinary} {
 		if b.dir != "" {
 			_ = os.RemoveAll(b.dir)
 		}
@@ -80,6 +80,13 @@ func JuneauBinary(t testing.TB) string {
 func BoxBinary(t testing.TB) string {
 	t.Helper()
 	return boxBinary.get(t, "JUNEAU_BOX_BINARY", "./test/images/box")
+}
+
+// PluginBinary returns the kubectl plugin (cmd/kubectl-juneau): $JUNEAU_KUBECTL_PLUGIN,
+// or one built once per test package.
+func PluginBinary(t testing.TB) string {
+	t.Helper()
+	return pluginBinary.get(t, "JUNEAU_KUBECTL_PLUGIN", "./cmd/kubectl-juneau")
 }
 
 // Component is a juneau process (controller, webhook, node agent) started by a test.

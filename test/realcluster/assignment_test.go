@@ -17,6 +17,7 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
 	"github.com/loutres/juneau/test/cluster"
 	"github.com/loutres/juneau/test/images"
 	"github.com/loutres/juneau/test/netns"
@@ -90,25 +91,6 @@ func (aw *addressWatch) check(t *testing.T) {
 	}
 }
 
-// assigned reads the Pod's condition juneau.loutres.me/elastic-ip-assigned.
-func assigned(p *corev1.Pod) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if string(p.Status.Conditions[i].Type) == v1alpha1.PodConditionElasticIPAssigned {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-func podCondition(p *corev1.Pod, typ string) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if string(p.Status.Conditions[i].Type) == typ {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 // eipWorks waits for what a user looks at: the ElasticIP's Attached condition True
 // (reason Attached), the Pod's readiness gate True, for a Pod that asks for an automatic
 // ElasticIP its write-back annotations naming the ElasticIP and its address, and the
@@ -128,7 +110,7 @@ func eipWorks(t *testing.T, c *cluster.Cluster, ns, eipName, pod string) string 
 		}
 		eip, p = e, got
 		att := meta.FindStatusCondition(eip.Status.Conditions, v1alpha1.ConditionAttached)
-		gate := podCondition(p, v1alpha1.PodConditionElasticIP)
+		gate := status.PodCondition(p, v1alpha1.PodConditionElasticIP)
 		written := true
 		if auto, _ := annotations.ParseAuto(p.Annotations); auto.Wanted() {
 			written = p.Annotations[v1alpha1.AnnotationAllocatedEIPName] == eipName && p.Annotations[v1alpha1.AnnotationAllocatedEIPAddr] == eip.Status.Address
@@ -188,7 +170,7 @@ func testOneElasticIPOnePod(t *testing.T, c *cluster.Cluster) {
 			if err != nil {
 				return false, nil
 			}
-			if cond := assigned(p); cond != nil && cond.Status == corev1.ConditionTrue {
+			if cond := status.PodCondition(p, v1alpha1.PodConditionElasticIPAssigned); cond != nil && cond.Status == corev1.ConditionTrue {
 				holders = append(holders, name)
 			}
 		}
@@ -214,7 +196,7 @@ func testOneElasticIPOnePod(t *testing.T, c *cluster.Cluster) {
 		if p, err = c.Kube.CoreV1().Pods(ns).Get(ctx, loser, metav1.GetOptions{}); err != nil {
 			return false, nil
 		}
-		cond, gate := assigned(p), podCondition(p, v1alpha1.PodConditionElasticIP)
+		cond, gate := status.PodCondition(p, v1alpha1.PodConditionElasticIPAssigned), status.PodCondition(p, v1alpha1.PodConditionElasticIP)
 		return cond != nil && cond.Status == corev1.ConditionFalse && cond.Reason == v1alpha1.ReasonElasticIPInUse && strings.Contains(cond.Message, why) &&
 			gate != nil && gate.Status == corev1.ConditionFalse && strings.Contains(gate.Message, "no ElasticIP is attached to this Pod yet: "+why), nil
 	})

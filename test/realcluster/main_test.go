@@ -83,6 +83,10 @@ func TestRealCluster(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, c) })
 	}
 	t.Run("uninstall", func(t *testing.T) { testUninstall(t, c) })
+	if t.Failed() {
+		t.FailNow()
+	}
+	t.Run("helm", func(t *testing.T) { testHelm(t, c) })
 }
 
 // start starts the cluster once and records the Nodes' state before the install.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
 	"github.com/loutres/juneau/test/cluster"
 )
 
@@ -118,7 +119,7 @@ func exhausted(t *testing.T, c *cluster.Cluster, ns string) {
 			if err != nil {
 				return false, nil
 			}
-			cond, gate := assigned(p), podCondition(p, v1alpha1.PodConditionElasticIP)
+			cond, gate := status.PodCondition(p, v1alpha1.PodConditionElasticIPAssigned), status.PodCondition(p, v1alpha1.PodConditionElasticIP)
 			last = p.Status.Conditions
 			if cond != nil && cond.Reason == v1alpha1.ReasonNoAddressAvailable && strings.Contains(cond.Message, `is exhausted: "spare-pool"`) &&
 				strings.Contains(cond.Message, "maxSurge") && gate != nil && gate.Status == corev1.ConditionFalse &&

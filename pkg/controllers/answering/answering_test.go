@@ -2,6 +2,8 @@ package answering
 
 import (
 	"context"
+	"github.com/prometheus/client_golang/prometheus"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	"strings"
 	"testing"
 	"time"
@@ -95,8 +97,9 @@ func TestSync(t *testing.T) {
 	kinf := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace("juneau-system"))
 	clk := clocktesting.NewFakeClock(t0)
 	recorder := record.NewFakeRecorder(10)
+	reg := prometheus.NewPedanticRegistry()
 	c, err := NewController(client, Informers{Advertisements: jinf.Juneau().V1alpha1().ARPAdvertisements(), Leases: kinf.Coordination().V1().Leases()},
-		recorder, Options{Namespace: "juneau-system", Clock: clk})
+		recorder, Options{Namespace: "juneau-system", Clock: clk, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,5 +136,13 @@ func TestSync(t *testing.T) {
 		}
 	default:
 		t.Error("no Event for the advertisement that turned Unknown")
+	}
+	want := `
+# HELP juneau_node_agent_not_reporting 1 for each Node that has ARPAdvertisements while its node agent's heartbeat Lease is expired or missing (no agent answers for them).
+# TYPE juneau_node_agent_not_reporting gauge
+juneau_node_agent_not_reporting{node="node-a"} 1
+`
+	if err := promtestutil.GatherAndCompare(reg, strings.NewReader(want), "juneau_node_agent_not_reporting"); err != nil {
+		t.Errorf("node-a's agent not reporting, node-b's renewing: %v", err)
 	}
 }

@@ -2,7 +2,7 @@
 // condition Unknown when the node agent of its Node stops reporting: every agent renews
 // a heartbeat Lease, juneau-node-<node> in juneau's namespace, as kubelets renew their
 // node Leases; once it expires, the agent's word that it answers ARP is stale
-// (docs/reference.md#arpadvertisement). The agent sets the condition again when it is
+// (docs/reference.md#arp-advertisement). The agent sets the condition again when it is
 // back.
 package answering
 
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,6 +53,8 @@ type Options struct {
 	QueueMetrics workqueue.MetricsProvider
 	// Clock judges Lease expiry and stamps conditions; nil means the real clock.
 	Clock clock.PassiveClock
+	// Registerer receives juneau_node_agent_not_reporting; may be nil.
+	Registerer prometheus.Registerer
 }
 
 // Controller watches the agents' Leases. Its keys are Node names.
@@ -65,6 +68,9 @@ type Controller struct {
 	leases  coordinationlisters.LeaseLister
 	loop    *workloop.Loop
 	synced  []cache.InformerSynced
+	// notReporting is 1 for each Node with advertisements whose agent's heartbeat
+	// Lease is expired or missing.
+	notReporting *prometheus.GaugeVec
 }
 
 // NewController registers the event handlers; it starts nothing.
@@ -76,6 +82,14 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		adverts: inf.Advertisements.Informer(), leases: inf.Leases.Lister()}
 	if err := indexes.Add(c.adverts, indexes.AdvertisementByNode); err != nil {
 		return nil, err
+	}
+	c.notReporting = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "juneau", Subsystem: "node", Name: "agent_not_reporting",
+		Help: "1 for each Node that has ARPAdvertisements while its node agent's heartbeat Lease is expired or missing (no agent answers for them)."},
+		[]string{"node"})
+	if opts.Registerer != nil {
+		if err := opts.Registerer.Register(c.notReporting); err != nil {
+			return nil, err
+		}
 	}
 	c.loop = workloop.New(ControllerName, c.sync, workloop.Config{Errors: opts.Errors, Metrics: opts.QueueMetrics})
 	synced, err := workloop.Register([]workloop.Watch{
@@ -120,12 +134,18 @@ func (c *Controller) sync(ctx context.Context, node string) error {
 	now := c.clock.Now()
 	hb := Judge(lease, c.namespace, node, now)
 	if hb.Alive {
+		c.notReporting.DeleteLabelValues(node)
 		c.loop.AddAfter(node, hb.Expires.Sub(now)+100*time.Millisecond)
 		return nil
 	}
 	ads, err := indexes.ByIndex[*v1alpha1.ARPAdvertisement](c.adverts, indexes.AdvertisementByNode, node)
 	if err != nil {
 		return err
+	}
+	if len(ads) > 0 {
+		c.notReporting.WithLabelValues(node).Set(1)
+	} else {
+		c.notReporting.DeleteLabelValues(node)
 	}
 	for _, ad := range ads {
 		cond, wait := Unknown(ad, hb, now)

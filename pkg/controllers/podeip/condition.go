@@ -13,6 +13,7 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/holder"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
 )
 
 // The Pod's condition juneau.loutres.me/elastic-ip-assigned (docs/automatic.md#the-pods-condition)
@@ -52,7 +53,7 @@ func (p *plan) condition(in inputs) *corev1.PodCondition {
 	case pod == nil:
 		return nil
 	case in.State != podActive:
-		if findPodCondition(pod, v1alpha1.PodConditionElasticIPAssigned) == nil {
+		if status.PodCondition(pod, v1alpha1.PodConditionElasticIPAssigned) == nil {
 			return nil
 		}
 		msg := "the Pod no longer asks for an automatic ElasticIP"
@@ -120,7 +121,7 @@ func (p *plan) waiting(in inputs, sp slotPlan) *corev1.PodCondition {
 // on the way to its ElasticIP (routine): a Pod that gets its ElasticIP at once has one
 // write of it, True; one that waited keeps being told how far it got.
 func conditionChanged(pod *corev1.Pod, want *corev1.PodCondition) bool {
-	c := findPodCondition(pod, string(want.Type))
+	c := status.PodCondition(pod, string(want.Type))
 	if c == nil {
 		return !routine(want)
 	}
@@ -136,15 +137,6 @@ func routine(c *corev1.PodCondition) bool {
 	return false
 }
 
-func findPodCondition(p *corev1.Pod, t string) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if string(p.Status.Conditions[i].Type) == t {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 // writeCondition sets the Pod's condition with a strategic merge patch of pods/status
 // (conditions merge by type, so the kubelet's and the node agent's stay untouched),
 // guarded by the Pod's UID. The transition time changes only when the status does.
@@ -155,7 +147,7 @@ func (x *executor) writeCondition() {
 	}
 	cond := *want
 	cond.LastTransitionTime = metav1.NewTime(x.c.clock.Now())
-	if old := findPodCondition(pod, string(want.Type)); old != nil && old.Status == want.Status {
+	if old := status.PodCondition(pod, string(want.Type)); old != nil && old.Status == want.Status {
 		cond.LastTransitionTime = old.LastTransitionTime
 	}
 	data, err := json.Marshal(map[string]any{

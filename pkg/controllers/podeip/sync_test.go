@@ -24,6 +24,7 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
 	"github.com/loutres/juneau/pkg/generated/informers/externalversions"
+	"github.com/loutres/juneau/pkg/status"
 )
 
 type fixture struct {
@@ -219,13 +220,13 @@ func (f *fixture) pick(eipName, attachment string) {
 }
 
 // expectCondition checks the Pod's juneau.loutres.me/elastic-ip-assigned condition.
-func (f *fixture) expectCondition(pod string, status corev1.ConditionStatus, reason, message string) {
+func (f *fixture) expectCondition(pod string, want corev1.ConditionStatus, reason, message string) {
 	f.t.Helper()
 	p, err := f.kube.CoreV1().Pods(testNS).Get(f.ctx, pod, metav1.GetOptions{})
 	f.check(err)
-	c := findPodCondition(p, v1alpha1.PodConditionElasticIPAssigned)
-	if c == nil || c.Status != status || c.Reason != reason || !strings.Contains(c.Message, message) {
-		f.t.Errorf("condition %s of Pod %s = %+v, want %s/%s with %q", v1alpha1.PodConditionElasticIPAssigned, pod, c, status, reason, message)
+	c := status.PodCondition(p, v1alpha1.PodConditionElasticIPAssigned)
+	if c == nil || c.Status != want || c.Reason != reason || !strings.Contains(c.Message, message) {
+		f.t.Errorf("condition %s of Pod %s = %+v, want %s/%s with %q", v1alpha1.PodConditionElasticIPAssigned, pod, c, want, reason, message)
 	}
 }
 

@@ -280,7 +280,9 @@ func checkReadiness(t *testing.T, in Inputs, d Desired) {
 			}
 			m, ok := mapping(fuzzNode, a)
 			programmed := ok && d.Programmed.Mappings[m.ElasticIP] == m.PodIP
-			waits := strings.Contains(r.Message, fmt.Sprintf("NAT of ElasticIPAttachment %q", a.Name))
+			// The gate names the attachment while it waits for it: for its NAT, or, not
+			// Attached yet, for what its Ready condition says.
+			waits := strings.Contains(r.Message, fmt.Sprintf("ElasticIPAttachment %q", a.Name))
 			if programmed == waits {
 				t.Fatalf("Pod %s/%s: programmed %v, yet the gate says %q (attachment %s: %+v; programmed %v)",
 					r.Pod.Namespace, r.Pod.Name, programmed, r.Message, a.Name, a.Status, d.Programmed.Mappings)

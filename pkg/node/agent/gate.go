@@ -15,6 +15,7 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/node/bgp"
+	"github.com/loutres/juneau/pkg/status"
 )
 
 // writeReadiness sets the readiness-gate conditions of this Node's Pods that list them
@@ -67,17 +68,17 @@ func (a *Agent) readinessInputs(in Inputs, announced bgp.Status) (ReadinessInput
 // merge patch of pods/status (conditions merge by type, so the kubelet's conditions stay
 // untouched).
 func (a *Agent) patchGate(ctx context.Context, r Readiness) error {
-	status := corev1.ConditionFalse
+	want := corev1.ConditionFalse
 	if r.Ready {
-		status = corev1.ConditionTrue
+		want = corev1.ConditionTrue
 	}
 	conds := make([]corev1.PodCondition, 0, len(r.Types))
 	for _, t := range r.Types {
 		cond := corev1.PodCondition{
-			Type: corev1.PodConditionType(t), Status: status,
+			Type: corev1.PodConditionType(t), Status: want,
 			Reason: r.Reason, Message: r.Message, LastTransitionTime: metav1.NewTime(a.cfg.Clock.Now()),
 		}
-		if old := findPodCondition(r.Pod, t); old != nil && old.Status == status {
+		if old := status.PodCondition(r.Pod, t); old != nil && old.Status == want {
 			cond.LastTransitionTime = old.LastTransitionTime
 		}
 		conds = append(conds, cond)
@@ -92,7 +93,7 @@ func (a *Agent) patchGate(ctx context.Context, r Readiness) error {
 		return fmt.Errorf("setting readiness gate of Pod %s/%s: %w", r.Pod.Namespace, r.Pod.Name, err)
 	}
 	if r.Ready {
-		if old := findPodCondition(r.Pod, r.Types[0]); old == nil || old.Status != corev1.ConditionTrue {
+		if old := status.PodCondition(r.Pod, r.Types[0]); old == nil || old.Status != corev1.ConditionTrue {
 			a.metrics.observePodReady(a.cfg.Clock.Since(r.Pod.CreationTimestamp.Time))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
 )
 
 // ReadinessInputs adds to Inputs what the readiness gate needs.
@@ -158,7 +159,7 @@ func attachmentWait(a *v1alpha1.ElasticIPAttachment) string {
 // while the controller tells the Pod why it has no automatic ElasticIP (the Pod's
 // condition juneau.loutres.me/elastic-ip-assigned, False), that reason.
 func nothingAttached(p *corev1.Pod) string {
-	if c := findPodCondition(p, v1alpha1.PodConditionElasticIPAssigned); c != nil && c.Status == corev1.ConditionFalse && c.Message != "" {
+	if c := status.PodCondition(p, v1alpha1.PodConditionElasticIPAssigned); c != nil && c.Status == corev1.ConditionFalse && c.Message != "" {
 		return "no ElasticIP is attached to this Pod yet: " + c.Message
 	}
 	return "no ElasticIP is attached to this Pod on this Node yet"
@@ -171,19 +172,10 @@ func (r Readiness) changed() bool {
 		want = corev1.ConditionTrue
 	}
 	for _, t := range r.Types {
-		c := findPodCondition(r.Pod, t)
+		c := status.PodCondition(r.Pod, t)
 		if c == nil || c.Status != want || c.Reason != r.Reason || c.Message != r.Message {
 			return true
 		}
 	}
 	return false
-}
-
-func findPodCondition(p *corev1.Pod, t string) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if string(p.Status.Conditions[i].Type) == t {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
 }

@@ -68,6 +68,11 @@ func TestMetricsAndHealth(t *testing.T) {
 		`juneau_workqueue_adds_total{name="elasticip"}`,
 		`juneau_workqueue_depth{name="networkinterface"}`,
 		`juneau_workqueue_work_duration_seconds_count{name="addresspool"}`,
+		// ElasticIPs by phase, from the cache at scrape time (the control plane is
+		// shared with other tests: their ElasticIPs count too).
+		`juneau_elasticips{phase="Available"} `,
+		`juneau_elasticips{phase="Error"} `,
+		`juneau_elasticips_waiting_for_attach `,
 	}
 	var body string
 	framework.Eventually(t, "metrics", func(ctx context.Context) (bool, string) {
