@@ -31,6 +31,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.DeferralTime == 0 {
 		c.DeferralTime = DefaultDeferralTime
 	}
+	if c.PrefixLimitRetry == 0 {
+		c.PrefixLimitRetry = DefaultPrefixLimitRetry
+	}
 	var errs []error
 	if !c.RouterID.Is4() || c.RouterID.IsUnspecified() {
 		errs = append(errs, fmt.Errorf("router ID %v is not an IPv4 address of this Node", c.RouterID))
@@ -72,6 +75,12 @@ func (p Peer) validate() error {
 	}
 	if p.EBGPMultihopTTL != 0 && p.PeerASN == p.MyASN {
 		errs = append(errs, errors.New("eBGP multihop on an iBGP session"))
+	}
+	if p.EBGPMultihopTTL != 0 && p.TTLSecurity {
+		errs = append(errs, errors.New("TTL security with eBGP multihop (GTSM needs a directly connected router)"))
+	}
+	if len(p.Password) > MaxPasswordLength {
+		errs = append(errs, fmt.Errorf("the TCP-MD5 password is %d bytes long, more than the kernel's %d", len(p.Password), MaxPasswordLength))
 	}
 	return errors.Join(errs...)
 }
@@ -127,14 +136,19 @@ func peerRequest(p Peer, c Config, restarting bool) *api.Peer {
 		AfiSafis: []*api.AfiSafi{{
 			Config:            &api.AfiSafiConfig{Family: ipv4Unicast(), Enabled: true},
 			MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}},
+			PrefixLimits:      &api.PrefixLimit{Family: ipv4Unicast(), MaxPrefixes: MaxReceivedPrefixes},
 		}, {
 			Config:            &api.AfiSafiConfig{Family: ipv6Unicast(), Enabled: true},
 			MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}},
+			PrefixLimits:      &api.PrefixLimit{Family: ipv6Unicast(), MaxPrefixes: MaxReceivedPrefixes},
 		}},
 		Transport: &api.Transport{RemotePort: uint32(c.Port)},
 	}
 	if p.EBGPMultihopTTL != 0 {
 		req.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(p.EBGPMultihopTTL)}
+	}
+	if p.TTLSecurity {
+		req.TtlSecurity = &api.TtlSecurity{Enabled: true, TtlMin: 255}
 	}
 	return req
 }

@@ -242,6 +242,7 @@ func (s *Speaker) Run(ctx context.Context) error {
 			return nil
 		case <-refresh.C():
 			s.refreshStatus(ctx, srv)
+			s.resetLimited(ctx, srv, cfg.PrefixLimitRetry, st)
 			continue
 		case <-s.refresh:
 			s.refreshStatus(ctx, srv)
@@ -338,6 +339,9 @@ func (s *Speaker) apply(ctx context.Context, srv *server.BgpServer, cfg Config, 
 	for _, p := range add {
 		if _, still := st.peers[p.Address]; still {
 			continue // its old configuration could not be removed
+		}
+		if s.limited(p.Address) {
+			continue // resetLimited adds it again in time
 		}
 		s.track(p)
 		if err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerRequest(p, cfg, st.restarting)}); err != nil {
@@ -436,7 +440,15 @@ func (s *Speaker) peerUpdate(ev *apiutil.WatchEventMessage_PeerEvent, at time.Ti
 	st := ev.Peer.State
 	s.mu.Lock()
 	sess, ok := s.sessions[ev.Peer.Conf.NeighborAddress]
-	changed := ok && sess.peerEvent(st.SessionState, st.DisconnectReason, st.DisconnectMessage, at)
+	changed := false
+	if ok && st.AdminState == api.PeerState_ADMIN_STATE_PFX_CT && sess.limitedAt.IsZero() {
+		changed = sess.prefixLimit(s.runCfg.PrefixLimitRetry, at)
+	} else if ok && !sess.limitedAt.IsZero() && st.SessionState != bgp.BGP_FSM_ESTABLISHED {
+		// The shutdown's own events: the session stays Failed until it is enabled again.
+		sess.fsm = st.SessionState
+	} else if ok {
+		changed = sess.peerEvent(st.SessionState, st.DisconnectReason, st.DisconnectMessage, at)
+	}
 	s.mu.Unlock()
 	if changed {
 		poke(s.changed)
@@ -478,6 +490,58 @@ func (s *Speaker) setupFailed(addr netip.Addr, reason string) {
 	s.mu.Unlock()
 	if changed {
 		poke(s.changed)
+	}
+}
+
+// limited reports whether the peer at addr is left out for sending too many routes.
+func (s *Speaker) limited(addr netip.Addr) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, ok := s.sessions[addr]
+	return ok && !sess.limitedAt.IsZero()
+}
+
+// resetLimited removes from GoBGP the peers it shut down for sending too many routes
+// (session.prefixLimit): GoBGP would otherwise keep their routes as stale ones for the
+// router's graceful restart time, and count them against the limit again on the next
+// session. Their status stays Failed; retry after the shutdown the apply loop adds them
+// again.
+func (s *Speaker) resetLimited(ctx context.Context, srv *server.BgpServer, retry time.Duration, st *applied) {
+	now := s.clock.Now()
+	type limitedPeer struct {
+		addr netip.Addr
+		due  bool
+	}
+	var list []limitedPeer
+	s.mu.Lock()
+	for addr, sess := range s.sessions {
+		if !sess.limitedAt.IsZero() {
+			list = append(list, limitedPeer{addr, now.Sub(sess.limitedAt) >= retry})
+		}
+	}
+	s.mu.Unlock()
+	logger := klog.FromContext(ctx)
+	for _, l := range list {
+		if p, configured := st.peers[l.addr]; configured {
+			if err := srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: l.addr.String()}); err != nil {
+				logger.Error(err, "Removing a BGP peer that sent too many routes", "address", l.addr)
+				continue
+			}
+			delete(st.peers, l.addr)
+			logger.Info("Removed a BGP peer that sent too many routes", "peer", p.Name, "address", l.addr,
+				"maxPrefixes", MaxReceivedPrefixes, "retryAfter", retry)
+		}
+		if !l.due {
+			continue
+		}
+		s.mu.Lock()
+		if sess, ok := s.sessions[l.addr]; ok {
+			sess.limitedAt = time.Time{}
+			sess.set(v1alpha1.BGPSessionConnecting, "connecting again after the router sent too many routes", now)
+		}
+		s.mu.Unlock()
+		poke(s.changed)
+		poke(s.trigger)
 	}
 }
 

@@ -496,3 +496,44 @@ func TestSpeakerCommunities(t *testing.T) {
 	}
 	router.waitCommunities(map[string]string{"10.225.53.7/32": ""})
 }
+
+// TestSpeakerPrefixLimit: a router that sends more than MaxReceivedPrefixes routes is
+// disconnected and reported Failed; the other router's session and routes stay; once
+// the router sends fewer, the speaker connects again after PrefixLimitRetry.
+func TestSpeakerPrefixLimit(t *testing.T) {
+	a := startRouter(t, 64512, 64513)
+	b := startRouterAt(t, "127.0.0.2", a.port, 64514, 64513)
+	var flood []*apiutil.Path
+	nexthop, _ := bgp.NewPathAttributeNextHop(netip.MustParseAddr("10.225.51.1"))
+	for i := range MaxReceivedPrefixes + 1 {
+		nlri, _ := bgp.NewIPAddrPrefix(netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 99, byte(i >> 8), byte(i)}), 32))
+		flood = append(flood, &apiutil.Path{Family: bgp.RF_IPv4_UC, Nlri: nlri, Attrs: []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0), nexthop}})
+	}
+	sp := New(Config{RouterID: speakerID, Port: a.port, ConnectRetry: 2 * time.Second, PrefixLimitRetry: 3 * time.Second})
+	if err := sp.SetAnnouncements(prefixes("10.225.53.7/32"), nil); err != nil {
+		t.Fatal(err)
+	}
+	sp.SetPeers([]Peer{loopbackPeer("tor-a", a, 64513), {Name: "tor-b", Address: netip.MustParseAddr("127.0.0.2"), PeerASN: 64514, MyASN: 64513}})
+	runSpeaker(t, sp)
+	waitPeer(t, sp, "tor-a", inState(v1alpha1.BGPSessionEstablished))
+	waitPeer(t, sp, "tor-b", inState(v1alpha1.BGPSessionEstablished))
+
+	if _, err := a.srv.AddPath(apiutil.AddPathRequest{Paths: flood}); err != nil {
+		t.Fatal(err)
+	}
+	p := waitPeer(t, sp, "tor-a", inState(v1alpha1.BGPSessionFailed))
+	if !strings.Contains(p.Message, fmt.Sprintf("more than %d routes", MaxReceivedPrefixes)) || !strings.Contains(p.Message, "send the Nodes nothing") {
+		t.Errorf("tor-a after the flood: %+v", p)
+	}
+	if q := waitPeer(t, sp, "tor-b", inState(v1alpha1.BGPSessionEstablished)); q.Message != "" {
+		t.Errorf("tor-b: %+v", q)
+	}
+	b.waitRoutes("10.225.53.7/32 via 127.0.0.1")
+
+	// The router now sends a single route: the session comes back.
+	if err := a.srv.DeletePath(apiutil.DeletePathRequest{Paths: flood[1:]}); err != nil {
+		t.Fatal(err)
+	}
+	waitPeer(t, sp, "tor-a", inState(v1alpha1.BGPSessionEstablished))
+	a.waitRoutes("10.225.53.7/32 via 127.0.0.1", "10.99.0.0/32 via 10.225.51.1")
+}
