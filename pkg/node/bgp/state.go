@@ -118,7 +118,7 @@ func (s *session) prefixLimit(retry time.Duration, now time.Time) bool {
 	return s.set(v1alpha1.BGPSessionFailed, fmt.Sprintf(
 		"the router sent more than %d routes of one address family; this Node uses none of the routes it receives and "+
 			"disconnects a router that sends that many (docs/bgp.md#received-routes): configure the router to send the Nodes nothing; "+
-			"connecting again %s after", MaxReceivedPrefixes, retry), now)
+			"this Node connects again %s after it disconnected", MaxReceivedPrefixes, retry), now)
 }
 
 // status is the PeerStatus of the session.
