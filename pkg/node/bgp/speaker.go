@@ -246,6 +246,7 @@ func (s *Speaker) Run(ctx context.Context) error {
 			continue
 		case <-s.refresh:
 			s.refreshStatus(ctx, srv)
+			s.resetLimited(ctx, srv, cfg.PrefixLimitRetry, st)
 			continue
 		case <-s.trigger:
 		case <-retryC():
