@@ -59,9 +59,11 @@ func TestPeerRequest(t *testing.T) {
 		AfiSafis: []*api.AfiSafi{{
 			Config:            &api.AfiSafiConfig{Family: &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}, Enabled: true},
 			MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}},
+			PrefixLimits:      &api.PrefixLimit{Family: &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}, MaxPrefixes: 1000},
 		}, {
 			Config:            &api.AfiSafiConfig{Family: &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}, Enabled: true},
 			MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}},
+			PrefixLimits:      &api.PrefixLimit{Family: &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}, MaxPrefixes: 1000},
 		}},
 		Transport:    &api.Transport{},
 		EbgpMultihop: &api.EbgpMultihop{Enabled: true, MultihopTtl: 3},
