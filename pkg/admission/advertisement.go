@@ -44,7 +44,7 @@ type adSpecOf struct {
 func advertisementRules[T any, PT interface {
 	*T
 	object
-}](v *Validators, k adKind, spec func(PT) adSpec, validate func(PT) field.ErrorList, validateUpdate func(PT, PT) field.ErrorList) rules[PT] {
+}](v *Validators, k adKind, spec func(PT) adSpec, fullSpec func(PT) any, validate func(PT) field.ErrorList, validateUpdate func(PT, PT) field.ErrorList) rules[PT] {
 	return rules[PT]{
 		create: func(ctx context.Context, a PT) (field.ErrorList, error) {
 			if errs := validate(a); len(errs) > 0 {
@@ -75,7 +75,7 @@ func advertisementRules[T any, PT interface {
 			}
 			return v.advertisementNode(ctx, spec(a))
 		},
-		unchanged: func(a, old PT) bool { return equality.Semantic.DeepEqual(spec(a), spec(old)) },
+		unchanged: func(a, old PT) bool { return equality.Semantic.DeepEqual(fullSpec(a), fullSpec(old)) },
 	}
 }
 
@@ -89,7 +89,8 @@ func (v *Validators) arpAdvertisementRules() rules[*v1alpha1.ARPAdvertisement] {
 			}
 			return out, err
 		}}
-	return advertisementRules(v, k, arpSpec, validation.ValidateARPAdvertisement, validation.ValidateARPAdvertisementUpdate)
+	return advertisementRules(v, k, arpSpec, func(a *v1alpha1.ARPAdvertisement) any { return a.Spec },
+		validation.ValidateARPAdvertisement, validation.ValidateARPAdvertisementUpdate)
 }
 
 func (v *Validators) bgpAdvertisementRules() rules[*v1alpha1.BGPAdvertisement] {
@@ -102,7 +103,8 @@ func (v *Validators) bgpAdvertisementRules() rules[*v1alpha1.BGPAdvertisement] {
 			}
 			return out, err
 		}}
-	return advertisementRules(v, k, bgpSpec, validation.ValidateBGPAdvertisement, validation.ValidateBGPAdvertisementUpdate)
+	return advertisementRules(v, k, bgpSpec, func(a *v1alpha1.BGPAdvertisement) any { return a.Spec },
+		validation.ValidateBGPAdvertisement, validation.ValidateBGPAdvertisementUpdate)
 }
 
 func arpSpec(a *v1alpha1.ARPAdvertisement) adSpec {

@@ -70,7 +70,18 @@ func TestBGPAdvertisementRules(t *testing.T) {
 		{name: "externalNetwork is immutable", op: admissionv1.Update, setup: base,
 			obj: bgpAdvertisement("ad", "other", "10.225.53.7", "node-a"), old: bgpAdvertisement("ad", "bgp-net", "10.225.53.7", "node-a"),
 			want: invalid(`spec.externalNetwork`, `immutable`)},
+		{name: "nodeName and communities may change", op: admissionv1.Update, setup: base,
+			obj: withCommunities(bgpAdvertisement("ad", "bgp-net", "10.225.53.7", "node-b"), "65000:100", "65000:1:2"),
+			old: bgpAdvertisement("ad", "bgp-net", "10.225.53.7", "node-a"), want: allowed()},
+		{name: "a malformed community", op: admissionv1.Update, setup: base,
+			obj: withCommunities(bgpAdvertisement("ad", "bgp-net", "10.225.53.7", "node-a"), "65000:70000"),
+			old: bgpAdvertisement("ad", "bgp-net", "10.225.53.7", "node-a"), want: invalid(`spec.communities[0]`, `0 to 65535`)},
 	})
+}
+
+func withCommunities(a *v1alpha1.BGPAdvertisement, c ...string) *v1alpha1.BGPAdvertisement {
+	a.Spec.Communities = c
+	return a
 }
 
 func TestBGPPeerRules(t *testing.T) {
@@ -80,7 +91,13 @@ func TestBGPPeerRules(t *testing.T) {
 	badASN.Spec.PeerASN = 23456
 	multihopIBGP := bgpPeer("tor-a", "10.225.51.1", nil)
 	multihopIBGP.Spec.MyASN, multihopIBGP.Spec.EBGPMultihop = 64512, new(int32(2))
+	withGTSM := bgpPeer("tor-a", "10.225.51.1", nil)
+	withGTSM.Spec.TTLSecurity = new(true)
+	multihopGTSM := bgpPeer("tor-a", "10.225.51.1", nil)
+	multihopGTSM.Spec.TTLSecurity, multihopGTSM.Spec.EBGPMultihop = new(true), new(int32(2))
 	runRuleCases(t, []ruleCase{
+		{name: "TTL security", obj: withGTSM, want: allowed()},
+		{name: "TTL security with multihop", obj: multihopGTSM, want: invalid(`spec.ttlSecurity`, `directly connected`)},
 		{name: "valid", obj: bgpPeer("tor-a", "10.225.51.1", nil), want: allowed()},
 		{name: "with a password", obj: withPassword, want: allowed()},
 		{name: "loopback peer", obj: bgpPeer("tor-a", "127.0.0.1", nil), want: invalid(`spec.peerAddress`, `loopback`)},

@@ -51,6 +51,12 @@ func TestAddressPoolRules(t *testing.T) {
 				f.cached(pool("other", arp, "10.225.51.0/24"), node("node-a", "10.225.99.1", "fd00:225:99::1"))
 			},
 			want: allowed()},
+		{name: "communities on a bgp pool", obj: poolWithCommunities(pool("p", bgp, "10.225.53.0/24"), "65000:100", "65000:1:2"),
+			want: allowed()},
+		{name: "communities on an arp pool", obj: poolWithCommunities(pool("p", arp, "10.225.53.0/24"), "65000:100"),
+			want: invalid(`spec.bgpCommunities`, `advertiseMode bgp only`)},
+		{name: "a malformed community", obj: poolWithCommunities(pool("p", bgp, "10.225.53.0/24"), "65000:1:2:3"),
+			want: invalid(`spec.bgpCommunities[0]`, `65000:1:2`)},
 		{name: "mixed families", obj: pool("p", arp, "fd00:225:51::/64", "10.225.51.0/24"),
 			want: invalid(`spec.addresses[1]`, `is IPv4 but spec.addresses[0] "fd00:225:51::/64" is IPv6`)},
 		{name: "IPv6 overlaps a cached pool", obj: pool("p", arp, "fd00:225:51::/64"),
@@ -114,4 +120,9 @@ func TestAddressPoolRules(t *testing.T) {
 			want: forbidden(`addresses are still reserved from it: 10.225.51.5 (ElasticIP "team/nginx"), 10.225.51.6 (ElasticIP "team/web")`,
 				`release them first`)},
 	})
+}
+
+func poolWithCommunities(p *v1alpha1.AddressPool, c ...string) *v1alpha1.AddressPool {
+	p.Spec.BGPCommunities = c
+	return p
 }

@@ -40,6 +40,11 @@ type Neighbor struct {
 	Password string
 	// Multihop allows a node that is not directly connected (eBGP multihop).
 	Multihop bool
+	// TTLSecurity turns on GTSM (RFC 5082) for the session (BIRD only).
+	TTLSecurity bool
+	// Flood sends the node the routes of Config.Flood (BIRD only); otherwise the router
+	// sends nothing.
+	Flood bool
 }
 
 // Config is a router.
@@ -58,6 +63,18 @@ type Config struct {
 	// Kernel makes BIRD install the routes it learned into its namespace's routing
 	// table, so the router forwards to the nodes (BIRD only; bgpd runs without zebra).
 	Kernel bool
+	// Flood are routes BIRD sends to the neighbors marked Flood: /32s counted up from
+	// 10.240.0.0 (blackhole routes of its own, never installed anywhere).
+	Flood int
+}
+
+// FloodRoutes are the prefixes of Config.Flood.
+func (c Config) FloodRoutes() []netip.Prefix {
+	out := make([]netip.Prefix, c.Flood)
+	for i := range out {
+		out[i] = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(240 + i>>16), byte(i >> 8), byte(i)}), 32)
+	}
+	return out
 }
 
 // BIRD is a running BIRD 2 daemon.
@@ -74,6 +91,14 @@ log stderr all;
 timeformat route iso long ms;
 timeformat protocol iso long ms;
 protocol device { scan time 1; }
+{{- if .Flood}}
+protocol static flood {
+	ipv4;
+{{- range .FloodRoutes}}
+	route {{.}} blackhole;
+{{- end}}
+}
+{{- end}}
 {{- if .Kernel}}
 protocol kernel {
 	ipv4 { export all; };
@@ -100,13 +125,20 @@ protocol bgp {{.Name}} {
 {{- if .Multihop}}
 	multihop;
 {{- end}}
+{{- if .TTLSecurity}}
+	ttl security on;
+{{- end}}
 	ipv4 {
 {{- if $.Accept.IsValid}}
 		import where net ~ [ {{$.Accept}}{32,32} ];
 {{- else}}
 		import all;
 {{- end}}
+{{- if .Flood}}
+		export where proto = "flood";
+{{- else}}
 		export none;
+{{- end}}
 	};
 {{- if $.Accept6.IsValid}}
 	ipv6 {

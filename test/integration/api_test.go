@@ -108,6 +108,30 @@ spec: {advertiseMode: ospf, addresses: [10.225.52.0/24]}`,
 			want: []string{`spec.advertiseMode`, `Unsupported value: "ospf"`, `"arp"`, `"bgp"`},
 		},
 		{
+			name: "community out of range",
+			manifest: `apiVersion: juneau.loutres.me/v1alpha1
+kind: AddressPool
+metadata: {name: bad-community}
+spec: {advertiseMode: bgp, addresses: [10.225.52.0/24], bgpCommunities: ["65000:100", "65536:1"]}`,
+			want: []string{`spec.bgpCommunities`, `a standard community has two numbers of 0 to 65535`},
+		},
+		{
+			name: "community not a community",
+			manifest: `apiVersion: juneau.loutres.me/v1alpha1
+kind: AddressPool
+metadata: {name: bad-community}
+spec: {advertiseMode: bgp, addresses: [10.225.52.0/24], bgpCommunities: ["no-export"]}`,
+			want: []string{`spec.bgpCommunities[0]`, `should match`},
+		},
+		{
+			name: "communities on an arp pool",
+			manifest: `apiVersion: juneau.loutres.me/v1alpha1
+kind: AddressPool
+metadata: {name: arp-community}
+spec: {advertiseMode: arp, addresses: [10.225.52.0/24], bgpCommunities: ["65000:100"]}`,
+			want: []string{`bgpCommunities applies to pools of advertiseMode bgp only`},
+		},
+		{
 			name: "missing required externalNetwork",
 			manifest: `apiVersion: juneau.loutres.me/v1alpha1
 kind: ElasticIP

@@ -41,6 +41,7 @@ func TestBGPPeerSchema(t *testing.T) {
 		{"keepalive 0", base + ", keepaliveTime: 0s", []string{"spec.keepaliveTime", "at least 1s"}},
 		{"multihop 1", base + ", ebgpMultihop: 1", []string{"spec.ebgpMultihop", "should be greater than or equal to 2"}},
 		{"multihop iBGP", "peerAddress: 10.225.51.1, peerASN: 64512, myASN: 64512, ebgpMultihop: 3", []string{"ebgpMultihop applies to eBGP sessions only"}},
+		{"TTL security multihop", base + ", ebgpMultihop: 2, ttlSecurity: true", []string{"ttlSecurity applies to directly connected routers only"}},
 		{"password without key", base + ", passwordSecretRef: {namespace: juneau-system, name: juneau-bgp-passwords}", []string{"spec.passwordSecretRef.key", "Required value"}},
 	}
 	for _, tc := range cases {
@@ -57,7 +58,7 @@ func TestBGPPeerSchema(t *testing.T) {
 		})
 	}
 
-	good := peer("schema-tor-a", base+", keepaliveTime: 30s, ebgpMultihop: 2, nodeSelector: {matchLabels: {rack: a}}, "+
+	good := peer("schema-tor-a", base+", keepaliveTime: 30s, ebgpMultihop: 2, ttlSecurity: false, nodeSelector: {matchLabels: {rack: a}}, "+
 		"passwordSecretRef: {namespace: juneau-system, name: juneau-bgp-passwords, key: tor-a}")
 	if r := cp.Kubectl(ctx, good, "apply", "-f", "-"); r.Err != nil {
 		t.Fatalf("a valid BGPPeer is refused: %v", r.Err)

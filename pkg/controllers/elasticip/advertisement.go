@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
+	"github.com/loutres/juneau/pkg/apis/juneau/community"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
 	"github.com/loutres/juneau/pkg/status"
@@ -31,10 +32,37 @@ func desiredAdvertisement(network *v1alpha1.ExternalNetwork, claim *v1alpha1.All
 	return &adSpec{ExternalNetwork: network.Name, Address: claim.Spec.Address, NodeName: d.NodeName}
 }
 
+// poolCommunities are the communities a BGPAdvertisement of the pool's addresses
+// carries: its spec.bgpCommunities in order (community.Compare), each once; any the
+// schema and the webhook would have refused is left out.
+func poolCommunities(pool *v1alpha1.AddressPool) []string {
+	var list []community.Community
+	for _, c := range pool.Spec.BGPCommunities {
+		if parsed, err := community.Parse(c); err == nil {
+			list = append(list, parsed)
+		}
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	slices.SortFunc(list, community.Compare)
+	list = slices.Compact(list)
+	out := make([]string, len(list))
+	for i, c := range list {
+		out[i] = c.String()
+	}
+	return out
+}
+
 // syncAdvertisement keeps the ElasticIP's advertisement of its network's type and
 // removes any of the other kind (left from a network of the same name and another type).
 func (c *Controller) syncAdvertisement(ctx context.Context, eip *v1alpha1.ElasticIP, network *v1alpha1.ExternalNetwork, claim *v1alpha1.AllocationClaim, d HolderDecision) error {
 	want := desiredAdvertisement(network, claim, d)
+	if want != nil && network.Spec.Type == v1alpha1.AdvertiseBGP {
+		if pool, err := c.pools.Get(claim.Spec.AddressPool); err == nil {
+			want.Communities = poolCommunities(pool)
+		}
+	}
 	for _, k := range c.kinds {
 		var w *adSpec
 		if want != nil && network.Spec.Type == k.mode() {
@@ -196,10 +224,10 @@ func (k *adKind[T]) createFor(ctx context.Context, c *Controller, eip *v1alpha1.
 func (k *adKind[T]) move(ctx context.Context, c *Controller, eip *v1alpha1.ElasticIP, o advertisement.Owner, have T, want adSpec) error {
 	from := k.spec(have).NodeName
 	moved := from != want.NodeName
-	if !moved && advertisement.Labelled(have, o) {
+	if !moved && slices.Equal(k.spec(have).Communities, want.Communities) && advertisement.Labelled(have, o) {
 		return nil
 	}
-	upd := k.withNode(have, want.NodeName)
+	upd := k.withSpec(have, want)
 	labels := maps.Clone(upd.GetLabels())
 	if labels == nil {
 		labels = map[string]string{}

@@ -2,10 +2,12 @@ package elasticip
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -61,7 +63,7 @@ func TestBGPAdvertisementLifecycle(t *testing.T) {
 	if len(ads) != 1 || ad == nil {
 		t.Fatalf("BGPAdvertisements %v, want eip-ns-e", keys(ads))
 	}
-	if ad.Spec != (v1alpha1.BGPAdvertisementSpec{ExternalNetwork: "ext-net", Address: "10.225.53.5", NodeName: "node-a"}) ||
+	if !equality.Semantic.DeepEqual(ad.Spec, v1alpha1.BGPAdvertisementSpec{ExternalNetwork: "ext-net", Address: "10.225.53.5", NodeName: "node-a"}) ||
 		!advertisement.Belongs(ad, advertisement.Owner{Namespace: "ns", Name: "e", UID: "uid-1"}) {
 		t.Errorf("BGPAdvertisement %+v %+v", ad.ObjectMeta, ad.Spec)
 	}
@@ -96,6 +98,40 @@ func TestBGPAdvertisementLifecycle(t *testing.T) {
 	f.syncKey("ns/e")
 	if ads := f.bgpAdvertisements(); len(ads) != 0 {
 		t.Errorf("BGPAdvertisements %v of an unused ElasticIP", keys(ads))
+	}
+}
+
+// A BGPAdvertisement carries its pool's communities, in order and each once, and
+// follows a change of them in place; the next sync writes nothing.
+func TestBGPAdvertisementCommunities(t *testing.T) {
+	objs := append(bgpNetwork("10.225.53.0/24"), usedElasticIP("ns", "e", "uid-1", "10.225.53.5", "node-a")...)
+	pool := objs[0].(*v1alpha1.AddressPool)
+	pool.Spec.BGPCommunities = []string{"65000:1:2", "65001:7", "65000:100", "65001:7"}
+	f := newFixture(t, objs)
+	f.syncKey("ns/e")
+	ad := f.bgpAdvertisements()["eip-ns-e"]
+	if want := []string{"65000:100", "65001:7", "65000:1:2"}; ad == nil || !slices.Equal(ad.Spec.Communities, want) {
+		t.Fatalf("BGPAdvertisement %+v, want communities %v", ad, want)
+	}
+
+	pool = pool.DeepCopy()
+	pool.Spec.BGPCommunities = []string{"64999:5"}
+	if err := f.inf.Juneau().V1alpha1().AddressPools().Informer().GetIndexer().Update(pool); err != nil {
+		t.Fatal(err)
+	}
+	f.client.ClearActions()
+	f.syncKey("ns/e")
+	got := f.bgpAdvertisements()["eip-ns-e"]
+	if got == nil || !slices.Equal(got.Spec.Communities, []string{"64999:5"}) || got.Spec.NodeName != "node-a" || got.UID != ad.UID {
+		t.Errorf("after the pool's change: %+v, want the same object with 64999:5", got)
+	}
+	if w := f.writes("bgpadvertisements"); len(w) != 1 || w[0] != "update" {
+		t.Errorf("writes %v, want one update in place", w)
+	}
+	f.client.ClearActions()
+	f.syncKey("ns/e")
+	if w := f.writes("bgpadvertisements"); len(w) != 0 {
+		t.Errorf("writes %v with nothing changed", w)
 	}
 }
 

@@ -13,9 +13,11 @@ import (
 )
 
 // adSpec is the spec both advertisement kinds share: the network, the address and the
-// one Node that advertises it.
+// one Node that advertises it; Communities are those of a BGPAdvertisement (its pool's
+// spec.bgpCommunities, sorted), none for an ARPAdvertisement.
 type adSpec struct {
 	ExternalNetwork, Address, NodeName string
+	Communities                        []string
 }
 
 // adObject is an advertisement object of either kind.
@@ -39,9 +41,10 @@ type adKind[T adObject] struct {
 	informer cache.SharedIndexInformer
 	get      func(name string) (T, error)
 	spec     func(T) adSpec
-	// build makes a new object; withNode returns a copy of one advertised by node.
+	// build makes a new object; withSpec returns a copy of one with the Node (and the
+	// communities) of a spec.
 	build    func(metav1.ObjectMeta, adSpec) T
-	withNode func(T, string) T
+	withSpec func(T, adSpec) T
 	create   func(context.Context, T) error
 	update   func(context.Context, T) error
 	remove   func(ctx context.Context, name string, opts metav1.DeleteOptions) error
@@ -70,15 +73,15 @@ func arpKind(client versioned.Interface, inf informers.ARPAdvertisementInformer)
 		kind: "ARPAdvertisement", network: v1alpha1.AdvertiseARP, does: "answers ARP for",
 		informer: inf.Informer(), get: inf.Lister().Get,
 		spec: func(a *v1alpha1.ARPAdvertisement) adSpec {
-			return adSpec{a.Spec.ExternalNetwork, a.Spec.Address, a.Spec.NodeName}
+			return adSpec{ExternalNetwork: a.Spec.ExternalNetwork, Address: a.Spec.Address, NodeName: a.Spec.NodeName}
 		},
 		build: func(m metav1.ObjectMeta, s adSpec) *v1alpha1.ARPAdvertisement {
 			return &v1alpha1.ARPAdvertisement{ObjectMeta: m, Spec: v1alpha1.ARPAdvertisementSpec{
 				ExternalNetwork: s.ExternalNetwork, Address: s.Address, NodeName: s.NodeName}}
 		},
-		withNode: func(a *v1alpha1.ARPAdvertisement, node string) *v1alpha1.ARPAdvertisement {
+		withSpec: func(a *v1alpha1.ARPAdvertisement, s adSpec) *v1alpha1.ARPAdvertisement {
 			a = a.DeepCopy()
-			a.Spec.NodeName = node
+			a.Spec.NodeName = s.NodeName
 			return a
 		},
 	}
@@ -91,15 +94,15 @@ func bgpKind(client versioned.Interface, inf informers.BGPAdvertisementInformer)
 		kind: "BGPAdvertisement", network: v1alpha1.AdvertiseBGP, does: "announces",
 		informer: inf.Informer(), get: inf.Lister().Get,
 		spec: func(a *v1alpha1.BGPAdvertisement) adSpec {
-			return adSpec{a.Spec.ExternalNetwork, a.Spec.Address, a.Spec.NodeName}
+			return adSpec{a.Spec.ExternalNetwork, a.Spec.Address, a.Spec.NodeName, a.Spec.Communities}
 		},
 		build: func(m metav1.ObjectMeta, s adSpec) *v1alpha1.BGPAdvertisement {
 			return &v1alpha1.BGPAdvertisement{ObjectMeta: m, Spec: v1alpha1.BGPAdvertisementSpec{
-				ExternalNetwork: s.ExternalNetwork, Address: s.Address, NodeName: s.NodeName}}
+				ExternalNetwork: s.ExternalNetwork, Address: s.Address, NodeName: s.NodeName, Communities: s.Communities}}
 		},
-		withNode: func(a *v1alpha1.BGPAdvertisement, node string) *v1alpha1.BGPAdvertisement {
+		withSpec: func(a *v1alpha1.BGPAdvertisement, s adSpec) *v1alpha1.BGPAdvertisement {
 			a = a.DeepCopy()
-			a.Spec.NodeName = node
+			a.Spec.NodeName, a.Spec.Communities = s.NodeName, s.Communities
 			return a
 		},
 	}

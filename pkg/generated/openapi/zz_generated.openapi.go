@@ -439,6 +439,25 @@ func schema_pkg_apis_juneau_v1alpha1_AddressPoolSpec(ref common.ReferenceCallbac
 							},
 						},
 					},
+					"bgpCommunities": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "bgpCommunities are BGP communities added to every announcement of the pool's addresses (advertiseMode bgp only), for routers to filter on: standard ones as \"65000:100\" (two numbers of 0–65535, RFC 1997) and large ones as \"65000:1:2\" (three numbers of 0–4294967295, RFC 8092), in decimal without leading zeros. May change at any time; the Nodes announce the addresses again with the new set.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"advertiseMode", "addresses"},
 			},
@@ -794,7 +813,7 @@ func schema_pkg_apis_juneau_v1alpha1_BGPAdvertisementSpec(ref common.ReferenceCa
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "BGPAdvertisementSpec is the wanted state of a BGPAdvertisement. Only nodeName may change.",
+				Description: "BGPAdvertisementSpec is the wanted state of a BGPAdvertisement. externalNetwork and address are immutable.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"externalNetwork": {
@@ -819,6 +838,25 @@ func schema_pkg_apis_juneau_v1alpha1_BGPAdvertisementSpec(ref common.ReferenceCa
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
+						},
+					},
+					"communities": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "communities are the BGP communities announced with the address: those of its AddressPool's spec.bgpCommunities, as the controller copied them.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
 						},
 					},
 				},
@@ -1158,6 +1196,13 @@ func schema_pkg_apis_juneau_v1alpha1_BGPPeerSpec(ref common.ReferenceCallback) c
 							Description: "ebgpMultihop is the IP TTL of an eBGP session to a router that is not on a directly connected network (2–255). Absent: directly connected (TTL 1).",
 							Type:        []string{"integer"},
 							Format:      "int32",
+						},
+					},
+					"ttlSecurity": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ttlSecurity turns on the Generalized TTL Security Mechanism (GTSM, RFC 5082) for a directly connected router: the Node sends with TTL 255 and takes only segments that arrive with TTL 255, which nothing beyond the shared link can forge. The router must do the same (docs/bgp.md#ttl-security), or the session never comes up. Not with ebgpMultihop. Default false.",
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 				},

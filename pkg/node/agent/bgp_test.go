@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -77,8 +78,8 @@ func TestComputeBGP(t *testing.T) {
 			attachment("six", "node-a", "fd00:225:53::6", "fd00:244:1::6", v1alpha1.AttachmentAttached, true),
 		},
 		BGPAdvertisements: []*v1alpha1.BGPAdvertisement{
-			bgpAd("eip-b", "10.225.53.6", "node-a"), bgpAd("eip-a", "10.225.53.5", "node-a"),
-			bgpAd("not-programmed", "10.225.53.7", "node-a"), bgpAd("elsewhere", "10.225.53.8", "node-b"),
+			bgpAd("eip-b", "10.225.53.6", "node-a"), withCommunities(bgpAd("eip-a", "10.225.53.5", "node-a"), "65000:100", "65000:1:2"),
+			withCommunities(bgpAd("not-programmed", "10.225.53.7", "node-a"), "65000:7"), bgpAd("elsewhere", "10.225.53.8", "node-b"),
 			bgpAd("eip-six", "fd00:225:53::6", "node-a"), bgpAd("six-elsewhere", "fd00:225:53::8", "node-b"),
 		},
 	}
@@ -115,6 +116,9 @@ func TestComputeBGP(t *testing.T) {
 	}
 	if len(d.NoIPv6NextHop) != 0 {
 		t.Errorf("NoIPv6NextHop %v with a next hop", d.NoIPv6NextHop)
+	}
+	if want := map[netip.Prefix][]string{netip.MustParsePrefix("10.225.53.5/32"): {"65000:100", "65000:1:2"}}; !maps.EqualFunc(d.Communities, want, slices.Equal) {
+		t.Errorf("communities %v, want %v (those of the announced prefixes)", d.Communities, want)
 	}
 
 	// Without an IPv6 next hop, the /128s of this Node's advertisements (served or not)
@@ -190,9 +194,11 @@ type fakeSpeaker struct {
 	mu       sync.Mutex
 	peerSets [][]bgp.Peer
 	prefixes []netip.Prefix
-	status   bgp.Status
-	changed  chan struct{}
-	nextHop6 netip.Addr
+	// communities of the last SetAnnouncements.
+	communities map[netip.Prefix][]string
+	status      bgp.Status
+	changed     chan struct{}
+	nextHop6    netip.Addr
 }
 
 func (s *fakeSpeaker) SetPeers(p []bgp.Peer) {
@@ -211,10 +217,10 @@ func (s *fakeSpeaker) SetPeers(p []bgp.Peer) {
 	s.status.Peers = peers
 }
 
-func (s *fakeSpeaker) SetAnnouncements(p []netip.Prefix) error {
+func (s *fakeSpeaker) SetAnnouncements(p []netip.Prefix, communities map[netip.Prefix][]string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.prefixes = p
+	s.prefixes, s.communities = p, communities
 	return nil
 }
 
@@ -362,4 +368,9 @@ func TestApplyBGPWithoutIPv6NextHop(t *testing.T) {
 			t.Errorf("an error-level line: %s", line)
 		}
 	}
+}
+
+func withCommunities(ad *v1alpha1.BGPAdvertisement, c ...string) *v1alpha1.BGPAdvertisement {
+	ad.Spec.Communities = c
+	return ad
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/osrg/gobgp/v4/api"
 	"github.com/osrg/gobgp/v4/pkg/apiutil"
 	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/community"
 )
 
 // globalASN is the AS of GoBGP's global configuration. It is never sent: every peer
@@ -28,6 +30,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.DeferralTime == 0 {
 		c.DeferralTime = DefaultDeferralTime
+	}
+	if c.PrefixLimitRetry == 0 {
+		c.PrefixLimitRetry = DefaultPrefixLimitRetry
 	}
 	var errs []error
 	if !c.RouterID.Is4() || c.RouterID.IsUnspecified() {
@@ -70,6 +75,12 @@ func (p Peer) validate() error {
 	}
 	if p.EBGPMultihopTTL != 0 && p.PeerASN == p.MyASN {
 		errs = append(errs, errors.New("eBGP multihop on an iBGP session"))
+	}
+	if p.EBGPMultihopTTL != 0 && p.TTLSecurity {
+		errs = append(errs, errors.New("TTL security with eBGP multihop (GTSM needs a directly connected router)"))
+	}
+	if len(p.Password) > MaxPasswordLength {
+		errs = append(errs, fmt.Errorf("the TCP-MD5 password is %d bytes long, more than the kernel's %d", len(p.Password), MaxPasswordLength))
 	}
 	return errors.Join(errs...)
 }
@@ -125,14 +136,19 @@ func peerRequest(p Peer, c Config, restarting bool) *api.Peer {
 		AfiSafis: []*api.AfiSafi{{
 			Config:            &api.AfiSafiConfig{Family: ipv4Unicast(), Enabled: true},
 			MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}},
+			PrefixLimits:      &api.PrefixLimit{Family: ipv4Unicast(), MaxPrefixes: MaxReceivedPrefixes},
 		}, {
 			Config:            &api.AfiSafiConfig{Family: ipv6Unicast(), Enabled: true},
 			MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}},
+			PrefixLimits:      &api.PrefixLimit{Family: ipv6Unicast(), MaxPrefixes: MaxReceivedPrefixes},
 		}},
 		Transport: &api.Transport{RemotePort: uint32(c.Port)},
 	}
 	if p.EBGPMultihopTTL != 0 {
 		req.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(p.EBGPMultihopTTL)}
+	}
+	if p.TTLSecurity {
+		req.TtlSecurity = &api.TtlSecurity{Enabled: true, TtlMin: 255}
 	}
 	return req
 }
@@ -157,11 +173,66 @@ func importPolicy() (*api.Policy, *api.PolicyAssignment) {
 	}
 }
 
-// pathFor is the announcement of one prefix, ORIGIN IGP. An IPv4 /32 gets an
-// unspecified next hop, which GoBGP replaces with the session's local address (next
-// hop self); an IPv6 /128 goes in MP_REACH_NLRI with nextHop6, the Node's global IPv6
-// address (the sessions are IPv4 ones, so their own address cannot serve).
-func pathFor(prefix netip.Prefix, nextHop6 netip.Addr) (*apiutil.Path, error) {
+// attrs are the path attributes of one announcement besides ORIGIN and the next hop:
+// its communities, in their canonical order (community.Compare), space separated, so
+// that the value is comparable.
+type attrs struct {
+	communities string
+}
+
+// attrsOf is the attrs of a list of communities (docs/bgp.md#communities), each once,
+// ordered; malformed ones are left out and reported.
+func attrsOf(list []string) (attrs, error) {
+	var parsed []community.Community
+	var errs []error
+	for _, c := range list {
+		p, err := community.Parse(c)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		parsed = append(parsed, p)
+	}
+	slices.SortFunc(parsed, community.Compare)
+	parsed = slices.Compact(parsed)
+	text := make([]string, len(parsed))
+	for i, c := range parsed {
+		text[i] = c.String()
+	}
+	return attrs{communities: strings.Join(text, " ")}, errors.Join(errs...)
+}
+
+// pathAttributes are the COMMUNITIES (RFC 1997) and LARGE_COMMUNITY (RFC 8092)
+// attributes of a, none when it has no such community.
+func (a attrs) pathAttributes() []bgp.PathAttributeInterface {
+	var standard []uint32
+	var large []*bgp.LargeCommunity
+	for _, text := range strings.Fields(a.communities) {
+		c, err := community.Parse(text)
+		switch {
+		case err != nil:
+		case c.Large:
+			large = append(large, bgp.NewLargeCommunity(c.A, c.B, c.C))
+		default:
+			standard = append(standard, c.Standard())
+		}
+	}
+	var out []bgp.PathAttributeInterface
+	if len(standard) > 0 {
+		out = append(out, bgp.NewPathAttributeCommunities(standard))
+	}
+	if len(large) > 0 {
+		out = append(out, bgp.NewPathAttributeLargeCommunities(large))
+	}
+	return out
+}
+
+// pathFor is the announcement of one prefix, ORIGIN IGP, with the communities of a. An
+// IPv4 /32 gets an unspecified next hop, which GoBGP replaces with the session's local
+// address (next hop self); an IPv6 /128 goes in MP_REACH_NLRI with nextHop6, the
+// Node's global IPv6 address (the sessions are IPv4 ones, so their own address cannot
+// serve).
+func pathFor(prefix netip.Prefix, nextHop6 netip.Addr, a attrs) (*apiutil.Path, error) {
 	if prefix.Addr().Is6() && !prefix.Addr().Is4In6() && prefix.Bits() == 128 {
 		if !nextHop6.Is6() {
 			return nil, fmt.Errorf("%s: no IPv6 next hop", prefix)
@@ -177,7 +248,7 @@ func pathFor(prefix netip.Prefix, nextHop6 netip.Addr) (*apiutil.Path, error) {
 		return &apiutil.Path{
 			Family: bgp.RF_IPv6_UC,
 			Nlri:   nlri,
-			Attrs:  []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(bgp.BGP_ORIGIN_ATTR_TYPE_IGP), reach},
+			Attrs:  append([]bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(bgp.BGP_ORIGIN_ATTR_TYPE_IGP), reach}, a.pathAttributes()...),
 		}, nil
 	}
 	if !prefix.Addr().Is4() || prefix.Bits() != 32 {
@@ -194,7 +265,7 @@ func pathFor(prefix netip.Prefix, nextHop6 netip.Addr) (*apiutil.Path, error) {
 	return &apiutil.Path{
 		Family: bgp.RF_IPv4_UC,
 		Nlri:   nlri,
-		Attrs:  []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(bgp.BGP_ORIGIN_ATTR_TYPE_IGP), nexthop},
+		Attrs:  append([]bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(bgp.BGP_ORIGIN_ATTR_TYPE_IGP), nexthop}, a.pathAttributes()...),
 	}, nil
 }
 
@@ -218,15 +289,16 @@ func peerChanges(desired, applied map[netip.Addr]Peer) (remove, add []Peer) {
 	return remove, add
 }
 
-// prefixChanges compares desired and applied prefixes, each result sorted.
-func prefixChanges(desired, applied map[netip.Prefix]bool) (withdraw, announce []netip.Prefix) {
+// prefixChanges compares desired and applied prefixes: those to withdraw, and those to
+// announce (new, or with other attributes), each sorted.
+func prefixChanges(desired, applied map[netip.Prefix]attrs) (withdraw, announce []netip.Prefix) {
 	for p := range applied {
-		if !desired[p] {
+		if _, ok := desired[p]; !ok {
 			withdraw = append(withdraw, p)
 		}
 	}
-	for p := range desired {
-		if !applied[p] {
+	for p, d := range desired {
+		if a, ok := applied[p]; !ok || a != d {
 			announce = append(announce, p)
 		}
 	}

@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,9 +59,11 @@ func TestPeerRequest(t *testing.T) {
 		AfiSafis: []*api.AfiSafi{{
 			Config:            &api.AfiSafiConfig{Family: &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}, Enabled: true},
 			MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}},
+			PrefixLimits:      &api.PrefixLimit{Family: &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}, MaxPrefixes: 1000},
 		}, {
 			Config:            &api.AfiSafiConfig{Family: &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}, Enabled: true},
 			MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}},
+			PrefixLimits:      &api.PrefixLimit{Family: &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}, MaxPrefixes: 1000},
 		}},
 		Transport:    &api.Transport{},
 		EbgpMultihop: &api.EbgpMultihop{Enabled: true, MultihopTtl: 3},
@@ -82,7 +85,7 @@ func TestPeerRequest(t *testing.T) {
 }
 
 func TestPathFor(t *testing.T) {
-	path, err := pathFor(netip.MustParsePrefix("10.225.53.7/32"), netip.Addr{})
+	path, err := pathFor(netip.MustParsePrefix("10.225.53.7/32"), netip.Addr{}, attrs{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,14 +105,14 @@ func TestPathFor(t *testing.T) {
 		t.Errorf("attributes %v, want ORIGIN IGP and NEXT_HOP 0.0.0.0", path.Attrs)
 	}
 	for _, bad := range []string{"10.225.53.0/24", "fd00::/64"} {
-		if _, err := pathFor(netip.MustParsePrefix(bad), netip.MustParseAddr("fd00:225:51::11")); err == nil {
+		if _, err := pathFor(netip.MustParsePrefix(bad), netip.MustParseAddr("fd00:225:51::11"), attrs{}); err == nil {
 			t.Errorf("pathFor(%s) succeeded", bad)
 		}
 	}
-	if _, err := pathFor(netip.MustParsePrefix("fd00::7/128"), netip.Addr{}); err == nil {
+	if _, err := pathFor(netip.MustParsePrefix("fd00::7/128"), netip.Addr{}, attrs{}); err == nil {
 		t.Error("an IPv6 /128 without a next hop got a path")
 	}
-	six, err := pathFor(netip.MustParsePrefix("fd00:225:53::7/128"), netip.MustParseAddr("fd00:225:51::11"))
+	six, err := pathFor(netip.MustParsePrefix("fd00:225:53::7/128"), netip.MustParseAddr("fd00:225:51::11"), attrs{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +155,8 @@ func TestPeerChanges(t *testing.T) {
 func TestPrefixChanges(t *testing.T) {
 	p := func(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 	withdraw, announce := prefixChanges(
-		map[netip.Prefix]bool{p("10.225.53.7/32"): true, p("10.225.53.10/32"): true, p("10.225.53.9/32"): true},
-		map[netip.Prefix]bool{p("10.225.53.7/32"): true, p("10.225.53.8/32"): true},
+		map[netip.Prefix]attrs{p("10.225.53.7/32"): {}, p("10.225.53.10/32"): {}, p("10.225.53.9/32"): {}},
+		map[netip.Prefix]attrs{p("10.225.53.7/32"): {}, p("10.225.53.8/32"): {}},
 	)
 	if diff := cmp.Diff([]netip.Prefix{p("10.225.53.8/32")}, withdraw, equateAddr); diff != "" {
 		t.Errorf("withdraw (-want +got):\n%s", diff)
@@ -205,5 +208,39 @@ func TestNextHop6(t *testing.T) {
 	}
 	if got := NextHop6(addrs[:3], nil); got.IsValid() {
 		t.Errorf("NextHop6 without a global on-link IPv6 address = %v", got)
+	}
+}
+
+func TestPrefixChangesAttributes(t *testing.T) {
+	p := netip.MustParsePrefix("10.225.53.7/32")
+	a, err := attrsOf([]string{"65000:1:2", "65000:100", "65000:100"})
+	if err != nil || a.communities != "65000:100 65000:1:2" {
+		t.Fatalf("attrsOf = %+v, %v", a, err)
+	}
+	if _, announce := prefixChanges(map[netip.Prefix]attrs{p: a}, map[netip.Prefix]attrs{p: {}}); len(announce) != 1 {
+		t.Errorf("changed communities: announce %v, want %s again", announce, p)
+	}
+	if w, announce := prefixChanges(map[netip.Prefix]attrs{p: a}, map[netip.Prefix]attrs{p: a}); len(w)+len(announce) != 0 {
+		t.Errorf("nothing changed: withdraw %v, announce %v", w, announce)
+	}
+	if _, err := attrsOf([]string{"65000:100", "65536:1"}); err == nil {
+		t.Error("65536:1 accepted")
+	}
+	path, err := pathFor(p, netip.Addr{}, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var standard []uint32
+	var large []*bgp.LargeCommunity
+	for _, attr := range path.Attrs {
+		switch c := attr.(type) {
+		case *bgp.PathAttributeCommunities:
+			standard = c.Value
+		case *bgp.PathAttributeLargeCommunities:
+			large = c.Values
+		}
+	}
+	if !slices.Equal(standard, []uint32{65000<<16 | 100}) || len(large) != 1 || *large[0] != (bgp.LargeCommunity{ASN: 65000, LocalData1: 1, LocalData2: 2}) {
+		t.Errorf("COMMUNITIES %v, LARGE_COMMUNITY %v", standard, large)
 	}
 }

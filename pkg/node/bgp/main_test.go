@@ -74,7 +74,7 @@ func speakerMain(spec string) int {
 		stop()
 	}()
 	sp.SetPeers(s.Peers)
-	if err := sp.SetAnnouncements(s.Prefixes); err != nil {
+	if err := sp.SetAnnouncements(s.Prefixes, nil); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
@@ -90,7 +90,7 @@ func speakerMain(spec string) int {
 				sp.SetPeers(*input.Peers)
 			}
 			if input.Prefixes != nil {
-				_ = sp.SetAnnouncements(*input.Prefixes)
+				_ = sp.SetAnnouncements(*input.Prefixes, nil)
 			}
 		}
 	}()

@@ -41,6 +41,14 @@ func PeerFor(p *v1alpha1.BGPPeer, password string) (Peer, error) {
 	if s.KeepaliveTime != nil {
 		peer.KeepaliveTime = s.KeepaliveTime.Duration
 	}
+	if s.TTLSecurity != nil {
+		peer.TTLSecurity = *s.TTLSecurity
+	}
+	if len(password) > MaxPasswordLength && s.PasswordSecretRef != nil {
+		errs = append(errs, fmt.Errorf("spec.passwordSecretRef: the password in key %q of Secret %s/%s is %d bytes long; "+
+			"the kernel takes TCP-MD5 keys of at most %d bytes", s.PasswordSecretRef.Key, s.PasswordSecretRef.Namespace,
+			s.PasswordSecretRef.Name, len(password), MaxPasswordLength))
+	}
 	if s.EBGPMultihop != nil {
 		if ttl := *s.EBGPMultihop; ttl < 2 || ttl > 255 {
 			errs = append(errs, fmt.Errorf("spec.ebgpMultihop %d is not a TTL from 2 to 255", ttl))

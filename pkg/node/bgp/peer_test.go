@@ -70,3 +70,35 @@ func TestSelects(t *testing.T) {
 		t.Error("an invalid selector selected")
 	}
 }
+
+// TTL security reaches the Peer and GoBGP's configuration; a password longer than the
+// kernel's TCP-MD5 keys is refused, naming the field and the Secret.
+func TestPeerForTTLSecurityAndPassword(t *testing.T) {
+	p := &v1alpha1.BGPPeer{ObjectMeta: metav1.ObjectMeta{Name: "tor-a"}, Spec: v1alpha1.BGPPeerSpec{
+		PeerAddress: "10.225.51.1", PeerASN: 64512, MyASN: 64513, TTLSecurity: ptr.To(true),
+		PasswordSecretRef: &v1alpha1.SecretKeyReference{Namespace: "juneau-system", Name: "juneau-bgp-passwords", Key: "tor-a"},
+	}}
+	got, err := PeerFor(p, strings.Repeat("x", MaxPasswordLength))
+	if err != nil || !got.TTLSecurity {
+		t.Fatalf("PeerFor = %+v, %v", got, err)
+	}
+	req := peerRequest(got, Config{}, false)
+	if ts := req.GetTtlSecurity(); !ts.GetEnabled() || ts.GetTtlMin() != 255 {
+		t.Errorf("TTL security %v, want enabled with a minimum of 255", ts)
+	}
+	for _, af := range req.GetAfiSafis() {
+		if af.GetPrefixLimits().GetMaxPrefixes() != MaxReceivedPrefixes {
+			t.Errorf("%v: prefix limit %v, want %d", af.GetConfig().GetFamily(), af.GetPrefixLimits(), MaxReceivedPrefixes)
+		}
+	}
+	_, err = PeerFor(p, strings.Repeat("x", MaxPasswordLength+1))
+	for _, w := range []string{"spec.passwordSecretRef", `key "tor-a" of Secret juneau-system/juneau-bgp-passwords`, "81 bytes", "at most 80"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v lacks %q", err, w)
+		}
+	}
+	p.Spec.EBGPMultihop, p.Spec.PeerASN = ptr.To[int32](2), 64999
+	if _, err := PeerFor(p, ""); err == nil || !strings.Contains(err.Error(), "TTL security with eBGP multihop") {
+		t.Errorf("TTL security with multihop: %v", err)
+	}
+}

@@ -45,7 +45,7 @@ type Speaker struct {
 	desiredSince map[netip.Addr]time.Time
 	rejected     []rejection
 	rejectedAt   map[string]time.Time
-	prefixes     map[netip.Prefix]bool // desired
+	prefixes     map[netip.Prefix]attrs // desired
 	peersSet     bool
 	prefixesSet  bool
 	runCfg       Config                  // cfg with defaults, set by Run
@@ -65,7 +65,7 @@ func New(cfg Config) *Speaker {
 		peers:        map[netip.Addr]Peer{},
 		desiredSince: map[netip.Addr]time.Time{},
 		rejectedAt:   map[string]time.Time{},
-		prefixes:     map[netip.Prefix]bool{},
+		prefixes:     map[netip.Prefix]attrs{},
 		sessions:     map[netip.Addr]*session{},
 		trigger:      make(chan struct{}, 1),
 		refresh:      make(chan struct{}, 1),
@@ -115,11 +115,14 @@ func (s *Speaker) SetPeers(peers []Peer) {
 func (s *Speaker) NextHop6() netip.Addr { return s.cfg.NextHop6 }
 
 // SetAnnouncements replaces the set of announced prefixes, each an IPv4 /32 or an IPv6
-// /128. Other prefixes, and IPv6 ones while the speaker has no IPv6 next hop
-// (Config.NextHop6), are left out and reported in the error.
-func (s *Speaker) SetAnnouncements(prefixes []netip.Prefix) error {
-	desired := make(map[netip.Prefix]bool, len(prefixes))
-	var bad, noNextHop []string
+// /128, announced with the communities communities lists for it (standard "65000:100"
+// or large "65000:1:2", docs/bgp.md#communities; none when absent). Other prefixes, and
+// IPv6 ones while the speaker has no IPv6 next hop (Config.NextHop6), are left out and
+// reported in the error, as are malformed communities (the prefix goes out without
+// them). A prefix whose communities change is announced again.
+func (s *Speaker) SetAnnouncements(prefixes []netip.Prefix, communities map[netip.Prefix][]string) error {
+	desired := make(map[netip.Prefix]attrs, len(prefixes))
+	var bad, noNextHop, badCommunities []string
 	for _, p := range prefixes {
 		switch {
 		case !p.IsValid() || p.Bits() != p.Addr().BitLen() || p.Addr().Is4In6():
@@ -127,7 +130,11 @@ func (s *Speaker) SetAnnouncements(prefixes []netip.Prefix) error {
 		case p.Addr().Is6() && !s.cfg.NextHop6.IsValid():
 			noNextHop = append(noNextHop, p.String())
 		default:
-			desired[p] = true
+			a, err := attrsOf(communities[p])
+			if err != nil {
+				badCommunities = append(badCommunities, fmt.Sprintf("%s: %v", p, err))
+			}
+			desired[p] = a
 		}
 	}
 	s.mu.Lock()
@@ -141,6 +148,9 @@ func (s *Speaker) SetAnnouncements(prefixes []netip.Prefix) error {
 	if len(noNextHop) > 0 {
 		errs = append(errs, fmt.Errorf("not announced, this Node has no global IPv6 address on its external interface for the next hop: %s",
 			strings.Join(noNextHop, ", ")))
+	}
+	if len(badCommunities) > 0 {
+		errs = append(errs, fmt.Errorf("announced without malformed communities: %s", strings.Join(badCommunities, "; ")))
 	}
 	return errors.Join(errs...)
 }
@@ -209,7 +219,7 @@ func (s *Speaker) Run(ctx context.Context) error {
 	}
 	logger.Info("BGP speaker started", "routerID", cfg.RouterID, "restartTime", cfg.RestartTime, "withdrawOnStop", s.withdraw.Load())
 
-	st := &applied{restarting: true, peers: map[netip.Addr]Peer{}, paths: map[netip.Prefix]bool{}}
+	st := &applied{restarting: true, peers: map[netip.Addr]Peer{}, paths: map[netip.Prefix]attrs{}}
 	refresh := s.clock.NewTicker(refreshInterval)
 	defer refresh.Stop()
 	var retry clock.Timer
@@ -232,9 +242,11 @@ func (s *Speaker) Run(ctx context.Context) error {
 			return nil
 		case <-refresh.C():
 			s.refreshStatus(ctx, srv)
+			s.resetLimited(ctx, srv, cfg.PrefixLimitRetry, st)
 			continue
 		case <-s.refresh:
 			s.refreshStatus(ctx, srv)
+			s.resetLimited(ctx, srv, cfg.PrefixLimitRetry, st)
 			continue
 		case <-s.trigger:
 		case <-retryC():
@@ -280,7 +292,7 @@ type applied struct {
 	// restarting holds until the first set of peers is configured.
 	restarting bool
 	peers      map[netip.Addr]Peer
-	paths      map[netip.Prefix]bool
+	paths      map[netip.Prefix]attrs
 }
 
 // apply moves GoBGP to the desired state: paths first (so that a restarted speaker has
@@ -299,7 +311,7 @@ func (s *Speaker) apply(ctx context.Context, srv *server.BgpServer, cfg Config, 
 
 	withdraw, announce := prefixChanges(desiredPrefixes, st.paths)
 	for _, p := range withdraw {
-		path, err := pathFor(p, cfg.NextHop6)
+		path, err := pathFor(p, cfg.NextHop6, attrs{})
 		if err == nil {
 			err = srv.DeletePath(apiutil.DeletePathRequest{Paths: []*apiutil.Path{path}})
 		}
@@ -311,7 +323,7 @@ func (s *Speaker) apply(ctx context.Context, srv *server.BgpServer, cfg Config, 
 		logger.V(2).Info("Withdrew", "prefix", p)
 	}
 	if len(announce) > 0 {
-		errs = append(errs, s.announce(srv, announce, cfg.NextHop6, st, logger))
+		errs = append(errs, s.announce(srv, announce, desiredPrefixes, cfg.NextHop6, st, logger))
 	}
 	s.setAnnounced(st.paths)
 
@@ -329,6 +341,9 @@ func (s *Speaker) apply(ctx context.Context, srv *server.BgpServer, cfg Config, 
 		if _, still := st.peers[p.Address]; still {
 			continue // its old configuration could not be removed
 		}
+		if s.limited(p.Address) {
+			continue // resetLimited adds it again in time
+		}
 		s.track(p)
 		if err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerRequest(p, cfg, st.restarting)}); err != nil {
 			s.addFailed(p, err)
@@ -343,15 +358,16 @@ func (s *Speaker) apply(ctx context.Context, srv *server.BgpServer, cfg Config, 
 	return errors.Join(errs...)
 }
 
-// announce adds the paths of prefixes in one call. GoBGP reports a failure of any
-// path as a failure of the call, so then none counts as added: adding a path again
-// replaces it.
-func (s *Speaker) announce(srv *server.BgpServer, prefixes []netip.Prefix, nextHop6 netip.Addr, st *applied, logger klog.Logger) error {
+// announce adds the paths of prefixes, with their attributes in desired, in one call.
+// GoBGP reports a failure of any path as a failure of the call, so then none counts as
+// added: adding a path again replaces it, which is also how a prefix whose
+// communities changed is announced again.
+func (s *Speaker) announce(srv *server.BgpServer, prefixes []netip.Prefix, desired map[netip.Prefix]attrs, nextHop6 netip.Addr, st *applied, logger klog.Logger) error {
 	var errs []error
 	paths := make([]*apiutil.Path, 0, len(prefixes))
 	added := make([]netip.Prefix, 0, len(prefixes))
 	for _, p := range prefixes {
-		path, err := pathFor(p, nextHop6)
+		path, err := pathFor(p, nextHop6, desired[p])
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -366,13 +382,13 @@ func (s *Speaker) announce(srv *server.BgpServer, prefixes []netip.Prefix, nextH
 		return errors.Join(append(errs, fmt.Errorf("announcing %d prefixes: %w", len(paths), err))...)
 	}
 	for _, p := range added {
-		st.paths[p] = true
+		st.paths[p] = desired[p]
 	}
 	logger.V(2).Info("Announced", "prefixes", added)
 	return errors.Join(errs...)
 }
 
-func (s *Speaker) setAnnounced(paths map[netip.Prefix]bool) {
+func (s *Speaker) setAnnounced(paths map[netip.Prefix]attrs) {
 	list := slices.SortedFunc(maps.Keys(paths), comparePrefix)
 	s.mu.Lock()
 	changed := !slices.Equal(list, s.announced)
@@ -425,7 +441,15 @@ func (s *Speaker) peerUpdate(ev *apiutil.WatchEventMessage_PeerEvent, at time.Ti
 	st := ev.Peer.State
 	s.mu.Lock()
 	sess, ok := s.sessions[ev.Peer.Conf.NeighborAddress]
-	changed := ok && sess.peerEvent(st.SessionState, st.DisconnectReason, st.DisconnectMessage, at)
+	changed := false
+	if ok && st.AdminState == api.PeerState_ADMIN_STATE_PFX_CT && sess.limitedAt.IsZero() {
+		changed = sess.prefixLimit(s.runCfg.PrefixLimitRetry, at)
+	} else if ok && !sess.limitedAt.IsZero() && st.SessionState != bgp.BGP_FSM_ESTABLISHED {
+		// The shutdown's own events: the session stays Failed until it is enabled again.
+		sess.fsm = st.SessionState
+	} else if ok {
+		changed = sess.peerEvent(st.SessionState, st.DisconnectReason, st.DisconnectMessage, at)
+	}
 	s.mu.Unlock()
 	if changed {
 		poke(s.changed)
@@ -467,6 +491,58 @@ func (s *Speaker) setupFailed(addr netip.Addr, reason string) {
 	s.mu.Unlock()
 	if changed {
 		poke(s.changed)
+	}
+}
+
+// limited reports whether the peer at addr is left out for sending too many routes.
+func (s *Speaker) limited(addr netip.Addr) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, ok := s.sessions[addr]
+	return ok && !sess.limitedAt.IsZero()
+}
+
+// resetLimited removes from GoBGP the peers it shut down for sending too many routes
+// (session.prefixLimit): GoBGP would otherwise keep their routes as stale ones for the
+// router's graceful restart time, and count them against the limit again on the next
+// session. Their status stays Failed; retry after the shutdown the apply loop adds them
+// again.
+func (s *Speaker) resetLimited(ctx context.Context, srv *server.BgpServer, retry time.Duration, st *applied) {
+	now := s.clock.Now()
+	type limitedPeer struct {
+		addr netip.Addr
+		due  bool
+	}
+	var list []limitedPeer
+	s.mu.Lock()
+	for addr, sess := range s.sessions {
+		if !sess.limitedAt.IsZero() {
+			list = append(list, limitedPeer{addr, now.Sub(sess.limitedAt) >= retry})
+		}
+	}
+	s.mu.Unlock()
+	logger := klog.FromContext(ctx)
+	for _, l := range list {
+		if p, configured := st.peers[l.addr]; configured {
+			if err := srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: l.addr.String()}); err != nil {
+				logger.Error(err, "Removing a BGP peer that sent too many routes", "address", l.addr)
+				continue
+			}
+			delete(st.peers, l.addr)
+			logger.Info("Removed a BGP peer that sent too many routes", "peer", p.Name, "address", l.addr,
+				"maxPrefixes", MaxReceivedPrefixes, "retryAfter", retry)
+		}
+		if !l.due {
+			continue
+		}
+		s.mu.Lock()
+		if sess, ok := s.sessions[l.addr]; ok {
+			sess.limitedAt = time.Time{}
+			sess.set(v1alpha1.BGPSessionConnecting, "connecting again after the router sent too many routes", now)
+		}
+		s.mu.Unlock()
+		poke(s.changed)
+		poke(s.trigger)
 	}
 }
 

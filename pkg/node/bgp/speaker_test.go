@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -206,7 +207,7 @@ func TestSpeakerAnnounces(t *testing.T) {
 	sp := New(Config{RouterID: speakerID, Port: router.port, ConnectRetry: 2 * time.Second})
 	// Desired state before Run, as the agent sets it after its caches synced.
 	sp.SetPeers([]Peer{loopbackPeer("tor-a", router, 64513)})
-	if err := sp.SetAnnouncements(prefixes("10.225.53.7/32", "10.225.53.8/32")); err != nil {
+	if err := sp.SetAnnouncements(prefixes("10.225.53.7/32", "10.225.53.8/32"), nil); err != nil {
 		t.Fatal(err)
 	}
 	if st := sp.Status(); len(st.Peers) != 1 || st.Peers[0].State != v1alpha1.BGPSessionConnecting {
@@ -224,7 +225,7 @@ func TestSpeakerAnnounces(t *testing.T) {
 	}
 
 	// The set changes: only the difference moves.
-	if err := sp.SetAnnouncements(prefixes("10.225.53.8/32", "10.225.53.9/32", "10.225.53.0/24")); err == nil ||
+	if err := sp.SetAnnouncements(prefixes("10.225.53.8/32", "10.225.53.9/32", "10.225.53.0/24"), nil); err == nil ||
 		!strings.Contains(err.Error(), "10.225.53.0/24") {
 		t.Errorf("a /24 was not refused: %v", err)
 	}
@@ -234,14 +235,14 @@ func TestSpeakerAnnounces(t *testing.T) {
 	}
 
 	// Withdraw everything.
-	if err := sp.SetAnnouncements(nil); err != nil {
+	if err := sp.SetAnnouncements(nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	router.waitRoutes()
 	waitPeer(t, sp, "tor-a", func(p PeerStatus) bool { return p.PrefixesAnnounced == 0 })
 
 	// Removing the peer ends the session; the router drops what it had.
-	if err := sp.SetAnnouncements(prefixes("10.225.53.7/32")); err != nil {
+	if err := sp.SetAnnouncements(prefixes("10.225.53.7/32"), nil); err != nil {
 		t.Fatal(err)
 	}
 	router.waitRoutes("10.225.53.7/32 via 127.0.0.1")
@@ -273,7 +274,7 @@ func TestSpeakerReportsErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sp := New(Config{RouterID: speakerID, Port: tc.port, ConnectRetry: 2 * time.Second})
 			sp.SetPeers([]Peer{tc.peer})
-			if err := sp.SetAnnouncements(prefixes("10.225.53.7/32")); err != nil {
+			if err := sp.SetAnnouncements(prefixes("10.225.53.7/32"), nil); err != nil {
 				t.Fatal(err)
 			}
 			runSpeaker(t, sp)
@@ -297,7 +298,7 @@ func TestSpeakerOnePeerPerAddress(t *testing.T) {
 	router := startRouter(t, 64512, 64513)
 	sp := New(Config{RouterID: speakerID, Port: router.port, ConnectRetry: 2 * time.Second})
 	runSpeaker(t, sp)
-	if err := sp.SetAnnouncements(prefixes("10.225.53.7/32")); err != nil {
+	if err := sp.SetAnnouncements(prefixes("10.225.53.7/32"), nil); err != nil {
 		t.Fatal(err)
 	}
 	sp.SetPeers([]Peer{loopbackPeer("tor-b", router, 64513), loopbackPeer("tor-a", router, 64513)})
@@ -321,7 +322,7 @@ func TestSpeakerIgnoresReceivedRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	sp := New(Config{RouterID: speakerID, Port: a.port, ConnectRetry: 2 * time.Second})
-	if err := sp.SetAnnouncements(prefixes("10.225.53.7/32")); err != nil {
+	if err := sp.SetAnnouncements(prefixes("10.225.53.7/32"), nil); err != nil {
 		t.Fatal(err)
 	}
 	sp.SetPeers([]Peer{loopbackPeer("tor-a", a, 64513), {Name: "tor-b", Address: netip.MustParseAddr("127.0.0.2"), PeerASN: 64514, MyASN: 64513}})
@@ -348,7 +349,7 @@ func TestSpeakerChanged(t *testing.T) {
 	router := startRouter(t, 64512, 64513)
 	sp := New(Config{RouterID: speakerID, Port: router.port, ConnectRetry: 2 * time.Second})
 	runSpeaker(t, sp)
-	if err := sp.SetAnnouncements(nil); err != nil {
+	if err := sp.SetAnnouncements(nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	sp.SetPeers([]Peer{loopbackPeer("tor-a", router, 64513)})
@@ -374,7 +375,7 @@ func TestSpeakerAnnouncesIPv6(t *testing.T) {
 	router := startRouter(t, 64512, 64513)
 	sp := New(Config{RouterID: speakerID, Port: router.port, ConnectRetry: 2 * time.Second, NextHop6: nextHop})
 	sp.SetPeers([]Peer{loopbackPeer("tor-a", router, 64513)})
-	if err := sp.SetAnnouncements(prefixes("10.225.53.7/32", "fd00:225:53::7/128")); err != nil {
+	if err := sp.SetAnnouncements(prefixes("10.225.53.7/32", "fd00:225:53::7/128"), nil); err != nil {
 		t.Fatal(err)
 	}
 	runSpeaker(t, sp)
@@ -389,7 +390,7 @@ func TestSpeakerAnnouncesIPv6(t *testing.T) {
 	}
 
 	// Withdrawn alone, the IPv4 route stays.
-	if err := sp.SetAnnouncements(prefixes("10.225.53.7/32")); err != nil {
+	if err := sp.SetAnnouncements(prefixes("10.225.53.7/32"), nil); err != nil {
 		t.Fatal(err)
 	}
 	router.waitRoutes("10.225.53.7/32 via 127.0.0.1")
@@ -400,7 +401,7 @@ func TestSpeakerAnnouncesIPv6(t *testing.T) {
 
 func TestSpeakerIPv6NeedsNextHop(t *testing.T) {
 	sp := New(Config{RouterID: speakerID})
-	err := sp.SetAnnouncements(prefixes("10.225.53.7/32", "fd00:225:53::7/128", "fd00:225:53::/64"))
+	err := sp.SetAnnouncements(prefixes("10.225.53.7/32", "fd00:225:53::7/128", "fd00:225:53::/64"), nil)
 	if err == nil || !strings.Contains(err.Error(), "no global IPv6 address on its external interface for the next hop: fd00:225:53::7/128") ||
 		!strings.Contains(err.Error(), "not an IPv4 /32 or IPv6 /128: fd00:225:53::/64") {
 		t.Errorf("error %v", err)
@@ -424,4 +425,115 @@ func TestAnnouncedToCountsFamilies(t *testing.T) {
 	if n := st.AnnouncedTo(netip.MustParsePrefix("fd00:225:53::7/128")); n != 1 {
 		t.Errorf("IPv6 announced to %d, want 1 (the IPv4-only router takes none)", n)
 	}
+}
+
+// communities are the standard and large communities of the router's route to each
+// prefix, as "65000:100 65000:1:2" (standard first, in the order received).
+func (r *testRouter) communities() map[string]string {
+	out := map[string]string{}
+	for _, family := range []bgp.Family{bgp.RF_IPv4_UC, bgp.RF_IPv6_UC} {
+		err := r.srv.ListPath(apiutil.ListPathRequest{TableType: api.TableType_TABLE_TYPE_GLOBAL, Family: family},
+			func(prefix bgp.NLRI, paths []*apiutil.Path) {
+				var list []string
+				for _, p := range paths {
+					for _, a := range p.Attrs {
+						switch c := a.(type) {
+						case *bgp.PathAttributeCommunities:
+							for _, v := range c.Value {
+								list = append(list, fmt.Sprintf("%d:%d", v>>16, v&0xffff))
+							}
+						case *bgp.PathAttributeLargeCommunities:
+							for _, v := range c.Values {
+								list = append(list, fmt.Sprintf("%d:%d:%d", v.ASN, v.LocalData1, v.LocalData2))
+							}
+						}
+					}
+				}
+				out[prefix.String()] = strings.Join(list, " ")
+			})
+		if err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func (r *testRouter) waitCommunities(want map[string]string) {
+	r.t.Helper()
+	var got map[string]string
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		got = r.communities()
+		return maps.Equal(got, want), nil
+	})
+	if err != nil {
+		r.t.Fatalf("router's communities %q, want %q", got, want)
+	}
+}
+
+// Each prefix goes out with its communities, standard (COMMUNITIES) and large
+// (LARGE_COMMUNITY), in both families; a change of them announces the prefix again.
+func TestSpeakerCommunities(t *testing.T) {
+	router := startRouterFamilies(t, loopback, freePort(t), 64512, 64513, true)
+	sp := New(Config{RouterID: speakerID, Port: router.port, ConnectRetry: 2 * time.Second, NextHop6: netip.MustParseAddr("fd00:225:51::11")})
+	sp.SetPeers([]Peer{loopbackPeer("tor-a", router, 64513)})
+	v4, v6 := netip.MustParsePrefix("10.225.53.7/32"), netip.MustParsePrefix("fd00:225:53::7/128")
+	if err := sp.SetAnnouncements([]netip.Prefix{v4, v6, netip.MustParsePrefix("10.225.53.8/32")}, map[netip.Prefix][]string{
+		v4: {"65000:1:2", "65000:100", "65000:100"}, v6: {"4294967295:0:7", "0:1"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	runSpeaker(t, sp)
+	router.waitCommunities(map[string]string{"10.225.53.7/32": "65000:100 65000:1:2", "fd00:225:53::7/128": "0:1 4294967295:0:7",
+		"10.225.53.8/32": ""})
+
+	if err := sp.SetAnnouncements([]netip.Prefix{v4, v6}, map[netip.Prefix][]string{v4: {"65001:7"}, v6: {"65001:7", "bad"}}); err == nil ||
+		!strings.Contains(err.Error(), "fd00:225:53::7/128") || !strings.Contains(err.Error(), `"bad"`) {
+		t.Errorf("a malformed community was not reported: %v", err)
+	}
+	router.waitCommunities(map[string]string{"10.225.53.7/32": "65001:7", "fd00:225:53::7/128": "65001:7"})
+	if err := sp.SetAnnouncements([]netip.Prefix{v4}, nil); err != nil {
+		t.Fatal(err)
+	}
+	router.waitCommunities(map[string]string{"10.225.53.7/32": ""})
+}
+
+// TestSpeakerPrefixLimit: a router that sends more than MaxReceivedPrefixes routes is
+// disconnected and reported Failed; the other router's session and routes stay; once
+// the router sends fewer, the speaker connects again after PrefixLimitRetry.
+func TestSpeakerPrefixLimit(t *testing.T) {
+	a := startRouter(t, 64512, 64513)
+	b := startRouterAt(t, "127.0.0.2", a.port, 64514, 64513)
+	var flood []*apiutil.Path
+	nexthop, _ := bgp.NewPathAttributeNextHop(netip.MustParseAddr("10.225.51.1"))
+	for i := range MaxReceivedPrefixes + 1 {
+		nlri, _ := bgp.NewIPAddrPrefix(netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 99, byte(i >> 8), byte(i)}), 32))
+		flood = append(flood, &apiutil.Path{Family: bgp.RF_IPv4_UC, Nlri: nlri, Attrs: []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0), nexthop}})
+	}
+	sp := New(Config{RouterID: speakerID, Port: a.port, ConnectRetry: 2 * time.Second, PrefixLimitRetry: 3 * time.Second})
+	if err := sp.SetAnnouncements(prefixes("10.225.53.7/32"), nil); err != nil {
+		t.Fatal(err)
+	}
+	sp.SetPeers([]Peer{loopbackPeer("tor-a", a, 64513), {Name: "tor-b", Address: netip.MustParseAddr("127.0.0.2"), PeerASN: 64514, MyASN: 64513}})
+	runSpeaker(t, sp)
+	waitPeer(t, sp, "tor-a", inState(v1alpha1.BGPSessionEstablished))
+	waitPeer(t, sp, "tor-b", inState(v1alpha1.BGPSessionEstablished))
+
+	if _, err := a.srv.AddPath(apiutil.AddPathRequest{Paths: flood}); err != nil {
+		t.Fatal(err)
+	}
+	p := waitPeer(t, sp, "tor-a", inState(v1alpha1.BGPSessionFailed))
+	if !strings.Contains(p.Message, fmt.Sprintf("more than %d routes", MaxReceivedPrefixes)) || !strings.Contains(p.Message, "send the Nodes nothing") {
+		t.Errorf("tor-a after the flood: %+v", p)
+	}
+	if q := waitPeer(t, sp, "tor-b", inState(v1alpha1.BGPSessionEstablished)); q.Message != "" {
+		t.Errorf("tor-b: %+v", q)
+	}
+	b.waitRoutes("10.225.53.7/32 via 127.0.0.1")
+
+	// The router now sends a single route: the session comes back.
+	if err := a.srv.DeletePath(apiutil.DeletePathRequest{Paths: flood[1:]}); err != nil {
+		t.Fatal(err)
+	}
+	waitPeer(t, sp, "tor-a", inState(v1alpha1.BGPSessionEstablished))
+	a.waitRoutes("10.225.53.7/32 via 127.0.0.1", "10.99.0.0/32 via 10.225.51.1")
 }

@@ -27,6 +27,9 @@ type session struct {
 	// announced6 is the part of announced that is IPv6 (/128s).
 	announced6 int
 	syncing    bool
+	// limitedAt is when GoBGP shut the session down because the router sent more than
+	// MaxReceivedPrefixes routes; zero otherwise.
+	limitedAt time.Time
 }
 
 func newSession(p Peer, now time.Time) *session {
@@ -104,6 +107,18 @@ func (s *session) peerEvent(fsm bgp.FSMState, reason api.PeerState_DisconnectRea
 		return s.set(v1alpha1.BGPSessionConnecting, "the session went down; connecting again", now) || changed
 	}
 	return changed
+}
+
+// prefixLimit records that GoBGP shut the session down (its peer administratively down)
+// because the router sent more than MaxReceivedPrefixes routes of a family; the speaker
+// enables the peer again after retry.
+func (s *session) prefixLimit(retry time.Duration, now time.Time) bool {
+	s.limitedAt = now
+	s.announced, s.announced6, s.syncing = 0, 0, false
+	return s.set(v1alpha1.BGPSessionFailed, fmt.Sprintf(
+		"the router sent more than %d routes of one address family; this Node uses none of the routes it receives and "+
+			"disconnects a router that sends that many (docs/bgp.md#received-routes): configure the router to send the Nodes nothing; "+
+			"this Node connects again %s after it disconnected", MaxReceivedPrefixes, retry), now)
 }
 
 // status is the PeerStatus of the session.

@@ -24,6 +24,17 @@ const (
 	DefaultDeferralTime = 5 * time.Second
 	// MaxRestartTime is the largest restart time the capability can carry (12 bits).
 	MaxRestartTime = 4095 * time.Second
+	// MaxReceivedPrefixes bounds the routes of each address family a router may send
+	// in a session (docs/bgp.md#received-routes). juneau uses none of them, but GoBGP
+	// stores what it receives before any import policy: a router that sends more (a
+	// full table by mistake) is disconnected, so the Node's memory stays bounded.
+	MaxReceivedPrefixes = 1000
+	// DefaultPrefixLimitRetry is how long the speaker leaves a router that sent more
+	// than MaxReceivedPrefixes before it connects again.
+	DefaultPrefixLimitRetry = time.Minute
+	// MaxPasswordLength is the longest TCP-MD5 key the kernel takes
+	// (TCP_MD5SIG_MAXKEYLEN), in bytes.
+	MaxPasswordLength = 80
 	// DefaultHoldTime is used for a peer without HoldTime.
 	DefaultHoldTime = v1alpha1.DefaultBGPHoldTimeSeconds * time.Second
 )
@@ -52,6 +63,8 @@ type Config struct {
 	WithdrawOnStop bool
 	// Port is the peers' TCP port; 0 means 179. Tests use other ports.
 	Port uint16
+	// PrefixLimitRetry: see DefaultPrefixLimitRetry.
+	PrefixLimitRetry time.Duration
 }
 
 // Peer is one router this Node peers with.
@@ -71,6 +84,9 @@ type Peer struct {
 	// EBGPMultihopTTL is the IP TTL of an eBGP session to a router that is not directly
 	// connected; 0 means directly connected.
 	EBGPMultihopTTL uint8
+	// TTLSecurity turns on GTSM (RFC 5082): packets sent with TTL 255, only those
+	// received with TTL 255 taken. Directly connected routers only.
+	TTLSecurity bool
 	// Problem, when set, says why this peer cannot be configured (its password cannot
 	// be read, say): the speaker keeps no session with it and reports it Failed with
 	// this message.

@@ -28,6 +28,7 @@ type BGPPeer struct {
 // BGPPeerSpec is the wanted state of a BGPPeer.
 // +kubebuilder:validation:XValidation:rule="!has(self.keepaliveTime) || !has(self.holdTime) || duration(self.keepaliveTime) < duration(self.holdTime)",message="keepaliveTime must be shorter than holdTime"
 // +kubebuilder:validation:XValidation:rule="!has(self.ebgpMultihop) || self.peerASN != self.myASN",message="ebgpMultihop applies to eBGP sessions only: peerASN equals myASN"
+// +kubebuilder:validation:XValidation:rule="!has(self.ebgpMultihop) || !has(self.ttlSecurity) || !self.ttlSecurity",message="ttlSecurity applies to directly connected routers only: remove ebgpMultihop or ttlSecurity"
 type BGPPeerSpec struct {
 	// peerAddress is the router's IPv4 address; the Node's agent connects to its TCP
 	// port 179 (the Node itself listens on no port).
@@ -88,6 +89,14 @@ type BGPPeerSpec struct {
 	// +kubebuilder:validation:Minimum=2
 	// +kubebuilder:validation:Maximum=255
 	EBGPMultihop *int32 `json:"ebgpMultihop,omitempty"`
+
+	// ttlSecurity turns on the Generalized TTL Security Mechanism (GTSM, RFC 5082) for a
+	// directly connected router: the Node sends with TTL 255 and takes only segments
+	// that arrive with TTL 255, which nothing beyond the shared link can forge. The
+	// router must do the same (docs/bgp.md#ttl-security), or the session never comes
+	// up. Not with ebgpMultihop. Default false.
+	// +optional
+	TTLSecurity *bool `json:"ttlSecurity,omitempty"`
 }
 
 // SecretKeyReference names one key of a Secret.
@@ -242,7 +251,8 @@ type BGPAdvertisement struct {
 	Status BGPAdvertisementStatus `json:"status,omitempty"`
 }
 
-// BGPAdvertisementSpec is the wanted state of a BGPAdvertisement. Only nodeName may change.
+// BGPAdvertisementSpec is the wanted state of a BGPAdvertisement. externalNetwork and
+// address are immutable.
 type BGPAdvertisementSpec struct {
 	// externalNetwork names the ExternalNetwork (type bgp) of the address. Immutable.
 	// +required
@@ -260,6 +270,14 @@ type BGPAdvertisementSpec struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	NodeName string `json:"nodeName"`
+	// communities are the BGP communities announced with the address: those of its
+	// AddressPool's spec.bgpCommunities, as the controller copied them.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=32
+	// +kubebuilder:validation:items:Pattern=`^(0|[1-9][0-9]{0,9}):(0|[1-9][0-9]{0,9})(:(0|[1-9][0-9]{0,9}))?$`
+	Communities []string `json:"communities,omitempty"`
 }
 
 // BGPAdvertisementStatus is the observed state of a BGPAdvertisement.

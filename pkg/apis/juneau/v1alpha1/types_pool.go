@@ -43,6 +43,7 @@ type AddressPool struct {
 }
 
 // AddressPoolSpec is the wanted state of an AddressPool.
+// +kubebuilder:validation:XValidation:rule="!has(self.bgpCommunities) || size(self.bgpCommunities) == 0 || self.advertiseMode == 'bgp'",message="bgpCommunities applies to pools of advertiseMode bgp only"
 type AddressPoolSpec struct {
 	// advertiseMode says how the pool's addresses are made reachable. Immutable.
 	// +required
@@ -59,6 +60,19 @@ type AddressPoolSpec struct {
 	// +kubebuilder:validation:items:MaxLength=80
 	// +kubebuilder:validation:XValidation:rule="oldSelf.all(a, a in self)",message="addresses is append-only: existing entries cannot be removed"
 	Addresses []string `json:"addresses"`
+
+	// bgpCommunities are BGP communities added to every announcement of the pool's
+	// addresses (advertiseMode bgp only), for routers to filter on: standard ones as
+	// "65000:100" (two numbers of 0–65535, RFC 1997) and large ones as "65000:1:2"
+	// (three numbers of 0–4294967295, RFC 8092), in decimal without leading zeros. May
+	// change at any time; the Nodes announce the addresses again with the new set.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=32
+	// +kubebuilder:validation:items:Pattern=`^(0|[1-9][0-9]{0,9}):(0|[1-9][0-9]{0,9})(:(0|[1-9][0-9]{0,9}))?$`
+	// +kubebuilder:validation:XValidation:rule="self.all(c, c.split(':').size() == 3 ? c.split(':').all(n, int(n) <= 4294967295) : c.split(':').all(n, int(n) <= 65535))",message="a standard community has two numbers of 0 to 65535 (65000:100), a large one three numbers of 0 to 4294967295 (65000:1:2)"
+	BGPCommunities []string `json:"bgpCommunities,omitempty"`
 }
 
 // AddressPoolStatus is the observed state of an AddressPool.

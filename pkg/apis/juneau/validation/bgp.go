@@ -10,6 +10,7 @@ import (
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/community"
 	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
@@ -29,6 +30,8 @@ const (
 	// connected session, which is what an absent field means.
 	MinMultihopTTL = 2
 	MaxMultihopTTL = 255
+	// MaxCommunities bounds the BGP communities of a pool or an advertisement.
+	MaxCommunities = 32
 )
 
 // ValidateBGPPeer checks a BGPPeer on its own. Every field may change, so an update
@@ -59,6 +62,10 @@ func ValidateBGPPeer(p *v1alpha1.BGPPeer) field.ErrorList {
 			errs = append(errs, field.Invalid(path, ttl, fmt.Sprintf(
 				"applies to eBGP sessions only: peerASN and myASN are both %d (an iBGP session)", s.PeerASN)))
 		}
+	}
+	if s.TTLSecurity != nil && *s.TTLSecurity && s.EBGPMultihop != nil {
+		errs = append(errs, field.Invalid(spec.Child("ttlSecurity"), true,
+			"applies to directly connected routers only (the router's packets must arrive with TTL 255): remove ebgpMultihop or ttlSecurity"))
 	}
 	return errs
 }
@@ -160,16 +167,44 @@ func validateSecretKeyReference(path *field.Path, ref v1alpha1.SecretKeyReferenc
 }
 
 // ValidateBGPAdvertisement checks a BGPAdvertisement on its own. Its address is of
-// either family: IPv4 is announced as a /32, IPv6 as a /128 (docs/bgp.md).
+// either family: IPv4 is announced as a /32, IPv6 as a /128 (docs/bgp.md); its
+// communities are well formed.
 func ValidateBGPAdvertisement(a *v1alpha1.BGPAdvertisement) field.ErrorList {
-	return validateAdvertisement(a.Spec.ExternalNetwork, a.Spec.Address, a.Spec.NodeName)
+	errs := validateAdvertisement(a.Spec.ExternalNetwork, a.Spec.Address, a.Spec.NodeName)
+	return append(errs, ValidateCommunities(field.NewPath("spec", "communities"), a.Spec.Communities)...)
 }
 
-// ValidateBGPAdvertisementUpdate checks an updated BGPAdvertisement: only nodeName may
-// change (the controller rewrites it in place when the Pod moves).
+// ValidateBGPAdvertisementUpdate checks an updated BGPAdvertisement: its network and
+// address are immutable (the controller rewrites nodeName and communities in place).
 func ValidateBGPAdvertisementUpdate(newAd, oldAd *v1alpha1.BGPAdvertisement) field.ErrorList {
 	n, o := newAd.Spec, oldAd.Spec
-	return validateAdvertisementUpdate(n.ExternalNetwork, n.Address, n.NodeName, o.ExternalNetwork, o.Address)
+	errs := validateAdvertisementUpdate(n.ExternalNetwork, n.Address, n.NodeName, o.ExternalNetwork, o.Address)
+	return append(errs, ValidateCommunities(field.NewPath("spec", "communities"), n.Communities)...)
+}
+
+// ValidateCommunities checks a list of BGP communities: each standard ("65000:100") or
+// large ("65000:1:2") in its canonical decimal form, each once, at most MaxCommunities.
+func ValidateCommunities(path *field.Path, list []string) field.ErrorList {
+	var errs field.ErrorList
+	if len(list) > MaxCommunities {
+		errs = append(errs, field.TooMany(path, len(list), MaxCommunities))
+	}
+	seen := make(map[string]int, len(list))
+	for i, c := range list {
+		if _, err := community.Parse(c); err != nil {
+			errs = append(errs, field.Invalid(path.Index(i), c,
+				"must be a standard community, two numbers of 0 to 65535 (65000:100), or a large one, three numbers of 0 to 4294967295 (65000:1:2), in decimal without leading zeros"))
+			continue
+		}
+		if j, dup := seen[c]; dup {
+			e := field.Duplicate(path.Index(i), c)
+			e.Detail = fmt.Sprintf("already listed as %s", path.Index(j))
+			errs = append(errs, e)
+			continue
+		}
+		seen[c] = i
+	}
+	return errs
 }
 
 // validateAdvertisement checks the spec every advertisement kind shares: a network, an

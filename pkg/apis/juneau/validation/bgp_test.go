@@ -109,6 +109,11 @@ func TestValidateBGPPeer(t *testing.T) {
 			want: []wantErr{invalid("spec.ebgpMultihop")}},
 		{name: "multihop iBGP", mutate: func(s *v1alpha1.BGPPeerSpec) { s.MyASN, s.EBGPMultihop = 64512, ptr.To[int32](3) },
 			want: []wantErr{invalid("spec.ebgpMultihop")}, detail: []string{"eBGP sessions only", "64512"}},
+
+		{name: "TTL security", mutate: func(s *v1alpha1.BGPPeerSpec) { s.TTLSecurity = ptr.To(true) }},
+		{name: "TTL security off with multihop", mutate: func(s *v1alpha1.BGPPeerSpec) { s.TTLSecurity, s.EBGPMultihop = ptr.To(false), ptr.To[int32](2) }},
+		{name: "TTL security multihop", mutate: func(s *v1alpha1.BGPPeerSpec) { s.TTLSecurity, s.EBGPMultihop = ptr.To(true), ptr.To[int32](2) },
+			want: []wantErr{invalid("spec.ttlSecurity")}, detail: []string{"directly connected", "TTL 255"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,6 +147,13 @@ func TestValidateBGPAdvertisement(t *testing.T) {
 	expectErrs(t, ValidateBGPAdvertisementUpdate(ad("other-net", "10.225.53.8", "node-b"), old),
 		invalid("spec.externalNetwork"), invalid("spec.address"))
 	expectDetail(t, ValidateBGPAdvertisementUpdate(ad("bgp-net", "10.225.53.8", "node-a"), old), "spec.address", `it was "10.225.53.7"`)
+	// The controller rewrites the Node and the communities.
+	moved := ad("bgp-net", "10.225.53.7", "node-b")
+	moved.Spec.Communities = []string{"65000:100", "65000:1:2"}
+	expectErrs(t, ValidateBGPAdvertisementUpdate(moved, old))
+	moved.Spec.Communities = []string{"65000:100", "65000:100", "1:2:3:4"}
+	expectErrs(t, ValidateBGPAdvertisement(moved), duplicated("spec.communities[1]"), invalid("spec.communities[2]"))
+	expectErrs(t, ValidateBGPAdvertisementUpdate(moved, old), duplicated("spec.communities[1]"), invalid("spec.communities[2]"))
 }
 
 func selector(labels map[string]string, exprs ...metav1.LabelSelectorRequirement) *metav1.LabelSelector {

@@ -17,6 +17,7 @@ var (
 	duplicated   = fieldtest.Duplicate
 	notSupported = fieldtest.NotSupported
 	forbidden    = fieldtest.Forbidden
+	tooMany      = fieldtest.TooMany
 	describe     = fieldtest.Describe
 )
 

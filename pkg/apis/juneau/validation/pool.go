@@ -38,7 +38,12 @@ func reservedRanges() []reservedRange {
 func ValidateAddressPool(p *v1alpha1.AddressPool) field.ErrorList {
 	spec := field.NewPath("spec")
 	errs := validateAdvertiseMode(spec.Child("advertiseMode"), p.Spec.AdvertiseMode)
-	return append(errs, validatePoolAddresses(spec.Child("addresses"), p.Spec.Addresses)...)
+	errs = append(errs, validatePoolAddresses(spec.Child("addresses"), p.Spec.Addresses)...)
+	if len(p.Spec.BGPCommunities) > 0 && p.Spec.AdvertiseMode != v1alpha1.AdvertiseBGP && p.Spec.AdvertiseMode != "" {
+		errs = append(errs, field.Invalid(spec.Child("bgpCommunities"), p.Spec.BGPCommunities,
+			fmt.Sprintf("applies to pools of advertiseMode bgp only; this pool's is %q", p.Spec.AdvertiseMode)))
+	}
+	return append(errs, ValidateCommunities(spec.Child("bgpCommunities"), p.Spec.BGPCommunities)...)
 }
 
 // ValidateAddressPoolUpdate checks an updated AddressPool: advertiseMode is immutable and

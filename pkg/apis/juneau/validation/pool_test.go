@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"strconv"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,6 +94,30 @@ func TestValidateAddressPool(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestValidatePoolCommunities(t *testing.T) {
+	withCommunities := func(mode v1alpha1.AdvertiseMode, c ...string) *v1alpha1.AddressPool {
+		p := pool("p", mode, "10.225.53.0/24")
+		p.Spec.BGPCommunities = c
+		return p
+	}
+	expectErrs(t, ValidateAddressPool(withCommunities("bgp", "65000:100", "65000:1:2", "0:0", "65535:65535", "4294967295:0:4294967295")))
+	expectErrs(t, ValidateAddressPool(withCommunities("bgp")))
+	errs := ValidateAddressPool(withCommunities("arp", "65000:100"))
+	expectErrs(t, errs, invalid("spec.bgpCommunities"))
+	expectDetail(t, errs, "spec.bgpCommunities", "advertiseMode bgp only", `"arp"`)
+	errs = ValidateAddressPool(withCommunities("bgp", "65000:65536", "65000:100", "065000:1", "4294967296:1:1", "65000", "no-export", "65000:100"))
+	expectErrs(t, errs, invalid("spec.bgpCommunities[0]"), invalid("spec.bgpCommunities[2]"), invalid("spec.bgpCommunities[3]"),
+		invalid("spec.bgpCommunities[4]"), invalid("spec.bgpCommunities[5]"), duplicated("spec.bgpCommunities[6]"))
+	expectDetail(t, errs, "spec.bgpCommunities[0]", "65000:100", "65000:1:2", "0 to 65535", "0 to 4294967295")
+	many := make([]string, MaxCommunities+1)
+	for i := range many {
+		many[i] = "65000:" + strconv.Itoa(i)
+	}
+	expectErrs(t, ValidateAddressPool(withCommunities("bgp", many...)), tooMany("spec.bgpCommunities"))
+	// Communities may change at any time.
+	expectErrs(t, ValidateAddressPoolUpdate(withCommunities("bgp", "65000:1:2"), withCommunities("bgp", "65000:100")))
 }
 
 func TestValidateAddressPoolUpdate(t *testing.T) {

@@ -306,6 +306,12 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+    - name: bgpCommunities
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
 - name: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.AddressPoolStatus
   map:
     fields:
@@ -407,6 +413,12 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+    - name: communities
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
     - name: externalNetwork
       type:
         scalar: string
@@ -509,6 +521,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+    - name: ttlSecurity
+      type:
+        scalar: boolean
 - name: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.BGPSessionStatus
   map:
     fields:

@@ -21,6 +21,7 @@ func Required(path string) Want     { return Want{path, field.ErrorTypeRequired}
 func Duplicate(path string) Want    { return Want{path, field.ErrorTypeDuplicate} }
 func NotSupported(path string) Want { return Want{path, field.ErrorTypeNotSupported} }
 func Forbidden(path string) Want    { return Want{path, field.ErrorTypeForbidden} }
+func TooMany(path string) Want      { return Want{path, field.ErrorTypeTooMany} }
 
 // Expect asserts that got holds exactly the wanted errors, in order, and that every
 // error explains itself.

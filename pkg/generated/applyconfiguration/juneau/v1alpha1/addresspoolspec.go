@@ -33,6 +33,12 @@ type AddressPoolSpecApplyConfiguration struct {
 	// ("10.225.51.5-10.225.51.20", "2001:db8::5-2001:db8::20") or single addresses,
 	// all of one family. Entries may only be appended.
 	Addresses []string `json:"addresses,omitempty"`
+	// bgpCommunities are BGP communities added to every announcement of the pool's
+	// addresses (advertiseMode bgp only), for routers to filter on: standard ones as
+	// "65000:100" (two numbers of 0–65535, RFC 1997) and large ones as "65000:1:2"
+	// (three numbers of 0–4294967295, RFC 8092), in decimal without leading zeros. May
+	// change at any time; the Nodes announce the addresses again with the new set.
+	BGPCommunities []string `json:"bgpCommunities,omitempty"`
 }
 
 // AddressPoolSpecApplyConfiguration constructs a declarative configuration of the AddressPoolSpec type for use with
@@ -55,6 +61,16 @@ func (b *AddressPoolSpecApplyConfiguration) WithAdvertiseMode(value juneauv1alph
 func (b *AddressPoolSpecApplyConfiguration) WithAddresses(values ...string) *AddressPoolSpecApplyConfiguration {
 	for i := range values {
 		b.Addresses = append(b.Addresses, values[i])
+	}
+	return b
+}
+
+// WithBGPCommunities adds the given value to the BGPCommunities field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the BGPCommunities field.
+func (b *AddressPoolSpecApplyConfiguration) WithBGPCommunities(values ...string) *AddressPoolSpecApplyConfiguration {
+	for i := range values {
+		b.BGPCommunities = append(b.BGPCommunities, values[i])
 	}
 	return b
 }

@@ -21,7 +21,8 @@ package v1alpha1
 // BGPAdvertisementSpecApplyConfiguration represents a declarative configuration of the BGPAdvertisementSpec type for use
 // with apply.
 //
-// BGPAdvertisementSpec is the wanted state of a BGPAdvertisement. Only nodeName may change.
+// BGPAdvertisementSpec is the wanted state of a BGPAdvertisement. externalNetwork and
+// address are immutable.
 type BGPAdvertisementSpecApplyConfiguration struct {
 	// externalNetwork names the ExternalNetwork (type bgp) of the address. Immutable.
 	ExternalNetwork *string `json:"externalNetwork,omitempty"`
@@ -30,6 +31,9 @@ type BGPAdvertisementSpecApplyConfiguration struct {
 	Address *string `json:"address,omitempty"`
 	// nodeName is the single Node that announces the address.
 	NodeName *string `json:"nodeName,omitempty"`
+	// communities are the BGP communities announced with the address: those of its
+	// AddressPool's spec.bgpCommunities, as the controller copied them.
+	Communities []string `json:"communities,omitempty"`
 }
 
 // BGPAdvertisementSpecApplyConfiguration constructs a declarative configuration of the BGPAdvertisementSpec type for use with
@@ -59,5 +63,15 @@ func (b *BGPAdvertisementSpecApplyConfiguration) WithAddress(value string) *BGPA
 // If called multiple times, the NodeName field is set to the value of the last call.
 func (b *BGPAdvertisementSpecApplyConfiguration) WithNodeName(value string) *BGPAdvertisementSpecApplyConfiguration {
 	b.NodeName = &value
+	return b
+}
+
+// WithCommunities adds the given value to the Communities field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Communities field.
+func (b *BGPAdvertisementSpecApplyConfiguration) WithCommunities(values ...string) *BGPAdvertisementSpecApplyConfiguration {
+	for i := range values {
+		b.Communities = append(b.Communities, values[i])
+	}
 	return b
 }

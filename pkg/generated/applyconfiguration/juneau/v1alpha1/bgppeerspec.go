@@ -52,6 +52,12 @@ type BGPPeerSpecApplyConfiguration struct {
 	// ebgpMultihop is the IP TTL of an eBGP session to a router that is not on a
 	// directly connected network (2–255). Absent: directly connected (TTL 1).
 	EBGPMultihop *int32 `json:"ebgpMultihop,omitempty"`
+	// ttlSecurity turns on the Generalized TTL Security Mechanism (GTSM, RFC 5082) for a
+	// directly connected router: the Node sends with TTL 255 and takes only segments
+	// that arrive with TTL 255, which nothing beyond the shared link can forge. The
+	// router must do the same (docs/bgp.md#ttl-security), or the session never comes
+	// up. Not with ebgpMultihop. Default false.
+	TTLSecurity *bool `json:"ttlSecurity,omitempty"`
 }
 
 // BGPPeerSpecApplyConfiguration constructs a declarative configuration of the BGPPeerSpec type for use with
@@ -121,5 +127,13 @@ func (b *BGPPeerSpecApplyConfiguration) WithPasswordSecretRef(value *SecretKeyRe
 // If called multiple times, the EBGPMultihop field is set to the value of the last call.
 func (b *BGPPeerSpecApplyConfiguration) WithEBGPMultihop(value int32) *BGPPeerSpecApplyConfiguration {
 	b.EBGPMultihop = &value
+	return b
+}
+
+// WithTTLSecurity sets the TTLSecurity field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TTLSecurity field is set to the value of the last call.
+func (b *BGPPeerSpecApplyConfiguration) WithTTLSecurity(value bool) *BGPPeerSpecApplyConfiguration {
+	b.TTLSecurity = &value
 	return b
 }
