@@ -20,14 +20,7 @@ import (
 	"github.com/loutres/juneau/test/require"
 )
 
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := framework.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
+func repoRoot(t *testing.T) string { return framework.RepoRootOf(t) }
 
 func tool(t *testing.T, name string) string {
 	t.Helper()

@@ -18,14 +18,7 @@ import (
 	"github.com/loutres/juneau/test/framework"
 )
 
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := framework.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
+func repoRoot(t *testing.T) string { return framework.RepoRootOf(t) }
 
 // TestEveryBlockIsMarked: every fenced block of the pages says how it is tested (or
 // why it is not), in a marker the package can read; the pages the real-cluster tier

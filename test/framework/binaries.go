@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"testing"
 )
 
 // Versions of the binaries tests use; hack/lib.sh names the same ones.
@@ -42,6 +43,16 @@ func (b Binaries) path(name string) string { return filepath.Join(b.Dir, name) }
 
 // Kubectl is the path of the built kubectl; never the system one, which is older.
 func (b Binaries) Kubectl() string { return b.path("kubectl") }
+
+// RepoRootOf is RepoRoot for a test, which fails without it.
+func RepoRootOf(t testing.TB) string {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
 
 // RepoRoot walks up from the working directory to the directory holding go.mod.
 func RepoRoot() (string, error) {

@@ -205,22 +205,5 @@ func helmUninstall(t *testing.T, c *cluster.Cluster, h *helmRelease) {
 		return err
 	})
 	// The CRDs stay (Helm never deletes what crds/ installed); the Nodes are clean.
-	var diffs string
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		var now string
-		for _, n := range c.Nodes {
-			s, err := readNodeState(ctx, n)
-			if err != nil {
-				return false, nil
-			}
-			if d := shared.before[n.Name].diff(s); d != "" {
-				now += n.Name + ":\n" + d
-			}
-		}
-		diffs = now
-		return diffs == "", nil
-	})
-	if err != nil {
-		t.Fatalf("after helm uninstall the Nodes differ from before the install (%v):\n%s", err, diffs)
-	}
+	waitNodesAsBefore(ctx, t, c, "helm uninstall")
 }

@@ -219,15 +219,19 @@ spec: {externalNetwork: ext-net}
 }
 
 // natYAML is an ElasticIP, <pod>-eip, translated by NAT to the Pod's eth0.
-func natYAML(pod string) string {
-	return eipYAML(pod+"-eip") + fmt.Sprintf(`apiVersion: juneau.loutres.me/v1alpha1
+func natYAML(pod string) string { return eipYAML(pod+"-eip") + attachYAML(pod, "") }
+
+// attachYAML is the attachment <pod>-attach<suffix> of the ElasticIP <pod>-eip<suffix>
+// to the Pod's eth0.
+func attachYAML(pod, suffix string) string {
+	return fmt.Sprintf(`apiVersion: juneau.loutres.me/v1alpha1
 kind: ElasticIPAttachment
-metadata: {name: %[1]s-attach}
+metadata: {name: %[1]s-attach%[2]s}
 spec:
-  elasticIPRef: {name: %[1]s-eip}
+  elasticIPRef: {name: %[1]s-eip%[2]s}
   targetRef: {networkInterfaceName: %[1]s.eth0}
 ---
-`, pod)
+`, pod, suffix)
 }
 
 // boxPodYAML is a Pod of the box image answering HTTP on port 80, with the annotations

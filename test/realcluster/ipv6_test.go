@@ -17,16 +17,7 @@ import (
 
 // nat6YAML is an IPv6 ElasticIP, <pod>-eip6, translated by NAT to the Pod's eth0 (its
 // IPv6 address) by the attachment <pod>-attach6.
-func nat6YAML(pod string) string {
-	return eip6YAML(pod+"-eip6") + fmt.Sprintf(`apiVersion: juneau.loutres.me/v1alpha1
-kind: ElasticIPAttachment
-metadata: {name: %[1]s-attach6}
-spec:
-  elasticIPRef: {name: %[1]s-eip6}
-  targetRef: {networkInterfaceName: %[1]s.eth0}
----
-`, pod)
-}
+func nat6YAML(pod string) string { return eip6YAML(pod+"-eip6") + attachYAML(pod, "6") }
 
 // eip6YAML is an IPv6 ElasticIP on the scenarios' network, ext-net.
 func eip6YAML(name string) string {

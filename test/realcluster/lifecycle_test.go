@@ -273,8 +273,15 @@ func testUninstall(t *testing.T, c *cluster.Cluster) {
 			t.Errorf("CRD %s still there: %v", crd, err)
 		}
 	}
+	waitNodesAsBefore(ctx, t, c, "kubectl delete -k")
+}
+
+// waitNodesAsBefore waits until every Node's state (readNodeState) is what it was
+// before the install, after what (an uninstall).
+func waitNodesAsBefore(ctx context.Context, t *testing.T, c *cluster.Cluster, what string) {
+	t.Helper()
 	var diffs string
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var now string
 		for _, n := range c.Nodes {
 			s, err := readNodeState(ctx, n)
@@ -289,7 +296,7 @@ func testUninstall(t *testing.T, c *cluster.Cluster) {
 		return diffs == "", nil
 	})
 	if err != nil {
-		t.Fatalf("after kubectl delete -k the Nodes differ from before the install (%v):\n%s", err, diffs)
+		t.Fatalf("after %s the Nodes differ from before the install (%v):\n%s", what, err, diffs)
 	}
 }
 
