@@ -1,11 +1,14 @@
 package admission
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -128,7 +131,7 @@ func TestHandlerBoundsReviewsInFlight(t *testing.T) {
 		slowDone <- w.Code
 	}()
 	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
-		return len(f.handler.inFlight) == 1, nil
+		return f.handler.inFlight.inUse() == 1, nil
 	}); err != nil {
 		t.Fatal("the slow review never took the slot")
 	}
@@ -148,5 +151,60 @@ func TestHandlerBoundsReviewsInFlight(t *testing.T) {
 	}
 	if code, review := post(t, h, valid); code != http.StatusOK || review.Response == nil || !review.Response.Allowed {
 		t.Errorf("a review after the slow one: HTTP %d %+v, want allowed", code, review.Response)
+	}
+}
+
+// TestHandlerSharesSlotsBetweenClients: one client address holds at most half the
+// slots; beyond its share it is answered 429 while another address is still judged.
+func TestHandlerSharesSlotsBetweenClients(t *testing.T) {
+	f := newFixture(t)
+	f.handler.SetMaxInFlight(4)
+	h := f.handler.ForPath(PathJuneau)
+	valid := mustJSON(t, &admissionv1.AdmissionReview{TypeMeta: reviewTypeMeta(),
+		Request: request(t, admissionv1.Create, pool("p", arp, "10.225.51.0/24"), nil)})
+	from := func(addr string, body io.Reader) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, PathJuneau, body)
+		r.Header.Set("Content-Type", "application/json")
+		r.RemoteAddr = addr
+		return r
+	}
+	// Two slow reviews from one Pod hold its share, half of the four slots.
+	var writers []*io.PipeWriter
+	done := make(chan int, 2)
+	for i := range 2 {
+		pr, pw := io.Pipe()
+		writers = append(writers, pw)
+		go func() {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, from(fmt.Sprintf("10.244.1.7:%d", 40000+i), pr))
+			done <- w.Code
+		}()
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return f.handler.inFlight.inUse() == 2, nil
+	}); err != nil {
+		t.Fatal("the slow reviews never took their slots")
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, from("10.244.1.7:40002", bytes.NewReader(valid)))
+	if w.Code != http.StatusTooManyRequests || !strings.Contains(w.Body.String(), "from 10.244.1.7 already, its share") {
+		t.Errorf("a third review from the same Pod: HTTP %d %s, want 429 naming its share", w.Code, w.Body.String())
+	}
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, from("10.225.51.10:50000", bytes.NewReader(valid)))
+	if w.Code != http.StatusOK {
+		t.Errorf("a review from another address while the Pod holds its share: HTTP %d %s, want 200", w.Code, w.Body.String())
+	}
+	for _, pw := range writers {
+		_, _ = pw.Write(valid)
+		pw.Close()
+	}
+	for range 2 {
+		if c := <-done; c != http.StatusOK {
+			t.Errorf("a slow review: HTTP %d, want 200", c)
+		}
+	}
+	if n := f.handler.inFlight.inUse(); n != 0 {
+		t.Errorf("%d slots still taken after every review ended", n)
 	}
 }

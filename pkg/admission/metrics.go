@@ -30,7 +30,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Time to judge one admission review, by kind.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)},
 			[]string{"kind"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "webhook", Name: "refused_requests_total",
-			Help: "Requests refused before they were judged: too_many_in_flight (429), too_large (413)."},
+			Help: "Requests refused before they were judged: too_many_in_flight (429), too_many_from_source (429: one client address holds its share, half the bound), too_large (413)."},
 			[]string{"reason"}),
 		liveReads: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "webhook", Name: "live_reads_total",
 			Help: "Reads of the API server by reviews, by kind and outcome: read (within the budget), shared (a review waiting " +

@@ -33,9 +33,9 @@ type Handler struct {
 	ready   func() bool
 	metrics *Metrics
 	live    *liveReads
-	// inFlight holds a token per review being read or judged: a bound on the memory
-	// (each body up to MaxRequestBytes) and work anyone who reaches the webhook can cause.
-	inFlight chan struct{}
+	// inFlight holds a slot per review being read or judged (each body up to
+	// MaxRequestBytes), in all and per client address.
+	inFlight *slots
 }
 
 // DefaultMaxInFlight bounds the reviews read or judged at once. The API server sends a
@@ -51,15 +51,16 @@ func (h *Handler) SetMetrics(m *Metrics) {
 	}
 }
 
-// SetMaxInFlight bounds the reviews read or judged at once (n > 0); those beyond are
-// answered 429 Too Many Requests. Call it before serving.
-func (h *Handler) SetMaxInFlight(n int) { h.inFlight = make(chan struct{}, n) }
+// SetMaxInFlight bounds the reviews read or judged at once (n > 0), half of them at most
+// from one client address; those beyond are answered 429 Too Many Requests. Call it
+// before serving.
+func (h *Handler) SetMaxInFlight(n int) { h.inFlight = newSlots(n) }
 
 // NewHandler routes each kind to its rules. ready gates validation: until it reports
 // true (caches synced), requests are denied with 503 rather than judged on empty caches.
 func NewHandler(v *Validators, ready func() bool) *Handler {
 	g := v1alpha1.GroupName
-	return &Handler{ready: ready, live: v.r.live, inFlight: make(chan struct{}, DefaultMaxInFlight), kinds: map[schema.GroupKind]kindFunc{
+	return &Handler{ready: ready, live: v.r.live, inFlight: newSlots(DefaultMaxInFlight), kinds: map[schema.GroupKind]kindFunc{
 		{Group: g, Kind: "AddressPool"}:         forKind(v.addressPoolRules()),
 		{Group: g, Kind: "ExternalNetwork"}:     forKind(v.externalNetworkRules()),
 		{Group: g, Kind: "ElasticIP"}:           forKind(v.elasticIPRules()),
@@ -104,16 +105,14 @@ func (p *pathHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	select {
-	case p.h.inFlight <- struct{}{}:
-		defer func() { <-p.h.inFlight }()
-	default:
-		p.h.metrics.refusedRequest("too_many_in_flight")
+	release, reason, message := p.h.inFlight.take(r.RemoteAddr)
+	if release == nil {
+		p.h.metrics.refusedRequest(reason)
 		w.Header().Set("Retry-After", "1")
-		writeReview(w, http.StatusTooManyRequests, failedReview("", http.StatusTooManyRequests,
-			fmt.Sprintf("the webhook is judging %d reviews already; retry", cap(p.h.inFlight))))
+		writeReview(w, http.StatusTooManyRequests, failedReview("", http.StatusTooManyRequests, message))
 		return
 	}
+	defer release()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
