@@ -7,6 +7,8 @@
 //	box dial [-from IP] ADDRESS
 //	                          connect over TCP (IPv4 or IPv6, from the local address IP
 //	                          if given) and print what the server sends
+//	box flood [flags] URL     POST padding and forged bodies from many workers at once
+//	                          and print how the server answered (flood.go)
 //
 // A server that reports the peer address it sees shows what a client's traffic looks
 // like after NAT; dial shows the source address a Pod's own connections arrive with.
@@ -27,7 +29,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: box pause | serve [-http ADDR] [-udp ADDR] | dial [-from IP] ADDRESS")
+		fmt.Fprintln(os.Stderr, "usage: box pause | serve [-http ADDR] [-udp ADDR] | dial [-from IP] ADDRESS | flood [flags] URL")
 		os.Exit(2)
 	}
 	var err error
@@ -38,6 +40,8 @@ func main() {
 		err = serve(os.Args[2:])
 	case "dial":
 		err = dial(os.Args[2:])
+	case "flood":
+		err = flood(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
