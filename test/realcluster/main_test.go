@@ -95,6 +95,8 @@ func TestRealCluster(t *testing.T) {
 		{"statefulset-keeps-its-address", testStatefulSet, false},
 		{"readiness-gate", testReadinessGate, false},
 		{"node-scoped-authority", testNodeScope, false},
+		{"webhook-under-load", testWebhookUnderLoad, false},
+		{"stolen-tokens-and-quota", testStolenTokens, false},
 		{"networkinterface-garbage-collected", testGarbageCollection, false},
 		{"webhook-through-its-service", testWebhook, false},
 		{"node-rollout-under-traffic", testRollout, false},

@@ -41,7 +41,7 @@ func testNodeScope(t *testing.T, c *cluster.Cluster) {
 		t.Fatalf("no running agent on each Node: %v", agentOn)
 	}
 	for node, other := range map[string]string{"node-a": "node-b", "node-b": "node-a"} {
-		kube := agentClient(t, c, agentOn[node])
+		kube := podClient(t, c, agentOn[node])
 		if err := dryRunGate(ctx, kube, agentOn[node]); err != nil {
 			t.Errorf("the agent of %s setting a condition of a Pod on its own Node: %v", node, err)
 		}
@@ -54,8 +54,9 @@ func testNodeScope(t *testing.T, c *cluster.Cluster) {
 	}
 }
 
-// agentClient acts with the token the kubelet projects into the agent's Pod.
-func agentClient(t *testing.T, c *cluster.Cluster, pod *corev1.Pod) kubernetes.Interface {
+// podClient acts with the token the kubelet projects into the Pod (a token of its
+// ServiceAccount bound to the Pod), as a process of the Pod, or a thief of its token, would.
+func podClient(t *testing.T, c *cluster.Cluster, pod *corev1.Pod) kubernetes.Interface {
 	t.Helper()
 	tr, err := c.Kube.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(context.Background(), pod.Spec.ServiceAccountName, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(600)),
