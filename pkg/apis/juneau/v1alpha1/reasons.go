@@ -25,9 +25,9 @@ const (
 	// the ElasticIP exists and is handed to nobody new.
 	ReasonAddressOutsidePools = "AddressOutsidePools"
 	// ReasonNamespaceNotAdmitted: the ElasticIP's ExternalNetwork does not admit its
-	// namespace (spec.namespaceSelector, docs/reference.md#tenancy). With Allocated
-	// False, no address is reserved for it; with Allocated True, it held its address
-	// before the namespace stopped being admitted and keeps it while it exists.
+	// namespace (spec.namespaceSelector, docs/reference.md#tenancy): Allocated False, no
+	// address is reserved for it. As an Event, also: an ElasticIP that held its address
+	// before keeps it (Allocated stays True, its message saying why).
 	ReasonNamespaceNotAdmitted = "NamespaceNotAdmitted"
 	// ReasonWaitingForNetworkInterfaces: a deleting ElasticIP is still named by NICs.
 	ReasonWaitingForNetworkInterfaces = "WaitingForNetworkInterfaces"
