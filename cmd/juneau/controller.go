@@ -160,10 +160,16 @@ func (o *controllerOptions) runControllers(ctx context.Context, kube kubernetes.
 	if err != nil {
 		return err
 	}
+	// Of a Namespace, only its name and labels are read (the networks' namespaceSelectors).
+	namespaces := kubeInf.Core().V1().Namespaces()
+	if err := namespaces.Informer().SetTransform(trim.Namespace); err != nil {
+		return fmt.Errorf("trimming cached Namespaces: %w", err)
+	}
 	eipCtrl, err := elasticip.NewController(juneau, elasticip.Informers{
 		ElasticIPs: j.ElasticIPs(), Claims: j.AllocationClaims(), Pools: j.AddressPools(),
 		Networks: j.ExternalNetworks(), Attachments: j.ElasticIPAttachments(),
 		NetworkInterfaces: j.NetworkInterfaces(), Advertisements: j.ARPAdvertisements(), BGPAdvertisements: j.BGPAdvertisements(),
+		Namespaces: namespaces,
 	}, recorder, elasticip.Options{OrphanGrace: o.orphanGrace, Metrics: eipMetrics, QueueMetrics: queues})
 	if err != nil {
 		return fmt.Errorf("elasticip controller: %w", err)

@@ -15,8 +15,9 @@ import (
 )
 
 // elasticIPRules: the spec rules (immutable externalNetwork, ipFamily and requestedIP,
-// requestedIP of the ElasticIP's family), the network exists, requestedIP lies in one
-// of its pools and no other consumer reserved it; deletion is refused while an ElasticIPAttachment references the ElasticIP.
+// requestedIP of the ElasticIP's family), the network exists and admits the ElasticIP's
+// namespace, requestedIP lies in one of its pools and no other consumer reserved it;
+// deletion is refused while an ElasticIPAttachment references the ElasticIP.
 func (v *Validators) elasticIPRules() rules[*v1alpha1.ElasticIP] {
 	return rules[*v1alpha1.ElasticIP]{
 		create: func(ctx context.Context, e *v1alpha1.ElasticIP) (field.ErrorList, error) {
@@ -46,6 +47,15 @@ func (v *Validators) elasticIPReferences(ctx context.Context, e *v1alpha1.Elasti
 		return field.ErrorList{field.Invalid(spec.Child("externalNetwork"), name, fmt.Sprintf("ExternalNetwork %q does not exist", name))}, nil
 	case net.DeletionTimestamp != nil:
 		return field.ErrorList{field.Invalid(spec.Child("externalNetwork"), name, fmt.Sprintf("ExternalNetwork %q is being deleted", name))}, nil
+	}
+	// Tenancy first: a namespace the network does not admit learns nothing of its pools
+	// and reservations.
+	refusal, err := v.notAdmitted(ctx, net, e.Namespace)
+	switch {
+	case err != nil:
+		return nil, err
+	case refusal != "":
+		return field.ErrorList{field.Forbidden(spec.Child("externalNetwork"), refusal)}, nil
 	case e.Spec.RequestedIP == "":
 		return nil, nil
 	}

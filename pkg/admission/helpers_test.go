@@ -70,7 +70,7 @@ func (f *fixture) live(objs ...runtime.Object) *fixture {
 	for _, o := range objs {
 		var err error
 		switch o.(type) {
-		case *corev1.Pod, *corev1.Node:
+		case *corev1.Pod, *corev1.Node, *corev1.Namespace:
 			err = f.kube.Tracker().Add(o)
 		default:
 			err = f.juneau.Tracker().Add(o)
@@ -105,6 +105,8 @@ func (f *fixture) indexerFor(o runtime.Object) interface{ Add(any) error } {
 		return transformed{f.kubeInf.Core().V1().Pods().Informer().GetIndexer(), trimPod}
 	case *corev1.Node:
 		return transformed{f.kubeInf.Core().V1().Nodes().Informer().GetIndexer(), trimNode}
+	case *corev1.Namespace:
+		return transformed{f.kubeInf.Core().V1().Namespaces().Informer().GetIndexer(), trimNamespace}
 	default:
 		f.t.Fatalf("no cache for %T", o)
 		return nil

@@ -51,8 +51,8 @@ type Validators struct {
 }
 
 // New registers the informers the validators read on the two factories (start them
-// afterwards) and returns the validators. Pods and Nodes are cached trimmed to the
-// fields the checks read, so the webhook's memory does not grow with Pod specs.
+// afterwards) and returns the validators. Pods, Nodes and Namespaces are cached trimmed
+// to the fields the checks read, so the webhook's memory does not grow with Pod specs.
 func New(kube kubernetes.Interface, juneau versioned.Interface,
 	kubeInf kubeinformers.SharedInformerFactory, juneauInf juneauinformers.SharedInformerFactory) (*Validators, error) {
 	j := juneauInf.Juneau().V1alpha1()
@@ -87,6 +87,10 @@ func New(kube kubernetes.Interface, juneau versioned.Interface,
 	if err := nodes.SetTransform(trimNode); err != nil {
 		return nil, fmt.Errorf("trimming cached Nodes: %w", err)
 	}
+	namespaces := kubeInf.Core().V1().Namespaces().Informer()
+	if err := namespaces.SetTransform(trimNamespace); err != nil {
+		return nil, fmt.Errorf("trimming cached Namespaces: %w", err)
+	}
 	v := &Validators{r: &reader{
 		kube:        kube,
 		juneau:      juneau,
@@ -101,10 +105,12 @@ func New(kube kubernetes.Interface, juneau versioned.Interface,
 		bgpPeers:    j.BGPPeers().Lister(),
 		pods:        pods.GetIndexer(),
 		nodes:       kubeInf.Core().V1().Nodes().Lister(),
+		namespaces:  kubeInf.Core().V1().Namespaces().Lister(),
 	}}
 	for _, inf := range []cache.SharedIndexInformer{
 		j.AddressPools().Informer(), j.ExternalNetworks().Informer(), j.ElasticIPs().Informer(),
 		attachments, nics, j.ARPAdvertisements().Informer(), j.BGPAdvertisements().Informer(), j.BGPPeers().Informer(), pods, nodes,
+		namespaces,
 	} {
 		v.hasSynced = append(v.hasSynced, inf.HasSynced)
 	}
@@ -148,6 +154,22 @@ func trimNode(obj any) (any, error) {
 		ObjectMeta: trimMeta(node.ObjectMeta),
 		Status:     corev1.NodeStatus{Addresses: node.Status.Addresses},
 	}, nil
+}
+
+// trimNamespace keeps a Namespace's identity and labels: the ExternalNetworks'
+// namespaceSelectors read nothing else (tenancy.Refusal).
+func trimNamespace(obj any) (any, error) {
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:              ns.Name,
+		UID:               ns.UID,
+		ResourceVersion:   ns.ResourceVersion,
+		DeletionTimestamp: ns.DeletionTimestamp,
+		Labels:            ns.Labels,
+	}}, nil
 }
 
 func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {

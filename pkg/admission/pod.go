@@ -20,7 +20,8 @@ import (
 // podRules: the annotation grammar (annotations.ValidatePod), then for every NIC that
 // names an ElasticIP directly: the ElasticIP is not attached by NAT and is not held by
 // another running Pod's NIC; for an ElasticIP named in pod-eip-name: no other Pod uses
-// it. Updates are checked only when the juneau annotations a user writes change (the
+// it; for pod-with-eip: the network it allocates from admits the Pod's namespace
+// (checkAutoNetwork). Updates are checked only when the juneau annotations a user writes change (the
 // controller's write-back of allocated-eip-* is not one), and the direct-use
 // annotations never change on an existing Pod.
 func (v *Validators) podRules() rules[*corev1.Pod] {
@@ -90,7 +91,11 @@ func (v *Validators) checkPod(ctx context.Context, pod, old *corev1.Pod) (field.
 		return nil, err
 	}
 	autoErrs, err := v.checkAuto(ctx, pod, old)
-	return append(errs, autoErrs...), err
+	if err != nil {
+		return nil, err
+	}
+	tenancyErrs, err := v.checkAutoNetwork(ctx, pod, old)
+	return append(append(errs, autoErrs...), tenancyErrs...), err
 }
 
 // checkDirect checks every NIC that names an ElasticIP directly, on creation (their

@@ -44,6 +44,7 @@ type reader struct {
 	bgpPeers    listers.BGPPeerLister
 	pods        cache.Indexer
 	nodes       corelisters.NodeLister
+	namespaces  corelisters.NamespaceLister
 }
 
 // confirmed runs check on the caches and, when it finds nothing (none), once more on
@@ -132,6 +133,16 @@ func (r *reader) node(ctx context.Context, name string) (*corev1.Node, error) {
 		func() (*corev1.Node, error) { return r.nodes.Get(name) },
 		func(ctx context.Context) (*corev1.Node, error) {
 			return r.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		})
+}
+
+// namespace reads a Namespace: a review of a write in a namespace created a moment ago
+// may come before the cache shows it.
+func (r *reader) namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	return getFresh(ctx, r.live, "Namespace "+name,
+		func() (*corev1.Namespace, error) { return r.namespaces.Get(name) },
+		func(ctx context.Context) (*corev1.Namespace, error) {
+			return r.kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 		})
 }
 

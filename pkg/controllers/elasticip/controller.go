@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -42,6 +44,8 @@ type Informers struct {
 	NetworkInterfaces informers.NetworkInterfaceInformer
 	Advertisements    informers.ARPAdvertisementInformer
 	BGPAdvertisements informers.BGPAdvertisementInformer
+	// Namespaces: their labels, for the networks' namespaceSelectors (tenancy.go).
+	Namespaces coreinformers.NamespaceInformer
 }
 
 // Options tune the controller.
@@ -70,6 +74,7 @@ type Controller struct {
 	networks    listers.ExternalNetworkLister
 	attachments listers.ElasticIPAttachmentLister
 	nics        listers.NetworkInterfaceLister
+	namespaces  corelisters.NamespaceLister
 	inf         Informers
 
 	// The advertisement kinds: arp and bgp, both in kinds.
@@ -107,8 +112,8 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		client: client, recorder: recorder, clock: opts.Clock, metrics: opts.Metrics, grace: opts.OrphanGrace,
 		eips: inf.ElasticIPs.Lister(), claims: inf.Claims.Lister(), pools: inf.Pools.Lister(),
 		networks: inf.Networks.Lister(), attachments: inf.Attachments.Lister(),
-		nics: inf.NetworkInterfaces.Lister(),
-		inf:  inf, index: ipam.NewIndex(), echoes: newEchoes(),
+		nics: inf.NetworkInterfaces.Lister(), namespaces: inf.Namespaces.Lister(),
+		inf: inf, index: ipam.NewIndex(), echoes: newEchoes(),
 		arp: arpKind(client, inf.Advertisements), bgp: bgpKind(client, inf.BGPAdvertisements),
 		gone: utilcache.NewExpiringWithClock(opts.Clock),
 	}
@@ -127,10 +132,14 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		{Informer: inf.ElasticIPs.Informer(), Handler: c.eipHandler()},
 		{Informer: inf.ElasticIPs.Informer(), Handler: cache.ResourceEventHandlerFuncs{DeleteFunc: c.onElasticIPGone}},
 		{Informer: inf.Claims.Informer(), Handler: c.claimHandler()},
+		// A change of a pool or of a network's spec (its pools, its namespaceSelector)
+		// may change what any ElasticIP can have: a pool belongs to the oldest network
+		// that names it, so one network's change reaches another's ElasticIPs.
 		{Informer: inf.Pools.Informer(), Handler: workloop.SpecFuncs(func(any) { c.enqueueAll() })},
 		{Informer: inf.Networks.Informer(), Handler: workloop.SpecFuncs(func(any) { c.enqueueAll() })},
 		{Informer: inf.Attachments.Informer(), Handler: workloop.Funcs(c.onAttachment)},
 		{Informer: inf.NetworkInterfaces.Informer(), Handler: workloop.Funcs(c.onNIC)},
+		{Informer: inf.Namespaces.Informer(), Handler: c.namespaceHandler()},
 	}
 	for _, k := range c.kinds {
 		index[k.indexed()] = []string{indexes.AdvertisementByOwnerUID, indexes.AdvertisementByOwner, indexes.AdvertisementByAddress}

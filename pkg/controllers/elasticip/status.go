@@ -27,9 +27,12 @@ type statusInput struct {
 	deps *conditionError // network or pools unusable, and no address reserved before
 	// outside says why the reserved address lies in no usable pool any more (it stays
 	// reserved; keepReservation); "" normally.
-	outside  string
-	alloc    allocation
-	decision HolderDecision
+	outside string
+	// notAdmitted says why the network does not admit the ElasticIP's namespace any more
+	// (tenancy.go); an address reserved before stays. "" normally.
+	notAdmitted string
+	alloc       allocation
+	decision    HolderDecision
 	// waitingFor lists the NICs a deleting ElasticIP waits for (sorted); nil otherwise.
 	waitingFor []string
 	// blocked says why the holder cannot carry traffic yet (trafficBlocked); nil when it
@@ -97,6 +100,9 @@ func computeStatus(in statusInput) v1alpha1.ElasticIPStatus {
 		msg := fmt.Sprintf("address %q reserved from AddressPool %q", claim.Spec.Address, claim.Spec.AddressPool)
 		if in.outside != "" {
 			msg += ", " + in.outside
+		}
+		if in.notAdmitted != "" {
+			msg += "; " + keptDespite(in.notAdmitted)
 		}
 		setCond(v1alpha1.ConditionAllocated, true, v1alpha1.ReasonAllocated, msg)
 	}

@@ -52,9 +52,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	refusal, err := c.notAdmitted(eip, deps.network)
+	if err != nil {
+		return err
+	}
 	var alloc allocation
 	if deps.err == nil {
-		alloc, err = c.reserve(ctx, eip, deps.pools, claims)
+		alloc, err = c.reserve(ctx, eip, deps.pools, claims, refusal)
 		if err != nil {
 			return err
 		}
@@ -69,9 +73,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			return err
 		}
 	}
-	st := desiredStatus(statusInput{eip: eip, deps: deps.err, outside: deps.outside, alloc: alloc, decision: decision,
+	st := desiredStatus(statusInput{eip: eip, deps: deps.err, outside: deps.outside, notAdmitted: refusal, alloc: alloc, decision: decision,
 		blocked: c.trafficBlocked(eip, deps.network, alloc.claim, decision), now: metav1.NewTime(c.clock.Now())})
 	c.announceOutside(eip, alloc.claim, deps.outside)
+	c.announceKept(eip, alloc.claim, refusal)
 	return c.writeStatus(ctx, eip, st)
 }
 
@@ -162,8 +167,9 @@ func (c *Controller) claimsOf(eip *v1alpha1.ElasticIP) ([]*v1alpha1.AllocationCl
 
 // reserve returns the ElasticIP's claim: adopted when one exists (also one this process
 // created that the cache has not shown yet), otherwise newly created — requestedIP, or
-// the first free address of the pools. Extra claims of the same consumer are deleted.
-func (c *Controller) reserve(ctx context.Context, eip *v1alpha1.ElasticIP, pools []ipam.Pool, claims []*v1alpha1.AllocationClaim) (allocation, error) {
+// the first free address of the pools — unless refusal says the network does not admit
+// the ElasticIP's namespace (tenancy.go). Extra claims of the same consumer are deleted.
+func (c *Controller) reserve(ctx context.Context, eip *v1alpha1.ElasticIP, pools []ipam.Pool, claims []*v1alpha1.AllocationClaim, refusal string) (allocation, error) {
 	if len(claims) > 0 {
 		for _, extra := range claims[1:] {
 			if err := c.deleteClaim(ctx, extra); err != nil {
@@ -180,6 +186,9 @@ func (c *Controller) reserve(ctx context.Context, eip *v1alpha1.ElasticIP, pools
 		if err != nil && !apierrors.IsNotFound(err) {
 			return allocation{}, err
 		}
+	}
+	if refusal != "" {
+		return allocation{err: notAdmittedError(refusal)}, nil
 	}
 	family, ok := validation.Family(eip.Spec.IPFamily)
 	if !ok {

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	kubeinformers "k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
@@ -29,18 +31,30 @@ type fixture struct {
 	client   *fake.Clientset
 	ctrl     *Controller
 	inf      juneauinformers.SharedInformerFactory
+	kubeInf  kubeinformers.SharedInformerFactory
 	recorder *record.FakeRecorder
 }
 
+// newFixture makes the controller with cached objects in its caches and the fake API
+// server, and apiOnly objects in the API server only. Namespaces go to the caches only:
+// the controller never reads them from the API server.
 func newFixture(t *testing.T, cached []runtime.Object, apiOnly ...runtime.Object) *fixture {
 	t.Helper()
-	client := fake.NewClientset(append(append([]runtime.Object{}, cached...), apiOnly...)...)
+	var juneauObjs []runtime.Object
+	for _, o := range append(append([]runtime.Object{}, cached...), apiOnly...) {
+		if _, ok := o.(*corev1.Namespace); !ok {
+			juneauObjs = append(juneauObjs, o)
+		}
+	}
+	client := fake.NewClientset(juneauObjs...)
 	inf := juneauinformers.NewSharedInformerFactory(client, 0)
+	kubeInf := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0)
 	j := inf.Juneau().V1alpha1()
 	recorder := record.NewFakeRecorder(1000)
 	ctrl, err := NewController(client, Informers{
 		ElasticIPs: j.ElasticIPs(), Claims: j.AllocationClaims(), Pools: j.AddressPools(), Networks: j.ExternalNetworks(),
 		Attachments: j.ElasticIPAttachments(), NetworkInterfaces: j.NetworkInterfaces(), Advertisements: j.ARPAdvertisements(), BGPAdvertisements: j.BGPAdvertisements(),
+		Namespaces: kubeInf.Core().V1().Namespaces(),
 	}, recorder, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +62,8 @@ func newFixture(t *testing.T, cached []runtime.Object, apiOnly ...runtime.Object
 	for _, obj := range cached {
 		var err error
 		switch o := obj.(type) {
+		case *corev1.Namespace:
+			err = kubeInf.Core().V1().Namespaces().Informer().GetIndexer().Add(o)
 		case *v1alpha1.ElasticIP:
 			err = j.ElasticIPs().Informer().GetIndexer().Add(o)
 		case *v1alpha1.AllocationClaim:
@@ -71,7 +87,7 @@ func newFixture(t *testing.T, cached []runtime.Object, apiOnly ...runtime.Object
 		}
 	}
 	client.ClearActions()
-	return &fixture{t: t, client: client, ctrl: ctrl, inf: inf, recorder: recorder}
+	return &fixture{t: t, client: client, ctrl: ctrl, inf: inf, kubeInf: kubeInf, recorder: recorder}
 }
 
 // events drains the Events recorded so far.

@@ -96,7 +96,16 @@ func (p *plan) waiting(in inputs, sp slotPlan) *corev1.PodCondition {
 	case eip == nil:
 		return assignedCondition(false, v1alpha1.ReasonElasticIPNotReady, fmt.Sprintf("ElasticIP %q is being created", target))
 	case eip.Status.Address == "":
-		if c := meta.FindStatusCondition(eip.Status.Conditions, v1alpha1.ConditionAllocated); c != nil && c.Reason == v1alpha1.ReasonNoAddressAvailable {
+		c := meta.FindStatusCondition(eip.Status.Conditions, v1alpha1.ConditionAllocated)
+		if c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ReasonNamespaceNotAdmitted {
+			// The network stopped admitting the namespace after the Pod was admitted (or
+			// the ElasticIP was made while the webhook was away): not a routine step, so
+			// the Pod is told, as for a quota (docs/automatic.md#tenancy).
+			msg := fmt.Sprintf("ElasticIP %q gets no address: %s", eip.Name, c.Message)
+			p.Problems = append(p.Problems, problem{Object: in.Pod, Reason: v1alpha1.ReasonNamespaceNotAdmitted, Message: msg})
+			return assignedCondition(false, v1alpha1.ReasonNamespaceNotAdmitted, msg)
+		}
+		if c != nil && c.Reason == v1alpha1.ReasonNoAddressAvailable {
 			msg := fmt.Sprintf("ElasticIP %q has no address: %s. It gets one as soon as an address of its network is released. "+
 				"A rolling update that adds a Pod before removing one (maxSurge) needs a spare address for it: add addresses to the pools, or roll with maxSurge 0 and maxUnavailable 1",
 				eip.Name, c.Message)

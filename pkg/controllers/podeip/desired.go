@@ -87,13 +87,7 @@ func chooseNetwork(pod *corev1.Pod, explicit string, networks []*v1alpha1.Extern
 		}
 		return explicit, nil
 	}
-	var defaults []string
-	for _, n := range networks {
-		if n.DeletionTimestamp == nil && n.Annotations[v1alpha1.AnnotationDefaultNetwork] == "true" {
-			defaults = append(defaults, n.Name)
-		}
-	}
-	slices.Sort(defaults)
+	defaults := annotations.DefaultNetworks(networks)
 	switch len(defaults) {
 	case 1:
 		return defaults[0], nil

@@ -1873,10 +1873,18 @@ func schema_pkg_apis_juneau_v1alpha1_ExternalNetworkSpec(ref common.ReferenceCal
 							Format:      "",
 						},
 					},
+					"namespaceSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "namespaceSelector says which namespaces may take addresses from this network: only in a namespace whose labels it matches may an ElasticIP name the network (an ElasticIP made by a user, or one made for a Pod that asks for an automatic ElasticIP through its annotations). Absent, every namespace may (as before the field existed); an empty selector ({}) selects every namespace too. The webhook refuses an ElasticIP, or a Pod asking for an automatic one, in a namespace the network does not select; the ElasticIP controller reserves no new address for an ElasticIP whose namespace is not selected (a namespace relabelled, the selector changed) and keeps the address of one that already holds one, saying so in its Allocated condition (docs/reference.md#tenancy). May change at any time.",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"type", "addressPools"},
 			},
 		},
+		Dependencies: []string{
+			v1.LabelSelector{}.OpenAPIModelName()},
 	}
 }
 

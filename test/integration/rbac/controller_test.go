@@ -53,6 +53,8 @@ func TestControllerAccessTable(t *testing.T) {
 			// The Pod condition juneau.loutres.me/elastic-ip-assigned.
 			core("patch", "pods/status"),
 			core("list", "nodes"), core("watch", "nodes"),
+			// Namespace labels, for the networks' namespaceSelectors.
+			core("list", "namespaces"), core("watch", "namespaces"),
 			core("create", "events"), core("patch", "events"), events("create"), events("patch"),
 			lease("get", framework.SystemNamespace, "juneau-controller"),
 			lease("update", framework.SystemNamespace, "juneau-controller"),
@@ -71,6 +73,7 @@ func TestControllerAccessTable(t *testing.T) {
 		every(juneau, "bgppeers", "create", "update", "patch", "delete"),
 		every(juneau, "bgpnodestatuses", "get", "create", "update", "patch", "delete"),
 		every(core, "nodes", "get", "create", "update", "patch", "delete"),
+		every(core, "namespaces", "get", "create", "update", "patch", "delete"),
 		every(core, "pods", "get", "create", "update", "delete"),
 		every(core, "secrets", "get", "list"),
 		[]access{

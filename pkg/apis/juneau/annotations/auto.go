@@ -2,6 +2,7 @@ package annotations
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,6 +83,21 @@ func (a AutoEIP) EffectiveRelease(stateful bool) ReleaseStrategy {
 	default:
 		return ReleaseStrategy{Kind: ReleaseFollow}
 	}
+}
+
+// DefaultNetworks names, sorted, the ExternalNetworks an automatic ElasticIP comes from
+// when its Pod names none in eip-external-network: those annotated
+// juneau.loutres.me/default-network: "true" and not being deleted. Exactly one of them
+// is the default; with none or several, the Pod names one or waits.
+func DefaultNetworks(networks []*v1alpha1.ExternalNetwork) []string {
+	var out []string
+	for _, n := range networks {
+		if n.DeletionTimestamp == nil && n.Annotations[v1alpha1.AnnotationDefaultNetwork] == "true" {
+			out = append(out, n.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // ParseAuto reads the automatic-ElasticIP annotations, juneau's keys and their

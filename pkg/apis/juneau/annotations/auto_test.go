@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
@@ -118,5 +119,28 @@ func TestEffectiveRelease(t *testing.T) {
 	}
 	if (AutoEIP{}).Wanted() || !(AutoEIP{Enabled: true}).Wanted() || !(AutoEIP{ElasticIPName: "x"}).Wanted() {
 		t.Error("Wanted() must be true exactly when pod-with-eip or pod-eip-name asks for an ElasticIP")
+	}
+}
+
+func TestDefaultNetworks(t *testing.T) {
+	net := func(name, isDefault string, deleting bool) *v1alpha1.ExternalNetwork {
+		n := &v1alpha1.ExternalNetwork{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if isDefault != "" {
+			n.Annotations = map[string]string{v1alpha1.AnnotationDefaultNetwork: isDefault}
+		}
+		if deleting {
+			n.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+		}
+		return n
+	}
+	got := DefaultNetworks([]*v1alpha1.ExternalNetwork{
+		net("zeta", "true", false), net("plain", "", false), net("off", "false", false),
+		net("going", "true", true), net("alpha", "true", false),
+	})
+	if want := []string{"alpha", "zeta"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("DefaultNetworks = %q, want %q", got, want)
+	}
+	if got := DefaultNetworks(nil); len(got) != 0 {
+		t.Errorf("DefaultNetworks(nil) = %q", got)
 	}
 }

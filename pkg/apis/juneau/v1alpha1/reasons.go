@@ -24,6 +24,11 @@ const (
 	// of its network any more (a pool was re-created smaller): it stays reserved while
 	// the ElasticIP exists and is handed to nobody new.
 	ReasonAddressOutsidePools = "AddressOutsidePools"
+	// ReasonNamespaceNotAdmitted: the ElasticIP's ExternalNetwork does not admit its
+	// namespace (spec.namespaceSelector, docs/reference.md#tenancy): Allocated False, no
+	// address is reserved for it. As an Event, also: an ElasticIP that held its address
+	// before keeps it (Allocated stays True, its message saying why).
+	ReasonNamespaceNotAdmitted = "NamespaceNotAdmitted"
 	// ReasonWaitingForNetworkInterfaces: a deleting ElasticIP is still named by NICs.
 	ReasonWaitingForNetworkInterfaces = "WaitingForNetworkInterfaces"
 	// ReasonAttached: the ElasticIP is used by one attachment or NIC.
@@ -160,6 +165,7 @@ var severities = map[string]string{
 	ReasonMissingDependency:           corev1.EventTypeWarning,
 	ReasonInvalidAddressPool:          corev1.EventTypeWarning,
 	ReasonAddressOutsidePools:         corev1.EventTypeWarning,
+	ReasonNamespaceNotAdmitted:        corev1.EventTypeWarning,
 	ReasonWaitingForNetworkInterfaces: corev1.EventTypeNormal,
 	ReasonAttached:                    corev1.EventTypeNormal,
 	ReasonUnused:                      corev1.EventTypeNormal,

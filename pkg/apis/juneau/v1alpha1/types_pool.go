@@ -151,6 +151,20 @@ type ExternalNetworkSpec struct {
 	// their entries expire. Default false: nothing is sent unasked.
 	// +optional
 	GratuitousARP bool `json:"gratuitousARP,omitempty"`
+
+	// namespaceSelector says which namespaces may take addresses from this network:
+	// only in a namespace whose labels it matches may an ElasticIP name the network
+	// (an ElasticIP made by a user, or one made for a Pod that asks for an automatic
+	// ElasticIP through its annotations). Absent, every namespace may (as before the
+	// field existed); an empty selector ({}) selects every namespace too. The webhook
+	// refuses an ElasticIP, or a Pod asking for an automatic one, in a namespace the
+	// network does not select; the ElasticIP controller reserves no new address for
+	// an ElasticIP whose namespace is not selected (a namespace relabelled, the
+	// selector changed) and keeps the address of one that already holds one, saying
+	// so in its Allocated condition (docs/reference.md#tenancy). May change at any
+	// time.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 }
 
 // ExternalNetworkStatus is the observed state of an ExternalNetwork.

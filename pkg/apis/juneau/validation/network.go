@@ -3,17 +3,25 @@ package validation
 import (
 	"fmt"
 
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
 // ValidateExternalNetwork checks an ExternalNetwork on its own. Whether the named pools
-// exist and match spec.type is a cross-object check left to the caller.
+// exist and match spec.type is a cross-object check left to the caller. namespaceSelector
+// may change at any time; it must be a valid label selector (tenancy.Refusal admits no
+// namespace through one that is not).
 func ValidateExternalNetwork(n *v1alpha1.ExternalNetwork) field.ErrorList {
 	spec := field.NewPath("spec")
 	errs := validateAdvertiseMode(spec.Child("type"), n.Spec.Type)
-	return append(errs, validatePoolNames(spec.Child("addressPools"), n.Spec.AddressPools)...)
+	errs = append(errs, validatePoolNames(spec.Child("addressPools"), n.Spec.AddressPools)...)
+	if n.Spec.NamespaceSelector != nil {
+		errs = append(errs, metav1validation.ValidateLabelSelector(n.Spec.NamespaceSelector,
+			metav1validation.LabelSelectorValidationOptions{}, spec.Child("namespaceSelector"))...)
+	}
+	return errs
 }
 
 // ValidateExternalNetworkUpdate checks an updated ExternalNetwork: type is immutable and

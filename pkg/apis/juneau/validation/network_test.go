@@ -16,6 +16,11 @@ func network(typ v1alpha1.AdvertiseMode, pools ...string) *v1alpha1.ExternalNetw
 	}
 }
 
+func withNamespaceSelector(n *v1alpha1.ExternalNetwork, sel *metav1.LabelSelector) *v1alpha1.ExternalNetwork {
+	n.Spec.NamespaceSelector = sel
+	return n
+}
+
 func TestValidateExternalNetwork(t *testing.T) {
 	tests := []struct {
 		name string
@@ -30,6 +35,19 @@ func TestValidateExternalNetwork(t *testing.T) {
 		{name: "empty pool name", net: network("arp", ""), want: []wantErr{required("spec.addressPools[0]")}},
 		{name: "too long pool name", net: network("arp", strings.Repeat("a", 254)), want: []wantErr{invalid("spec.addressPools[0]")}},
 		{name: "duplicate pool", net: network("bgp", "pool-a", "pool-b", "pool-a"), want: []wantErr{duplicated("spec.addressPools[2]")}},
+		{name: "namespace selector", net: withNamespaceSelector(network("arp", "pool-a"), &metav1.LabelSelector{
+			MatchLabels:      map[string]string{"tenant": "a"},
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"prod"}}}})},
+		{name: "empty namespace selector", net: withNamespaceSelector(network("arp", "pool-a"), &metav1.LabelSelector{})},
+		{name: "namespace selector operator unknown", net: withNamespaceSelector(network("arp", "pool-a"), &metav1.LabelSelector{
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tenant", Operator: "Near", Values: []string{"a"}}}}),
+			want: []wantErr{invalid("spec.namespaceSelector.matchExpressions[0].operator")}},
+		{name: "namespace selector In without values", net: withNamespaceSelector(network("arp", "pool-a"), &metav1.LabelSelector{
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tenant", Operator: metav1.LabelSelectorOpIn}}}),
+			want: []wantErr{required("spec.namespaceSelector.matchExpressions[0].values")}},
+		{name: "namespace selector label value", net: withNamespaceSelector(network("arp", "pool-a"), &metav1.LabelSelector{
+			MatchLabels: map[string]string{"tenant": "a b"}}),
+			want: []wantErr{invalid("spec.namespaceSelector.matchLabels")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,6 +70,7 @@ func TestValidateExternalNetworkUpdate(t *testing.T) {
 		{name: "removed", new: network("arp", "pool-a"), want: []wantErr{forbidden("spec.addressPools")}},
 		{name: "reordered", new: network("arp", "pool-b", "pool-a"), want: []wantErr{invalid("spec.addressPools[0]")}},
 		{name: "all removed", new: network("arp"), want: []wantErr{required("spec.addressPools"), forbidden("spec.addressPools")}},
+		{name: "namespace selector added", new: withNamespaceSelector(network("arp", "pool-a", "pool-b"), &metav1.LabelSelector{MatchLabels: map[string]string{"tenant": "a"}})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -719,6 +719,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: gratuitousARP
       type:
         scalar: boolean
+    - name: namespaceSelector
+      type:
+        namedType: LabelSelector.v1.meta.apis.pkg.apimachinery.k8s.io
     - name: type
       type:
         scalar: string

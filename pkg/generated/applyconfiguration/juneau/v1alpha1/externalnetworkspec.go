@@ -20,6 +20,7 @@ package v1alpha1
 
 import (
 	juneauv1alpha1 "github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
 // ExternalNetworkSpecApplyConfiguration represents a declarative configuration of the ExternalNetworkSpec type for use
@@ -38,6 +39,18 @@ type ExternalNetworkSpecApplyConfiguration struct {
 	// replies for it, so that neighbours update their caches at once instead of when
 	// their entries expire. Default false: nothing is sent unasked.
 	GratuitousARP *bool `json:"gratuitousARP,omitempty"`
+	// namespaceSelector says which namespaces may take addresses from this network:
+	// only in a namespace whose labels it matches may an ElasticIP name the network
+	// (an ElasticIP made by a user, or one made for a Pod that asks for an automatic
+	// ElasticIP through its annotations). Absent, every namespace may (as before the
+	// field existed); an empty selector ({}) selects every namespace too. The webhook
+	// refuses an ElasticIP, or a Pod asking for an automatic one, in a namespace the
+	// network does not select; the ElasticIP controller reserves no new address for
+	// an ElasticIP whose namespace is not selected (a namespace relabelled, the
+	// selector changed) and keeps the address of one that already holds one, saying
+	// so in its Allocated condition (docs/reference.md#tenancy). May change at any
+	// time.
+	NamespaceSelector *v1.LabelSelectorApplyConfiguration `json:"namespaceSelector,omitempty"`
 }
 
 // ExternalNetworkSpecApplyConfiguration constructs a declarative configuration of the ExternalNetworkSpec type for use with
@@ -69,5 +82,13 @@ func (b *ExternalNetworkSpecApplyConfiguration) WithAddressPools(values ...strin
 // If called multiple times, the GratuitousARP field is set to the value of the last call.
 func (b *ExternalNetworkSpecApplyConfiguration) WithGratuitousARP(value bool) *ExternalNetworkSpecApplyConfiguration {
 	b.GratuitousARP = &value
+	return b
+}
+
+// WithNamespaceSelector sets the NamespaceSelector field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the NamespaceSelector field is set to the value of the last call.
+func (b *ExternalNetworkSpecApplyConfiguration) WithNamespaceSelector(value *v1.LabelSelectorApplyConfiguration) *ExternalNetworkSpecApplyConfiguration {
+	b.NamespaceSelector = value
 	return b
 }

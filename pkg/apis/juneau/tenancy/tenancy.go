@@ -1,0 +1,45 @@
+// Package tenancy decides which namespaces may take addresses from an ExternalNetwork:
+// those its spec.namespaceSelector matches (docs/reference.md#tenancy). The webhook and
+// the ElasticIP controller both ask it, with the network and the namespace's labels, so
+// the two never disagree.
+package tenancy
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/bounded"
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+)
+
+// Open reports whether the network admits every namespace: it has no namespaceSelector
+// (the field is absent, as on every network made before it existed) or an empty one
+// ({}). The namespace's labels need not be read then.
+func Open(net *v1alpha1.ExternalNetwork) bool {
+	sel := net.Spec.NamespaceSelector
+	return sel == nil || len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0
+}
+
+// Refusal says why the network does not admit the namespace, whose labels are given, or
+// returns "" when it does. The message names the network, the namespace and the
+// selector, and nothing else: it is shown to whoever wrote in the namespace. A selector
+// that cannot be parsed (written while the webhook was away) admits no namespace: a
+// mistake in the fence must not open it.
+func Refusal(net *v1alpha1.ExternalNetwork, namespace string, nsLabels map[string]string) string {
+	if Open(net) {
+		return ""
+	}
+	prefix := fmt.Sprintf("ExternalNetwork %q does not admit namespace %q", net.Name, namespace)
+	sel, err := metav1.LabelSelectorAsSelector(net.Spec.NamespaceSelector)
+	if err != nil {
+		return fmt.Sprintf("%s (its spec.namespaceSelector is invalid, so it admits no namespace: %s)",
+			prefix, bounded.String(err.Error(), bounded.MaxDetail))
+	}
+	if sel.Matches(labels.Set(nsLabels)) {
+		return ""
+	}
+	return fmt.Sprintf("%s (its spec.namespaceSelector %q does not match the namespace's labels)",
+		prefix, bounded.String(metav1.FormatLabelSelector(net.Spec.NamespaceSelector), bounded.MaxValue))
+}
