@@ -97,6 +97,7 @@ func TestRealCluster(t *testing.T) {
 		{"node-scoped-authority", testNodeScope, false},
 		{"webhook-under-load", testWebhookUnderLoad, false},
 		{"stolen-tokens-and-quota", testStolenTokens, false},
+		{"tenancy", testTenancy, false},
 		{"networkinterface-garbage-collected", testGarbageCollection, false},
 		{"webhook-through-its-service", testWebhook, false},
 		{"node-rollout-under-traffic", testRollout, false},

@@ -154,3 +154,60 @@ func errOrAllowed(err error) string {
 	}
 	return err.Error()
 }
+
+// The tenancy scenario's own pool and network, admitting only the namespaces labelled
+// juneau-test/tenant=a; its addresses are on the segment, outside every other pool.
+const tenantNetYAML = `apiVersion: juneau.loutres.me/v1alpha1
+kind: AddressPool
+metadata: {name: tenant-pool}
+spec:
+  advertiseMode: arp
+  addresses: ["10.225.51.160-10.225.51.161"]
+---
+apiVersion: juneau.loutres.me/v1alpha1
+kind: ExternalNetwork
+metadata: {name: tenant-net}
+spec:
+  type: arp
+  addressPools: [tenant-pool]
+  namespaceSelector: {matchLabels: {juneau-test/tenant: a}}
+`
+
+// testTenancy: a network admitting one tenant's namespaces refuses, in another
+// namespace, an ElasticIP naming it and a Pod asking for an automatic ElasticIP from it,
+// naming the field, the network and the namespace; in the tenant's namespace the
+// ElasticIP gets an address of the network.
+func testTenancy(t *testing.T, c *cluster.Cluster) {
+	kubectl(t, c, tenantNetYAML, "apply", "-f", "-")
+	var tenant string
+	t.Cleanup(func() {
+		if tenant != "" {
+			_, _ = c.KubectlRun(context.Background(), "", "-n", tenant, "delete", "elasticips", "--all", "--wait=true")
+		}
+		_, _ = c.KubectlRun(context.Background(), "", "delete", "externalnetwork/tenant-net", "addresspool/tenant-pool", "--ignore-not-found", "--wait=true")
+	})
+	other := namespace(t, c, "other")
+	tenant = namespace(t, c, "tenant")
+	kubectl(t, c, "", "label", "namespace", tenant, "juneau-test/tenant=a")
+	eip := strings.Replace(eipYAML("web-eip"), "externalNetwork: ext-net", "externalNetwork: tenant-net", 1)
+	want := fmt.Sprintf(`ExternalNetwork "tenant-net" does not admit namespace %q`, other)
+	if out, err := c.KubectlRun(testContext(t, time.Minute), eip, "-n", other, "apply", "-f", "-"); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("an ElasticIP on tenant-net in namespace %s: %v %s, want refused saying %s", other, err, out, want)
+	}
+	pod := boxPodYAML("web", `{juneau.loutres.me/pod-with-eip: "true", juneau.loutres.me/eip-external-network: tenant-net}`)
+	if out, err := c.KubectlRun(testContext(t, time.Minute), pod, "-n", other, "apply", "-f", "-"); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a Pod asking for an automatic ElasticIP of tenant-net in namespace %s: %v %s, want refused saying %s", other, err, out, want)
+	}
+	kubectl(t, c, eip, "-n", tenant, "apply", "-f", "-")
+	var addr string
+	if err := wait.PollUntilContextTimeout(testContext(t, 2*time.Minute), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		e, err := c.Juneau.JuneauV1alpha1().ElasticIPs(tenant).Get(ctx, "web-eip", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		addr = e.Status.Address
+		return strings.HasPrefix(addr, "10.225.51.16"), nil
+	}); err != nil {
+		t.Errorf("the ElasticIP on tenant-net in the tenant's namespace %s has address %q, want one of tenant-pool: %v", tenant, addr, err)
+	}
+}
