@@ -22,7 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/loutres/juneau/pkg/controllers/answering"
+	"github.com/loutres/juneau/pkg/controllers/heartbeat"
 	"github.com/loutres/juneau/pkg/controllers/elasticip"
 	"github.com/loutres/juneau/pkg/controllers/trim"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
@@ -185,9 +185,9 @@ func (o *controllerOptions) runControllers(ctx context.Context, kube kubernetes.
 	runners = append(runners, more...)
 	// The node agents' heartbeat Leases, in juneau's namespace only.
 	leaseInf := kubeinformers.NewSharedInformerFactoryWithOptions(kube, o.resync, kubeinformers.WithNamespace(o.leaseNamespace))
-	ans, err := answering.NewController(juneau, answering.Informers{
+	ans, err := heartbeat.NewController(juneau, heartbeat.Informers{
 		Advertisements: j.ARPAdvertisements(), Leases: leaseInf.Coordination().V1().Leases(),
-	}, recorder, answering.Options{Namespace: o.leaseNamespace, QueueMetrics: queues, Registerer: reg})
+	}, recorder, heartbeat.Options{Namespace: o.leaseNamespace, QueueMetrics: queues, Registerer: reg})
 	if err != nil {
 		return fmt.Errorf("answering controller: %w", err)
 	}

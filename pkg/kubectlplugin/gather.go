@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/controllers/answering"
+	"github.com/loutres/juneau/pkg/controllers/heartbeat"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 )
 
@@ -221,7 +221,7 @@ func (c Clients) agent(ctx context.Context, node string) (Agent, error) {
 	if err != nil {
 		return a, err
 	}
-	a.Heartbeat = answering.Judge(lease, c.SystemNamespace, node, c.now()).Alive
+	a.Heartbeat = heartbeat.Judge(lease, c.SystemNamespace, node, c.now()).Alive
 	return a, nil
 }
 

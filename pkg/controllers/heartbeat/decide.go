@@ -1,4 +1,4 @@
-package answering
+package heartbeat
 
 import (
 	"fmt"
