@@ -22,8 +22,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/loutres/juneau/pkg/controllers/heartbeat"
 	"github.com/loutres/juneau/pkg/controllers/elasticip"
+	"github.com/loutres/juneau/pkg/controllers/heartbeat"
 	"github.com/loutres/juneau/pkg/controllers/trim"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	juneauscheme "github.com/loutres/juneau/pkg/generated/clientset/versioned/scheme"
