@@ -12,7 +12,7 @@ source "${root}/hack/lib.sh"
 if [[ ! -x "${JUNEAU_CNI_DIR}/ptp" || ! -x "${JUNEAU_CNI_DIR}/host-local" || ! -x "${JUNEAU_CNI_DIR}/loopback" ]]; then
   echo "building CNI plugins ptp, host-local and loopback ${CNI_PLUGINS_VERSION}" >&2
   mkdir -p "${JUNEAU_CNI_DIR}"
-  (cd "${root}/hack/tools/cni" && go build -o "${JUNEAU_CNI_DIR}/" \
+  (cd "${root}/hack/tools/cni" && go build -ldflags "-s -w" -o "${JUNEAU_CNI_DIR}/" \
     github.com/containernetworking/plugins/plugins/main/ptp \
     github.com/containernetworking/plugins/plugins/main/loopback \
     github.com/containernetworking/plugins/plugins/ipam/host-local)

@@ -33,7 +33,7 @@ build_k8s() {
 
 build_etcd() {
   echo "building etcd ${ETCD_VERSION}" >&2
-  (cd "${root}/hack/tools/etcd" && go build -o "${JUNEAU_BIN_DIR}/etcd" go.etcd.io/etcd/server/v3)
+  (cd "${root}/hack/tools/etcd" && go build -ldflags "-s -w" -o "${JUNEAU_BIN_DIR}/etcd" go.etcd.io/etcd/server/v3)
 }
 
 missing=()

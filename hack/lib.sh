@@ -16,3 +16,9 @@ HELM_VERSION=v3.22.0
 PROMETHEUS_VERSION=v0.316.0
 JUNEAU_OPS_DIR=${JUNEAU_OPS_DIR:-${JUNEAU_CACHE_DIR}/ops-helm-${HELM_VERSION}-prometheus-${PROMETHEUS_VERSION}}
 export JUNEAU_OPS_DIR
+# The tools above are built without debug information: nobody steps through them here, and
+# a compiler that skips generating it needs about a fifth less CPU (a cold build of
+# k8s.io/client-go/kubernetes on 2 cores: 330 CPU-seconds instead of 412). The linker
+# drops what is left (-s -w). Only these scripts source this file; juneau's own binaries
+# keep their debug information.
+export GOFLAGS="${GOFLAGS:+${GOFLAGS} }-gcflags=all=-dwarf=false"
