@@ -22,6 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/tenancy"
 	"github.com/loutres/juneau/pkg/controllers/elasticip"
 	"github.com/loutres/juneau/pkg/controllers/heartbeat"
 	"github.com/loutres/juneau/pkg/controllers/trim"
@@ -162,7 +163,7 @@ func (o *controllerOptions) runControllers(ctx context.Context, kube kubernetes.
 	}
 	// Of a Namespace, only its name and labels are read (the networks' namespaceSelectors).
 	namespaces := kubeInf.Core().V1().Namespaces()
-	if err := namespaces.Informer().SetTransform(trim.Namespace); err != nil {
+	if err := namespaces.Informer().SetTransform(tenancy.TrimNamespace); err != nil {
 		return fmt.Errorf("trimming cached Namespaces: %w", err)
 	}
 	eipCtrl, err := elasticip.NewController(juneau, elasticip.Informers{

@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
+	"github.com/loutres/juneau/pkg/apis/juneau/tenancy"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
@@ -106,7 +107,7 @@ func (f *fixture) indexerFor(o runtime.Object) interface{ Add(any) error } {
 	case *corev1.Node:
 		return transformed{f.kubeInf.Core().V1().Nodes().Informer().GetIndexer(), trimNode}
 	case *corev1.Namespace:
-		return transformed{f.kubeInf.Core().V1().Namespaces().Informer().GetIndexer(), trimNamespace}
+		return transformed{f.kubeInf.Core().V1().Namespaces().Informer().GetIndexer(), tenancy.TrimNamespace}
 	default:
 		f.t.Fatalf("no cache for %T", o)
 		return nil

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
+	"github.com/loutres/juneau/pkg/apis/juneau/tenancy"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
@@ -88,7 +89,7 @@ func New(kube kubernetes.Interface, juneau versioned.Interface,
 		return nil, fmt.Errorf("trimming cached Nodes: %w", err)
 	}
 	namespaces := kubeInf.Core().V1().Namespaces().Informer()
-	if err := namespaces.SetTransform(trimNamespace); err != nil {
+	if err := namespaces.SetTransform(tenancy.TrimNamespace); err != nil {
 		return nil, fmt.Errorf("trimming cached Namespaces: %w", err)
 	}
 	v := &Validators{r: &reader{
@@ -154,22 +155,6 @@ func trimNode(obj any) (any, error) {
 		ObjectMeta: trimMeta(node.ObjectMeta),
 		Status:     corev1.NodeStatus{Addresses: node.Status.Addresses},
 	}, nil
-}
-
-// trimNamespace keeps a Namespace's identity and labels: the ExternalNetworks'
-// namespaceSelectors read nothing else (tenancy.Refusal).
-func trimNamespace(obj any) (any, error) {
-	ns, ok := obj.(*corev1.Namespace)
-	if !ok {
-		return obj, nil
-	}
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name:              ns.Name,
-		UID:               ns.UID,
-		ResourceVersion:   ns.ResourceVersion,
-		DeletionTimestamp: ns.DeletionTimestamp,
-		Labels:            ns.Labels,
-	}}, nil
 }
 
 func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {

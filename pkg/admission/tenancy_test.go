@@ -186,24 +186,3 @@ func TestPodTenancy(t *testing.T) {
 			obj:   pod("web", withEIP("net", v1alpha1.AnnotationEIPBandwidth, "20")), old: pod("web", withEIP("net")), want: allowed()},
 	})
 }
-
-// The webhook caches of a Namespace what a namespaceSelector reads: its name and labels.
-func TestTrimNamespace(t *testing.T) {
-	full := namespace("team-b", "tenant", "b")
-	full.Spec.Finalizers = []corev1.FinalizerName{corev1.FinalizerKubernetes}
-	full.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
-	got, err := trimNamespace(full)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := got.(*corev1.Namespace)
-	if n.Name != "team-b" || n.Labels["tenant"] != "b" || n.UID != full.UID {
-		t.Errorf("trimmed away what the checks read: %+v", n.ObjectMeta)
-	}
-	if n.Annotations != nil || n.ManagedFields != nil || n.Spec.Finalizers != nil {
-		t.Errorf("kept what nothing reads: %+v", n)
-	}
-	if other, _ := trimNamespace("not a namespace"); other != "not a namespace" {
-		t.Errorf("another object was changed: %v", other)
-	}
-}

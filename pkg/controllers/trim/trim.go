@@ -3,9 +3,7 @@
 package trim
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // ManagedFields is the transform of every informer of `juneau controller`: it drops
@@ -19,22 +17,4 @@ func ManagedFields(obj any) (any, error) {
 		m.SetManagedFields(nil)
 	}
 	return obj, nil
-}
-
-// Namespace is the transform of the controller's Namespace informer: of a Namespace,
-// the ElasticIP controller reads the name and the labels (the networks'
-// namespaceSelectors, docs/reference.md#tenancy), so that is all the cache keeps.
-// Other objects pass unchanged.
-func Namespace(obj any) (any, error) {
-	ns, ok := obj.(*corev1.Namespace)
-	if !ok {
-		return obj, nil
-	}
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name:              ns.Name,
-		UID:               ns.UID,
-		ResourceVersion:   ns.ResourceVersion,
-		DeletionTimestamp: ns.DeletionTimestamp,
-		Labels:            ns.Labels,
-	}}, nil
 }

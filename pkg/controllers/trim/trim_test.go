@@ -39,29 +39,3 @@ func TestManagedFieldsDropsOnlyManagedFields(t *testing.T) {
 		t.Errorf("tombstone: %v, %v", out, err)
 	}
 }
-
-func TestNamespaceKeepsNameAndLabels(t *testing.T) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name: "team-b", UID: "u", ResourceVersion: "9", Labels: map[string]string{"tenant": "b"},
-		Annotations:   map[string]string{"big": "note"},
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
-	}, Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}},
-		Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
-	for range 2 { // trimming twice is trimming once
-		out, err := Namespace(ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ns = out.(*corev1.Namespace)
-		if ns.Name != "team-b" || ns.UID != "u" || ns.ResourceVersion != "9" || ns.Labels["tenant"] != "b" {
-			t.Errorf("trimmed away what is read: %+v", ns.ObjectMeta)
-		}
-		if ns.Annotations != nil || ns.ManagedFields != nil || ns.Spec.Finalizers != nil || ns.Status.Phase != "" {
-			t.Errorf("kept what nothing reads: %+v", ns)
-		}
-	}
-	tomb := cache.DeletedFinalStateUnknown{Key: "team-b", Obj: ns}
-	if out, err := Namespace(tomb); err != nil || out != any(tomb) {
-		t.Errorf("tombstone: %v, %v", out, err)
-	}
-}

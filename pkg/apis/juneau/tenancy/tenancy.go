@@ -7,6 +7,8 @@ package tenancy
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -42,4 +44,21 @@ func Refusal(net *v1alpha1.ExternalNetwork, namespace string, nsLabels map[strin
 	}
 	return fmt.Sprintf("%s (its spec.namespaceSelector %q does not match the namespace's labels)",
 		prefix, bounded.String(metav1.FormatLabelSelector(net.Spec.NamespaceSelector), bounded.MaxValue))
+}
+
+// TrimNamespace is the transform of every informer that caches Namespaces for this
+// decision (the webhook's, the controller's): it keeps a Namespace's identity and labels,
+// all that Refusal reads. Other objects pass unchanged.
+func TrimNamespace(obj any) (any, error) {
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:              ns.Name,
+		UID:               ns.UID,
+		ResourceVersion:   ns.ResourceVersion,
+		DeletionTimestamp: ns.DeletionTimestamp,
+		Labels:            ns.Labels,
+	}}, nil
 }

@@ -4,7 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
@@ -78,5 +80,32 @@ func TestRefusalIsBounded(t *testing.T) {
 	got := Refusal(net, "team-b", map[string]string{"tenant": "none"})
 	if got == "" || len(got) > 1024 || !strings.Contains(got, "more bytes") {
 		t.Errorf("refusal of %d bytes: %.300s", len(got), got)
+	}
+}
+
+// TrimNamespace keeps what Refusal reads and drops the rest; tombstones pass.
+func TestTrimNamespaceKeepsNameAndLabels(t *testing.T) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: "team-b", UID: "u", ResourceVersion: "9", Labels: map[string]string{"tenant": "b"},
+		Annotations:   map[string]string{"big": "note"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+	}, Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}},
+		Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
+	for range 2 { // trimming twice is trimming once
+		out, err := TrimNamespace(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns = out.(*corev1.Namespace)
+		if ns.Name != "team-b" || ns.UID != "u" || ns.ResourceVersion != "9" || ns.Labels["tenant"] != "b" {
+			t.Errorf("trimmed away what is read: %+v", ns.ObjectMeta)
+		}
+		if ns.Annotations != nil || ns.ManagedFields != nil || ns.Spec.Finalizers != nil || ns.Status.Phase != "" {
+			t.Errorf("kept what nothing reads: %+v", ns)
+		}
+	}
+	tomb := cache.DeletedFinalStateUnknown{Key: "team-b", Obj: ns}
+	if out, err := TrimNamespace(tomb); err != nil || out != any(tomb) {
+		t.Errorf("tombstone: %v, %v", out, err)
 	}
 }
