@@ -28,6 +28,16 @@
 // wants are therefore never withdrawn across a restart, whether the agent was killed
 // (SIGKILL, OOM, crash) or stopped normally.
 //
+// BFD (RFC 5880, single hop as in RFC 5881; docs/bgp.md#bfd). A peer with BFD gets
+// GoBGP's BFD while its session is Established (bfd.go says why not before): the Node
+// listens on UDP port 3784 and sends to the router's from a port of 49152–65535, with
+// TTL 255. When the router's packets stop for the detection time, or the router
+// declares the BFD session down, GoBGP resets the BGP session with a NOTIFICATION
+// (Cease, administrative reset; the status says BFD did it) and dials again after
+// ConnectRetry. Changing only a peer's BFD keeps its session. BFD runs in the agent,
+// so it stops with the agent: a router that acts on BFD failures sees an agent restart
+// as a failure too (docs/bgp.md#bfd says what BIRD and FRR do then).
+//
 // Stopping. When ctx ends, the speaker closes its sessions without a NOTIFICATION
 // (unless Config.WithdrawOnStop), exactly as if it had been killed: routers keep the
 // routes for RestartTime and the next agent takes them over, which is what a rolling
