@@ -1180,7 +1180,7 @@ func schema_pkg_apis_juneau_v1alpha1_BGPPeerSpec(ref common.ReferenceCallback) c
 				Properties: map[string]spec.Schema{
 					"peerAddress": {
 						SchemaProps: spec.SchemaProps{
-							Description: "peerAddress is the router's IPv4 address; the Node's agent connects to its TCP port 179 (the Node itself listens on no port).",
+							Description: "peerAddress is the router's IPv4 address; the Node's agent connects to its TCP port 179 (the Node itself listens on no TCP port).",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",

@@ -14,7 +14,7 @@
 // What goes on the wire: every prefix is announced with ORIGIN IGP and next hop self
 // (the Node's address on the session) to every peer; routes received from peers are
 // rejected on import and never used. The Node dials its peers (TCP port 179) and
-// listens on no port, so routers are best configured passive (docs/bgp.md).
+// listens on no TCP port, so routers are best configured passive (docs/bgp.md).
 //
 // Graceful restart (RFC 4724). Every session negotiates graceful restart with
 // RestartTime, so a router keeps the Node's routes while the agent is away for that

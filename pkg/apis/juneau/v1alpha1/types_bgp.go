@@ -32,7 +32,7 @@ type BGPPeer struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.ebgpMultihop) || !has(self.bfd)",message="bfd applies to directly connected routers only (single-hop BFD): remove ebgpMultihop or bfd"
 type BGPPeerSpec struct {
 	// peerAddress is the router's IPv4 address; the Node's agent connects to its TCP
-	// port 179 (the Node itself listens on no port).
+	// port 179 (the Node itself listens on no TCP port).
 	// +required
 	// +kubebuilder:validation:MinLength=7
 	// +kubebuilder:validation:MaxLength=15

@@ -29,7 +29,7 @@ import (
 // BGPPeerSpec is the wanted state of a BGPPeer.
 type BGPPeerSpecApplyConfiguration struct {
 	// peerAddress is the router's IPv4 address; the Node's agent connects to its TCP
-	// port 179 (the Node itself listens on no port).
+	// port 179 (the Node itself listens on no TCP port).
 	PeerAddress *string `json:"peerAddress,omitempty"`
 	// peerASN is the router's autonomous system number.
 	PeerASN *int64 `json:"peerASN,omitempty"`
