@@ -48,15 +48,10 @@ type Neighbor struct {
 	// BFD runs BFD with the node at Config.BFD's timers (BIRD: `bfd on`; FRR:
 	// `neighbor X bfd`, which needs zebra and bfdd, started then too).
 	BFD bool
-	// NoGracefulRestart turns graceful restart off for the session (BIRD: `graceful
-	// restart off`; FRR: `neighbor X graceful-restart-disable`): the router drops the
-	// node's routes whenever the session ends. FRR 8.4 keeps them, stale, when BFD
-	// fails while graceful restart is on (docs/bgp.md#bfd).
-	NoGracefulRestart bool
-	// CheckControlPlane adds FRR's `neighbor X bfd check-control-plane-failure`: FRR
-	// then ignores a BFD failure of a neighbor that negotiated graceful restart and
-	// whose BFD shares fate with its control plane (the C bit clear, as the Node's
-	// is). FRR only.
+	// CheckControlPlane adds FRR's `neighbor X bfd check-control-plane-failure`: once
+	// the node went through a graceful restart, FRR ignores its BFD failures when its
+	// BFD shares fate with its control plane (the C bit clear, as the Node's is;
+	// docs/bgp.md#bfd-and-graceful-restart). FRR only.
 	CheckControlPlane bool
 }
 
@@ -148,11 +143,7 @@ protocol bgp {{.Name}} {
 	local {{.Local}} as {{$.AS}};
 	neighbor {{.Address}} as {{.AS}};
 	passive on;
-{{- if .NoGracefulRestart}}
-	graceful restart off;
-{{- else}}
 	graceful restart on;
-{{- end}}
 	error wait time 1, 10;
 {{- if eq .AS $.AS}}
 	direct;

@@ -70,9 +70,6 @@ router bgp {{.AS}}
  neighbor {{.Address}} bfd check-control-plane-failure
 {{- end}}
 {{- end}}
-{{- if .NoGracefulRestart}}
- neighbor {{.Address}} graceful-restart-disable
-{{- end}}
 {{- end}}
  address-family ipv4 unicast
 {{- range .Neighbors}}
