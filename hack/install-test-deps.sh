@@ -37,7 +37,8 @@ test)
     [traceroute]=traceroute [iperf3]=iperf3 [ncat]=ncat [ndisc6]=ndisc6 [curl]=curl
     [bird]=bird2 [birdc]=bird2 [gcc]=gcc
   )
-  want_files+=([/usr/lib/frr/bgpd]=frr [/usr/bin/vtysh]=frr)
+  # FRR's BFD (the BFD tests) needs bfdd and zebra beside bgpd.
+  want_files+=([/usr/lib/frr/bgpd]=frr [/usr/lib/frr/bfdd]=frr [/usr/lib/frr/zebra]=frr [/usr/bin/vtysh]=frr)
   ;;
 *)
   echo "usage: $0 [demo|flannel|test]" >&2

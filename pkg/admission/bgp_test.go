@@ -95,7 +95,16 @@ func TestBGPPeerRules(t *testing.T) {
 	withGTSM.Spec.TTLSecurity = new(true)
 	multihopGTSM := bgpPeer("tor-a", "10.225.51.1", nil)
 	multihopGTSM.Spec.TTLSecurity, multihopGTSM.Spec.EBGPMultihop = new(true), new(int32(2))
+	withBFD := bgpPeer("tor-a", "10.225.51.1", nil)
+	withBFD.Spec.BFD = &v1alpha1.BGPPeerBFD{MinRxInterval: &metav1.Duration{Duration: 100 * time.Millisecond}, Multiplier: new(int32(5))}
+	bfdFraction := bgpPeer("tor-a", "10.225.51.1", nil)
+	bfdFraction.Spec.BFD = &v1alpha1.BGPPeerBFD{MinTxInterval: &metav1.Duration{Duration: 250500 * time.Microsecond}}
+	multihopBFD := bgpPeer("tor-a", "10.225.51.1", nil)
+	multihopBFD.Spec.BFD, multihopBFD.Spec.EBGPMultihop = &v1alpha1.BGPPeerBFD{}, new(int32(2))
 	runRuleCases(t, []ruleCase{
+		{name: "BFD", obj: withBFD, want: allowed()},
+		{name: "BFD interval of a fraction of a millisecond", obj: bfdFraction, want: invalid(`spec.bfd.minTxInterval`, `whole number of milliseconds`)},
+		{name: "BFD with multihop", obj: multihopBFD, want: invalid(`spec.bfd: Forbidden`, `directly connected`)},
 		{name: "TTL security", obj: withGTSM, want: allowed()},
 		{name: "TTL security with multihop", obj: multihopGTSM, want: invalid(`spec.ttlSecurity`, `directly connected`)},
 		{name: "valid", obj: bgpPeer("tor-a", "10.225.51.1", nil), want: allowed()},

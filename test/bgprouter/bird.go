@@ -45,6 +45,14 @@ type Neighbor struct {
 	// Flood sends the node the routes of Config.Flood (BIRD only); otherwise the router
 	// sends nothing.
 	Flood bool
+	// BFD runs BFD with the node at Config.BFD's timers (BIRD: `bfd on`; FRR:
+	// `neighbor X bfd`, which needs zebra and bfdd, started then too).
+	BFD bool
+	// CheckControlPlane adds FRR's `neighbor X bfd check-control-plane-failure`: once
+	// the node went through a graceful restart, FRR ignores its BFD failures when its
+	// BFD shares fate with its control plane (the C bit clear, as the Node's is;
+	// docs/bgp.md#bfd-and-graceful-restart). FRR only.
+	CheckControlPlane bool
 }
 
 // Config is a router.
@@ -66,6 +74,18 @@ type Config struct {
 	// Flood are routes BIRD sends to the neighbors marked Flood: /32s counted up from
 	// 10.240.0.0 (blackhole routes of its own, never installed anywhere).
 	Flood int
+	// BFD are the BFD timers and behaviour of the neighbors marked BFD.
+	BFD BFD
+}
+
+// hasBFD reports whether a neighbor runs BFD.
+func (c Config) hasBFD() bool {
+	for _, n := range c.Neighbors {
+		if n.BFD {
+			return true
+		}
+	}
+	return false
 }
 
 // FloodRoutes are the prefixes of Config.Flood.
@@ -99,6 +119,15 @@ protocol static flood {
 {{- end}}
 }
 {{- end}}
+{{- if .HasBFD}}
+protocol bfd {
+	interface "*" {
+		min rx interval {{.BFD.RxMillis}} ms;
+		min tx interval {{.BFD.TxMillis}} ms;
+		multiplier {{.BFD.Mult}};
+	};
+}
+{{- end}}
 {{- if .Kernel}}
 protocol kernel {
 	ipv4 { export all; };
@@ -127,6 +156,11 @@ protocol bgp {{.Name}} {
 {{- end}}
 {{- if .TTLSecurity}}
 	ttl security on;
+{{- end}}
+{{- if and .BFD $.BFD.Graceful}}
+	bfd graceful;
+{{- else if .BFD}}
+	bfd on;
 {{- end}}
 	ipv4 {
 {{- if $.Accept.IsValid}}
@@ -160,7 +194,7 @@ func StartBIRD(t testing.TB, ns *netns.NS, cfg Config) *BIRD {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := birdConf.Execute(f, cfg); err != nil {
+	if err := birdConf.Execute(f, templateData{cfg}); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

@@ -19,3 +19,16 @@ func TestSameSince(t *testing.T) {
 		}
 	}
 }
+
+func TestParseBIRDBFD(t *testing.T) {
+	out := `BIRD 2.0.12 ready.
+bfd1:
+IP address                Interface  State      Since         Interval  Timeout
+10.225.51.11              eth0       Up         23:14:57.123    0.300    0.900
+fd00:225:51::12           eth0       Down       23:14:58.001    1.000    0.000
+`
+	got := parseBIRDBFD(out)
+	if len(got) != 2 || got["10.225.51.11"].State != "Up" || got["fd00:225:51::12"].State != "Down" {
+		t.Errorf("parseBIRDBFD = %+v", got)
+	}
+}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"text/template"
 	"time"
@@ -20,14 +22,21 @@ import (
 // FRR's daemons are not on PATH.
 const (
 	bgpdPath  = "/usr/lib/frr/bgpd"
+	zebraPath = "/usr/lib/frr/zebra"
+	bfddPath  = "/usr/lib/frr/bfdd"
 	vtyshPath = "/usr/bin/vtysh"
 )
 
-// FRR is a running FRR bgpd (without zebra: it learns routes and installs none).
+// FRR is a running FRR bgpd. Without BFD it runs alone (no zebra: it learns routes and
+// installs none). With a neighbor marked BFD it runs with zebra and bfdd, as FRR's
+// BFD needs: bgpd asks zebra for BFD sessions and zebra relays to bfdd; zebra then
+// also installs the learned routes in the router's namespace.
 type FRR struct {
 	t      testing.TB
 	vtyDir string
 	proc   *netns.Process
+	// zebra and bfdd run with BFD only.
+	zebra, bfdd *netns.Process
 }
 
 var frrConf = template.Must(template.New("bgpd.conf").Parse(`! written by the test
@@ -54,6 +63,13 @@ router bgp {{.AS}}
 {{- if .Multihop}}
  neighbor {{.Address}} ebgp-multihop
 {{- end}}
+{{- if .BFD}}
+ neighbor {{.Address}} bfd
+ neighbor {{.Address}} bfd profile juneau
+{{- if .CheckControlPlane}}
+ neighbor {{.Address}} bfd check-control-plane-failure
+{{- end}}
+{{- end}}
 {{- end}}
  address-family ipv4 unicast
 {{- range .Neighbors}}
@@ -65,52 +81,155 @@ router bgp {{.AS}}
  exit-address-family
 `))
 
-// StartFRR writes the configuration and starts bgpd in ns; it returns once bgpd
-// answers vtysh.
+// bfddConf is bfdd's configuration: the profile the BGP neighbors marked BFD use.
+var bfddConf = template.Must(template.New("bfdd.conf").Parse(`! written by the test
+frr defaults traditional
+log stdout informational
+bfd
+ profile juneau
+  receive-interval {{.BFD.RxMillis}}
+  transmit-interval {{.BFD.TxMillis}}
+  detect-multiplier {{.BFD.Mult}}
+ exit
+exit
+`))
+
+// writeConf renders tmpl with cfg into dir/name.
+func writeConf(t testing.TB, dir, name string, tmpl *template.Template, cfg Config) string {
+	t.Helper()
+	conf := filepath.Join(dir, name)
+	f, err := os.Create(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := tmpl.Execute(f, templateData{cfg}); err != nil {
+		t.Fatal(err)
+	}
+	return conf
+}
+
+// StartFRR writes the configuration and starts bgpd in ns (with zebra and bfdd when a
+// neighbor runs BFD); it returns once every daemon answers vtysh.
 func StartFRR(t testing.TB, ns *netns.NS, cfg Config) *FRR {
 	t.Helper()
 	require.File(t, bgpdPath)
 	require.File(t, vtyshPath)
 	dir := t.TempDir()
-	conf := filepath.Join(dir, "bgpd.conf")
-	f, err := os.Create(conf)
-	if err != nil {
-		t.Fatal(err)
+	if cfg.hasBFD() {
+		dir = frrDir(t)
 	}
-	if err := frrConf.Execute(f, cfg); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
 	r := &FRR{t: t, vtyDir: dir}
-	// -S: stay root (no frr user needed to reach the test's directory); -Z: no zebra;
-	// -P 0: no vty TCP port; the vty socket and pid file live in dir.
-	r.proc = ns.Start(bgpdPath, "-S", "-Z", "-P", "0", "-f", conf, "-i", filepath.Join(dir, "bgpd.pid"), "--vty_socket", dir)
-	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		if r.proc.Exited() {
-			return false, fmt.Errorf("bgpd exited:\n%s", r.proc.Output())
+	// Common flags: bgpd stays root (-S: no frr user needed to reach the test's
+	// directory); zebra and bfdd have no such flag and refuse to run as a user outside
+	// the vty group, so they run as frr, the user the package made, in a directory of
+	// its own. -P 0: no vty TCP port; the vty sockets, zebra's API socket and pid files
+	// live in dir, so routers of several tests never meet.
+	common := func(daemon string) []string {
+		user := []string{"-u", "frr", "-g", "frr"}
+		if daemon == "bgpd" {
+			user = []string{"-S"}
 		}
-		_, err := r.Command("show bgp summary")
-		return err == nil, nil
+		return append(user, "-P", "0", "-i", filepath.Join(dir, daemon+".pid"), "--vty_socket", dir)
+	}
+	zserv := filepath.Join(dir, "zserv.api")
+	bgpdArgs := append(common("bgpd"), "-f", writeConf(t, dir, "bgpd.conf", frrConf, cfg))
+	if cfg.hasBFD() {
+		require.File(t, zebraPath)
+		require.File(t, bfddPath)
+		// zebra first, serving its API, then bfdd and bgpd: a daemon that finds no zebra
+		// retries only seconds later, and bgpd asks for no BFD session meanwhile.
+		r.zebra = ns.Start(zebraPath, append(common("zebra"), "-z", zserv, "-f", writeConf(t, dir, "zebra.conf", zebraConf, cfg))...)
+		if err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			if r.zebra.Exited() {
+				return false, fmt.Errorf("zebra exited:\n%s", r.zebra.Output())
+			}
+			_, err := os.Stat(zserv)
+			return err == nil, nil
+		}); err != nil {
+			t.Fatalf("zebra did not start: %v\n%s", err, r.zebra.Output())
+		}
+		r.bfdd = ns.Start(bfddPath, append(common("bfdd"), "-z", zserv, "--bfdctl", filepath.Join(dir, "bfdd.sock"),
+			"-f", writeConf(t, dir, "bfdd.conf", bfddConf, cfg))...)
+		bgpdArgs = append(bgpdArgs, "-z", zserv)
+	} else {
+		bgpdArgs = append(bgpdArgs, "-Z") // no zebra
+	}
+	r.proc = ns.Start(bgpdPath, bgpdArgs...)
+	daemons := map[string]*netns.Process{"bgpd": r.proc, "zebra": r.zebra, "bfdd": r.bfdd}
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		for name, p := range daemons {
+			if p == nil {
+				continue
+			}
+			if p.Exited() {
+				return false, fmt.Errorf("%s exited:\n%s", name, p.Output())
+			}
+			if _, err := r.daemonCommand(name, "show version"); err != nil {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 	if err != nil {
-		t.Fatalf("bgpd did not start: %v\n%s", err, r.proc.Output())
+		t.Fatalf("FRR did not start: %v\n%s", err, r.Log())
 	}
 	return r
 }
 
+// frrDir is a directory the frr user owns, removed when the test ends.
+func frrDir(t testing.TB) string {
+	t.Helper()
+	u, err := user.Lookup("frr")
+	if err != nil {
+		require.Unmet(t, "needs the frr user of Debian's frr package: %v", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	dir, err := os.MkdirTemp("", "juneau-frr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chown(dir, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// zebraConf is zebra's configuration: nothing but its log.
+var zebraConf = template.Must(template.New("zebra.conf").Parse(`! written by the test
+frr defaults traditional
+log stdout informational
+`))
+
 // Command runs one vtysh command against this bgpd.
-func (r *FRR) Command(command string) (string, error) {
+func (r *FRR) Command(command string) (string, error) { return r.daemonCommand("bgpd", command) }
+
+// daemonCommand runs one vtysh command against one of the daemons.
+func (r *FRR) daemonCommand(daemon, command string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, vtyshPath, "--vty_socket", r.vtyDir, "-d", "bgpd", "-c", command).CombinedOutput()
+	out, err := exec.CommandContext(ctx, vtyshPath, "--vty_socket", r.vtyDir, "-d", daemon, "-c", command).CombinedOutput()
 	if err != nil {
-		return string(out), fmt.Errorf("vtysh -c %q: %w: %s", command, err, out)
+		return string(out), fmt.Errorf("vtysh -d %s -c %q: %w: %s", daemon, command, err, out)
 	}
 	return string(out), nil
 }
 
-// Log is what bgpd printed so far.
-func (r *FRR) Log() string { return r.proc.Output() }
+// Log is what bgpd printed so far, and zebra and bfdd when they run.
+func (r *FRR) Log() string {
+	out := r.proc.Output()
+	for name, p := range map[string]*netns.Process{"zebra": r.zebra, "bfdd": r.bfdd} {
+		if p != nil {
+			out += "\n--- " + name + ":\n" + p.Output()
+		}
+	}
+	return out
+}
 
 // Routes returns bgpd's IPv4 unicast table: prefix → next hop of the best path.
 func (r *FRR) Routes() (map[string]string, error) {
@@ -147,4 +266,24 @@ func (r *FRR) WaitRoutes(timeout time.Duration, want map[string]string) {
 	if got, err := pollTable(timeout, want, r.Routes); err != nil {
 		r.t.Fatalf("FRR routes %v, want %v: %v\n%s", got, want, err, r.Log())
 	}
+}
+
+// NeighborState is bgpd's state of the session with addr ("Established", "Active",
+// ...), from `show bgp neighbors <addr> json`.
+func (r *FRR) NeighborState(addr string) (string, error) {
+	out, err := r.Command("show bgp neighbors " + addr + " json")
+	if err != nil {
+		return "", err
+	}
+	var neighbors map[string]struct {
+		State string `json:"bgpState"`
+	}
+	if err := json.Unmarshal([]byte(out), &neighbors); err != nil {
+		return "", fmt.Errorf("decoding %q: %w", out, err)
+	}
+	n, ok := neighbors[addr]
+	if !ok {
+		return "", fmt.Errorf("no neighbor %s in %q", addr, out)
+	}
+	return n.State, nil
 }

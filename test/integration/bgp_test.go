@@ -42,6 +42,10 @@ func TestBGPPeerSchema(t *testing.T) {
 		{"multihop 1", base + ", ebgpMultihop: 1", []string{"spec.ebgpMultihop", "should be greater than or equal to 2"}},
 		{"multihop iBGP", "peerAddress: 10.225.51.1, peerASN: 64512, myASN: 64512, ebgpMultihop: 3", []string{"ebgpMultihop applies to eBGP sessions only"}},
 		{"TTL security multihop", base + ", ebgpMultihop: 2, ttlSecurity: true", []string{"ttlSecurity applies to directly connected routers only"}},
+		{"BFD interval 40ms", base + ", bfd: {minRxInterval: 40ms}", []string{"spec.bfd.minRxInterval", "between 50ms and 60s"}},
+		{"BFD interval 61s", base + ", bfd: {minTxInterval: 61s}", []string{"spec.bfd.minTxInterval", "between 50ms and 60s"}},
+		{"BFD multiplier 1", base + ", bfd: {multiplier: 1}", []string{"spec.bfd.multiplier", "should be greater than or equal to 2"}},
+		{"BFD multihop", base + ", ebgpMultihop: 2, bfd: {}", []string{"bfd applies to directly connected routers only"}},
 		{"password without key", base + ", passwordSecretRef: {namespace: juneau-system, name: juneau-bgp-passwords}", []string{"spec.passwordSecretRef.key", "Required value"}},
 	}
 	for _, tc := range cases {
@@ -71,6 +75,23 @@ func TestBGPPeerSchema(t *testing.T) {
 	if got.Spec.HoldTime == nil || got.Spec.HoldTime.Duration != 90*time.Second {
 		t.Errorf("holdTime = %v, want the default 90s", got.Spec.HoldTime)
 	}
+	if got.Spec.BFD != nil {
+		t.Errorf("bfd = %+v on a BGPPeer without it, want none (no BFD unless asked for)", got.Spec.BFD)
+	}
+	// bfd: {} is BFD with the defaults; a given field is kept.
+	withBFD := peer("schema-tor-bfd", "peerAddress: 10.225.51.9, peerASN: 64512, myASN: 64513, bfd: {minTxInterval: 1s}")
+	if r := cp.Kubectl(ctx, withBFD, "apply", "-f", "-"); r.Err != nil {
+		t.Fatalf("a BGPPeer with BFD is refused: %v\n%s", r.Err, r.Stderr)
+	}
+	t.Cleanup(func() { cp.Kubectl(ctx, "", "delete", "bgppeer", "schema-tor-bfd", "--ignore-not-found") })
+	bfd, err := cp.Juneau.JuneauV1alpha1().BGPPeers().Get(ctx, "schema-tor-bfd", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := bfd.Spec.BFD; b == nil || b.MinRxInterval == nil || b.MinRxInterval.Duration != 300*time.Millisecond ||
+		b.MinTxInterval == nil || b.MinTxInterval.Duration != time.Second || b.Multiplier == nil || *b.Multiplier != 3 {
+		t.Errorf("bfd = %+v, want minRxInterval 300ms and multiplier 3 by default, minTxInterval 1s as given", b)
+	}
 	r := cp.Kubectl(ctx, "", "get", "bgppeer", "schema-tor-a")
 	if r.Err != nil {
 		t.Fatal(r.Err)
@@ -92,7 +113,8 @@ func TestBGPNodeStatusColumns(t *testing.T) {
 	_, err := statuses.Create(ctx, &v1alpha1.BGPNodeStatus{
 		ObjectMeta: metav1.ObjectMeta{Name: "columns-node-a"},
 		Status: v1alpha1.BGPNodeState{PeersConfigured: 2, PeersEstablished: 1, Peers: []v1alpha1.BGPSessionStatus{
-			{Name: "tor-a", PeerAddress: "10.225.51.1", State: v1alpha1.BGPSessionEstablished, Since: since, PrefixesAnnounced: 3},
+			{Name: "tor-a", PeerAddress: "10.225.51.1", State: v1alpha1.BGPSessionEstablished, Since: since, PrefixesAnnounced: 3,
+				StateBFD: v1alpha1.BFDUp},
 			{Name: "tor-b", PeerAddress: "10.225.51.2", State: v1alpha1.BGPSessionWrongASN, Since: since,
 				StateMessage: "the router's OPEN message carries an AS number other than peerASN 64512"},
 		}},
@@ -126,10 +148,19 @@ func TestBGPNodeStatusColumns(t *testing.T) {
 	if !entry.MatchString(r.Stdout) {
 		t.Errorf("describe does not show tor-b's entry in order (name, address, prefixes, since, state, message):\n%s", r.Stdout)
 	}
+	withBFD := regexp.MustCompile(`Name:\s+tor-a\n\s+Peer Address:\s+10\.225\.51\.1\n\s+Prefixes Announced:\s+3\n\s+Since:\s+\S+\n` +
+		`\s+State:\s+Established\n\s+State BFD:\s+Up\n\s+Name:\s+tor-b\n`)
+	if !withBFD.MatchString(r.Stdout) {
+		t.Errorf("describe does not show tor-a's entry, its BFD state after its state, before the next entry:\n%s", r.Stdout)
+	}
 	bad := "apiVersion: juneau.loutres.me/v1alpha1\nkind: BGPNodeStatus\nmetadata: {name: columns-node-b}\n" +
 		"status: {peersConfigured: 1, peersEstablished: 0, peers: [{name: tor-a, peerAddress: 10.225.51.1, state: Sleeping, since: '2030-01-02T03:04:05Z', prefixesAnnounced: 0}]}"
 	if r := cp.Kubectl(ctx, bad, "apply", "-f", "-"); r.Err == nil || !strings.Contains(r.Stderr, `Unsupported value: "Sleeping"`) {
 		t.Errorf("an unknown session state: err=%v stderr=%q, want a rejection", r.Err, r.Stderr)
+	}
+	badBFD := strings.Replace(bad, "state: Sleeping", "state: Established, stateBFD: Sideways", 1)
+	if r := cp.Kubectl(ctx, badBFD, "apply", "-f", "-"); r.Err == nil || !strings.Contains(r.Stderr, `Unsupported value: "Sideways"`) {
+		t.Errorf("an unknown BFD state: err=%v stderr=%q, want a rejection", r.Err, r.Stderr)
 	}
 }
 

@@ -64,6 +64,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &juneauv1alpha1.BGPNodeStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BGPPeer"):
 		return &juneauv1alpha1.BGPPeerApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("BGPPeerBFD"):
+		return &juneauv1alpha1.BGPPeerBFDApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BGPPeerSpec"):
 		return &juneauv1alpha1.BGPPeerSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BGPSessionStatus"):

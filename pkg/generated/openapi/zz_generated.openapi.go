@@ -53,6 +53,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPNodeStatus":             schema_pkg_apis_juneau_v1alpha1_BGPNodeStatus(ref),
 		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPNodeStatusList":         schema_pkg_apis_juneau_v1alpha1_BGPNodeStatusList(ref),
 		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPPeer":                   schema_pkg_apis_juneau_v1alpha1_BGPPeer(ref),
+		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPPeerBFD":                schema_pkg_apis_juneau_v1alpha1_BGPPeerBFD(ref),
 		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPPeerList":               schema_pkg_apis_juneau_v1alpha1_BGPPeerList(ref),
 		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPPeerSpec":               schema_pkg_apis_juneau_v1alpha1_BGPPeerSpec(ref),
 		"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPSessionStatus":          schema_pkg_apis_juneau_v1alpha1_BGPSessionStatus(ref),
@@ -1088,6 +1089,40 @@ func schema_pkg_apis_juneau_v1alpha1_BGPPeer(ref common.ReferenceCallback) commo
 	}
 }
 
+func schema_pkg_apis_juneau_v1alpha1_BGPPeerBFD(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "BGPPeerBFD are the BFD timers of the sessions with a BGPPeer. Each side sends at the slower of its own minTxInterval and the other's minRxInterval, and declares the other down when nothing arrived for the other's multiplier times that interval: with the defaults on both sides, 900ms.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"minRxInterval": {
+						SchemaProps: spec.SchemaProps{
+							Description: "minRxInterval is the shortest interval between the router's BFD packets that the Node asks for (Required Min RX Interval), a whole number of milliseconds from 50ms to 60s (the webhook checks the whole milliseconds). Default 300ms.",
+							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"minTxInterval": {
+						SchemaProps: spec.SchemaProps{
+							Description: "minTxInterval is the shortest interval between the Node's own BFD packets (Desired Min TX Interval), a whole number of milliseconds from 50ms to 60s (the webhook checks the whole milliseconds). Default 300ms.",
+							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"multiplier": {
+						SchemaProps: spec.SchemaProps{
+							Description: "multiplier is the Detect Mult the Node sends: the router declares the Node down after this many of its intervals without a packet (2–255). Default 3.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.Duration{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_juneau_v1alpha1_BGPPeerList(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1145,7 +1180,7 @@ func schema_pkg_apis_juneau_v1alpha1_BGPPeerSpec(ref common.ReferenceCallback) c
 				Properties: map[string]spec.Schema{
 					"peerAddress": {
 						SchemaProps: spec.SchemaProps{
-							Description: "peerAddress is the router's IPv4 address; the Node's agent connects to its TCP port 179 (the Node itself listens on no port).",
+							Description: "peerAddress is the router's IPv4 address; the Node's agent connects to its TCP port 179 (the Node itself listens on no TCP port).",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
@@ -1205,12 +1240,18 @@ func schema_pkg_apis_juneau_v1alpha1_BGPPeerSpec(ref common.ReferenceCallback) c
 							Format:      "",
 						},
 					},
+					"bfd": {
+						SchemaProps: spec.SchemaProps{
+							Description: "bfd turns on Bidirectional Forwarding Detection (BFD, RFC 5880, single hop as in RFC 5881) beside the BGP session: the Node and the router exchange small UDP packets every few hundred milliseconds, so that either side notices within about a second that the other went away, where BGP alone waits for the hold time. The router must run BFD for this Node too (docs/bgp.md#bfd); the Node then listens on UDP port 3784. `bfd: {}` takes the defaults (300ms, 300ms, 3). Absent: no BFD. Not with ebgpMultihop.",
+							Ref:         ref("github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPPeerBFD"),
+						},
+					},
 				},
 				Required: []string{"peerAddress", "peerASN", "myASN"},
 			},
 		},
 		Dependencies: []string{
-			"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.SecretKeyReference", v1.Duration{}.OpenAPIModelName(), v1.LabelSelector{}.OpenAPIModelName()},
+			"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.BGPPeerBFD", "github.com/loutres/juneau/pkg/apis/juneau/v1alpha1.SecretKeyReference", v1.Duration{}.OpenAPIModelName(), v1.LabelSelector{}.OpenAPIModelName()},
 	}
 }
 
@@ -1265,6 +1306,14 @@ func schema_pkg_apis_juneau_v1alpha1_BGPSessionStatus(ref common.ReferenceCallba
 							Default:     0,
 							Type:        []string{"integer"},
 							Format:      "int32",
+						},
+					},
+					"stateBFD": {
+						SchemaProps: spec.SchemaProps{
+							Description: "stateBFD is the state of the BFD session with the router (Up, Down, Init, AdminDown) when the BGPPeer has spec.bfd; absent otherwise. (Named, like stateMessage, so that kubectl describe, which sorts the keys of each entry, starts the entry with its name and shows it after the state.)\n\nPossible enum values:\n - `\"AdminDown\"` : the session is held down on purpose.\n - `\"Down\"` : no BFD session with the router (it does not run BFD for this Node, or its packets stopped). BFD only takes a session down that was Up: a router without BFD keeps its BGP session.\n - `\"Init\"` : the Node hears the router and waits for the router to hear it.\n - `\"Up\"` : BFD packets flow both ways; the router is declared down as soon as they stop for the detection time.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"AdminDown", "Down", "Init", "Up"},
 						},
 					},
 				},

@@ -110,6 +110,9 @@ func (a *Agent) writeNodeStatus(ctx context.Context, in Inputs, st bgp.Status) e
 		if p.StateMessage != "" {
 			session.WithStateMessage(p.StateMessage)
 		}
+		if p.StateBFD != "" {
+			session.WithStateBFD(p.StateBFD)
+		}
 		peers = append(peers, session)
 	}
 	obj := applyv1alpha1.BGPNodeStatus(a.cfg.NodeName).

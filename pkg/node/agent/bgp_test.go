@@ -290,12 +290,14 @@ func TestApplyBGP(t *testing.T) {
 
 	since := clk.Now()
 	sp.status = bgp.Status{Peers: []bgp.PeerStatus{{Name: "tor-a", Address: netip.MustParseAddr("10.225.51.1"),
-		State: v1alpha1.BGPSessionEstablished, Since: since, PrefixesAnnounced: 1}}, Announced: []netip.Prefix{netip.MustParsePrefix("10.225.53.5/32")}}
+		State: v1alpha1.BGPSessionEstablished, Since: since, PrefixesAnnounced: 1, BFD: v1alpha1.BFDUp}},
+		Announced: []netip.Prefix{netip.MustParsePrefix("10.225.53.5/32")}}
 	client.ClearActions()
 	apply()
 	ns, _ = client.JuneauV1alpha1().BGPNodeStatuses().Get(ctx, "node-a", metav1.GetOptions{})
 	if ns.Status.PeersConfigured != 1 || ns.Status.PeersEstablished != 1 || len(ns.Status.Peers) != 1 ||
-		ns.Status.Peers[0].State != v1alpha1.BGPSessionEstablished || ns.Status.Peers[0].PeerAddress != "10.225.51.1" {
+		ns.Status.Peers[0].State != v1alpha1.BGPSessionEstablished || ns.Status.Peers[0].PeerAddress != "10.225.51.1" ||
+		ns.Status.Peers[0].StateBFD != v1alpha1.BFDUp {
 		t.Errorf("BGPNodeStatus %+v", ns.Status)
 	}
 	got, _ = client.JuneauV1alpha1().BGPAdvertisements().Get(ctx, "eip-a", metav1.GetOptions{})
@@ -308,6 +310,13 @@ func TestApplyBGP(t *testing.T) {
 		if act.GetVerb() == "patch" {
 			t.Errorf("an unchanged status was written again: %v %s", act.GetVerb(), act.GetResource().Resource)
 		}
+	}
+	// A change of the BFD state alone is written.
+	sp.status.Peers[0].BFD = v1alpha1.BFDDown
+	apply()
+	ns, _ = client.JuneauV1alpha1().BGPNodeStatuses().Get(ctx, "node-a", metav1.GetOptions{})
+	if len(ns.Status.Peers) != 1 || ns.Status.Peers[0].StateBFD != v1alpha1.BFDDown {
+		t.Errorf("BGPNodeStatus after BFD went down: %+v", ns.Status)
 	}
 }
 

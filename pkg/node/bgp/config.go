@@ -79,6 +79,19 @@ func (p Peer) validate() error {
 	if p.EBGPMultihopTTL != 0 && p.TTLSecurity {
 		errs = append(errs, errors.New("TTL security with eBGP multihop (GTSM needs a directly connected router)"))
 	}
+	if b := p.BFD; b.Enabled {
+		if p.EBGPMultihopTTL != 0 {
+			errs = append(errs, errors.New("BFD with eBGP multihop (juneau speaks single-hop BFD only)"))
+		}
+		for _, iv := range []time.Duration{b.MinRx, b.MinTx} {
+			if iv < time.Millisecond || iv%time.Millisecond != 0 || iv > maxBFDInterval {
+				errs = append(errs, fmt.Errorf("BFD interval %s is not a whole number of milliseconds up to %s", iv, maxBFDInterval))
+			}
+		}
+		if b.Multiplier < 2 {
+			errs = append(errs, fmt.Errorf("BFD multiplier %d is less than 2", b.Multiplier))
+		}
+	}
 	if len(p.Password) > MaxPasswordLength {
 		errs = append(errs, fmt.Errorf("the TCP-MD5 password is %d bytes long, more than the kernel's %d", len(p.Password), MaxPasswordLength))
 	}
@@ -126,6 +139,9 @@ func peerRequest(p Peer, c Config, restarting bool) *api.Peer {
 			ConnectRetry:      uint64(c.ConnectRetry / time.Second),
 			HoldTime:          uint64(p.holdTime() / time.Second),
 			KeepaliveInterval: uint64(p.keepaliveTime() / time.Second),
+			// After a reset of its own (only BFD resets sessions), GoBGP waits this long
+			// before it dials again; its default is 30s. Dial as after any other failure.
+			IdleHoldTimeAfterReset: uint64(c.ConnectRetry / time.Second),
 		}},
 		GracefulRestart: &api.GracefulRestart{
 			Enabled:         true,
@@ -150,8 +166,22 @@ func peerRequest(p Peer, c Config, restarting bool) *api.Peer {
 	if p.TTLSecurity {
 		req.TtlSecurity = &api.TtlSecurity{Enabled: true, TtlMin: 255}
 	}
+	if b := p.BFD; b.Enabled {
+		// GoBGP counts BFD intervals in microseconds, as they go on the wire; port 0 is
+		// the single-hop port 3784 (RFC 5881).
+		req.Bfd = &api.BfdPeerConfig{
+			Enabled:                  true,
+			DesiredMinimumTxInterval: uint32(b.MinTx / time.Microsecond),
+			RequiredMinimumReceive:   uint32(b.MinRx / time.Microsecond),
+			DetectionMultiplier:      uint32(b.Multiplier),
+		}
+	}
 	return req
 }
+
+// maxBFDInterval bounds the BFD intervals: the wire carries microseconds in 32 bits
+// (about 71 minutes); the API allows 60s.
+const maxBFDInterval = time.Hour
 
 // importPolicyName names the policy that keeps received routes out of the table.
 const importPolicyName = "juneau-local-only"
@@ -270,23 +300,35 @@ func pathFor(prefix netip.Prefix, nextHop6 netip.Addr, a attrs) (*apiutil.Path, 
 }
 
 // peerChanges compares the desired peers with the applied ones: peers to remove
-// (gone, or changed in any way: GoBGP takes a new configuration by a new session) and
-// peers to add, each sorted by address.
-func peerChanges(desired, applied map[netip.Addr]Peer) (remove, add []Peer) {
+// (gone, or changed in a way GoBGP takes only with a new session) and to add, and
+// peers whose BFD alone changed, which GoBGP updates under the running session
+// (turning BFD on or retuning it costs no route); each list sorted by address.
+func peerChanges(desired, applied map[netip.Addr]Peer) (remove, add, retune []Peer) {
 	for addr, a := range applied {
-		if d, ok := desired[addr]; !ok || d != a {
+		if d, ok := desired[addr]; !ok || !sameSession(d, a) {
 			remove = append(remove, a)
 		}
 	}
 	for addr, d := range desired {
-		if a, ok := applied[addr]; !ok || d != a {
+		a, ok := applied[addr]
+		switch {
+		case !ok || !sameSession(d, a):
 			add = append(add, d)
+		case d != a:
+			retune = append(retune, d)
 		}
 	}
 	byAddress := func(a, b Peer) int { return a.Address.Compare(b.Address) }
 	slices.SortFunc(remove, byAddress)
 	slices.SortFunc(add, byAddress)
-	return remove, add
+	slices.SortFunc(retune, byAddress)
+	return remove, add, retune
+}
+
+// sameSession reports whether two configurations of a peer differ in BFD at most.
+func sameSession(a, b Peer) bool {
+	a.BFD, b.BFD = BFD{}, BFD{}
+	return a == b
 }
 
 // prefixChanges compares desired and applied prefixes: those to withdraw, and those to

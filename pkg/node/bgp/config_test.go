@@ -54,7 +54,7 @@ func TestPeerRequest(t *testing.T) {
 	p := Peer{Name: "tor-a", Address: routerA, PeerASN: 64512, MyASN: 4200000001, Password: "s3cret", EBGPMultihopTTL: 3}
 	want := &api.Peer{
 		Conf:            &api.PeerConf{NeighborAddress: "10.225.51.1", PeerAsn: 64512, LocalAsn: 4200000001, AuthPassword: "s3cret", Description: "tor-a"},
-		Timers:          &api.Timers{Config: &api.TimersConfig{ConnectRetry: 5, HoldTime: 90, KeepaliveInterval: 30}},
+		Timers:          &api.Timers{Config: &api.TimersConfig{ConnectRetry: 5, HoldTime: 90, KeepaliveInterval: 30, IdleHoldTimeAfterReset: 5}},
 		GracefulRestart: &api.GracefulRestart{Enabled: true, RestartTime: 120, DeferralTime: 5, LocalRestarting: true},
 		AfiSafis: []*api.AfiSafi{{
 			Config:            &api.AfiSafiConfig{Family: &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}, Enabled: true},
@@ -77,6 +77,12 @@ func TestPeerRequest(t *testing.T) {
 	if got.EbgpMultihop != nil || got.Conf.AuthPassword != "" || got.GracefulRestart.LocalRestarting ||
 		got.Timers.Config.HoldTime != 9 || got.Timers.Config.KeepaliveInterval != 2 || got.Transport.RemotePort != 1790 {
 		t.Errorf("iBGP peer with timers: %v", got)
+	}
+	// BFD: GoBGP takes microseconds, and the single-hop port by default.
+	p.BFD = BFD{Enabled: true, MinRx: 300 * time.Millisecond, MinTx: 50 * time.Millisecond, Multiplier: 5}
+	wantBFD := &api.BfdPeerConfig{Enabled: true, RequiredMinimumReceive: 300000, DesiredMinimumTxInterval: 50000, DetectionMultiplier: 5}
+	if diff := cmp.Diff(wantBFD, peerRequest(p, cfg, false).Bfd, protocmp.Transform()); diff != "" {
+		t.Errorf("BFD of the peer (-want +got):\n%s", diff)
 	}
 	// A third of an odd hold time rounds down to whole seconds.
 	if k := (Peer{HoldTime: 10 * time.Second}).keepaliveTime(); k != 3*time.Second {
@@ -129,11 +135,18 @@ func TestPathFor(t *testing.T) {
 
 func TestPeerChanges(t *testing.T) {
 	a, b, c := testPeer("a", routerA), testPeer("b", routerB), testPeer("c", netip.MustParseAddr("10.225.51.3"))
+	d, e := testPeer("d", netip.MustParseAddr("10.225.51.4")), testPeer("e", netip.MustParseAddr("10.225.51.5"))
 	bNewASN := b
 	bNewASN.PeerASN = 65000
-	remove, add := peerChanges(
-		map[netip.Addr]Peer{a.Address: a, b.Address: bNewASN, c.Address: c},
-		map[netip.Addr]Peer{a.Address: a, b.Address: b, netip.MustParseAddr("10.225.51.9"): testPeer("gone", netip.MustParseAddr("10.225.51.9"))},
+	// BFD turned on (d), or turned on along with another change (e): only e needs a new
+	// session.
+	dBFD, eBFD := d, e
+	dBFD.BFD = BFD{Enabled: true, MinRx: 300 * time.Millisecond, MinTx: 300 * time.Millisecond, Multiplier: 3}
+	eBFD.BFD, eBFD.HoldTime = dBFD.BFD, 30*time.Second
+	remove, add, retune := peerChanges(
+		map[netip.Addr]Peer{a.Address: a, b.Address: bNewASN, c.Address: c, d.Address: dBFD, e.Address: eBFD},
+		map[netip.Addr]Peer{a.Address: a, b.Address: b, d.Address: d, e.Address: e,
+			netip.MustParseAddr("10.225.51.9"): testPeer("gone", netip.MustParseAddr("10.225.51.9"))},
 	)
 	names := func(ps []Peer) (out []string) {
 		for _, p := range ps {
@@ -141,11 +154,21 @@ func TestPeerChanges(t *testing.T) {
 		}
 		return out
 	}
-	if diff := cmp.Diff([]string{"b/10.225.51.2", "gone/10.225.51.9"}, names(remove)); diff != "" {
+	if diff := cmp.Diff([]string{"b/10.225.51.2", "e/10.225.51.5", "gone/10.225.51.9"}, names(remove)); diff != "" {
 		t.Errorf("remove (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"b/10.225.51.2", "c/10.225.51.3"}, names(add)); diff != "" {
+	if diff := cmp.Diff([]string{"b/10.225.51.2", "c/10.225.51.3", "e/10.225.51.5"}, names(add)); diff != "" {
 		t.Errorf("add (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"d/10.225.51.4"}, names(retune)); diff != "" {
+		t.Errorf("retune (-want +got):\n%s", diff)
+	}
+	if len(retune) == 1 && retune[0] != dBFD {
+		t.Errorf("the retuned peer carries its new BFD: %+v", retune[0])
+	}
+	// Back without BFD: retuned again.
+	if _, _, retune := peerChanges(map[netip.Addr]Peer{d.Address: d}, map[netip.Addr]Peer{d.Address: dBFD}); len(retune) != 1 || retune[0] != d {
+		t.Errorf("BFD turned off: retune %+v", retune)
 	}
 	if add[0].PeerASN != 65000 {
 		t.Errorf("the changed peer is added with its new configuration: %+v", add[0])

@@ -151,6 +151,7 @@ func TestBIRDAnnounces(t *testing.T) {
 
 // segment is a Node and several routers on one bridge (in a namespace of its own).
 type segment struct {
+	seg     *netns.NS // holds the bridge br0; the node's port is n0, the routers' r0, r1, ...
 	node    *netns.NS
 	routers map[string]*netns.NS // by address
 }
@@ -159,7 +160,7 @@ func newSegment(t *testing.T, routers ...string) segment {
 	t.Helper()
 	seg := netns.New(t, "seg")
 	seg.Bridge("br0")
-	sg := segment{node: netns.New(t, "node"), routers: map[string]*netns.NS{}}
+	sg := segment{seg: seg, node: netns.New(t, "node"), routers: map[string]*netns.NS{}}
 	join := func(ns *netns.NS, port, addr string) {
 		netns.Veth(seg, port, ns, "eth0")
 		seg.SetMaster(port, "br0")

@@ -14,7 +14,7 @@
 // What goes on the wire: every prefix is announced with ORIGIN IGP and next hop self
 // (the Node's address on the session) to every peer; routes received from peers are
 // rejected on import and never used. The Node dials its peers (TCP port 179) and
-// listens on no port, so routers are best configured passive (docs/bgp.md).
+// listens on no TCP port, so routers are best configured passive (docs/bgp.md).
 //
 // Graceful restart (RFC 4724). Every session negotiates graceful restart with
 // RestartTime, so a router keeps the Node's routes while the agent is away for that
@@ -27,6 +27,16 @@
 // drops only the stale routes that were not announced again. Prefixes the agent still
 // wants are therefore never withdrawn across a restart, whether the agent was killed
 // (SIGKILL, OOM, crash) or stopped normally.
+//
+// BFD (RFC 5880, single hop as in RFC 5881; docs/bgp.md#bfd). A peer with BFD gets
+// GoBGP's BFD while its session is Established (bfd.go says why not before): the Node
+// listens on UDP port 3784 and sends to the router's from a port of 49152–65535, with
+// TTL 255. When the router's packets stop for the detection time, or the router
+// declares the BFD session down, GoBGP resets the BGP session with a NOTIFICATION
+// (Cease, administrative reset; the status says BFD did it) and dials again after
+// ConnectRetry. Changing only a peer's BFD keeps its session. BFD runs in the agent,
+// so it stops with the agent: a router that acts on BFD failures sees an agent restart
+// as a failure too (docs/bgp.md#bfd says what BIRD and FRR do then).
 //
 // Stopping. When ctx ends, the speaker closes its sessions without a NOTIFICATION
 // (unless Config.WithdrawOnStop), exactly as if it had been killed: routers keep the

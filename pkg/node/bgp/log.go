@@ -21,7 +21,18 @@ import (
 //     not the expected one): "sent notification" with "Code" and "Subcode";
 //   - the router closed the connection before its OPEN: "outgoing connection IO
 //     error" at debug level, with "reason" "read-failed".
+//
+// And about BFD, whose session resets say only that this speaker reset the session:
+// records of Topic "bfd" with the router's address as "Peer", "Expired" when the
+// router's packets stopped for the detection time, "Remote peer signaled BFD down"
+// when the router declared the session down.
 const (
+	gobgpBFDExpired    = "Expired"
+	gobgpBFDRemoteDown = "Remote peer signaled BFD down"
+	gobgpTopicAttr     = "Topic"
+	gobgpPeerAttr      = "Peer"
+	gobgpBFDTopic      = "bfd"
+
 	gobgpDialFailed       = "failed to connect"
 	gobgpNotificationSent = "sent notification"
 	gobgpSetupFailed      = "outgoing connection IO error"
@@ -40,6 +51,8 @@ type peerLog interface {
 	dialFailed(peer netip.Addr, errText string)
 	notificationSent(peer netip.Addr, code, subcode uint8)
 	setupFailed(peer netip.Addr, reason string)
+	// bfdDown: BFD declared the router down; remote when the router signalled it.
+	bfdDown(peer netip.Addr, remote bool)
 }
 
 // klog verbosity of GoBGP's levels: warnings and errors always, its info messages
@@ -74,7 +87,7 @@ func (h *logHandler) Enabled(context.Context, slog.Level) bool { return true }
 
 func (h *logHandler) Handle(_ context.Context, r slog.Record) error {
 	switch r.Message {
-	case gobgpDialFailed, gobgpNotificationSent, gobgpSetupFailed:
+	case gobgpDialFailed, gobgpNotificationSent, gobgpSetupFailed, gobgpBFDExpired, gobgpBFDRemoteDown:
 		h.report(r)
 	}
 	if r.Message == gobgpStopFailed && h.stopping.Load() {
@@ -102,13 +115,17 @@ func (h *logHandler) Handle(_ context.Context, r slog.Record) error {
 
 // report passes a record about a session being set up to h.peers.
 func (h *logHandler) report(r slog.Record) {
-	var key, errText, reason string
+	var key, errText, reason, topic, peer string
 	var code, subcode int64 = -1, -1
 	find := func(a slog.Attr) {
 		v := a.Value.Resolve()
 		switch a.Key {
 		case gobgpKeyAttr:
 			key = v.String()
+		case gobgpTopicAttr:
+			topic = v.String()
+		case gobgpPeerAttr:
+			peer = v.String()
 		case gobgpErrorAttr:
 			errText = v.String()
 		case gobgpCodeAttr:
@@ -123,6 +140,12 @@ func (h *logHandler) report(r slog.Record) {
 		find(a)
 	}
 	r.Attrs(func(a slog.Attr) bool { find(a); return true })
+	if topic == gobgpBFDTopic {
+		if addr, err := netip.ParseAddr(peer); err == nil {
+			h.peers.bfdDown(addr, r.Message == gobgpBFDRemoteDown)
+		}
+		return
+	}
 	addr, err := netip.ParseAddr(key)
 	if err != nil {
 		return

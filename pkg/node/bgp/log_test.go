@@ -28,6 +28,10 @@ func TestLogHandler(t *testing.T) {
 	gobgp.WithGroup("fsm").Warn("sent notification", slog.Int("Code", 6), slog.Group("Data", slog.String("Remote Addr", "x")))
 	peerLog.Info("sent notification", slog.String("State", "BGP_FSM_ACTIVE"), slog.Int("Code", 2), slog.Int("Subcode", 2))
 	gobgp.Error("failed to stop BGP server", slog.String("Error", "BGP server is not running"))
+	// GoBGP's BFD: a record per expiry or Down from the router, the router as "Peer".
+	gobgp.Warn("Expired", slog.String("Topic", "bfd"), slog.String("Peer", "10.225.51.1"))
+	gobgp.Warn("Remote peer signaled BFD down", slog.String("Topic", "bfd"), slog.String("Peer", "10.225.51.2"))
+	gobgp.Warn("Expired", slog.String("Topic", "Peer"), slog.String("Peer", "10.225.51.3"))
 	stopping.Store(true)
 	gobgp.Error("failed to stop BGP server", slog.String("Error", "BGP server is not running"))
 
@@ -40,11 +44,17 @@ func TestLogHandler(t *testing.T) {
 	if len(peers.setups) != 1 || peers.setups[0] != "10.225.51.1: read-failed" {
 		t.Errorf("setup failures reported: %q", peers.setups)
 	}
+	if strings.Join(peers.bfd, ", ") != "10.225.51.1: remote false, 10.225.51.2: remote true" {
+		t.Errorf("BFD downs reported: %q, want an expiry for 10.225.51.1 and a Down from 10.225.51.2 (not the record of another topic)", peers.bfd)
+	}
 	want := []string{
 		`"level"=2 "msg"="Peer Up" "Topic"="Peer" "Key"="10.225.51.1" "State"="BGP_FSM_OPENCONFIRM"`,
 		`"level"=0 "msg"="sent notification" "fsm.Code"=6 "fsm.Data.RemoteAddr"="x"`,
 		`"level"=2 "msg"="sent notification" "Topic"="Peer" "Key"="10.225.51.1" "State"="BGP_FSM_ACTIVE" "Code"=2 "Subcode"=2`,
 		`"msg"="failed to stop BGP server" "error"=null "Error"="BGP server is not running"`,
+		`"level"=0 "msg"="Expired" "Topic"="bfd" "Peer"="10.225.51.1"`,
+		`"level"=0 "msg"="Remote peer signaled BFD down" "Topic"="bfd" "Peer"="10.225.51.2"`,
+		`"level"=0 "msg"="Expired" "Topic"="Peer" "Peer"="10.225.51.3"`,
 	}
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Errorf("klog lines:\n%s\nwant (debug dropped at verbosity 2, the stop failure dropped while stopping):\n%s",
@@ -66,7 +76,11 @@ func TestReadableNotification(t *testing.T) {
 	}
 }
 
-type recordedPeerLog struct{ dials, notifications, setups []string }
+type recordedPeerLog struct{ dials, notifications, setups, bfd []string }
+
+func (r *recordedPeerLog) bfdDown(peer netip.Addr, remote bool) {
+	r.bfd = append(r.bfd, fmt.Sprintf("%s: remote %v", peer, remote))
+}
 
 func (r *recordedPeerLog) setupFailed(peer netip.Addr, reason string) {
 	r.setups = append(r.setups, peer.String()+": "+reason)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -56,6 +57,9 @@ func PeerFor(p *v1alpha1.BGPPeer, password string) (Peer, error) {
 			peer.EBGPMultihopTTL = uint8(ttl)
 		}
 	}
+	if s.BFD != nil {
+		peer.BFD = bfdFor(*s.BFD, &errs)
+	}
 	if len(errs) == 0 {
 		if err := peer.validate(); err != nil {
 			errs = append(errs, err)
@@ -79,3 +83,39 @@ func Selects(p *v1alpha1.BGPPeer, nodeLabels map[string]string) (bool, error) {
 	}
 	return sel.Matches(labels.Set(nodeLabels)), nil
 }
+
+// bfdFor is the BFD of a BGPPeer's spec.bfd, its absent fields at their defaults (the
+// API server fills them in; objects from before the field existed, or written by
+// clients that skip defaulting, may lack them). Out of range values are reported.
+func bfdFor(b v1alpha1.BGPPeerBFD, errs *[]error) BFD {
+	out := BFD{Enabled: true, MinRx: v1alpha1.DefaultBFDIntervalMilliseconds * time.Millisecond,
+		MinTx: v1alpha1.DefaultBFDIntervalMilliseconds * time.Millisecond, Multiplier: v1alpha1.DefaultBFDMultiplier}
+	for _, iv := range []struct {
+		field string
+		in    *metav1.Duration
+		out   *time.Duration
+	}{{"spec.bfd.minRxInterval", b.MinRxInterval, &out.MinRx}, {"spec.bfd.minTxInterval", b.MinTxInterval, &out.MinTx}} {
+		if iv.in == nil {
+			continue
+		}
+		if d := iv.in.Duration; d < minBFDInterval || d > maxAPIBFDInterval || d%time.Millisecond != 0 {
+			*errs = append(*errs, fmt.Errorf("%s %s is not a whole number of milliseconds from %s to %s", iv.field, d, minBFDInterval, maxAPIBFDInterval))
+		} else {
+			*iv.out = d
+		}
+	}
+	if m := b.Multiplier; m != nil {
+		if *m < 2 || *m > 255 {
+			*errs = append(*errs, fmt.Errorf("spec.bfd.multiplier %d is not from 2 to 255", *m))
+		} else {
+			out.Multiplier = uint8(*m)
+		}
+	}
+	return out
+}
+
+// The bounds of the BFD intervals of the API (docs/bgp.md#bfd).
+const (
+	minBFDInterval    = 50 * time.Millisecond
+	maxAPIBFDInterval = 60 * time.Second
+)

@@ -38,6 +38,24 @@ func TestPeerFor(t *testing.T) {
 			t.Errorf("error %v lacks %q", err, w)
 		}
 	}
+	// BFD: absent fields take the defaults; out of range ones are refused.
+	withBFD := minimal.DeepCopy()
+	withBFD.Spec.BFD = &v1alpha1.BGPPeerBFD{MinTxInterval: &metav1.Duration{Duration: 100 * time.Millisecond}}
+	if got, err := PeerFor(withBFD, ""); err != nil ||
+		got.BFD != (BFD{Enabled: true, MinRx: 300 * time.Millisecond, MinTx: 100 * time.Millisecond, Multiplier: 3}) {
+		t.Errorf("PeerFor(with BFD) = %+v, %v", got.BFD, err)
+	}
+	withBFD.Spec.BFD = &v1alpha1.BGPPeerBFD{MinRxInterval: &metav1.Duration{Duration: 10 * time.Millisecond}, Multiplier: ptr.To[int32](300)}
+	_, err = PeerFor(withBFD, "")
+	for _, w := range []string{"spec.bfd.minRxInterval 10ms", "spec.bfd.multiplier 300"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v lacks %q", err, w)
+		}
+	}
+	withBFD.Spec.BFD, withBFD.Spec.PeerASN, withBFD.Spec.EBGPMultihop = &v1alpha1.BGPPeerBFD{}, 64999, ptr.To[int32](2)
+	if _, err := PeerFor(withBFD, ""); err == nil || !strings.Contains(err.Error(), "single-hop BFD only") {
+		t.Errorf("BFD with multihop: %v", err)
+	}
 	slow := minimal.DeepCopy()
 	slow.Spec.KeepaliveTime = &metav1.Duration{Duration: 100 * time.Second}
 	if _, err := PeerFor(slow, ""); err == nil || !strings.Contains(err.Error(), "keepalive time 1m40s") {

@@ -171,7 +171,7 @@ func (s *Speaker) Status() Status {
 			continue
 		}
 		out.Peers = append(out.Peers, PeerStatus{Name: p.Name, Address: addr, State: v1alpha1.BGPSessionConnecting,
-			Since: s.desiredSince[addr]})
+			Since: s.desiredSince[addr], BFD: newSession(p, time.Time{}).bfdState()})
 	}
 	for _, r := range s.rejected {
 		out.Peers = append(out.Peers, PeerStatus{Name: r.peer.Name, Address: r.peer.Address, State: v1alpha1.BGPSessionFailed,
@@ -219,7 +219,7 @@ func (s *Speaker) Run(ctx context.Context) error {
 	}
 	logger.Info("BGP speaker started", "routerID", cfg.RouterID, "restartTime", cfg.RestartTime, "withdrawOnStop", s.withdraw.Load())
 
-	st := &applied{restarting: true, peers: map[netip.Addr]Peer{}, paths: map[netip.Prefix]attrs{}}
+	st := &applied{restarting: true, peers: map[netip.Addr]Peer{}, bfd: map[netip.Addr]BFD{}, paths: map[netip.Prefix]attrs{}}
 	refresh := s.clock.NewTicker(refreshInterval)
 	defer refresh.Stop()
 	var retry clock.Timer
@@ -292,7 +292,10 @@ type applied struct {
 	// restarting holds until the first set of peers is configured.
 	restarting bool
 	peers      map[netip.Addr]Peer
-	paths      map[netip.Prefix]attrs
+	// bfd is the BFD configured in GoBGP for each peer of peers: its BFD while the
+	// session is Established, none otherwise (see armBFD).
+	bfd   map[netip.Addr]BFD
+	paths map[netip.Prefix]attrs
 }
 
 // apply moves GoBGP to the desired state: paths first (so that a restarted speaker has
@@ -327,13 +330,14 @@ func (s *Speaker) apply(ctx context.Context, srv *server.BgpServer, cfg Config, 
 	}
 	s.setAnnounced(st.paths)
 
-	remove, add := peerChanges(desiredPeers, st.peers)
+	remove, add, retune := peerChanges(desiredPeers, st.peers)
 	for _, p := range remove {
 		if err := srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: p.Address.String()}); err != nil {
 			errs = append(errs, fmt.Errorf("removing peer %s (%s): %w", p.Name, p.Address, err))
 			continue
 		}
 		delete(st.peers, p.Address)
+		delete(st.bfd, p.Address)
 		s.forget(p.Address)
 		logger.Info("Removed BGP peer", "peer", p.Name, "address", p.Address)
 	}
@@ -345,15 +349,24 @@ func (s *Speaker) apply(ctx context.Context, srv *server.BgpServer, cfg Config, 
 			continue // resetLimited adds it again in time
 		}
 		s.track(p)
-		if err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerRequest(p, cfg, st.restarting)}); err != nil {
+		// Without BFD: armBFD adds it once the session is Established.
+		if err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerRequest(p.withBFD(BFD{}), cfg, st.restarting)}); err != nil {
 			s.addFailed(p, err)
 			errs = append(errs, fmt.Errorf("adding peer %s (%s): %w", p.Name, p.Address, err))
 			continue
 		}
 		st.peers[p.Address] = p
+		st.bfd[p.Address] = BFD{}
 		logger.Info("Added BGP peer", "peer", p.Name, "address", p.Address, "peerASN", p.PeerASN, "myASN", p.MyASN,
-			"restarting", st.restarting)
+			"restarting", st.restarting, "bfd", p.BFD.Enabled)
 	}
+	for _, p := range retune {
+		st.peers[p.Address] = p
+		s.retuned(p)
+		logger.Info("BFD of BGP peer changed", "peer", p.Name, "address", p.Address, "bfd", p.BFD.Enabled,
+			"minRx", p.BFD.MinRx, "minTx", p.BFD.MinTx, "multiplier", p.BFD.Multiplier)
+	}
+	errs = append(errs, s.armBFD(ctx, srv, cfg, st))
 	st.restarting = false
 	return errors.Join(errs...)
 }
@@ -448,7 +461,11 @@ func (s *Speaker) peerUpdate(ev *apiutil.WatchEventMessage_PeerEvent, at time.Ti
 		// The shutdown's own events: the session stays Failed until it is enabled again.
 		sess.fsm = st.SessionState
 	} else if ok {
+		wasEstablished := sess.fsm == bgp.BGP_FSM_ESTABLISHED
 		changed = sess.peerEvent(st.SessionState, st.DisconnectReason, st.DisconnectMessage, at)
+		if (sess.fsm == bgp.BGP_FSM_ESTABLISHED) != wasEstablished && sess.peer.BFD.Enabled {
+			poke(s.trigger) // armBFD
+		}
 	}
 	s.mu.Unlock()
 	if changed {
@@ -529,6 +546,7 @@ func (s *Speaker) resetLimited(ctx context.Context, srv *server.BgpServer, retry
 				continue
 			}
 			delete(st.peers, l.addr)
+			delete(st.bfd, l.addr)
 			logger.Info("Removed a BGP peer that sent too many routes", "peer", p.Name, "address", l.addr,
 				"maxPrefixes", MaxReceivedPrefixes, "retryAfter", retry)
 		}
@@ -547,29 +565,34 @@ func (s *Speaker) resetLimited(ctx context.Context, srv *server.BgpServer, retry
 }
 
 // refreshStatus reads the sessions back from GoBGP: prefixes sent, whether a restarted
-// speaker still holds its routes back, and Established as a safety net for a missed
-// event.
+// speaker still holds its routes back, the BFD state (GoBGP sends no event for it), and
+// Established as a safety net for a missed event.
 func (s *Speaker) refreshStatus(ctx context.Context, srv *server.BgpServer) {
 	var peers []*api.Peer
+	logger := klog.FromContext(ctx)
 	if err := srv.ListPeer(ctx, &api.ListPeerRequest{EnableAdvertised: true}, func(p *api.Peer) { peers = append(peers, p) }); err != nil {
-		klog.FromContext(ctx).V(2).Info("Reading the BGP sessions failed", "err", err)
+		logger.V(2).Info("Reading the BGP sessions failed", "err", err)
 		return
 	}
 	now := s.clock.Now()
 	changed := false
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, p := range peers {
 		addr, err := netip.ParseAddr(p.GetConf().GetNeighborAddress())
 		sess, ok := s.sessions[addr]
 		if err != nil || !ok {
 			continue
 		}
+		changed = s.refreshBFD(logger, sess, p.GetState().GetBfdState().GetSessionState()) || changed
 		established := p.GetState().GetSessionState() == api.PeerState_SESSION_STATE_ESTABLISHED
 		switch {
 		case established && sess.fsm != bgp.BGP_FSM_ESTABLISHED:
 			changed = sess.peerEvent(bgp.BGP_FSM_ESTABLISHED, api.PeerState_DISCONNECT_REASON_UNSPECIFIED, "", now) || changed
+			poke(s.trigger) // armBFD
 		case !established && sess.fsm == bgp.BGP_FSM_ESTABLISHED:
 			changed = sess.peerEvent(bgp.BGP_FSM_IDLE, api.PeerState_DISCONNECT_REASON_UNSPECIFIED, "", now) || changed
+			poke(s.trigger)
 		}
 		announced, announced6, syncing := 0, 0, p.GetGracefulRestart().GetLocalRestarting()
 		for _, af := range p.GetAfiSafis() {
@@ -587,7 +610,6 @@ func (s *Speaker) refreshStatus(ctx context.Context, srv *server.BgpServer) {
 			changed = true
 		}
 	}
-	s.mu.Unlock()
 	if changed {
 		poke(s.changed)
 	}

@@ -30,6 +30,12 @@ type session struct {
 	// limitedAt is when GoBGP shut the session down because the router sent more than
 	// MaxReceivedPrefixes routes; zero otherwise.
 	limitedAt time.Time
+	// bfd is GoBGP's last reported state of the BFD session; empty until known.
+	bfd v1alpha1.BFDSessionState
+	// bfdReset says why BFD declared the router down, from the moment GoBGP logged it
+	// until the session it resets is reported down (GoBGP reports that reset only as a
+	// NOTIFICATION this speaker sent, a Cease).
+	bfdReset string
 }
 
 func newSession(p Peer, now time.Time) *session {
@@ -96,10 +102,16 @@ func (s *session) peerEvent(fsm bgp.FSMState, reason api.PeerState_DisconnectRea
 	prev := s.fsm
 	s.fsm = fsm
 	if fsm == bgp.BGP_FSM_ESTABLISHED {
+		s.bfdReset = ""
 		return s.set(v1alpha1.BGPSessionEstablished, "", now)
 	}
 	changed := s.announced != 0 || s.syncing
 	s.announced, s.announced6, s.syncing = 0, 0, false
+	if s.bfdReset != "" {
+		message := s.bfdReset
+		s.bfdReset = ""
+		return s.set(v1alpha1.BGPSessionUnreachable, message, now) || changed
+	}
 	if state, message, ok := disconnectState(reason, detail, prev, s.peer); ok {
 		return s.set(state, message, now) || changed
 	}
@@ -107,6 +119,49 @@ func (s *session) peerEvent(fsm bgp.FSMState, reason api.PeerState_DisconnectRea
 		return s.set(v1alpha1.BGPSessionConnecting, "the session went down; connecting again", now) || changed
 	}
 	return changed
+}
+
+// bfdDown records that BFD declared the router down (remote: the router signalled
+// Down): the session reset that follows is reported with this reason.
+func (s *session) bfdDown(remote bool) bool {
+	if remote {
+		s.bfdReset = "BFD: the router declared its BFD session with this Node down (it stopped receiving this Node's BFD packets, " +
+			"or its BFD for this Node was shut down); the BGP session was reset and the Node connects again"
+	} else {
+		s.bfdReset = "BFD: no BFD packet from the router within the detection time (the router or the link to it is down, " +
+			"or its BFD stopped); the BGP session was reset and the Node connects again"
+	}
+	changed := s.bfd != v1alpha1.BFDDown
+	s.bfd = v1alpha1.BFDDown
+	return changed
+}
+
+// bfdState is the BFD state of the session for status: empty without BFD, Down until
+// GoBGP reports another.
+func (s *session) bfdState() v1alpha1.BFDSessionState {
+	switch {
+	case !s.peer.BFD.Enabled:
+		return ""
+	case s.bfd == "":
+		return v1alpha1.BFDDown
+	}
+	return s.bfd
+}
+
+// bfdStateOf maps GoBGP's BFD state; empty when GoBGP runs no BFD session with the peer
+// (yet).
+func bfdStateOf(st api.BfdSessionState) v1alpha1.BFDSessionState {
+	switch st {
+	case api.BfdSessionState_BFD_SESSION_STATE_UP:
+		return v1alpha1.BFDUp
+	case api.BfdSessionState_BFD_SESSION_STATE_DOWN:
+		return v1alpha1.BFDDown
+	case api.BfdSessionState_BFD_SESSION_STATE_INIT:
+		return v1alpha1.BFDInit
+	case api.BfdSessionState_BFD_SESSION_STATE_ADMIN_DOWN:
+		return v1alpha1.BFDAdminDown
+	}
+	return ""
 }
 
 // prefixLimit records that GoBGP shut the session down (its peer administratively down)
@@ -128,7 +183,7 @@ func (s *session) status() PeerStatus {
 		announced, announced6 = 0, 0
 	}
 	return PeerStatus{Name: s.peer.Name, Address: s.peer.Address, State: s.state, Message: s.message,
-		Since: s.since, PrefixesAnnounced: announced, IPv6Announced: announced6}
+		Since: s.since, PrefixesAnnounced: announced, IPv6Announced: announced6, BFD: s.bfdState()}
 }
 
 // dialErrorState maps a failed TCP connection attempt to a session state.

@@ -188,7 +188,7 @@ func TestStatusHelpers(t *testing.T) {
 	since := time.Date(2030, 1, 2, 3, 4, 5, 600_000_000, time.UTC)
 	st := Status{
 		Peers: []PeerStatus{
-			{Name: "tor-a", Address: routerA, State: v1alpha1.BGPSessionEstablished, Since: since, PrefixesAnnounced: 2},
+			{Name: "tor-a", Address: routerA, State: v1alpha1.BGPSessionEstablished, Since: since, PrefixesAnnounced: 2, BFD: v1alpha1.BFDUp},
 			{Name: "tor-b", Address: routerB, State: v1alpha1.BGPSessionWrongASN, Since: since, Message: "wrong"},
 			{Name: "tor-c", Address: netip.MustParseAddr("10.225.51.3"), State: v1alpha1.BGPSessionEstablished, Since: since},
 		},
@@ -205,7 +205,55 @@ func TestStatusHelpers(t *testing.T) {
 	}
 	sessions := st.Sessions()
 	if len(sessions) != 3 || sessions[1].Name != "tor-b" || sessions[1].PeerAddress != "10.225.51.2" || sessions[1].State != v1alpha1.BGPSessionWrongASN ||
-		sessions[1].StateMessage != "wrong" || sessions[0].PrefixesAnnounced != 2 || !sessions[0].Since.Time.Equal(since.Truncate(time.Second)) {
+		sessions[1].StateMessage != "wrong" || sessions[0].PrefixesAnnounced != 2 || !sessions[0].Since.Time.Equal(since.Truncate(time.Second)) ||
+		sessions[0].StateBFD != v1alpha1.BFDUp || sessions[1].StateBFD != "" {
 		t.Errorf("Sessions() = %+v", sessions)
+	}
+}
+
+// BFD: the state shows only for a peer with BFD, Down until GoBGP reports another; a
+// BFD failure makes the reset that follows (GoBGP's Cease, administrative reset) an
+// Unreachable session with BFD's reason, which the next Established clears.
+func TestSessionBFD(t *testing.T) {
+	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	plain := newSession(testPeer("tor-a", routerA), t0)
+	if st := plain.status(); st.BFD != "" {
+		t.Errorf("a peer without BFD shows BFD %q", st.BFD)
+	}
+	s := newSession(testPeer("tor-a", routerA).withBFD(BFD{Enabled: true, MinRx: time.Second, MinTx: time.Second, Multiplier: 3}), t0)
+	if st := s.status(); st.BFD != v1alpha1.BFDDown {
+		t.Errorf("BFD before any report: %q, want Down", st.BFD)
+	}
+	s.peerEvent(bgp.BGP_FSM_ESTABLISHED, api.PeerState_DISCONNECT_REASON_UNSPECIFIED, "", t0.Add(time.Second))
+	s.bfd = v1alpha1.BFDUp
+	if !s.bfdDown(false) || s.status().BFD != v1alpha1.BFDDown {
+		t.Errorf("BFD expiry: %+v", s.status())
+	}
+	s.peerEvent(bgp.BGP_FSM_IDLE, api.PeerState_DISCONNECT_REASON_NOTIFICATION_SENT,
+		"notification-sent code 6(cease) subcode 4(administrative reset)", t0.Add(2*time.Second))
+	if st := s.status(); st.State != v1alpha1.BGPSessionUnreachable || !strings.Contains(st.Message, "no BFD packet from the router") {
+		t.Errorf("after BFD reset the session: %+v, want Unreachable with BFD's reason", st)
+	}
+	s.peerEvent(bgp.BGP_FSM_ESTABLISHED, api.PeerState_DISCONNECT_REASON_UNSPECIFIED, "", t0.Add(3*time.Second))
+	s.bfdDown(true)
+	s.peerEvent(bgp.BGP_FSM_IDLE, api.PeerState_DISCONNECT_REASON_NOTIFICATION_SENT,
+		"notification-sent code 6(cease) subcode 4(administrative reset)", t0.Add(4*time.Second))
+	if st := s.status(); st.State != v1alpha1.BGPSessionUnreachable || !strings.Contains(st.Message, "the router declared its BFD session") {
+		t.Errorf("after the router declared BFD down: %+v", st)
+	}
+	s.peerEvent(bgp.BGP_FSM_ESTABLISHED, api.PeerState_DISCONNECT_REASON_UNSPECIFIED, "", t0.Add(5*time.Second))
+	s.peerEvent(bgp.BGP_FSM_IDLE, api.PeerState_DISCONNECT_REASON_NOTIFICATION_SENT,
+		"notification-sent code 6(cease) subcode 4(administrative reset)", t0.Add(6*time.Second))
+	if st := s.status(); st.State != v1alpha1.BGPSessionConnecting {
+		t.Errorf("a reset without BFD failure took BFD's reason: %+v", st)
+	}
+	for gobgp, want := range map[api.BfdSessionState]v1alpha1.BFDSessionState{
+		api.BfdSessionState_BFD_SESSION_STATE_UP: v1alpha1.BFDUp, api.BfdSessionState_BFD_SESSION_STATE_INIT: v1alpha1.BFDInit,
+		api.BfdSessionState_BFD_SESSION_STATE_DOWN: v1alpha1.BFDDown, api.BfdSessionState_BFD_SESSION_STATE_ADMIN_DOWN: v1alpha1.BFDAdminDown,
+		api.BfdSessionState_BFD_SESSION_STATE_UNSPECIFIED: "",
+	} {
+		if got := bfdStateOf(gobgp); got != want {
+			t.Errorf("bfdStateOf(%v) = %q, want %q", gobgp, got, want)
+		}
 	}
 }

@@ -87,10 +87,26 @@ type Peer struct {
 	// TTLSecurity turns on GTSM (RFC 5082): packets sent with TTL 255, only those
 	// received with TTL 255 taken. Directly connected routers only.
 	TTLSecurity bool
+	// BFD runs BFD beside the session; the zero value: none.
+	BFD BFD
 	// Problem, when set, says why this peer cannot be configured (its password cannot
 	// be read, say): the speaker keeps no session with it and reports it Failed with
 	// this message.
 	Problem string
+}
+
+// BFD are the timers of single-hop BFD (RFC 5880, RFC 5881) with a peer. GoBGP runs it:
+// it listens on UDP port 3784, sends from a port of 49152–65535 with TTL 255, and
+// resets the BGP session (a NOTIFICATION, Cease, administrative reset) when the
+// router's packets stop for the detection time or the router signals Down. BFD does
+// not keep a session from coming up; it only takes down one whose BFD was Up.
+type BFD struct {
+	// Enabled turns BFD on; the other fields are then set.
+	Enabled bool
+	// MinRx is the Required Min RX Interval, MinTx the Desired Min TX Interval (whole
+	// milliseconds), Multiplier the Detect Mult.
+	MinRx, MinTx time.Duration
+	Multiplier   uint8
 }
 
 // PeerStatus is the state of the session with one peer.
@@ -109,6 +125,9 @@ type PeerStatus struct {
 	// IPv6Announced is the part of PrefixesAnnounced that is IPv6: 0 as well when the
 	// router did not take the ipv6-unicast family in this session.
 	IPv6Announced int
+	// BFD is the state of the BFD session with the peer; empty when the peer has no
+	// BFD.
+	BFD v1alpha1.BFDSessionState
 }
 
 // Status is a snapshot of the speaker.
@@ -163,6 +182,7 @@ func (s Status) Sessions() []v1alpha1.BGPSessionStatus {
 			StateMessage:      p.Message,
 			Since:             metav1.NewTime(p.Since.Truncate(time.Second)),
 			PrefixesAnnounced: int32(min(p.PrefixesAnnounced, 1<<31-1)),
+			StateBFD:          p.BFD,
 		})
 	}
 	return out

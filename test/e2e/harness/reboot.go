@@ -82,3 +82,23 @@ func (n *Node) Dir() string { return n.dir }
 // RunDir is what the Node keeps under /run/juneau: the agent's --state-dir (datapath
 // lock, addresses answered for), which a reboot forgets.
 func (n *Node) RunDir() string { return filepath.Join(n.dir, "run") }
+
+// Unplug takes the Node off the segment without a word, as a pulled cable or a dead
+// machine does: its port on the segment's bridge goes down, so nothing it sends
+// reaches anyone (and the others see no link change). Plug puts it back.
+func (c *Cluster) Unplug(n *Node) { c.setPort(n, false) }
+
+// Plug undoes Unplug.
+func (c *Cluster) Plug(n *Node) { c.setPort(n, true) }
+
+func (c *Cluster) setPort(n *Node, up bool) {
+	c.t.Helper()
+	nl, port := c.Ext.Netlink(), c.Ext.Link(fmt.Sprintf("n%d", n.Index))
+	set := nl.LinkSetDown
+	if up {
+		set = nl.LinkSetUp
+	}
+	if err := set(port); err != nil {
+		c.t.Fatalf("setting the segment port of %s up=%v: %v", n.Name, up, err)
+	}
+}

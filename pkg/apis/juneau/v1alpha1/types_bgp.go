@@ -29,9 +29,10 @@ type BGPPeer struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.keepaliveTime) || !has(self.holdTime) || duration(self.keepaliveTime) < duration(self.holdTime)",message="keepaliveTime must be shorter than holdTime"
 // +kubebuilder:validation:XValidation:rule="!has(self.ebgpMultihop) || self.peerASN != self.myASN",message="ebgpMultihop applies to eBGP sessions only: peerASN equals myASN"
 // +kubebuilder:validation:XValidation:rule="!has(self.ebgpMultihop) || !has(self.ttlSecurity) || !self.ttlSecurity",message="ttlSecurity applies to directly connected routers only: remove ebgpMultihop or ttlSecurity"
+// +kubebuilder:validation:XValidation:rule="!has(self.ebgpMultihop) || !has(self.bfd)",message="bfd applies to directly connected routers only (single-hop BFD): remove ebgpMultihop or bfd"
 type BGPPeerSpec struct {
 	// peerAddress is the router's IPv4 address; the Node's agent connects to its TCP
-	// port 179 (the Node itself listens on no port).
+	// port 179 (the Node itself listens on no TCP port).
 	// +required
 	// +kubebuilder:validation:MinLength=7
 	// +kubebuilder:validation:MaxLength=15
@@ -97,6 +98,52 @@ type BGPPeerSpec struct {
 	// up. Not with ebgpMultihop. Default false.
 	// +optional
 	TTLSecurity *bool `json:"ttlSecurity,omitempty"`
+
+	// bfd turns on Bidirectional Forwarding Detection (BFD, RFC 5880, single hop as in
+	// RFC 5881) beside the BGP session: the Node and the router exchange small UDP
+	// packets every few hundred milliseconds, so that either side notices within about a
+	// second that the other went away, where BGP alone waits for the hold time. The
+	// router must run BFD for this Node too (docs/bgp.md#bfd); the Node then listens on
+	// UDP port 3784. `bfd: {}` takes the defaults (300ms, 300ms, 3). Absent: no BFD.
+	// Not with ebgpMultihop.
+	// +optional
+	BFD *BGPPeerBFD `json:"bfd,omitempty"`
+}
+
+// BGPPeerBFD are the BFD timers of the sessions with a BGPPeer. Each side sends at the
+// slower of its own minTxInterval and the other's minRxInterval, and declares the other
+// down when nothing arrived for the other's multiplier times that interval: with the
+// defaults on both sides, 900ms.
+type BGPPeerBFD struct {
+	// minRxInterval is the shortest interval between the router's BFD packets that the
+	// Node asks for (Required Min RX Interval), a whole number of milliseconds from 50ms
+	// to 60s (the webhook checks the whole milliseconds). Default 300ms.
+	// +optional
+	// +kubebuilder:default="300ms"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('50ms') && duration(self) <= duration('60s')",message="minRxInterval must be between 50ms and 60s"
+	MinRxInterval *metav1.Duration `json:"minRxInterval,omitempty"`
+
+	// minTxInterval is the shortest interval between the Node's own BFD packets
+	// (Desired Min TX Interval), a whole number of milliseconds from 50ms to 60s (the
+	// webhook checks the whole milliseconds). Default 300ms.
+	// +optional
+	// +kubebuilder:default="300ms"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('50ms') && duration(self) <= duration('60s')",message="minTxInterval must be between 50ms and 60s"
+	MinTxInterval *metav1.Duration `json:"minTxInterval,omitempty"`
+
+	// multiplier is the Detect Mult the Node sends: the router declares the Node down
+	// after this many of its intervals without a packet (2–255). Default 3.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:validation:Maximum=255
+	Multiplier *int32 `json:"multiplier,omitempty"`
 }
 
 // SecretKeyReference names one key of a Secret.
@@ -154,6 +201,26 @@ const (
 	BGPSessionUnreachable BGPSessionState = "Unreachable"
 	// BGPSessionFailed: any other error; the message says which.
 	BGPSessionFailed BGPSessionState = "Failed"
+)
+
+// BFDSessionState is the state of the BFD session beside a BGP session (RFC 5880 §4.1),
+// as the Node sees it.
+// +enum
+// +kubebuilder:validation:Enum=Up;Down;Init;AdminDown
+type BFDSessionState string
+
+const (
+	// BFDUp: BFD packets flow both ways; the router is declared down as soon as they
+	// stop for the detection time.
+	BFDUp BFDSessionState = "Up"
+	// BFDDown: no BFD session with the router (it does not run BFD for this Node, or
+	// its packets stopped). BFD only takes a session down that was Up: a router
+	// without BFD keeps its BGP session.
+	BFDDown BFDSessionState = "Down"
+	// BFDInit: the Node hears the router and waits for the router to hear it.
+	BFDInit BFDSessionState = "Init"
+	// BFDAdminDown: the session is held down on purpose.
+	BFDAdminDown BFDSessionState = "AdminDown"
 )
 
 // +genclient
@@ -214,6 +281,12 @@ type BGPSessionStatus struct {
 	// prefixesAnnounced is the number of prefixes announced in this session.
 	// +required
 	PrefixesAnnounced int32 `json:"prefixesAnnounced"`
+	// stateBFD is the state of the BFD session with the router (Up, Down, Init,
+	// AdminDown) when the BGPPeer has spec.bfd; absent otherwise. (Named, like
+	// stateMessage, so that kubectl describe, which sorts the keys of each entry, starts
+	// the entry with its name and shows it after the state.)
+	// +optional
+	StateBFD BFDSessionState `json:"stateBFD,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

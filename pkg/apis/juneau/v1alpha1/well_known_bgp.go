@@ -11,6 +11,11 @@ const (
 const (
 	// DefaultBGPHoldTimeSeconds is a BGPPeer's hold time when spec.holdTime is absent.
 	DefaultBGPHoldTimeSeconds = 90
+	// DefaultBFDIntervalMilliseconds is a BGPPeer's spec.bfd.minRxInterval and
+	// minTxInterval when absent.
+	DefaultBFDIntervalMilliseconds = 300
+	// DefaultBFDMultiplier is a BGPPeer's spec.bfd.multiplier when absent.
+	DefaultBFDMultiplier = 3
 	// MaxASN is the largest AS number a BGPPeer may use (4294967295 is reserved, RFC 7300).
 	MaxASN = 4294967294
 	// BGPPasswordSecret is the Secret in the installation's namespace that the node

@@ -32,6 +32,13 @@ const (
 	MaxMultihopTTL = 255
 	// MaxCommunities bounds the BGP communities of a pool or an advertisement.
 	MaxCommunities = 32
+	// MinBFDInterval and MaxBFDInterval bound spec.bfd.minRxInterval and minTxInterval.
+	MinBFDInterval = 50 * time.Millisecond
+	MaxBFDInterval = 60 * time.Second
+	// MinBFDMultiplier and MaxBFDMultiplier bound spec.bfd.multiplier (Detect Mult is
+	// one byte; 1 would declare a router down after a single lost packet).
+	MinBFDMultiplier = 2
+	MaxBFDMultiplier = 255
 )
 
 // ValidateBGPPeer checks a BGPPeer on its own. Every field may change, so an update
@@ -66,6 +73,41 @@ func ValidateBGPPeer(p *v1alpha1.BGPPeer) field.ErrorList {
 	if s.TTLSecurity != nil && *s.TTLSecurity && s.EBGPMultihop != nil {
 		errs = append(errs, field.Invalid(spec.Child("ttlSecurity"), true,
 			"applies to directly connected routers only (the router's packets must arrive with TTL 255): remove ebgpMultihop or ttlSecurity"))
+	}
+	if s.BFD != nil {
+		errs = append(errs, validateBFD(spec.Child("bfd"), *s.BFD, s.EBGPMultihop != nil)...)
+	}
+	return errs
+}
+
+// validateBFD checks the BFD timers: intervals of whole milliseconds from
+// MinBFDInterval to MaxBFDInterval, a multiplier from MinBFDMultiplier to
+// MaxBFDMultiplier, and a directly connected router (juneau speaks single-hop BFD, RFC
+// 5881, only: its packets leave with TTL 255 and the router takes only those).
+func validateBFD(path *field.Path, b v1alpha1.BGPPeerBFD, multihop bool) field.ErrorList {
+	var errs field.ErrorList
+	if multihop {
+		errs = append(errs, field.Forbidden(path,
+			"applies to directly connected routers only (single-hop BFD, RFC 5881): remove ebgpMultihop or bfd"))
+	}
+	for _, iv := range []struct {
+		name  string
+		value *metav1.Duration
+	}{{"minRxInterval", b.MinRxInterval}, {"minTxInterval", b.MinTxInterval}} {
+		if iv.value == nil {
+			continue
+		}
+		d := iv.value.Duration
+		switch {
+		case d < MinBFDInterval || d > MaxBFDInterval:
+			errs = append(errs, field.Invalid(path.Child(iv.name), d.String(), fmt.Sprintf("must be from %s to %s", MinBFDInterval, MaxBFDInterval)))
+		case d%time.Millisecond != 0:
+			errs = append(errs, field.Invalid(path.Child(iv.name), d.String(), "must be a whole number of milliseconds"))
+		}
+	}
+	if m := b.Multiplier; m != nil && (*m < MinBFDMultiplier || *m > MaxBFDMultiplier) {
+		errs = append(errs, field.Invalid(path.Child("multiplier"), *m, fmt.Sprintf(
+			"must be from %d to %d: the number of intervals without a packet after which the router declares the Node down", MinBFDMultiplier, MaxBFDMultiplier)))
 	}
 	return errs
 }

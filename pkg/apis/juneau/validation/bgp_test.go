@@ -29,6 +29,10 @@ func seconds(s float64) *metav1.Duration {
 	return &metav1.Duration{Duration: time.Duration(s * float64(time.Second))}
 }
 
+func millis(ms int) *metav1.Duration {
+	return &metav1.Duration{Duration: time.Duration(ms) * time.Millisecond}
+}
+
 func TestValidateBGPPeer(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -114,6 +118,27 @@ func TestValidateBGPPeer(t *testing.T) {
 		{name: "TTL security off with multihop", mutate: func(s *v1alpha1.BGPPeerSpec) { s.TTLSecurity, s.EBGPMultihop = ptr.To(false), ptr.To[int32](2) }},
 		{name: "TTL security multihop", mutate: func(s *v1alpha1.BGPPeerSpec) { s.TTLSecurity, s.EBGPMultihop = ptr.To(true), ptr.To[int32](2) },
 			want: []wantErr{invalid("spec.ttlSecurity")}, detail: []string{"directly connected", "TTL 255"}},
+
+		{name: "BFD defaults", mutate: func(s *v1alpha1.BGPPeerSpec) { s.BFD = &v1alpha1.BGPPeerBFD{} }},
+		{name: "BFD bounds", mutate: func(s *v1alpha1.BGPPeerSpec) {
+			s.BFD = &v1alpha1.BGPPeerBFD{MinRxInterval: millis(50), MinTxInterval: millis(60000), Multiplier: ptr.To[int32](255)}
+		}},
+		{name: "BFD with TTL security, iBGP", mutate: func(s *v1alpha1.BGPPeerSpec) {
+			s.MyASN, s.TTLSecurity, s.BFD = 64512, ptr.To(true), &v1alpha1.BGPPeerBFD{Multiplier: ptr.To[int32](2)}
+		}},
+		{name: "BFD interval too short", mutate: func(s *v1alpha1.BGPPeerSpec) { s.BFD = &v1alpha1.BGPPeerBFD{MinRxInterval: millis(49)} },
+			want: []wantErr{invalid("spec.bfd.minRxInterval")}, detail: []string{"from 50ms to 1m0s"}},
+		{name: "BFD interval too long", mutate: func(s *v1alpha1.BGPPeerSpec) { s.BFD = &v1alpha1.BGPPeerBFD{MinTxInterval: millis(60001)} },
+			want: []wantErr{invalid("spec.bfd.minTxInterval")}},
+		{name: "BFD interval fraction", mutate: func(s *v1alpha1.BGPPeerSpec) {
+			s.BFD = &v1alpha1.BGPPeerBFD{MinTxInterval: &metav1.Duration{Duration: 300*time.Millisecond + 500*time.Microsecond}}
+		}, want: []wantErr{invalid("spec.bfd.minTxInterval")}, detail: []string{"whole number of milliseconds"}},
+		{name: "BFD multiplier 1", mutate: func(s *v1alpha1.BGPPeerSpec) { s.BFD = &v1alpha1.BGPPeerBFD{Multiplier: ptr.To[int32](1)} },
+			want: []wantErr{invalid("spec.bfd.multiplier")}, detail: []string{"from 2 to 255"}},
+		{name: "BFD multiplier 256", mutate: func(s *v1alpha1.BGPPeerSpec) { s.BFD = &v1alpha1.BGPPeerBFD{Multiplier: ptr.To[int32](256)} },
+			want: []wantErr{invalid("spec.bfd.multiplier")}},
+		{name: "BFD multihop", mutate: func(s *v1alpha1.BGPPeerSpec) { s.EBGPMultihop, s.BFD = ptr.To[int32](2), &v1alpha1.BGPPeerBFD{} },
+			want: []wantErr{forbidden("spec.bfd")}, detail: []string{"directly connected", "single-hop"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

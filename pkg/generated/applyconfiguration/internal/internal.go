@@ -491,9 +491,24 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.BGPPeerSpec
       default: {}
+- name: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.BGPPeerBFD
+  map:
+    fields:
+    - name: minRxInterval
+      type:
+        namedType: Duration.v1.meta.apis.pkg.apimachinery.k8s.io
+    - name: minTxInterval
+      type:
+        namedType: Duration.v1.meta.apis.pkg.apimachinery.k8s.io
+    - name: multiplier
+      type:
+        scalar: numeric
 - name: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.BGPPeerSpec
   map:
     fields:
+    - name: bfd
+      type:
+        namedType: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.BGPPeerBFD
     - name: ebgpMultihop
       type:
         scalar: numeric
@@ -546,6 +561,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+    - name: stateBFD
+      type:
+        scalar: string
     - name: stateMessage
       type:
         scalar: string

@@ -29,7 +29,7 @@ import (
 // BGPPeerSpec is the wanted state of a BGPPeer.
 type BGPPeerSpecApplyConfiguration struct {
 	// peerAddress is the router's IPv4 address; the Node's agent connects to its TCP
-	// port 179 (the Node itself listens on no port).
+	// port 179 (the Node itself listens on no TCP port).
 	PeerAddress *string `json:"peerAddress,omitempty"`
 	// peerASN is the router's autonomous system number.
 	PeerASN *int64 `json:"peerASN,omitempty"`
@@ -58,6 +58,14 @@ type BGPPeerSpecApplyConfiguration struct {
 	// router must do the same (docs/bgp.md#ttl-security), or the session never comes
 	// up. Not with ebgpMultihop. Default false.
 	TTLSecurity *bool `json:"ttlSecurity,omitempty"`
+	// bfd turns on Bidirectional Forwarding Detection (BFD, RFC 5880, single hop as in
+	// RFC 5881) beside the BGP session: the Node and the router exchange small UDP
+	// packets every few hundred milliseconds, so that either side notices within about a
+	// second that the other went away, where BGP alone waits for the hold time. The
+	// router must run BFD for this Node too (docs/bgp.md#bfd); the Node then listens on
+	// UDP port 3784. `bfd: {}` takes the defaults (300ms, 300ms, 3). Absent: no BFD.
+	// Not with ebgpMultihop.
+	BFD *BGPPeerBFDApplyConfiguration `json:"bfd,omitempty"`
 }
 
 // BGPPeerSpecApplyConfiguration constructs a declarative configuration of the BGPPeerSpec type for use with
@@ -135,5 +143,13 @@ func (b *BGPPeerSpecApplyConfiguration) WithEBGPMultihop(value int32) *BGPPeerSp
 // If called multiple times, the TTLSecurity field is set to the value of the last call.
 func (b *BGPPeerSpecApplyConfiguration) WithTTLSecurity(value bool) *BGPPeerSpecApplyConfiguration {
 	b.TTLSecurity = &value
+	return b
+}
+
+// WithBFD sets the BFD field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the BFD field is set to the value of the last call.
+func (b *BGPPeerSpecApplyConfiguration) WithBFD(value *BGPPeerBFDApplyConfiguration) *BGPPeerSpecApplyConfiguration {
+	b.BFD = value
 	return b
 }

@@ -43,6 +43,11 @@ type BGPSessionStatusApplyConfiguration struct {
 	Since *v1.Time `json:"since,omitempty"`
 	// prefixesAnnounced is the number of prefixes announced in this session.
 	PrefixesAnnounced *int32 `json:"prefixesAnnounced,omitempty"`
+	// stateBFD is the state of the BFD session with the router (Up, Down, Init,
+	// AdminDown) when the BGPPeer has spec.bfd; absent otherwise. (Named, like
+	// stateMessage, so that kubectl describe, which sorts the keys of each entry, starts
+	// the entry with its name and shows it after the state.)
+	StateBFD *juneauv1alpha1.BFDSessionState `json:"stateBFD,omitempty"`
 }
 
 // BGPSessionStatusApplyConfiguration constructs a declarative configuration of the BGPSessionStatus type for use with
@@ -96,5 +101,13 @@ func (b *BGPSessionStatusApplyConfiguration) WithSince(value v1.Time) *BGPSessio
 // If called multiple times, the PrefixesAnnounced field is set to the value of the last call.
 func (b *BGPSessionStatusApplyConfiguration) WithPrefixesAnnounced(value int32) *BGPSessionStatusApplyConfiguration {
 	b.PrefixesAnnounced = &value
+	return b
+}
+
+// WithStateBFD sets the StateBFD field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the StateBFD field is set to the value of the last call.
+func (b *BGPSessionStatusApplyConfiguration) WithStateBFD(value juneauv1alpha1.BFDSessionState) *BGPSessionStatusApplyConfiguration {
+	b.StateBFD = &value
 	return b
 }
