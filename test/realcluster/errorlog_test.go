@@ -117,8 +117,14 @@ func (l *componentLogs) readFile(path, pod, container string) {
 // both trying to take a Lease that was released, during every rollout. That is how the
 // protocol decides, not a fault; any other error of the election still counts.
 func lostElection(text string) bool {
-	return strings.Contains(text, "leaderelection.go") && strings.Contains(text, `"Failed to update lease"`) &&
-		strings.Contains(text, "the object has been modified")
+	if !strings.Contains(text, "leaderelection.go") {
+		return false
+	}
+	// Both replicas found no Lease and created it at once: the loser's create is refused.
+	created := strings.Contains(text, `"Error initially creating lease lock"`) && strings.Contains(text, "already exists")
+	// Both renewed or took a released Lease at once: the loser's update is refused.
+	updated := strings.Contains(text, `"Failed to update lease"`) && strings.Contains(text, "the object has been modified")
+	return created || updated
 }
 
 // component is the juneau component a Pod of juneau-system runs: "controller" for
