@@ -113,8 +113,8 @@ func (l *componentLogs) readFile(path, pod, container string) {
 }
 
 // lostElection: client-go's leader election logs at error level a candidate's write of
-// the Lease that another candidate's write beat (a Conflict): two controller replicas
-// both trying to take a Lease that was released, during every rollout. That is how the
+// the Lease that another candidate's write beat (a Conflict, or AlreadyExists when both
+// created the absent Lease): two controller replicas racing for it, during every rollout. That is how the
 // protocol decides, not a fault; any other error of the election still counts.
 func lostElection(text string) bool {
 	if !strings.Contains(text, "leaderelection.go") {
