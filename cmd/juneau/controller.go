@@ -9,9 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
-	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/runtime"
-	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -22,14 +20,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/loutres/juneau/pkg/apis/juneau/tenancy"
 	"github.com/loutres/juneau/pkg/controllers/elasticip"
-	"github.com/loutres/juneau/pkg/controllers/heartbeat"
-	"github.com/loutres/juneau/pkg/controllers/trim"
+	"github.com/loutres/juneau/pkg/controllers/manager"
+	"github.com/loutres/juneau/pkg/controllers/podeip"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	juneauscheme "github.com/loutres/juneau/pkg/generated/clientset/versioned/scheme"
-	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
-	"github.com/loutres/juneau/pkg/workloop"
 )
 
 type controllerOptions struct {
@@ -145,83 +140,20 @@ func (o *controllerOptions) runElected(ctx context.Context, kube kubernetes.Inte
 // runControllers builds every controller on shared informers, starts the informers and
 // runs the controllers until ctx ends.
 func (o *controllerOptions) runControllers(ctx context.Context, kube kubernetes.Interface, juneau versioned.Interface, reg registerer, health *health) error {
-	// The caches hold no managedFields: nothing reads them, and they are a large part of
-	// the controller's memory (docs/performance.md, row 6).
-	kubeInf := kubeinformers.NewSharedInformerFactoryWithOptions(kube, o.resync, kubeinformers.WithTransform(trim.ManagedFields))
-	juneauInf := juneauinformers.NewSharedInformerFactoryWithOptions(juneau, o.resync, juneauinformers.WithTransform(trim.ManagedFields))
+	kinds, err := podeip.ParseWorkloadKinds(o.statefulKinds)
+	if err != nil {
+		return fmt.Errorf("--stateful-workload-kinds: %w", err)
+	}
 	recorder, stopEvents := newRecorder(ctx, kube)
 	defer stopEvents()
-
-	j := juneauInf.Juneau().V1alpha1()
-	eipMetrics, err := elasticip.NewMetrics(reg)
+	m, err := manager.New(manager.Config{
+		Kube: kube, Juneau: juneau, Recorder: recorder, Registerer: reg, Resync: o.resync,
+		LeaseNamespace: o.leaseNamespace, OrphanGrace: o.orphanGrace, StatefulKinds: kinds,
+	})
 	if err != nil {
 		return err
 	}
-	queues, err := workloop.NewQueueMetrics(reg)
-	if err != nil {
-		return err
-	}
-	// Of a Namespace, only its name and labels are read (the networks' namespaceSelectors).
-	namespaces := kubeInf.Core().V1().Namespaces()
-	if err := namespaces.Informer().SetTransform(tenancy.TrimNamespace); err != nil {
-		return fmt.Errorf("trimming cached Namespaces: %w", err)
-	}
-	eipCtrl, err := elasticip.NewController(juneau, elasticip.Informers{
-		ElasticIPs: j.ElasticIPs(), Claims: j.AllocationClaims(), Pools: j.AddressPools(),
-		Networks: j.ExternalNetworks(), Attachments: j.ElasticIPAttachments(),
-		NetworkInterfaces: j.NetworkInterfaces(), Advertisements: j.ARPAdvertisements(), BGPAdvertisements: j.BGPAdvertisements(),
-		Namespaces: namespaces,
-	}, recorder, elasticip.Options{OrphanGrace: o.orphanGrace, Metrics: eipMetrics, QueueMetrics: queues})
-	if err != nil {
-		return fmt.Errorf("elasticip controller: %w", err)
-	}
-	if err := reg.Register(elasticip.NewStateCollector(j.ElasticIPs().Lister())); err != nil {
-		return err
-	}
-	runners := []func(context.Context, int){eipCtrl.Run}
-	more, err := o.otherControllers(kube, juneau, kubeInf, juneauInf, recorder, reg, queues)
-	if err != nil {
-		return err
-	}
-	runners = append(runners, more...)
-	// The node agents' heartbeat Leases, in juneau's namespace only.
-	leaseInf := kubeinformers.NewSharedInformerFactoryWithOptions(kube, o.resync, kubeinformers.WithNamespace(o.leaseNamespace))
-	ans, err := heartbeat.NewController(juneau, heartbeat.Informers{
-		Advertisements: j.ARPAdvertisements(), Leases: leaseInf.Coordination().V1().Leases(),
-	}, recorder, heartbeat.Options{Namespace: o.leaseNamespace, QueueMetrics: queues, Registerer: reg})
-	if err != nil {
-		return fmt.Errorf("answering controller: %w", err)
-	}
-	runners = append(runners, ans.Run)
-
-	leaseInf.Start(ctx.Done())
-	defer leaseInf.Shutdown()
-	kubeInf.Start(ctx.Done())
-	juneauInf.Start(ctx.Done())
-	defer kubeInf.Shutdown()
-	defer juneauInf.Shutdown()
-	for typ, ok := range juneauInf.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("cache of %v did not sync", typ)
-		}
-	}
-	for typ, ok := range leaseInf.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("cache of %v did not sync", typ)
-		}
-	}
-	for typ, ok := range kubeInf.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("cache of %v did not sync", typ)
-		}
-	}
-	health.setReady()
-
-	var g errgroup.Group
-	for _, run := range runners {
-		g.Go(func() error { run(ctx, o.workers); return nil })
-	}
-	return g.Wait()
+	return m.Run(ctx, o.workers, health.setReady)
 }
 
 // newRecorder returns an Event recorder that knows juneau's kinds.

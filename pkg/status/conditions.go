@@ -1,8 +1,10 @@
 // Package status is how every juneau writer (the controllers and the node agent) turns
-// the conditions it computes into a status write and into Events: Merge lays them over
-// the recorded ones, Apply makes the server-side apply configuration of one condition,
-// and Policy with Announce and Eventf decide which changes deserve an Event and of
-// which type (the severity declared beside each reason, v1alpha1.EventType).
+// the conditions it computes into a status write and into Events: Writer applies a
+// component's fields of one kind's status (each kind's writer declared once, kinds.go),
+// Merge lays conditions over the recorded ones, One compares a single owned condition,
+// Apply makes the server-side apply configuration of one condition, and Policy with
+// Announce and Eventf decide which changes deserve an Event and of which type (the
+// severity declared beside each reason, v1alpha1.EventType).
 package status
 
 import (

@@ -7,7 +7,6 @@ package attachment
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,9 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
@@ -43,62 +39,41 @@ type Informers struct {
 }
 
 // Options tune the controller.
-type Options struct {
-	// Errors counts failed syncs; may be nil.
-	Errors workloop.ErrorCounter
-	// QueueMetrics receives the work queue's metrics (workloop.NewQueueMetrics); may be nil.
-	QueueMetrics workqueue.MetricsProvider
-	// Clock stamps condition transitions; nil means the real clock.
-	Clock clock.PassiveClock
-}
+type Options = workloop.Options
 
 // Controller keeps ElasticIPAttachment status.
 type Controller struct {
-	client   versioned.Interface
-	recorder record.EventRecorder
-	clock    clock.PassiveClock
-
+	*workloop.Controller
+	status      status.ElasticIPAttachmentWriter
 	attachments listers.ElasticIPAttachmentLister
 	eips        listers.ElasticIPLister
 	nics        listers.NetworkInterfaceLister
 	attInf      cache.SharedIndexInformer
-	loop        *workloop.Loop
-	synced      []cache.InformerSynced
 }
 
 // NewController registers the indexes and event handlers; it starts nothing.
 func NewController(client versioned.Interface, inf Informers, recorder record.EventRecorder, opts Options) (*Controller, error) {
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
-	}
 	c := &Controller{
-		client:      client,
-		recorder:    recorder,
-		clock:       opts.Clock,
+		status: status.ElasticIPAttachments(client, v1alpha1.FieldManagerController, recorder,
+			status.Announced{Type: v1alpha1.ConditionReady, Policy: readyEvents}),
 		attachments: inf.Attachments.Lister(),
 		eips:        inf.ElasticIPs.Lister(),
 		nics:        inf.NetworkInterfaces.Lister(),
 		attInf:      inf.Attachments.Informer(),
 	}
-	c.loop = workloop.New(ControllerName, c.sync, workloop.Config{Errors: opts.Errors, Metrics: opts.QueueMetrics})
+	c.Controller = workloop.NewController(ControllerName, c.sync, opts)
 	if err := indexes.Add(c.attInf, Indexes...); err != nil {
 		return nil, err
 	}
-	synced, err := workloop.Register([]workloop.Watch{
-		{Informer: c.attInf, Handler: c.loop.Handler()},
-		{Informer: inf.ElasticIPs.Informer(), Handler: workloop.Funcs(c.onElasticIP)},
-		{Informer: inf.NetworkInterfaces.Informer(), Handler: workloop.Funcs(c.onNIC)},
-	})
+	err := c.Watch(
+		workloop.Watch{Informer: c.attInf, Handler: c.Loop.Handler()},
+		workloop.Watch{Informer: inf.ElasticIPs.Informer(), Handler: workloop.Funcs(c.onElasticIP)},
+		workloop.Watch{Informer: inf.NetworkInterfaces.Informer(), Handler: workloop.Funcs(c.onNIC)},
+	)
 	if err != nil {
 		return nil, err
 	}
-	c.synced = synced
 	return c, nil
-}
-
-// Run waits for the caches and runs workers until ctx ends.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	c.loop.Run(ctx, workers, c.synced...)
 }
 
 func (c *Controller) onElasticIP(obj any) {
@@ -119,7 +94,7 @@ func (c *Controller) enqueueIndexed(index, value string) {
 		return
 	}
 	for _, a := range atts {
-		c.loop.AddObject(a)
+		c.Loop.AddObject(a)
 	}
 }
 
@@ -148,23 +123,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		nic = nil
 	}
 	merged := attachmentStatus(att, eip, nic)
-	merged.Conditions = status.Merge(att.Status.Conditions, merged.Conditions, metav1.NewTime(c.clock.Now()))
+	merged.Conditions = status.Merge(att.Status.Conditions, merged.Conditions, metav1.NewTime(c.Clock.Now()))
 	if equality.Semantic.DeepEqual(merged, att.Status) {
 		return nil
 	}
 	ready := meta.FindStatusCondition(merged.Conditions, v1alpha1.ConditionReady)
-	_, err = c.client.JuneauV1alpha1().ElasticIPAttachments(namespace).ApplyStatus(ctx, statusApply(att, merged, ready),
-		metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerController, Force: true})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("writing status of ElasticIPAttachment %s: %w", key, err)
-	}
-	klog.FromContext(ctx).V(2).Info("Wrote ElasticIPAttachment status", "elasticIPAttachment", klog.KObj(att),
+	_, err = c.status.Write(ctx, att, statusApply(att, merged, ready), att.Status.Conditions, merged.Conditions,
 		"phase", merged.Phase, "reason", ready.Reason)
-	status.Announce(c.recorder, att, readyEvents, meta.FindStatusCondition(att.Status.Conditions, v1alpha1.ConditionReady), ready)
-	return nil
+	return err
 }
 
 func ignoreNotFound(err error) error {
@@ -175,7 +141,7 @@ func ignoreNotFound(err error) error {
 }
 
 // statusApply is the apply configuration of the fields this controller owns; a field
-// left out is removed. The UID keeps the write off a newer object of the same name.
+// left out is removed.
 func statusApply(att *v1alpha1.ElasticIPAttachment, st v1alpha1.ElasticIPAttachmentStatus, ready *metav1.Condition) *applyv1alpha1.ElasticIPAttachmentApplyConfiguration {
 	sa := applyv1alpha1.ElasticIPAttachmentStatus().WithPhase(st.Phase)
 	if st.ElasticIP != "" {
@@ -190,7 +156,7 @@ func statusApply(att *v1alpha1.ElasticIPAttachment, st v1alpha1.ElasticIPAttachm
 	if ready != nil {
 		sa.WithConditions(status.Apply(*ready))
 	}
-	return applyv1alpha1.ElasticIPAttachment(att.Name, att.Namespace).WithUID(att.UID).WithStatus(sa)
+	return applyv1alpha1.ElasticIPAttachment(att.Name, att.Namespace).WithStatus(sa)
 }
 
 // readyEvents: becoming Ready is Normal; a missing ElasticIP or NIC, or losing Ready,

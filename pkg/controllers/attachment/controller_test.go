@@ -153,8 +153,8 @@ func TestSyncAttachmentLifecycle(t *testing.T) {
 	}
 	f.refreshCache()
 	f.c.onNIC(testNIC("", "node-a"))
-	if f.c.loop.Len() != 1 {
-		t.Errorf("NIC event queued %d keys, want 1", f.c.loop.Len())
+	if f.c.Loop.Len() != 1 {
+		t.Errorf("NIC event queued %d keys, want 1", f.c.Loop.Len())
 	}
 	f.sync()
 	att = f.attachment()
@@ -209,8 +209,8 @@ func TestElasticIPEventQueuesItsAttachments(t *testing.T) {
 	other.Name, other.Spec.ElasticIPRef.Name = "unrelated", "other-eip"
 	f := newFixture(t, testAttachment(), other)
 	f.c.onElasticIP(testEIP(""))
-	if f.c.loop.Len() != 1 {
-		t.Errorf("queue holds %d keys, want 1", f.c.loop.Len())
+	if f.c.Loop.Len() != 1 {
+		t.Errorf("queue holds %d keys, want 1", f.c.Loop.Len())
 	}
 }
 

@@ -8,7 +8,6 @@ package heartbeat
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -20,9 +19,7 @@ import (
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
@@ -43,31 +40,22 @@ type Informers struct {
 	Leases         coordinationinformers.LeaseInformer
 }
 
-// Options tune the controller.
+// Options tune the controller. Its Clock also judges Lease expiry.
 type Options struct {
+	workloop.Options
 	// Namespace of the agents' Leases.
 	Namespace string
-	// Errors counts failed syncs; may be nil.
-	Errors workloop.ErrorCounter
-	// QueueMetrics receives the work queue's metrics; may be nil.
-	QueueMetrics workqueue.MetricsProvider
-	// Clock judges Lease expiry and stamps conditions; nil means the real clock.
-	Clock clock.PassiveClock
 	// Registerer receives juneau_node_agent_not_reporting; may be nil.
 	Registerer prometheus.Registerer
 }
 
 // Controller watches the agents' Leases. Its keys are Node names.
 type Controller struct {
-	client    versioned.Interface
-	recorder  record.EventRecorder
-	clock     clock.PassiveClock
+	*workloop.Controller
+	status    status.ARPAdvertisementWriter
 	namespace string
-
-	adverts cache.SharedIndexInformer
-	leases  coordinationlisters.LeaseLister
-	loop    *workloop.Loop
-	synced  []cache.InformerSynced
+	adverts   cache.SharedIndexInformer
+	leases    coordinationlisters.LeaseLister
 	// notReporting is 1 for each Node with advertisements whose agent's heartbeat
 	// Lease is expired or missing.
 	notReporting *prometheus.GaugeVec
@@ -75,11 +63,8 @@ type Controller struct {
 
 // NewController registers the event handlers; it starts nothing.
 func NewController(client versioned.Interface, inf Informers, recorder record.EventRecorder, opts Options) (*Controller, error) {
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
-	}
-	c := &Controller{client: client, recorder: recorder, clock: opts.Clock, namespace: opts.Namespace,
-		adverts: inf.Advertisements.Informer(), leases: inf.Leases.Lister()}
+	c := &Controller{status: status.ARPAdvertisements(client, v1alpha1.FieldManagerController, recorder),
+		namespace: opts.Namespace, adverts: inf.Advertisements.Informer(), leases: inf.Leases.Lister()}
 	if err := indexes.Add(c.adverts, indexes.AdvertisementByNode); err != nil {
 		return nil, err
 	}
@@ -91,32 +76,26 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 			return nil, err
 		}
 	}
-	c.loop = workloop.New(ControllerName, c.sync, workloop.Config{Errors: opts.Errors, Metrics: opts.QueueMetrics})
-	synced, err := workloop.Register([]workloop.Watch{
-		{Informer: c.adverts, Handler: workloop.Funcs(c.onAdvertisement)},
-		{Informer: inf.Leases.Informer(), Handler: workloop.Funcs(c.onLease)},
-	})
+	c.Controller = workloop.NewController(ControllerName, c.sync, opts.Options)
+	err := c.Watch(
+		workloop.Watch{Informer: c.adverts, Handler: workloop.Funcs(c.onAdvertisement)},
+		workloop.Watch{Informer: inf.Leases.Informer(), Handler: workloop.Funcs(c.onLease)},
+	)
 	if err != nil {
 		return nil, err
 	}
-	c.synced = synced
 	return c, nil
-}
-
-// Run waits for the caches and runs workers until ctx ends.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	c.loop.Run(ctx, workers, c.synced...)
 }
 
 func (c *Controller) onAdvertisement(obj any) {
 	if ad, ok := obj.(*v1alpha1.ARPAdvertisement); ok && ad.Spec.NodeName != "" {
-		c.loop.Add(ad.Spec.NodeName)
+		c.Loop.Add(ad.Spec.NodeName)
 	}
 }
 
 func (c *Controller) onLease(obj any) {
 	if l, ok := obj.(*coordinationv1.Lease); ok && l.Namespace == c.namespace && strings.HasPrefix(l.Name, v1alpha1.NodeLeasePrefix) {
-		c.loop.Add(strings.TrimPrefix(l.Name, v1alpha1.NodeLeasePrefix))
+		c.Loop.Add(strings.TrimPrefix(l.Name, v1alpha1.NodeLeasePrefix))
 	}
 }
 
@@ -131,11 +110,11 @@ func (c *Controller) sync(ctx context.Context, node string) error {
 	if err != nil {
 		return err
 	}
-	now := c.clock.Now()
+	now := c.Clock.Now()
 	hb := Judge(lease, c.namespace, node, now)
 	if hb.Alive {
 		c.notReporting.DeleteLabelValues(node)
-		c.loop.AddAfter(node, hb.Expires.Sub(now)+100*time.Millisecond)
+		c.Loop.AddAfter(node, hb.Expires.Sub(now)+100*time.Millisecond)
 		return nil
 	}
 	ads, err := indexes.ByIndex[*v1alpha1.ARPAdvertisement](c.adverts, indexes.AdvertisementByNode, node)
@@ -150,30 +129,21 @@ func (c *Controller) sync(ctx context.Context, node string) error {
 	for _, ad := range ads {
 		cond, wait := Unknown(ad, hb, now)
 		if wait > 0 {
-			c.loop.AddAfter(node, wait+100*time.Millisecond)
+			c.Loop.AddAfter(node, wait+100*time.Millisecond)
 		}
 		if cond == nil || ad.DeletionTimestamp != nil {
 			continue
 		}
-		merged := status.Merge(ad.Status.Conditions, []metav1.Condition{*cond}, metav1.NewTime(now))
-		var cur metav1.Condition
-		for _, m := range merged {
-			if m.Type == v1alpha1.ConditionAnswering {
-				cur = m
-			}
-		}
-		apply := applyv1alpha1.ARPAdvertisement(ad.Name).WithUID(ad.UID).WithStatus(
+		cur, _ := status.One(ad.Status.Conditions, *cond, metav1.NewTime(now))
+		apply := applyv1alpha1.ARPAdvertisement(ad.Name).WithStatus(
 			applyv1alpha1.ARPAdvertisementStatus().WithConditions(status.Apply(cur)))
-		_, err := c.client.JuneauV1alpha1().ARPAdvertisements().ApplyStatus(ctx, apply,
-			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerController, Force: true})
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			continue // gone, or replaced under the same name: its own events bring it back
-		}
+		written, err := c.status.Write(ctx, ad, apply, ad.Status.Conditions, []metav1.Condition{cur})
 		if err != nil {
-			return fmt.Errorf("writing Answering of ARPAdvertisement %q: %w", ad.Name, err)
+			return err
 		}
-		klog.FromContext(ctx).Info("Node agent not reporting", "advertisement", ad.Name, "node", node, "reason", cur.Reason)
-		c.recorder.Event(ad, v1alpha1.EventType(v1alpha1.ReasonAgentNotReporting), v1alpha1.ReasonAgentNotReporting, cur.Message)
+		if written {
+			klog.FromContext(ctx).Info("Node agent not reporting", "advertisement", ad.Name, "node", node, "reason", cur.Reason)
+		}
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ package network
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -13,11 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
@@ -38,57 +33,36 @@ type Informers struct {
 }
 
 // Options tune the controller.
-type Options struct {
-	// Errors counts failed syncs; may be nil.
-	Errors workloop.ErrorCounter
-	// QueueMetrics receives the work queue's metrics (workloop.NewQueueMetrics); may be nil.
-	QueueMetrics workqueue.MetricsProvider
-	// Clock stamps condition transitions; nil means the real clock.
-	Clock clock.PassiveClock
-}
+type Options = workloop.Options
 
 // Controller keeps ExternalNetwork status.
 type Controller struct {
-	client   versioned.Interface
-	recorder record.EventRecorder
-	clock    clock.PassiveClock
-
+	*workloop.Controller
+	status   status.ExternalNetworkWriter
 	networks listers.ExternalNetworkLister
 	pools    listers.AddressPoolLister
-	loop     *workloop.Loop
-	synced   []cache.InformerSynced
 }
 
 // NewController registers the event handlers; it starts nothing. Networks are few, so
 // the controller needs no index: a pool event scans them.
 func NewController(client versioned.Interface, inf Informers, recorder record.EventRecorder, opts Options) (*Controller, error) {
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
-	}
 	c := &Controller{
-		client:   client,
-		recorder: recorder,
-		clock:    opts.Clock,
+		status: status.ExternalNetworks(client, v1alpha1.FieldManagerController, recorder,
+			status.Announced{Type: v1alpha1.ConditionReady, Policy: readyEvents}),
 		networks: inf.Networks.Lister(),
 		pools:    inf.Pools.Lister(),
 	}
-	c.loop = workloop.New(ControllerName, c.sync, workloop.Config{Errors: opts.Errors, Metrics: opts.QueueMetrics})
-	synced, err := workloop.Register([]workloop.Watch{
+	c.Controller = workloop.NewController(ControllerName, c.sync, opts)
+	err := c.Watch(
 		// Every network event wakes all networks: adding or removing a pool from one
 		// can change which network owns a pool named twice.
-		{Informer: inf.Networks.Informer(), Handler: workloop.Funcs(func(any) { c.enqueueNaming("") })},
-		{Informer: inf.Pools.Informer(), Handler: workloop.Funcs(c.onPool)},
-	})
+		workloop.Watch{Informer: inf.Networks.Informer(), Handler: workloop.Funcs(func(any) { c.enqueueNaming("") })},
+		workloop.Watch{Informer: inf.Pools.Informer(), Handler: workloop.Funcs(c.onPool)},
+	)
 	if err != nil {
 		return nil, err
 	}
-	c.synced = synced
 	return c, nil
-}
-
-// Run waits for the caches and runs workers until ctx ends.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	c.loop.Run(ctx, workers, c.synced...)
 }
 
 func (c *Controller) onPool(obj any) {
@@ -105,7 +79,7 @@ func (c *Controller) enqueueNaming(pool string) {
 	}
 	for _, n := range networks {
 		if pool == "" || slices.Contains(n.Spec.AddressPools, pool) {
-			c.loop.AddObject(n)
+			c.Loop.AddObject(n)
 		}
 	}
 }
@@ -135,24 +109,15 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	merged := networkStatus(net, pools, networks)
-	merged.Conditions = status.Merge(net.Status.Conditions, merged.Conditions, metav1.NewTime(c.clock.Now()))
+	merged.Conditions = status.Merge(net.Status.Conditions, merged.Conditions, metav1.NewTime(c.Clock.Now()))
 	if equality.Semantic.DeepEqual(merged, net.Status) {
 		return nil
 	}
 	ready := meta.FindStatusCondition(merged.Conditions, v1alpha1.ConditionReady)
-	apply := applyv1alpha1.ExternalNetwork(net.Name).WithUID(net.UID).WithStatus(
-		applyv1alpha1.ExternalNetworkStatus().WithConditions(status.Apply(*ready)))
-	_, err = c.client.JuneauV1alpha1().ExternalNetworks().ApplyStatus(ctx, apply,
-		metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerController, Force: true})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("writing status of ExternalNetwork %q: %w", net.Name, err)
-	}
-	klog.FromContext(ctx).V(2).Info("Wrote ExternalNetwork status", "externalNetwork", klog.KObj(net), "reason", ready.Reason)
-	status.Announce(c.recorder, net, readyEvents, meta.FindStatusCondition(net.Status.Conditions, v1alpha1.ConditionReady), ready)
-	return nil
+	_, err = c.status.Write(ctx, net, applyv1alpha1.ExternalNetwork(net.Name).WithStatus(
+		applyv1alpha1.ExternalNetworkStatus().WithConditions(status.Apply(*ready))),
+		net.Status.Conditions, merged.Conditions, "reason", ready.Reason)
+	return err
 }
 
 // readyEvents: a network that is not Ready is a Warning, becoming Ready again is

@@ -181,8 +181,8 @@ func TestSyncNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.onPool(pool)
-	if c.loop.Len() != 1 {
-		t.Errorf("pool event queued %d networks, want 1", c.loop.Len())
+	if c.Loop.Len() != 1 {
+		t.Errorf("pool event queued %d networks, want 1", c.Loop.Len())
 	}
 	refresh()
 	clk.Step(time.Minute)

@@ -14,21 +14,19 @@
 package networkinterface
 
 import (
-	"context"
 	"sync"
 
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/clock"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	informers "github.com/loutres/juneau/pkg/generated/informers/externalversions/juneau/v1alpha1"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
 	"github.com/loutres/juneau/pkg/workloop"
 )
 
@@ -46,69 +44,51 @@ type Informers struct {
 }
 
 // Options tune the controller.
-type Options struct {
-	// Errors counts failed syncs; may be nil.
-	Errors workloop.ErrorCounter
-	// QueueMetrics receives the work queue's metrics (workloop.NewQueueMetrics); may be nil.
-	QueueMetrics workqueue.MetricsProvider
-	// Clock stamps condition transitions; nil means the real clock.
-	Clock clock.PassiveClock
-}
+type Options = workloop.Options
 
 // Controller keeps NetworkInterfaces in step with Pods.
 type Controller struct {
+	*workloop.Controller
 	client   versioned.Interface
 	recorder record.EventRecorder
-	clock    clock.PassiveClock
-
+	status   status.NetworkInterfaceWriter
 	pods     corelisters.PodLister
 	eips     listers.ElasticIPLister
 	nicInf   cache.SharedIndexInformer
-	loop     *workloop.Loop
-	synced   []cache.InformerSynced
 	reported *problemMemory
 }
 
 // NewController registers the indexes and event handlers; it starts nothing.
 func NewController(client versioned.Interface, inf Informers, recorder record.EventRecorder, opts Options) (*Controller, error) {
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
-	}
 	c := &Controller{
 		client:   client,
 		recorder: recorder,
-		clock:    opts.Clock,
+		status:   status.NetworkInterfaces(client, v1alpha1.FieldManagerController, recorder),
 		pods:     inf.Pods.Lister(),
 		eips:     inf.ElasticIPs.Lister(),
 		nicInf:   inf.NetworkInterfaces.Informer(),
 		reported: &problemMemory{seen: map[string]string{}},
 	}
-	c.loop = workloop.New(ControllerName, c.sync, workloop.Config{Errors: opts.Errors, Metrics: opts.QueueMetrics})
+	c.Controller = workloop.NewController(ControllerName, c.sync, opts)
 	if err := indexes.Add(c.nicInf, Indexes...); err != nil {
 		return nil, err
 	}
-	synced, err := workloop.Register([]workloop.Watch{
-		{Informer: inf.Pods.Informer(), Handler: c.loop.Handler()},
-		{Informer: c.nicInf, Handler: workloop.Funcs(c.onNIC)},
-		{Informer: inf.ElasticIPs.Informer(), Handler: workloop.Funcs(c.onElasticIP)},
-	})
+	err := c.Watch(
+		workloop.Watch{Informer: inf.Pods.Informer(), Handler: c.Loop.Handler()},
+		workloop.Watch{Informer: c.nicInf, Handler: workloop.Funcs(c.onNIC)},
+		workloop.Watch{Informer: inf.ElasticIPs.Informer(), Handler: workloop.Funcs(c.onElasticIP)},
+	)
 	if err != nil {
 		return nil, err
 	}
-	c.synced = synced
 	return c, nil
-}
-
-// Run waits for the caches and runs workers until ctx ends.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	c.loop.Run(ctx, workers, c.synced...)
 }
 
 // onNIC wakes the Pod a NIC belongs to (by name: a NIC of an earlier Pod of the same
 // name is cleaned up by the current Pod's sync).
 func (c *Controller) onNIC(obj any) {
 	if nic, ok := obj.(*v1alpha1.NetworkInterface); ok {
-		c.loop.Add(indexes.Key(nic.Namespace, nic.Spec.PodRef.Name))
+		c.Loop.Add(indexes.Key(nic.Namespace, nic.Spec.PodRef.Name))
 	}
 }
 
@@ -123,7 +103,7 @@ func (c *Controller) onElasticIP(obj any) {
 		return
 	}
 	for _, nic := range nics {
-		c.loop.Add(indexes.Key(nic.Namespace, nic.Spec.PodRef.Name))
+		c.Loop.Add(indexes.Key(nic.Namespace, nic.Spec.PodRef.Name))
 	}
 }
 

@@ -147,33 +147,24 @@ func (c *Controller) writeStatus(ctx context.Context, nic *v1alpha1.NetworkInter
 		}
 	}
 	merged := nicStatus(nic, pod, eip)
-	merged.Conditions = status.Merge(nic.Status.Conditions, merged.Conditions, metav1.NewTime(c.clock.Now()))
+	merged.Conditions = status.Merge(nic.Status.Conditions, merged.Conditions, metav1.NewTime(c.Clock.Now()))
 	if equality.Semantic.DeepEqual(merged, nic.Status) {
 		return nil
 	}
 	ready := meta.FindStatusCondition(merged.Conditions, v1alpha1.ConditionReady)
-	_, err := c.client.JuneauV1alpha1().NetworkInterfaces(nic.Namespace).ApplyStatus(ctx, statusApply(nic, merged, ready),
-		metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerController, Force: true})
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil // deleted meanwhile
-		}
-		return fmt.Errorf("writing status of NetworkInterface %s/%s: %w", nic.Namespace, nic.Name, err)
-	}
-	klog.FromContext(ctx).V(2).Info("Wrote NetworkInterface status", "networkInterface", klog.KObj(nic),
-		"phase", merged.Phase, "address", merged.Address, "reason", ready.Reason)
+	w := c.status
 	// A Vpc NIC only mirrors its Pod's IP; Events are kept for direct NICs, whose
 	// readiness says whether the Pod got its ElasticIP.
-	if nic.Spec.ElasticIP == "" {
-		return nil
+	if nic.Spec.ElasticIP != "" {
+		w.Events = []status.Announced{{Type: v1alpha1.ConditionReady, Policy: readyEvents}}
 	}
-	status.Announce(c.recorder, nic, readyEvents, meta.FindStatusCondition(nic.Status.Conditions, v1alpha1.ConditionReady), ready)
-	return nil
+	_, err := w.Write(ctx, nic, statusApply(nic, merged, ready), nic.Status.Conditions, merged.Conditions,
+		"phase", merged.Phase, "address", merged.Address, "reason", ready.Reason)
+	return err
 }
 
 // statusApply is the apply configuration of the fields this controller owns in a NIC's
-// status; a field left out (an address the NIC lost) is removed. The UID makes the
-// write fail rather than land on a newer NIC of the same name.
+// status; a field left out (an address the NIC lost) is removed.
 func statusApply(nic *v1alpha1.NetworkInterface, st v1alpha1.NetworkInterfaceStatus, ready *metav1.Condition) *applyv1alpha1.NetworkInterfaceApplyConfiguration {
 	sa := applyv1alpha1.NetworkInterfaceStatus().WithPhase(st.Phase)
 	if st.Address != "" {
@@ -196,7 +187,7 @@ func statusApply(nic *v1alpha1.NetworkInterface, st v1alpha1.NetworkInterfaceSta
 	if ready != nil {
 		sa.WithConditions(status.Apply(*ready))
 	}
-	return applyv1alpha1.NetworkInterface(nic.Name, nic.Namespace).WithUID(nic.UID).WithStatus(sa)
+	return applyv1alpha1.NetworkInterface(nic.Name, nic.Namespace).WithStatus(sa)
 }
 
 func replaceByName(nics []*v1alpha1.NetworkInterface, nic *v1alpha1.NetworkInterface) []*v1alpha1.NetworkInterface {

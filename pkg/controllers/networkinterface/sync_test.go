@@ -232,8 +232,8 @@ func TestSyncFollowsTheElasticIPDecision(t *testing.T) {
 	}
 	f.refreshCache()
 	f.c.onElasticIP(eip)
-	if f.c.loop.Len() != 1 {
-		t.Fatalf("ElasticIP event queued %d keys, want the Pod's", f.c.loop.Len())
+	if f.c.Loop.Len() != 1 {
+		t.Fatalf("ElasticIP event queued %d keys, want the Pod's", f.c.Loop.Len())
 	}
 	f.clock.Step(time.Minute)
 	f.sync("default/web")
@@ -371,8 +371,8 @@ func TestNICEventsQueueThePod(t *testing.T) {
 	f := newFixture(t, nil)
 	f.c.onNIC(existingNIC("web", "eth0", "pod-uid", ""))
 	f.c.onNIC(existingNIC("web", "ext0", "pod-uid", ""))
-	if f.c.loop.Len() != 1 {
-		t.Errorf("queue holds %d keys, want 1 (the Pod)", f.c.loop.Len())
+	if f.c.Loop.Len() != 1 {
+		t.Errorf("queue holds %d keys, want 1 (the Pod)", f.c.Loop.Len())
 	}
 }
 

@@ -155,7 +155,7 @@ func (x *executor) writeCondition() {
 		return
 	}
 	cond := *want
-	cond.LastTransitionTime = metav1.NewTime(x.c.clock.Now())
+	cond.LastTransitionTime = metav1.NewTime(x.c.Clock.Now())
 	if old := status.PodCondition(pod, string(want.Type)); old != nil && old.Status == want.Status {
 		cond.LastTransitionTime = old.LastTransitionTime
 	}

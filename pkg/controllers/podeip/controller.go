@@ -23,7 +23,6 @@
 package podeip
 
 import (
-	"context"
 	"fmt"
 	"sync"
 
@@ -36,8 +35,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/clock"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
@@ -63,25 +60,20 @@ type Informers struct {
 	Networks          informers.ExternalNetworkInformer
 }
 
-// Options tune the controller.
+// Options tune the controller. Its Clock dates gone-since marks.
 type Options struct {
+	workloop.Options
 	// StatefulKinds are workload kinds, besides apps/StatefulSet, whose Pods come back
 	// under the same name (--stateful-workload-kinds).
 	StatefulKinds []schema.GroupKind
-	// Errors counts failed syncs; may be nil.
-	Errors workloop.ErrorCounter
-	// QueueMetrics receives the work queue's metrics (workloop.NewQueueMetrics); may be nil.
-	QueueMetrics workqueue.MetricsProvider
-	// Clock dates gone-since marks; nil means the real clock.
-	Clock clock.PassiveClock
 }
 
 // Controller keeps each Pod's automatic ElasticIP and attachment.
 type Controller struct {
+	*workloop.Controller
 	kube     kubernetes.Interface
 	client   versioned.Interface
 	recorder record.EventRecorder
-	clock    clock.PassiveClock
 	stateful []schema.GroupKind
 
 	pods     corelisters.PodLister
@@ -92,8 +84,6 @@ type Controller struct {
 	podInf   cache.SharedIndexInformer
 	attInf   cache.SharedIndexInformer
 	nicInf   cache.SharedIndexInformer
-	loop     *workloop.Loop
-	synced   []cache.InformerSynced
 	reported *problemMemory
 	// assigned and book keep one ElasticIP to one Pod and one address to one Pod's
 	// annotations across concurrent workers (contention.go, addressbook.go).
@@ -103,18 +93,15 @@ type Controller struct {
 
 // NewController registers the indexes and event handlers; it starts nothing.
 func NewController(kube kubernetes.Interface, client versioned.Interface, inf Informers, recorder record.EventRecorder, opts Options) (*Controller, error) {
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
-	}
 	c := &Controller{
-		kube: kube, client: client, recorder: recorder, clock: opts.Clock, stateful: opts.StatefulKinds,
+		kube: kube, client: client, recorder: recorder, stateful: opts.StatefulKinds,
 		pods: inf.Pods.Lister(), eips: inf.ElasticIPs.Lister(), atts: inf.Attachments.Lister(),
 		nics: inf.NetworkInterfaces.Lister(), networks: inf.Networks.Lister(),
 		podInf: inf.Pods.Informer(), attInf: inf.Attachments.Informer(), nicInf: inf.NetworkInterfaces.Informer(),
 		reported: &problemMemory{seen: map[string]map[string]bool{}},
 		assigned: newAssignments(), book: newAddressBook(),
 	}
-	c.loop = workloop.New(ControllerName, c.sync, workloop.Config{Errors: opts.Errors, Metrics: opts.QueueMetrics})
+	c.Controller = workloop.NewController(ControllerName, c.sync, opts.Options)
 	if err := indexes.Add(c.attInf, indexes.AttachmentByElasticIP); err != nil {
 		return nil, err
 	}
@@ -127,23 +114,17 @@ func NewController(kube kubernetes.Interface, client versioned.Interface, inf In
 	if err := addAddressIndex(c.podInf); err != nil {
 		return nil, err
 	}
-	synced, err := workloop.Register([]workloop.Watch{
-		{Informer: c.podInf, Handler: c.loop.Handler()},
-		{Informer: inf.ElasticIPs.Informer(), Handler: workloop.Funcs(c.onElasticIP)},
-		{Informer: c.attInf, Handler: workloop.Funcs(c.onAttachment)},
-		{Informer: c.nicInf, Handler: workloop.Funcs(c.onNIC)},
-		{Informer: inf.Networks.Informer(), Handler: workloop.Funcs(c.onNetwork)},
-	})
+	err := c.Watch(
+		workloop.Watch{Informer: c.podInf, Handler: c.Loop.Handler()},
+		workloop.Watch{Informer: inf.ElasticIPs.Informer(), Handler: workloop.Funcs(c.onElasticIP)},
+		workloop.Watch{Informer: c.attInf, Handler: workloop.Funcs(c.onAttachment)},
+		workloop.Watch{Informer: c.nicInf, Handler: workloop.Funcs(c.onNIC)},
+		workloop.Watch{Informer: inf.Networks.Informer(), Handler: workloop.Funcs(c.onNetwork)},
+	)
 	if err != nil {
 		return nil, err
 	}
-	c.synced = synced
 	return c, nil
-}
-
-// Run waits for the caches and runs workers until ctx ends.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	c.loop.Run(ctx, workers, c.synced...)
 }
 
 // addPodIndex indexes Pods by the ElasticIP they name in pod-eip-name, so an ElasticIP
@@ -196,7 +177,7 @@ func (c *Controller) onNetwork(any) { c.addKeys(c.allocatingKeys()) }
 
 func (c *Controller) addKeys(keys []string) {
 	for _, k := range keys {
-		c.loop.Add(k)
+		c.Loop.Add(k)
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 func (c *Controller) sync(ctx context.Context, key string) error {
 	after, err := c.reconcile(ctx, key)
 	if after > 0 {
-		c.loop.AddAfter(key, after)
+		c.Loop.AddAfter(key, after)
 	}
 	return err
 }
@@ -85,7 +85,7 @@ func (c *Controller) tidyAssignments(in inputs) {
 
 // read gathers the inputs of one Pod key from the caches.
 func (c *Controller) read(namespace, name string) (inputs, error) {
-	in := inputs{Namespace: namespace, Name: name, Now: c.clock.Now()}
+	in := inputs{Namespace: namespace, Name: name, Now: c.Clock.Now()}
 	var errs []error
 	var err error
 	in.Pod, err = orNil(c.pods.Pods(namespace).Get(name))

@@ -25,6 +25,7 @@ import (
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
 	"github.com/loutres/juneau/pkg/generated/informers/externalversions"
 	"github.com/loutres/juneau/pkg/status"
+	"github.com/loutres/juneau/pkg/workloop"
 )
 
 type fixture struct {
@@ -61,7 +62,7 @@ func newFixture(t *testing.T, clock *clocktesting.FakeClock, objs ...runtime.Obj
 	j := factory.Juneau().V1alpha1()
 	f.inf = Informers{Pods: kubeFactory.Core().V1().Pods(), ElasticIPs: j.ElasticIPs(), Attachments: j.ElasticIPAttachments(),
 		NetworkInterfaces: j.NetworkInterfaces(), Networks: j.ExternalNetworks()}
-	c, err := NewController(f.kube, f.client, f.inf, f.recorder, Options{Clock: f.clock,
+	c, err := NewController(f.kube, f.client, f.inf, f.recorder, Options{Options: workloop.Options{Clock: f.clock},
 		StatefulKinds: []schema.GroupKind{{Group: "apps.kruise.io", Kind: "StatefulSet"}}})
 	if err != nil {
 		t.Fatalf("NewController: %v", err)

@@ -24,9 +24,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -51,12 +48,7 @@ type Informers struct {
 
 // Options tune the controller.
 type Options struct {
-	// Errors counts failed syncs; may be nil.
-	Errors workloop.ErrorCounter
-	// QueueMetrics receives the work queue's metrics (workloop.NewQueueMetrics); may be nil.
-	QueueMetrics workqueue.MetricsProvider
-	// Clock stamps condition transitions; nil means the real clock.
-	Clock clock.PassiveClock
+	workloop.Options
 	// Registerer, when set, gets the pool gauges (see NewCollector).
 	Registerer prometheus.Registerer
 	// CountInterval is how long a claim event waits for others before the pool's counts
@@ -70,29 +62,21 @@ const DefaultCountInterval = time.Second
 
 // Controller keeps AddressPool status.
 type Controller struct {
-	client   versioned.Interface
-	recorder record.EventRecorder
-	clock    clock.PassiveClock
-
+	*workloop.Controller
+	status   status.AddressPoolWriter
 	pools    listers.AddressPoolLister
 	nodes    corelisters.NodeLister
 	claims   listers.AllocationClaimLister
 	counts   *counts
 	interval time.Duration
-	loop     *workloop.Loop
-	synced   []cache.InformerSynced
 }
 
 // NewController registers the index, the event handlers and, with opts.Registerer,
 // the gauges; it starts nothing.
 func NewController(client versioned.Interface, inf Informers, recorder record.EventRecorder, opts Options) (*Controller, error) {
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
-	}
 	c := &Controller{
-		client:   client,
-		recorder: recorder,
-		clock:    opts.Clock,
+		status: status.AddressPools(client, v1alpha1.FieldManagerController, recorder,
+			status.Announced{Type: v1alpha1.ConditionReady, Policy: readyEvents}),
 		pools:    inf.Pools.Lister(),
 		nodes:    inf.Nodes.Lister(),
 		claims:   inf.Claims.Lister(),
@@ -102,27 +86,21 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 	if c.interval == 0 {
 		c.interval = DefaultCountInterval
 	}
-	c.loop = workloop.New(ControllerName, c.sync, workloop.Config{Errors: opts.Errors, Metrics: opts.QueueMetrics})
+	c.Controller = workloop.NewController(ControllerName, c.sync, opts.Options)
 	if opts.Registerer != nil {
 		if err := opts.Registerer.Register(NewCollector(c.pools)); err != nil {
 			return nil, fmt.Errorf("registering AddressPool metrics: %w", err)
 		}
 	}
-	synced, err := workloop.Register([]workloop.Watch{
-		{Informer: inf.Pools.Informer(), Handler: c.poolHandler()},
-		{Informer: inf.Claims.Informer(), Handler: c.claimHandler()},
-		{Informer: inf.Nodes.Informer(), Handler: c.nodeHandler()},
-	})
+	err := c.Watch(
+		workloop.Watch{Informer: inf.Pools.Informer(), Handler: c.poolHandler()},
+		workloop.Watch{Informer: inf.Claims.Informer(), Handler: c.claimHandler()},
+		workloop.Watch{Informer: inf.Nodes.Informer(), Handler: c.nodeHandler()},
+	)
 	if err != nil {
 		return nil, err
 	}
-	c.synced = synced
 	return c, nil
-}
-
-// Run waits for the caches and runs workers until ctx ends.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	c.loop.Run(ctx, workers, c.synced...)
 }
 
 // claimHandler counts the claim in (or out of) the pools holding its address and wakes
@@ -156,9 +134,9 @@ func (c *Controller) claimHandler() cache.ResourceEventHandler {
 func (c *Controller) countsChanged(pools []string) {
 	for _, name := range pools {
 		if c.interval < 0 {
-			c.loop.Add(name)
+			c.Loop.Add(name)
 		} else {
-			c.loop.AddAfter(name, c.interval)
+			c.Loop.AddAfter(name, c.interval)
 		}
 	}
 }
@@ -169,19 +147,19 @@ func (c *Controller) poolHandler() cache.ResourceEventHandler {
 		AddFunc: func(obj any) {
 			if pool, ok := obj.(*v1alpha1.AddressPool); ok {
 				c.counts.setPool(pool, c.allClaims)
-				c.loop.AddObject(pool)
+				c.Loop.AddObject(pool)
 			}
 		},
 		UpdateFunc: func(_, obj any) {
 			if pool, ok := obj.(*v1alpha1.AddressPool); ok {
 				c.counts.setPool(pool, c.allClaims)
-				c.loop.AddObject(pool)
+				c.Loop.AddObject(pool)
 			}
 		},
 		DeleteFunc: func(obj any) {
 			if pool, ok := workloop.Unwrap(obj).(*v1alpha1.AddressPool); ok {
 				c.counts.deletePool(pool.Name)
-				c.loop.AddObject(pool)
+				c.Loop.AddObject(pool)
 			}
 		},
 	}
@@ -216,7 +194,7 @@ func (c *Controller) enqueueAll() {
 		return
 	}
 	for _, p := range pools {
-		c.loop.AddObject(p)
+		c.Loop.AddObject(p)
 	}
 }
 
@@ -234,23 +212,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	merged := poolStatus(pool, c.counts.count(pool, c.allClaims), nodes)
-	merged.Conditions = status.Merge(pool.Status.Conditions, merged.Conditions, metav1.NewTime(c.clock.Now()))
+	merged.Conditions = status.Merge(pool.Status.Conditions, merged.Conditions, metav1.NewTime(c.Clock.Now()))
 	if equality.Semantic.DeepEqual(merged, pool.Status) {
 		return nil
 	}
 	ready := meta.FindStatusCondition(merged.Conditions, v1alpha1.ConditionReady)
-	_, err = c.client.JuneauV1alpha1().AddressPools().ApplyStatus(ctx, statusApply(pool, merged, ready),
-		metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerController, Force: true})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("writing status of AddressPool %q: %w", pool.Name, err)
-	}
-	klog.FromContext(ctx).V(2).Info("Wrote AddressPool status", "addressPool", klog.KObj(pool),
+	_, err = c.status.Write(ctx, pool, statusApply(pool, merged, ready), pool.Status.Conditions, merged.Conditions,
 		"total", merged.Total, "allocated", merged.Allocated, "reason", ready.Reason)
-	status.Announce(c.recorder, pool, readyEvents, meta.FindStatusCondition(pool.Status.Conditions, v1alpha1.ConditionReady), ready)
-	return nil
+	return err
 }
 
 // statusApply is the apply configuration of the fields this controller owns. The counts
@@ -263,7 +232,7 @@ func statusApply(pool *v1alpha1.AddressPool, st v1alpha1.AddressPoolStatus, read
 	if ready != nil {
 		sa.WithConditions(status.Apply(*ready))
 	}
-	return applyv1alpha1.AddressPool(pool.Name).WithUID(pool.UID).WithStatus(sa)
+	return applyv1alpha1.AddressPool(pool.Name).WithStatus(sa)
 }
 
 // readyEvents: a pool that is not Ready (or not Ready for another reason) is a Warning,

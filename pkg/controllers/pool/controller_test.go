@@ -23,6 +23,7 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
 	"github.com/loutres/juneau/pkg/generated/informers/externalversions"
+	"github.com/loutres/juneau/pkg/workloop"
 )
 
 type fixture struct {
@@ -52,7 +53,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		Nodes:  kubeFactory.Core().V1().Nodes(),
 	}
 	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
-	c, err := NewController(f.client, f.inf, f.recorder, Options{Clock: clk, Registerer: f.registry, CountInterval: -1})
+	c, err := NewController(f.client, f.inf, f.recorder, Options{Options: workloop.Options{Clock: clk}, Registerer: f.registry, CountInterval: -1})
 	if err != nil {
 		t.Fatalf("NewController: %v", err)
 	}
@@ -208,8 +209,8 @@ func TestHandlersQueueTheRightPools(t *testing.T) {
 	f := newFixture(t, testPool("blue", "10.225.51.0/24"), testPool("green", "10.225.52.0/24"))
 
 	f.c.claimHandler().OnAdd(testClaim("10.225.51.1", "blue"), false)
-	if f.c.loop.Len() != 1 {
-		t.Errorf("claim event queued %d pools, want 1", f.c.loop.Len())
+	if f.c.Loop.Len() != 1 {
+		t.Errorf("claim event queued %d pools, want 1", f.c.Loop.Len())
 	}
 
 	h := f.c.nodeHandler()
@@ -217,12 +218,12 @@ func TestHandlersQueueTheRightPools(t *testing.T) {
 	heartbeat := old.DeepCopy()
 	heartbeat.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 	h.OnUpdate(old, heartbeat)
-	if f.c.loop.Len() != 1 {
-		t.Errorf("a Node update without address change queued pools (%d keys)", f.c.loop.Len())
+	if f.c.Loop.Len() != 1 {
+		t.Errorf("a Node update without address change queued pools (%d keys)", f.c.Loop.Len())
 	}
 	h.OnUpdate(old, testNode("node-a", internal("10.225.51.9")))
-	if f.c.loop.Len() != 2 {
-		t.Errorf("a Node address change queued %d keys, want both pools", f.c.loop.Len())
+	if f.c.Loop.Len() != 2 {
+		t.Errorf("a Node address change queued %d keys, want both pools", f.c.Loop.Len())
 	}
 }
 
@@ -230,8 +231,8 @@ func TestHandlersQueueTheRightPools(t *testing.T) {
 func TestClaimOnAnotherPoolsAddress(t *testing.T) {
 	f := newFixture(t, testPool("blue", "10.225.51.0/24"), testPool("green", "10.225.52.0/24"))
 	f.c.claimHandler().OnAdd(testClaim("10.225.52.1", "blue"), false)
-	if f.c.loop.Len() != 1 {
-		t.Errorf("claim event queued %d pools, want green, which holds the address", f.c.loop.Len())
+	if f.c.Loop.Len() != 1 {
+		t.Errorf("claim event queued %d pools, want green, which holds the address", f.c.Loop.Len())
 	}
 	blue, green := f.c.counts.count(f.pool("blue"), noRecount(t)), f.c.counts.count(f.pool("green"), noRecount(t))
 	if blue.allocated != 0 || green.allocated != 1 {
@@ -294,15 +295,15 @@ func TestClaimEventsCoalesce(t *testing.T) {
 	for i := range 50 {
 		h.OnAdd(testClaim(fmt.Sprintf("10.225.51.%d", i+1), "blue"), false)
 	}
-	if n := f.c.loop.Len(); n != 0 {
+	if n := f.c.Loop.Len(); n != 0 {
 		t.Errorf("%d keys queued at once, want none before the interval", n)
 	}
 	if err := wait.PollUntilContextTimeout(f.ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return f.c.loop.Len() > 0, nil
+		return f.c.Loop.Len() > 0, nil
 	}); err != nil {
 		t.Fatal("the pool was never queued")
 	}
-	if n := f.c.loop.Len(); n != 1 {
+	if n := f.c.Loop.Len(); n != 1 {
 		t.Errorf("%d keys queued after the interval, want the pool once", n)
 	}
 }

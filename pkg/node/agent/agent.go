@@ -9,9 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
@@ -405,6 +402,7 @@ func (a *Agent) inputs() (Inputs, error) {
 // only that condition. It returns the advertisements whose condition it turned True.
 func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string, refused map[string]string) ([]string, error) {
 	var started []string
+	w := status.ARPAdvertisements(a.client, v1alpha1.FieldManagerNode, nil)
 	for _, ad := range in.Advertisements {
 		var want metav1.Condition
 		if why, ok := refused[ad.Name]; ok {
@@ -414,20 +412,17 @@ func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string, re
 		} else {
 			continue
 		}
-		merged := status.Merge(ad.Status.Conditions, []metav1.Condition{want}, metav1.NewTime(a.cfg.Clock.Now()))
-		have := meta.FindStatusCondition(ad.Status.Conditions, v1alpha1.ConditionAnswering)
-		cur := meta.FindStatusCondition(merged, v1alpha1.ConditionAnswering)
-		if have != nil && equality.Semantic.DeepEqual(*have, *cur) {
+		cur, changed := status.One(ad.Status.Conditions, want, metav1.NewTime(a.cfg.Clock.Now()))
+		if !changed {
 			continue
 		}
-		apply := applyv1alpha1.ARPAdvertisement(ad.Name).WithStatus(applyv1alpha1.ARPAdvertisementStatus().WithConditions(status.Apply(*cur)))
-		if _, err := a.client.JuneauV1alpha1().ARPAdvertisements().ApplyStatus(ctx, apply,
-			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); apierrors.IsNotFound(err) {
-			// Deleted since the cache saw it; its deletion reaches the cache next.
-			klog.FromContext(ctx).V(2).Info("Advertisement gone before its Answering condition was written", "advertisement", klog.KObj(ad))
-			continue
-		} else if err != nil {
-			return started, fmt.Errorf("writing Answering on ARPAdvertisement %q: %w", ad.Name, err)
+		apply := applyv1alpha1.ARPAdvertisement(ad.Name).WithStatus(applyv1alpha1.ARPAdvertisementStatus().WithConditions(status.Apply(cur)))
+		written, err := w.Write(ctx, ad, apply, ad.Status.Conditions, []metav1.Condition{cur}, "answering", cur.Status)
+		if err != nil {
+			return started, err
+		}
+		if !written {
+			continue // deleted since the cache saw it; its deletion reaches the cache next
 		}
 		if cur.Status != metav1.ConditionTrue {
 			klog.FromContext(ctx).Info("Not answering ARP", "advertisement", klog.KObj(ad), "address", ad.Spec.Address, "reason", cur.Reason, "message", cur.Message)

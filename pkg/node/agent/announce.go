@@ -131,6 +131,7 @@ func (a *Agent) writeNodeStatus(ctx context.Context, in Inputs, st bgp.Status) e
 // markAnnounced writes the Announced condition of every BGPAdvertisement of this Node
 // whose condition changes, with server-side apply so the agent owns only that condition.
 func (a *Agent) markAnnounced(ctx context.Context, in Inputs, d Desired, st bgp.Status) error {
+	w := status.BGPAdvertisements(a.client, v1alpha1.FieldManagerNode, nil)
 	for _, ad := range in.BGPAdvertisements {
 		prefix, ok := announcedPrefix(in.NodeName, ad)
 		if !ok {
@@ -144,21 +145,19 @@ func (a *Agent) markAnnounced(ctx context.Context, in Inputs, d Desired, st bgp.
 		} else {
 			want = announcedCondition(in.NodeName, ad, containsPrefix(d.BGP.Announce, prefix), in.IPv6NextHop, st)
 		}
-		merged := status.Merge(ad.Status.Conditions, []metav1.Condition{want}, metav1.NewTime(a.cfg.Clock.Now()))
+		cur, changed := status.One(ad.Status.Conditions, want, metav1.NewTime(a.cfg.Clock.Now()))
+		if !changed {
+			continue
+		}
+		apply := applyv1alpha1.BGPAdvertisement(ad.Name).WithStatus(applyv1alpha1.BGPAdvertisementStatus().WithConditions(status.Apply(cur)))
+		written, err := w.Write(ctx, ad, apply, ad.Status.Conditions, []metav1.Condition{cur}, "announced", cur.Status)
+		if err != nil {
+			return err
+		}
+		if !written {
+			continue // deleted since the cache saw it; its deletion reaches the cache next
+		}
 		have := meta.FindStatusCondition(ad.Status.Conditions, v1alpha1.ConditionAnnounced)
-		cur := meta.FindStatusCondition(merged, v1alpha1.ConditionAnnounced)
-		if have != nil && equality.Semantic.DeepEqual(*have, *cur) {
-			continue
-		}
-		apply := applyv1alpha1.BGPAdvertisement(ad.Name).WithStatus(applyv1alpha1.BGPAdvertisementStatus().WithConditions(status.Apply(*cur)))
-		if _, err := a.client.JuneauV1alpha1().BGPAdvertisements().ApplyStatus(ctx, apply,
-			metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); apierrors.IsNotFound(err) {
-			// Deleted since the cache saw it; its deletion reaches the cache next.
-			klog.FromContext(ctx).V(2).Info("Advertisement gone before its Announced condition was written", "advertisement", klog.KObj(ad))
-			continue
-		} else if err != nil {
-			return fmt.Errorf("writing Announced on BGPAdvertisement %q: %w", ad.Name, err)
-		}
 		wasTrue := have != nil && have.Status == metav1.ConditionTrue && have.ObservedGeneration == ad.Generation
 		switch {
 		case cur.Status == metav1.ConditionTrue && !wasTrue:

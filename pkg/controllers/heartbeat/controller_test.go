@@ -2,11 +2,12 @@ package heartbeat
 
 import (
 	"context"
-	"github.com/prometheus/client_golang/prometheus"
-	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,6 +22,7 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
+	"github.com/loutres/juneau/pkg/workloop"
 )
 
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -99,7 +101,7 @@ func TestSync(t *testing.T) {
 	recorder := record.NewFakeRecorder(10)
 	reg := prometheus.NewPedanticRegistry()
 	c, err := NewController(client, Informers{Advertisements: jinf.Juneau().V1alpha1().ARPAdvertisements(), Leases: kinf.Coordination().V1().Leases()},
-		recorder, Options{Namespace: "juneau-system", Clock: clk, Registerer: reg})
+		recorder, Options{Namespace: "juneau-system", Options: workloop.Options{Clock: clk}, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

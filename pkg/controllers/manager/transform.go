@@ -1,18 +1,16 @@
-// Package trim holds the transforms of the controller's informers: what every cached
-// object can do without, dropped before it is stored.
-package trim
+package manager
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
 )
 
-// ManagedFields is the transform of every informer of `juneau controller`: it drops
+// dropManagedFields is the transform of every informer of `juneau controller`: it drops
 // metadata.managedFields, the server-side apply bookkeeping that no controller reads and
 // that is often the largest part of an object (docs/performance.md, row 6). Writes stay
 // correct without it: an update that carries no managedFields leaves the server's as
 // they are, and patches and apply never send them. Objects without metadata pass
 // unchanged; trimming twice is trimming once.
-func ManagedFields(obj any) (any, error) {
+func dropManagedFields(obj any) (any, error) {
 	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
 		m.SetManagedFields(nil)
 	}

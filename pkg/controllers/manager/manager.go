@@ -1,0 +1,132 @@
+// Package manager builds every controller of `juneau controller` on shared informers and
+// runs them: the one list of controllers (controllers, below), the informer factories
+// they share, and the order of start-up — build every controller (each registers its
+// handlers and indexes), start the informers, wait for their caches, run the
+// controllers (docs/design.md#controllers).
+package manager
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/tenancy"
+	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
+	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
+	"github.com/loutres/juneau/pkg/workloop"
+)
+
+// Config is what the controllers are built from.
+type Config struct {
+	Kube   kubernetes.Interface
+	Juneau versioned.Interface
+	// Recorder records every controller's Events.
+	Recorder record.EventRecorder
+	// Registerer gets the controllers' metrics and the work queues'.
+	Registerer prometheus.Registerer
+	// Resync is the informers' resync period.
+	Resync time.Duration
+	// LeaseNamespace holds the node agents' heartbeat Leases.
+	LeaseNamespace string
+	// OrphanGrace is how long a claim whose consumer is gone stays before it is deleted.
+	OrphanGrace time.Duration
+	// StatefulKinds are the workload kinds, besides apps/StatefulSet, whose Pods keep
+	// their automatic ElasticIP when re-created under the same name.
+	StatefulKinds []schema.GroupKind
+}
+
+// runner is a built controller.
+type runner interface {
+	Run(ctx context.Context, workers int)
+}
+
+// Manager holds the shared informer factories and the controllers built on them.
+type Manager struct {
+	cfg    Config
+	queues workqueue.MetricsProvider
+	// kube and juneau are cluster-wide; leases watches only LeaseNamespace.
+	kube      kubeinformers.SharedInformerFactory
+	juneau    juneauinformers.SharedInformerFactory
+	leases    kubeinformers.SharedInformerFactory
+	factories []factory
+	runners   []runner
+}
+
+// factory is what Manager needs of an informer factory.
+type factory interface {
+	Start(stop <-chan struct{})
+	Shutdown()
+}
+
+// New builds every controller of the list; it starts nothing.
+func New(cfg Config) (*Manager, error) {
+	queues, err := workloop.NewQueueMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	// The caches hold no managedFields: nothing reads them, and they are a large part
+	// of the controller's memory (docs/performance.md, row 6).
+	m := &Manager{
+		cfg:    cfg,
+		queues: queues,
+		kube:   kubeinformers.NewSharedInformerFactoryWithOptions(cfg.Kube, cfg.Resync, kubeinformers.WithTransform(dropManagedFields)),
+		juneau: juneauinformers.NewSharedInformerFactoryWithOptions(cfg.Juneau, cfg.Resync, juneauinformers.WithTransform(dropManagedFields)),
+		leases: kubeinformers.NewSharedInformerFactoryWithOptions(cfg.Kube, cfg.Resync, kubeinformers.WithNamespace(cfg.LeaseNamespace)),
+	}
+	m.factories = []factory{m.kube, m.juneau, m.leases}
+	// Of a Namespace, only its name and labels are read (the networks' namespaceSelectors).
+	if err := m.kube.Core().V1().Namespaces().Informer().SetTransform(tenancy.TrimNamespace); err != nil {
+		return nil, fmt.Errorf("trimming cached Namespaces: %w", err)
+	}
+	for _, c := range controllers {
+		r, err := c.build(m)
+		if err != nil {
+			return nil, fmt.Errorf("%s controller: %w", c.name, err)
+		}
+		m.runners = append(m.runners, r)
+	}
+	return m, nil
+}
+
+// Run starts the informers, waits for their caches, calls ready, and runs every
+// controller with workers workers until ctx ends.
+func (m *Manager) Run(ctx context.Context, workers int, ready func()) error {
+	for _, f := range m.factories {
+		f.Start(ctx.Done())
+		defer f.Shutdown()
+	}
+	for _, synced := range []map[any]bool{
+		typesOf(m.juneau.WaitForCacheSync(ctx.Done())),
+		typesOf(m.leases.WaitForCacheSync(ctx.Done())),
+		typesOf(m.kube.WaitForCacheSync(ctx.Done())),
+	} {
+		for typ, ok := range synced {
+			if !ok {
+				return fmt.Errorf("cache of %v did not sync", typ)
+			}
+		}
+	}
+	ready()
+	var g errgroup.Group
+	for _, r := range m.runners {
+		g.Go(func() error { r.Run(ctx, workers); return nil })
+	}
+	return g.Wait()
+}
+
+// typesOf turns a factory's sync report into one map type.
+func typesOf[K comparable](in map[K]bool) map[any]bool {
+	out := make(map[any]bool, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}

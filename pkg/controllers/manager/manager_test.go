@@ -1,0 +1,106 @@
+package manager
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/controllers/elasticip"
+	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
+)
+
+// TestEveryListedControllerRuns builds the manager on fake clients and checks that
+// every controller of the list got its queue, that Run reports ready once the caches
+// synced, and that the controllers act: a pool's and a network's status get written
+// (14 usable addresses in a /28, network and broadcast reserved).
+func TestEveryListedControllerRuns(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	pool := &v1alpha1.AddressPool{ObjectMeta: metav1.ObjectMeta{Name: "blue", UID: "p"},
+		Spec: v1alpha1.AddressPoolSpec{AdvertiseMode: v1alpha1.AdvertiseARP, Addresses: []string{"10.225.51.0/28"}}}
+	network := &v1alpha1.ExternalNetwork{ObjectMeta: metav1.ObjectMeta{Name: "outside", UID: "n"},
+		Spec: v1alpha1.ExternalNetworkSpec{Type: v1alpha1.AdvertiseARP, AddressPools: []string{"blue"}}}
+	juneau := fake.NewClientset(pool, network)
+	reg := prometheus.NewRegistry()
+	m, err := New(Config{Kube: kubefake.NewClientset(), Juneau: juneau, Recorder: record.NewFakeRecorder(100),
+		Registerer: reg, LeaseNamespace: "juneau-system"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.runners) != len(controllers) {
+		t.Fatalf("built %d controllers, the list has %d", len(m.runners), len(controllers))
+	}
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx, 1, func() { close(ready) }) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	select {
+	case <-ready:
+	case <-time.After(wait.ForeverTestTimeout):
+		t.Fatal("Run never reported ready")
+	}
+
+	// Every controller's queue reports under its name.
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var queues []string
+	for _, f := range families {
+		if f.GetName() == "juneau_workqueue_depth" {
+			for _, s := range f.GetMetric() {
+				queues = append(queues, s.GetLabel()[0].GetValue())
+			}
+		}
+	}
+	for _, c := range controllers {
+		if !slices.Contains(queues, c.name) {
+			t.Errorf("controller %q has no queue metrics (queues: %v)", c.name, queues)
+		}
+	}
+	if !slices.Contains(queues, elasticip.ControllerName+"-orphan-claims") {
+		t.Errorf("the orphan-claim loop has no queue metrics (queues: %v)", queues)
+	}
+
+	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
+		p, err := juneau.JuneauV1alpha1().AddressPools().Get(ctx, "blue", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		n, err := juneau.JuneauV1alpha1().ExternalNetworks().Get(ctx, "outside", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return p.Status.Total == 14 && meta.IsStatusConditionTrue(n.Status.Conditions, v1alpha1.ConditionReady), nil
+	})
+	if err != nil {
+		t.Errorf("pool and network status never written by the running controllers: %v", err)
+	}
+}
+
+// TestEveryControllerNamedOnce keeps the list free of a controller registered twice,
+// which would run two loops under one queue name.
+func TestEveryControllerNamedOnce(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range controllers {
+		if seen[c.name] {
+			t.Errorf("controller %q is listed twice", c.name)
+		}
+		seen[c.name] = true
+	}
+}
