@@ -95,49 +95,71 @@ func (tp *dpTopology) addClientPod(e *env) {
 	plugPod(tp.node, "vcpod", tp.clientPod, clientPodIP)
 }
 
-// sender is where blasted frames come from: the external client, or the client Pod for
-// in-cluster configurations. newSource gives the i-th frame's source address when every
-// frame is a new flow.
+// sender is where blasted frames come from and where they are counted: the external
+// client or the client Pod (in-cluster configurations) sending to the Pod, or the Pod
+// sending out to the client (outbound configurations). newFlow gives the i-th frame's
+// source address and port when every frame is a new flow; maxNewFlows bounds the frames
+// of such a run where newFlow repeats after that many.
 type sender struct {
-	ns        *netns.NS
-	src       netip.Addr
-	toMAC     net.HardwareAddr // the node's end of the link
-	newSource func(i int) netip.Addr
+	ns          *netns.NS
+	src         netip.Addr
+	toMAC       net.HardwareAddr // the node's end of the link
+	newFlow     func(i int) (netip.Addr, uint16)
+	maxNewFlows int
+	// rx and rxDev: the interface whose received frames are counted.
+	rx    *netns.NS
+	rxDev string
 }
 
-func (tp *dpTopology) sender(inCluster, v6 bool) sender {
+// manySources makes frame i come from one of 100 addresses and a port, so that no two
+// of the first 6,451,200 frames share a source.
+func manySources(addr func(i int) netip.Addr) func(i int) (netip.Addr, uint16) {
+	return func(i int) (netip.Addr, uint16) { return addr(i), uint16(1024 + (i/100)%64512) }
+}
+
+func (tp *dpTopology) sender(inCluster, outbound, v6 bool) sender {
+	if outbound {
+		// The Pod's own address, as its SNAT needs, with a new port per frame.
+		return sender{ns: tp.pod, src: podIP, toMAC: tp.node.MAC("vpod"), rx: tp.client, rxDev: "eth0",
+			newFlow: func(i int) (netip.Addr, uint16) { return podIP, uint16(1024 + i%64512) }, maxNewFlows: 64512}
+	}
+	s := tp.senderIn(inCluster, v6)
+	s.rx, s.rxDev = tp.pod, "eth0"
+	return s
+}
+
+func (tp *dpTopology) senderIn(inCluster, v6 bool) sender {
 	if v6 {
 		return sender{ns: tp.client, src: clientIP6, toMAC: tp.node.MAC(extIf),
-			newSource: func(i int) netip.Addr {
+			newFlow: manySources(func(i int) netip.Addr {
 				a := clientIP6.As16()
 				a[15] = byte(100 + i%100)
 				return netip.AddrFrom16(a)
-			}}
+			})}
 	}
 	if inCluster {
 		// Sources in the node's Pod range, which the cluster ranges cover: in-cluster
 		// clients.
 		return sender{ns: tp.clientPod, src: clientPodIP, toMAC: tp.node.MAC("vcpod"),
-			newSource: func(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 244, 1, byte(100 + i%100)}) }}
+			newFlow: manySources(func(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 244, 1, byte(100 + i%100)}) })}
 	}
 	return sender{ns: tp.client, src: clientIP, toMAC: tp.node.MAC(extIf),
-		newSource: func(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 225, 51, byte(100 + i%100)}) }}
+		newFlow: manySources(func(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 225, 51, byte(100 + i%100)}) })}
 }
 
-// podReceived is the number of frames the Pod's interface received so far.
-func (tp *dpTopology) podReceived(e *env) uint64 {
-	l := tp.pod.Link("eth0")
+// received is the number of frames the sender's receiving interface got so far.
+func (s sender) received(e *env) uint64 {
+	l := s.rx.Link(s.rxDev)
 	if l.Attrs().Statistics == nil {
-		e.Fatalf("no statistics for the Pod's eth0")
+		e.Fatalf("no statistics for %s in %s", s.rxDev, s.rx.Name)
 	}
 	return l.Attrs().Statistics.RxPackets
 }
 
 // blast sends 60-byte UDP frames from s towards dst for d (at most limit frames) from
-// one thread, and returns the rate at which they reached the Pod, per second of the
+// one thread, and returns the rate at which they reached the receiver, per second of the
 // sending thread's CPU time. With newFlows every frame has a source address and port no
-// earlier frame had (100 addresses × ports 1024-65535), so every packet is a new flow
-// for connection tracking.
+// earlier frame had (s.newFlow), so every packet is a new flow for connection tracking.
 func (tp *dpTopology) blast(e *env, s sender, dst netip.Addr, newFlows bool, d time.Duration, limit int) float64 {
 	var sock *pkt.Socket
 	s.ns.MustDo(func() (err error) { sock, err = pkt.Open("eth0", 0); return err })
@@ -152,18 +174,22 @@ func (tp *dpTopology) blast(e *env, s sender, dst netip.Addr, newFlows bool, d t
 	if newFlows {
 		next = func(i int) []byte {
 			f := bufs[i%len(bufs)]
-			pkt.SetUDPSource(f, s.newSource(i), uint16(1024+(i/100)%64512))
+			addr, port := s.newFlow(i)
+			pkt.SetUDPSource(f, addr, port)
 			return f
 		}
+		if s.maxNewFlows > 0 {
+			limit = min(limit, s.maxNewFlows)
+		}
 	}
-	before := tp.podReceived(e)
+	before := s.received(e)
 	sent, elapsed, err := sock.Blast(next, d, limit)
 	if err != nil {
 		e.Fatalf("sending: %v", err)
 	}
-	received := tp.settledReceived(e)
+	received := settledReceived(e, s)
 	if sent == 0 || received < before {
-		e.Fatalf("sent %d frames, Pod counter went from %d to %d", sent, before, received)
+		e.Fatalf("sent %d frames, the receiver's counter went from %d to %d", sent, before, received)
 	}
 	// Per second of the sending thread's CPU time, which includes the forwarding (done
 	// in its softirq) but not the time it waited for a CPU that other work on the
@@ -174,13 +200,13 @@ func (tp *dpTopology) blast(e *env, s sender, dst netip.Addr, newFlows bool, d t
 	return float64(received-before) / elapsed.Seconds()
 }
 
-// settledReceived waits until the Pod's counter stops moving (frames still queued in the
-// node are counted) and returns it.
-func (tp *dpTopology) settledReceived(e *env) uint64 {
-	last := tp.podReceived(e)
+// settledReceived waits until the receiver's counter stops moving (frames still queued
+// in the node are counted) and returns it.
+func settledReceived(e *env, s sender) uint64 {
+	last := s.received(e)
 	_ = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 2*time.Second, false,
 		func(context.Context) (bool, error) {
-			now := tp.podReceived(e)
+			now := s.received(e)
 			stable := now == last
 			last = now
 			return stable, nil
@@ -191,8 +217,8 @@ func (tp *dpTopology) settledReceived(e *env) uint64 {
 // tcpThroughput runs one iperf3 flow from s to dst:5201, served in the Pod, and returns
 // the bits per second the receiver counted.
 func (tp *dpTopology) tcpThroughput(e *env, s sender, dst netip.Addr, d time.Duration) float64 {
-	if dst.Is6() {
-		return 0 // the IPv6 rows compare packet rates only
+	if dst.Is6() || s.rx != tp.pod {
+		return 0 // the IPv6 and outbound rows compare packet rates only
 	}
 	server := tp.pod.Start("iperf3", "-s", "-1", "-p", "5201", "--forceflush")
 	if err := server.WaitForOutput("Server listening", 10*time.Second); err != nil {
@@ -232,12 +258,33 @@ type dpConfig struct {
 	setup   func(e *env, tp *dpTopology)
 	// afterRun runs between repetitions (flushing conntrack, so new flows stay new).
 	afterRun func(e *env, tp *dpTopology)
-	// inCluster sends from the client Pod (addClientPod) instead of the external client.
-	inCluster bool
+	// inCluster sends from the client Pod (addClientPod) instead of the external client;
+	// outbound sends from the Pod to the external client (dst), which drops them.
+	inCluster, outbound bool
 }
 
 // sender is where this configuration's frames come from.
-func (c dpConfig) sender(tp *dpTopology) sender { return tp.sender(c.inCluster, c.dst.Is6()) }
+func (c dpConfig) sender(tp *dpTopology) sender {
+	return tp.sender(c.inCluster, c.outbound, c.dst.Is6())
+}
+
+// outboundConfig turns an inbound configuration into the same node sending the Pod's
+// traffic out: the Pod sends to the external client, which drops it at its first hook
+// (its interface counts it before), so nothing comes back.
+func outboundConfig(c dpConfig) dpConfig {
+	c.name, c.profile = "outbound: "+c.name, "out-"+c.profile
+	c.dst, c.outbound = clientIP, true
+	setup := c.setup
+	c.setup = func(e *env, tp *dpTopology) {
+		tp.client.MustRun("nft", "add", "table", "inet", "sink")
+		tp.client.MustRun("nft", "add", "chain", "inet", "sink", "in", "{ type filter hook prerouting priority raw; }")
+		tp.client.MustRun("nft", "add", "rule", "inet", "sink", "in", "udp", "dport", fmt.Sprint(sinkPort), "drop")
+		if setup != nil {
+			setup(e, tp)
+		}
+	}
+	return c
+}
 
 // juneauConfig is juneau's NAT with n mappings on a node where conntrack is loaded.
 func juneauConfig(ctx context.Context, n int) dpConfig {
@@ -416,10 +463,12 @@ func benchDatapath(ctx context.Context, e *env) []Row {
 		juneauConfig(ctx, 1), juneauConfig(ctx, n), floorConfig(n), floorNoNATHooksConfig(n), plainConntrackConfig(), iptablesConfig(1), iptablesConfig(n),
 		inClusterConfig(ctx, n, elasticIP, "eip"), inClusterConfig(ctx, n, podIP, "podip"),
 		plain6Config(), juneau6Config(ctx, n),
+		outboundConfig(plainConntrackConfig()), outboundConfig(juneauConfig(ctx, n)), outboundConfig(floorConfig(n)),
 	}, reps, d, limit)
 	plain, j1, jN, floor, floorBare, plainCT, i1, iN := res[0], res[1], res[2], res[3], res[4], res[5], res[6], res[7]
 	inEIP, inPod := res[8], res[9]
 	plain6, j6 := res[10], res[11]
+	outPlain, outJ, outFloor := res[12], res[13], res[14]
 
 	how := fmt.Sprintf("60-byte UDP frames sent by one thread (sendmmsg on a packet socket) for %s (≤ %d frames), counted at the Pod's interface, per second of the sending thread's CPU time (it also forwards them, in its softirq; time waiting for a CPU held by other work is left out); median of %d runs, configurations taken in turn; namespaces of their own per configuration; conntrack loaded in the node (a `ct state` rule in the output hook registers its hooks, as kube-proxy's rules do on every node) for every configuration but the informative plain routing without it",
 		d, limit, reps)
@@ -473,5 +522,18 @@ func benchDatapath(ctx context.Context, e *env) []Row {
 		{ID: "3o", What: "pps, IPv6, one long flow: juneau 10k / plain IPv6", Figure: pps(j6.longFlow), Baseline: pps(plain6.longFlow),
 			BaselineWhat: "plain IPv6 routing, conntrack loaded", Target: ratioAtLeast(0.85), PairedRatio: pairedRatio(j6.longRuns, plain6.longRuns),
 			Note: fmt.Sprintf("ratio of the medians %.2f; IPv4 in the same run (3c): %.2f", j6.longFlow/plain6.longFlow, jN.longFlow/plainCT.longFlow)},
+		{ID: "3p", What: "pps, outbound, new flow per packet: juneau 10k / plain", Figure: pps(outJ.newFlows), Baseline: pps(outPlain.newFlows),
+			BaselineWhat: "plain routing, conntrack loaded", Target: ratioAtLeast(0.85), PairedRatio: pairedRatio(outJ.newRuns, outPlain.newRuns),
+			Note: fmt.Sprintf("the Pod sends out to the external client (juneau: SNAT of the Pod IP to its ElasticIP by the vpc2eip map, past the anti-spoofing checks; the floor: its postrouting map rule), counted at the client's interface; every frame a new source port (at most 64,512 frames a run, so no flow repeats); otherwise as 3a; ratio = median over the %d rounds of the paired rates (plain measured just before); ratio of the medians %.2f",
+				reps, outJ.newFlows/outPlain.newFlows)},
+		{ID: "3q", What: "pps, outbound, new flow per packet: juneau 10k / bare map NAT 10k", Figure: pps(outJ.newFlows), Baseline: pps(outFloor.newFlows),
+			BaselineWhat: "bare stateless nftables map NAT, NAT hooks", Target: ratioAtLeast(0.97), PairedRatio: pairedRatio(outJ.newRuns, outFloor.newRuns),
+			Note: fmt.Sprintf("ratio = median over the %d rounds of the paired rates (the floor measured just after); ratio of the medians %.2f", reps, outJ.newFlows/outFloor.newFlows)},
+		{ID: "3r", What: "pps, outbound, one long flow: juneau 10k / plain", Figure: pps(outJ.longFlow), Baseline: pps(outPlain.longFlow),
+			BaselineWhat: "plain routing, conntrack loaded", Target: ratioAtLeast(0.85), PairedRatio: pairedRatio(outJ.longRuns, outPlain.longRuns),
+			Note: fmt.Sprintf("ratio of the medians %.2f", outJ.longFlow/outPlain.longFlow)},
+		{ID: "3s", What: "pps, outbound, one long flow: juneau 10k / bare map NAT 10k", Figure: pps(outJ.longFlow), Baseline: pps(outFloor.longFlow),
+			BaselineWhat: "bare stateless nftables map NAT, NAT hooks", Target: ratioAtLeast(0.97), PairedRatio: pairedRatio(outJ.longRuns, outFloor.longRuns),
+			Note: fmt.Sprintf("ratio of the medians %.2f", outJ.longFlow/outFloor.longFlow)},
 	}
 }
