@@ -1,0 +1,197 @@
+// Package responder is the skeleton that the ARP and NDP responders of the
+// external interface share (docs/arp.md): the set of addresses answered for, a
+// packet socket on the interface behind a classic BPF filter, opened again with
+// back-off whenever it fails, the loop that reads a frame, has the family decide
+// and sends the reply, and the counters behind the responders' metrics.
+//
+// A Family (pkg/node/arp, pkg/node/ndp) brings the socket's EtherType and filter,
+// its Decide function and reply buffer, and its names; Hooks bring what it does
+// beside answering (ARP's kernel path and gratuitous ARP, NDP's multicast groups).
+package responder
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mdlayher/packet"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+)
+
+// retry is the back-off between attempts to (re)open the socket, e.g. while the
+// interface does not exist yet: from 100 ms, doubling, up to 5 s.
+var retry = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Cap: 5 * time.Second, Steps: math.MaxInt32}
+
+const macLen = 6
+
+// Responder answers one family's requests on one interface for a set of
+// addresses that can change at any time. The owned addresses are an immutable set
+// behind an atomic pointer: the read loop looks them up without a lock.
+type Responder struct {
+	iface  string
+	family *Family
+	hooks  Hooks
+
+	// mu orders SetAddresses and the Changed hook.
+	mu    sync.Mutex
+	owned atomic.Pointer[map[netip.Addr]struct{}]
+
+	requests atomic.Uint64
+	replies  atomic.Uint64
+	drops    []atomic.Uint64 // by family.Drops
+}
+
+// New returns a responder of family f for the named interface owning no address.
+// It opens nothing until Run.
+func New(iface string, f *Family, h Hooks) *Responder {
+	r := &Responder{iface: iface, family: f, hooks: h, drops: make([]atomic.Uint64, len(f.Drops))}
+	r.owned.Store(&map[netip.Addr]struct{}{})
+	return r
+}
+
+// Interface is the name of the interface the responder answers on.
+func (r *Responder) Interface() string { return r.iface }
+
+// SetAddresses replaces the set of owned addresses; only the family's addresses
+// count. Safe to call at any time, also while Run is running.
+func (r *Responder) SetAddresses(addrs []netip.Addr) {
+	m := r.family.Addresses(addrs)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := *r.owned.Swap(&m)
+	if r.hooks.Changed != nil {
+		r.hooks.Changed(old, m)
+	}
+}
+
+// Owned is the set of owned addresses, not to be changed.
+func (r *Responder) Owned() map[netip.Addr]struct{} { return *r.owned.Load() }
+
+// Owns reports whether the responder answers for a.
+func (r *Responder) Owns(a netip.Addr) bool {
+	a, ok := r.family.Accept(a)
+	if !ok {
+		return false
+	}
+	_, ok = (*r.owned.Load())[a]
+	return ok
+}
+
+// Requests is the number of requests received (for any address).
+func (r *Responder) Requests() uint64 { return r.requests.Load() }
+
+// Replies is the number of replies sent.
+func (r *Responder) Replies() uint64 { return r.replies.Load() }
+
+// Drops counts the frames not answered, by reason (as metric label values, every
+// reason present).
+func (r *Responder) Drops() map[string]uint64 {
+	out := make(map[string]uint64, len(r.drops))
+	for i, d := range r.family.Drops {
+		out[d.Label] = r.drops[i].Load()
+	}
+	return out
+}
+
+// Run answers requests until ctx ends, then closes its socket and returns nil.
+// If the interface is missing or the socket fails it opens it again, backing off
+// (retry), so the responder survives the interface going away and back.
+func (r *Responder) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithValues("interface", r.iface)
+	ctx = klog.NewContext(ctx, logger)
+	backoff := retry
+	for {
+		err := r.serveOnce(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		after := backoff.Step()
+		logger.Error(err, r.family.Log.Stopped, "after", after)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(after):
+		}
+	}
+}
+
+// serveOnce opens the socket and answers until ctx ends, the socket fails or the
+// family's session does.
+func (r *Responder) serveOnce(ctx context.Context) error {
+	ifi, err := net.InterfaceByName(r.iface)
+	if err != nil {
+		return fmt.Errorf("interface %s: %w", r.iface, err)
+	}
+	if len(ifi.HardwareAddr) != macLen {
+		return fmt.Errorf("interface %s has no Ethernet address", r.iface)
+	}
+	var s Session
+	if r.hooks.Open != nil {
+		if s, err = r.hooks.Open(ctx, ifi); err != nil {
+			return err
+		}
+	}
+	filter := r.family.Filter
+	if s.Filter != nil {
+		filter = s.Filter
+	}
+	conn, err := listen(ifi, r.family, filter)
+	if err != nil {
+		s.close()
+		return fmt.Errorf("packet socket on %s: %w", r.iface, err)
+	}
+	defer conn.Close()
+	defer s.close()
+	g, gctx := errgroup.WithContext(ctx)
+	// A read deadline in the past ends the read under way at once.
+	stop := context.AfterFunc(gctx, func() { _ = conn.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	g.Go(func() error { return r.Serve(gctx, conn, ifi.HardwareAddr) })
+	if s.Run != nil {
+		g.Go(func() error { return s.Run(gctx, conn) })
+	}
+	return g.Wait()
+}
+
+// listen opens the socket on ifi: created receiving nothing, given its filter,
+// then bound to the family's EtherType on the interface (packet.Listen), so that
+// no frame gets past without the filter.
+func listen(ifi *net.Interface, f *Family, filter []bpf.Instruction) (*packet.Conn, error) {
+	prog, err := bpf.Assemble(filter)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := packet.Listen(ifi, packet.Raw, int(f.Protocol), &packet.Config{Filter: prog})
+	if err != nil {
+		return nil, err
+	}
+	if f.BypassQdisc {
+		if err := setInt(conn, unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS, 1); err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
+	}
+	return conn, nil
+}
+
+// setInt sets an integer socket option on conn.
+func setInt(conn *packet.Conn, level, opt, value int) error {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), level, opt, value) }); err != nil {
+		return err
+	}
+	return serr
+}

@@ -1,0 +1,251 @@
+package responder
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mdlayher/packet"
+	"golang.org/x/net/bpf"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/loutres/juneau/test/netns"
+)
+
+var ours = net.HardwareAddr{0x02, 0, 0, 0, 0, 0x01}
+
+// toy is a family whose frames are an Ethernet header and one byte saying what
+// Decide decides: 'a' answer (if the address in the next four bytes is owned),
+// 'm' malformed, anything else "not asked".
+var toy = Family{
+	Protocol: 0x88b5, // IEEE local experimental EtherType
+	Filter:   []bpf.Instruction{bpf.RetConstant{Val: MaxFrame}},
+	Accept: func(a netip.Addr) (netip.Addr, bool) {
+		a = a.Unmap()
+		return a, a.Is4()
+	},
+	NewReply: func(ours net.HardwareAddr) []byte {
+		b := make([]byte, 19)
+		copy(b[6:], ours)
+		b[12], b[13] = 0x88, 0xb5
+		return b
+	},
+	Decide: func(frame []byte, _ net.HardwareAddr, owns func(netip.Addr) bool, reply []byte) Reason {
+		switch {
+		case len(frame) < 19 || frame[14] == 'm':
+			return "malformed"
+		case frame[14] != 'a':
+			return "not asked"
+		case !owns(netip.AddrFrom4([4]byte(frame[15:]))):
+			return "not owned"
+		}
+		copy(reply, frame[6:12])
+		copy(reply[15:], frame[15:19])
+		return Answer
+	},
+	Drops: []Drop{
+		{Reason: "malformed", Label: "malformed"},
+		{Reason: "not asked", Label: "not_asked"},
+		{Reason: "not owned", Label: "not_owned", Request: true},
+		{Reason: SendFailed, Label: "send_failed", Request: true},
+	},
+	Parties: func(reply []byte) (netip.Addr, netip.Addr) {
+		return netip.AddrFrom4([4]byte(reply[15:])), netip.Addr{}
+	},
+	Log: Messages{Stopped: "Toy responder stopped", CannotSend: "Cannot send toy reply", Answered: "Answered toy request"},
+}
+
+func toyFrame(from byte, what byte, addr string) []byte {
+	a := netip.MustParseAddr(addr).As4()
+	return slices.Concat(bytes.Repeat([]byte{0xff}, 6), []byte{0x02, 0, 0, 0, 0, from}, []byte{0x88, 0xb5, what}, a[:])
+}
+
+// fakeConn feeds frames to Serve; reads end with errDone. Writes to fail are
+// those whose destination's last byte is in fail.
+type fakeConn struct {
+	in   [][]byte
+	fail []byte
+	sent [][]byte
+	to   []net.HardwareAddr
+}
+
+var errDone = errors.New("no more frames")
+
+func (c *fakeConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	if len(c.in) == 0 {
+		return 0, nil, errDone
+	}
+	n := copy(b, c.in[0])
+	c.in = c.in[1:]
+	return n, nil, nil
+}
+
+func (c *fakeConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	to := addr.(*packet.Addr).HardwareAddr
+	if slices.Contains(c.fail, to[5]) {
+		return 0, errors.New("no buffer space")
+	}
+	c.sent = append(c.sent, bytes.Clone(b))
+	c.to = append(c.to, slices.Clone(to))
+	return len(b), nil
+}
+
+// TestServe: each frame is decided, counted by reason, and answered to the
+// address Decide wrote; a failed send is counted, not fatal.
+func TestServe(t *testing.T) {
+	r := New("ext0", &toy, Hooks{})
+	r.SetAddresses([]netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("2001:db8::1")})
+	conn := &fakeConn{
+		in: [][]byte{
+			toyFrame(0x10, 'a', "10.0.0.1"),
+			toyFrame(0x11, 'a', "10.0.0.2"),
+			toyFrame(0x12, 'm', "10.0.0.1"),
+			toyFrame(0x13, 'x', "10.0.0.1"),
+			toyFrame(0x14, 'a', "10.0.0.1"), // the send fails
+			toyFrame(0x15, 'a', "10.0.0.1"),
+		},
+		fail: []byte{0x14},
+	}
+	if err := r.Serve(context.Background(), conn, ours); !errors.Is(err, errDone) {
+		t.Fatalf("Serve ended with %v", err)
+	}
+	if len(conn.sent) != 2 || conn.to[0][5] != 0x10 || conn.to[1][5] != 0x15 || !bytes.Equal(conn.sent[1][:6], conn.to[1]) {
+		t.Errorf("replies sent to %v", conn.to)
+	}
+	if r.Requests() != 4 || r.Replies() != 2 {
+		t.Errorf("requests %d, replies %d; want 4 and 2", r.Requests(), r.Replies())
+	}
+	want := map[string]uint64{"malformed": 1, "not_asked": 1, "not_owned": 1, "send_failed": 1}
+	if got := r.Drops(); !mapsEqual(got, want) {
+		t.Errorf("drops %v, want %v", got, want)
+	}
+}
+
+func mapsEqual(a, b map[string]uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestSetAddresses: only the family's addresses are owned, as Accept gives them,
+// and Changed follows every change in order.
+func TestSetAddresses(t *testing.T) {
+	var seen [][2]int
+	var r *Responder
+	r = New("ext0", &toy, Hooks{Changed: func(old, owned map[netip.Addr]struct{}) {
+		if len(r.Owned()) != len(owned) {
+			t.Error("Changed called before the set changed")
+		}
+		seen = append(seen, [2]int{len(old), len(owned)})
+	}})
+	a := netip.MustParseAddr("10.0.0.1")
+	r.SetAddresses([]netip.Addr{netip.MustParseAddr("::ffff:10.0.0.1"), netip.MustParseAddr("2001:db8::1")})
+	if !r.Owns(a) || !r.Owns(netip.MustParseAddr("::ffff:10.0.0.1")) || r.Owns(netip.MustParseAddr("2001:db8::1")) {
+		t.Errorf("owned %v", r.Owned())
+	}
+	r.SetAddresses(nil)
+	if r.Owns(a) {
+		t.Error("still owned after SetAddresses(nil)")
+	}
+	if !slices.Equal(seen, [][2]int{{0, 1}, {1, 0}}) {
+		t.Errorf("Changed saw %v", seen)
+	}
+}
+
+func TestRunStopsWithoutInterface(t *testing.T) {
+	// The interface does not exist: Run keeps retrying until ctx ends, then
+	// returns nil.
+	r := New("jn-missing0", &toy, Hooks{Open: func(context.Context, *net.Interface) (Session, error) {
+		t.Error("Open called without an interface")
+		return Session{}, nil
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run returned %v after cancel", err)
+	}
+}
+
+// TestSessions: each socket gets a session of its own; one that fails ends the
+// socket, which is opened again, and its Close runs before the next Open. A
+// request that arrives is answered on the socket.
+func TestSessions(t *testing.T) {
+	ns := netns.New(t, "rsp")
+	netns.Veth(ns, "ext0", ns, "peer0")
+	var mu sync.Mutex
+	var events []string
+	note := func(e string) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, e)
+	}
+	var opens atomic.Int32
+	r := New("ext0", &toy, Hooks{Open: func(ctx context.Context, ifi *net.Interface) (Session, error) {
+		n := opens.Add(1)
+		note("open")
+		return Session{
+			Run: func(ctx context.Context, c *packet.Conn) error {
+				if n == 1 {
+					return errors.New("first session fails")
+				}
+				<-ctx.Done()
+				return nil
+			},
+			Close: func() { note("close") },
+		}, nil
+	}})
+	r.SetAddresses([]netip.Addr{netip.MustParseAddr("10.0.0.1")})
+	ns.Serve(r.Run)
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return opens.Load() >= 2, nil }); err != nil {
+		t.Fatalf("the socket was opened %d times, want it opened again after its session failed", opens.Load())
+	}
+	mu.Lock()
+	if !slices.Equal(events[:3], []string{"open", "close", "open"}) {
+		t.Errorf("events %v", events)
+	}
+	mu.Unlock()
+
+	// A request sent from the peer is answered back to it.
+	ns.MustDo(func() error {
+		peer, err := net.InterfaceByName("peer0")
+		if err != nil {
+			return err
+		}
+		c, err := packet.Listen(peer, packet.Raw, int(toy.Protocol), nil)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		req := toyFrame(0, 'a', "10.0.0.1")
+		copy(req[6:], peer.HardwareAddr)
+		return wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true,
+			func(context.Context) (bool, error) {
+				if err := Send(c, req); err != nil {
+					return false, err
+				}
+				_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+				buf := make([]byte, MaxFrame)
+				n, _, err := c.ReadFrom(buf)
+				return err == nil && bytes.Equal(buf[:6], peer.HardwareAddr) && n >= 19, nil
+			})
+	})
+	if r.Replies() == 0 {
+		t.Error("no reply counted")
+	}
+}
