@@ -7,14 +7,16 @@ import (
 	"net/netip"
 
 	"github.com/mdlayher/ndp"
+
+	"github.com/loutres/juneau/pkg/node/responder"
 )
 
 // DropReason says why a frame got no answer. The empty reason means "answer".
-type DropReason string
+type DropReason = responder.Reason
 
 // Reasons a frame is not answered.
 const (
-	Answer          DropReason = ""
+	Answer          DropReason = responder.Answer
 	DropMalformed   DropReason = "malformed"
 	DropNotNS       DropReason = "not an ICMPv6 neighbor solicitation"
 	DropHopLimit    DropReason = "hop limit is not 255 (not from the link)"
@@ -46,9 +48,27 @@ const (
 	protoICMPv6   = 58
 	typeNS        = 135
 	nsLen         = 24 // ICMPv6 header, reserved, target
+	naLen         = 32 // ICMPv6 header, flags, target, target link-layer address option
 	macLen        = 6
 	hopLimitNDP   = 255
+
+	// ReplyLen is the length of an advertisement frame.
+	ReplyLen = offICMP + naLen
 )
+
+// NewReplyBuffer returns an advertisement frame with every field that does not
+// depend on the solicitation already written: our MAC as Ethernet source, the
+// IPv6 header but its addresses. Decide fills in the rest for each solicitation
+// it answers.
+func NewReplyBuffer(ours net.HardwareAddr) []byte {
+	f := make([]byte, ReplyLen)
+	copy(f[offEthSrc:], ours)
+	binary.BigEndian.PutUint16(f[offEthType:], etherTypeIPv6)
+	f[offIP] = 6 << 4
+	binary.BigEndian.PutUint16(f[offPayLen:], naLen)
+	f[offNextHdr], f[offHopLimit] = protoICMPv6, hopLimitNDP
+	return f
+}
 
 // Decide looks at one received Ethernet frame and decides whether to answer
 // (RFC 4861, 7.1.1 and 7.2.4). It answers only a valid neighbor solicitation
@@ -58,67 +78,67 @@ const (
 // as ours. Duplicate address detection (source ::) is never answered, as
 // probes are not in ARP: juneau only answers questions.
 //
-// The answer is a frame with a solicited neighbor advertisement, override
-// flag set, from the target to the soliciting address, carrying our MAC as
-// target link-layer address, sent to the solicitation's source link-layer
-// address (its Ethernet source when it has none). Apart from building it,
-// Decide is pure.
-func Decide(frame []byte, ours net.HardwareAddr, owns func(netip.Addr) bool) ([]byte, DropReason) {
+// To answer, it writes into reply, a buffer made by NewReplyBuffer for the same
+// MAC, a solicited neighbor advertisement, override flag set, from the target
+// to the soliciting address, carrying our MAC as target link-layer address,
+// sent to the solicitation's source link-layer address (its Ethernet source
+// when it has none). Apart from writing reply, Decide is pure.
+func Decide(frame []byte, ours net.HardwareAddr, owns func(netip.Addr) bool, reply []byte) DropReason {
 	if len(frame) < offEthType+2 {
-		return nil, DropMalformed
+		return DropMalformed
 	}
 	if binary.BigEndian.Uint16(frame[offEthType:]) != etherTypeIPv6 {
-		return nil, DropNotNS
+		return DropNotNS
 	}
 	if len(frame) < offICMP || frame[offIP]>>4 != 6 {
-		return nil, DropMalformed
+		return DropMalformed
 	}
 	if frame[offNextHdr] != protoICMPv6 || len(frame) < offICMP+1 || frame[offICMP] != typeNS {
-		return nil, DropNotNS
+		return DropNotNS
 	}
 	payLen := int(binary.BigEndian.Uint16(frame[offPayLen:]))
 	if payLen < nsLen || len(frame) < offICMP+payLen || frame[offICMP+1] != 0 {
-		return nil, DropMalformed
+		return DropMalformed
 	}
 	if frame[offHopLimit] != hopLimitNDP {
-		return nil, DropHopLimit
+		return DropHopLimit
 	}
 	src, dst := netip.AddrFrom16([16]byte(frame[offIPSrc:])), netip.AddrFrom16([16]byte(frame[offIPDst:]))
 	msg := frame[offICMP : offICMP+payLen]
 	if checksum(msg, src, dst) != 0 {
-		return nil, DropBadChecksum
+		return DropBadChecksum
 	}
 	ethSrc := net.HardwareAddr(frame[offEthSrc : offEthSrc+macLen])
 	if bytes.Equal(ethSrc, ours) {
-		return nil, DropOwnFrame
+		return DropOwnFrame
 	}
 	m, err := ndp.ParseMessage(msg)
 	if err != nil {
-		return nil, DropMalformed
+		return DropMalformed
 	}
 	ns, ok := m.(*ndp.NeighborSolicitation)
 	if !ok || ns.TargetAddress.IsMulticast() {
-		return nil, DropMalformed
+		return DropMalformed
 	}
 	target := ns.TargetAddress
 	group, _ := ndp.SolicitedNodeMulticast(target)
 	ethDst := frame[offEthDst : offEthDst+macLen]
 	if !bytes.Equal(ethDst, ours) && !bytes.Equal(ethDst, groupMAC(group)) {
-		return nil, DropNotForUs
+		return DropNotForUs
 	}
 	if dst != target && dst != group {
-		return nil, DropBadDest
+		return DropBadDest
 	}
 	switch {
 	case src.IsUnspecified():
-		return nil, DropProbe
+		return DropProbe
 	case src.IsMulticast() || src.IsLoopback() || src.Is4In6():
-		return nil, DropBadSender
+		return DropBadSender
 	case src == target:
-		return nil, DropSelf
+		return DropSelf
 	}
 	if !owns(target) {
-		return nil, DropNotOwned
+		return DropNotOwned
 	}
 	to := ethSrc
 	for _, o := range ns.Options {
@@ -127,33 +147,22 @@ func Decide(frame []byte, ours net.HardwareAddr, owns func(netip.Addr) bool) ([]
 		}
 	}
 	if to[0]&1 != 0 {
-		return nil, DropBadSender
+		return DropBadSender
 	}
-	return reply(ours, to, target, src), Answer
-}
-
-// reply builds the advertisement frame.
-func reply(ours, to net.HardwareAddr, target, dst netip.Addr) []byte {
 	na := &ndp.NeighborAdvertisement{
 		Solicited: true, Override: true, TargetAddress: target,
 		Options: []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Target, Addr: ours}},
 	}
-	msg, err := ndp.MarshalMessageChecksum(na, target, dst)
-	if err != nil {
-		return nil // cannot happen: a unicast target and a 6-byte address
+	adv, err := ndp.MarshalMessageChecksum(na, target, src)
+	if err != nil || len(adv) != naLen {
+		return DropMalformed // cannot happen: a unicast target and a 6-byte address
 	}
-	f := make([]byte, offICMP+len(msg))
-	copy(f[offEthDst:], to)
-	copy(f[offEthSrc:], ours)
-	binary.BigEndian.PutUint16(f[offEthType:], etherTypeIPv6)
-	f[offIP] = 6 << 4
-	binary.BigEndian.PutUint16(f[offPayLen:], uint16(len(msg)))
-	f[offNextHdr], f[offHopLimit] = protoICMPv6, hopLimitNDP
-	t, d := target.As16(), dst.As16()
-	copy(f[offIPSrc:], t[:])
-	copy(f[offIPDst:], d[:])
-	copy(f[offICMP:], msg)
-	return f
+	copy(reply[offEthDst:], to)
+	t, s := target.As16(), src.As16()
+	copy(reply[offIPSrc:], t[:])
+	copy(reply[offIPDst:], s[:])
+	copy(reply[offICMP:], adv)
+	return Answer
 }
 
 // groupMAC is the Ethernet multicast address of an IPv6 multicast group:

@@ -107,11 +107,13 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reply, got := Decide(tt.frame(t), ours, owns)
+			reply := NewReplyBuffer(ours)
+			empty := bytes.Clone(reply)
+			got := Decide(tt.frame(t), ours, owns, reply)
 			if got != tt.want {
 				t.Fatalf("Decide = %q, want %q", got, tt.want)
 			}
-			if (reply != nil) != (got == Answer) {
+			if !bytes.Equal(reply, empty) != (got == Answer) {
 				t.Errorf("reply %x with reason %q", reply, got)
 			}
 		})
@@ -133,8 +135,8 @@ func TestReply(t *testing.T) {
 		{"unicast, without", solicitation{ethSrc: peerMAC, ethDst: ours, src: peer, dst: eip, target: eip, hopLimit: 255}, peerMAC},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, reason := Decide(tc.s.frame(t), ours, owns)
-			if reason != Answer {
+			f := NewReplyBuffer(ours)
+			if reason := Decide(tc.s.frame(t), ours, owns, f); reason != Answer {
 				t.Fatal(reason)
 			}
 			if !bytes.Equal(f[offEthDst:offEthDst+6], tc.to) || !bytes.Equal(f[offEthSrc:offEthSrc+6], ours) || f[offHopLimit] != 255 {

@@ -31,13 +31,15 @@ func FuzzDecide(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		orig := slices.Clone(in)
-		reply, reason := Decide(in, ours, fuzzOwns)
+		reply := NewReplyBuffer(ours)
+		empty := slices.Clone(reply)
+		reason := Decide(in, ours, fuzzOwns, reply)
 		if !bytes.Equal(in, orig) {
 			t.Fatal("Decide changed its input")
 		}
 		if reason != Answer {
-			if reply != nil {
-				t.Fatalf("reply with reason %q", reason)
+			if !bytes.Equal(reply, empty) {
+				t.Fatalf("reply written with reason %q", reason)
 			}
 			return
 		}
