@@ -5,14 +5,16 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
+
+	"github.com/loutres/juneau/pkg/node/responder"
 )
 
 // DropReason says why a frame got no reply. The empty reason means "answer".
-type DropReason string
+type DropReason = responder.Reason
 
 // Reasons a frame is not answered.
 const (
-	Answer            DropReason = ""
+	Answer            DropReason = responder.Answer
 	DropMalformed     DropReason = "malformed"
 	DropNotEthernetV4 DropReason = "not Ethernet/IPv4 ARP"
 	DropNotRequest    DropReason = "not a request"

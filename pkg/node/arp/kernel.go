@@ -43,7 +43,7 @@ const (
 
 func dropSlot(reason DropReason) int {
 	for i := range dropLabels {
-		if dropLabels[i].reason == reason {
+		if dropLabels[i].Reason == reason {
 			return slotDrops + i
 		}
 	}
@@ -85,13 +85,15 @@ func program(ours net.HardwareAddr, owned, counters *ebpf.Map) asm.Instructions 
 			asm.Mov.Imm(asm.R0, 0).WithSymbol(done),
 		}
 	}
-	// drop counts reason (and a request, if request) and passes the frame on.
-	drop := func(label string, reason DropReason, request bool) asm.Instructions {
+	// drop counts reason (and a request, if dropLabels says the frame was one)
+	// and passes the frame on.
+	drop := func(label string, reason DropReason) asm.Instructions {
 		var out asm.Instructions
-		if request {
+		slot := dropSlot(reason)
+		if dropLabels[slot-slotDrops].Request {
 			out = append(out, count(slotRequests)...)
 		}
-		out = append(out, count(dropSlot(reason))...)
+		out = append(out, count(slot)...)
 		out = append(out, asm.Ja.Label("next"))
 		out[0] = out[0].WithSymbol(label)
 		return out
@@ -248,15 +250,15 @@ func program(ours net.HardwareAddr, owned, counters *ebpf.Map) asm.Instructions 
 		asm.FnRedirect.Call(),
 		asm.Return(),
 	)
-	insns = append(insns, drop("notEthernetV4", DropNotEthernetV4, false)...)
-	insns = append(insns, drop("malformed", DropMalformed, false)...)
-	insns = append(insns, drop("ownFrame", DropOwnFrame, false)...)
-	insns = append(insns, drop("notForUs", DropNotForUs, true)...)
-	insns = append(insns, drop("badSender", DropBadSender, true)...)
-	insns = append(insns, drop("probe", DropProbe, true)...)
-	insns = append(insns, drop("announcement", DropAnnouncement, true)...)
-	insns = append(insns, drop("notOwned", DropNotOwned, true)...)
-	insns = append(insns, drop("sendFailed", dropSendFailed, true)...)
+	insns = append(insns, drop("notEthernetV4", DropNotEthernetV4)...)
+	insns = append(insns, drop("malformed", DropMalformed)...)
+	insns = append(insns, drop("ownFrame", DropOwnFrame)...)
+	insns = append(insns, drop("notForUs", DropNotForUs)...)
+	insns = append(insns, drop("badSender", DropBadSender)...)
+	insns = append(insns, drop("probe", DropProbe)...)
+	insns = append(insns, drop("announcement", DropAnnouncement)...)
+	insns = append(insns, drop("notOwned", DropNotOwned)...)
+	insns = append(insns, drop("sendFailed", dropSendFailed)...)
 	insns = append(insns,
 		asm.Mov.Imm(asm.R0, tcxNext).WithSymbol("next"),
 		asm.Return(),

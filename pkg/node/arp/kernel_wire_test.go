@@ -95,6 +95,8 @@ func (l *lan) sendFrames(t *testing.T, dev string, frames ...[]byte) {
 	})
 }
 
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
 // tcxPrograms lists the TCX ingress programs on ext0 of ns.
 func tcxPrograms(t *testing.T, ns *netns.NS) int {
 	t.Helper()
@@ -138,8 +140,8 @@ func TestKernelPathOnTheWire(t *testing.T) {
 			}); err != nil {
 			t.Fatalf("the client sent %d requests for %s and got %d replies", requests, eipA, replies)
 		}
-		if k := r1.kernelCounts(); k[slotReplies] == 0 || r1.replies.Load() != 0 {
-			t.Errorf("replies: %d from the kernel, %d from the socket; want all from the kernel", k[slotReplies], r1.replies.Load())
+		if k := r1.kernelCounts(); k[slotReplies] == 0 || r1.core.Replies() != 0 {
+			t.Errorf("replies: %d from the kernel, %d from the socket; want all from the kernel", k[slotReplies], r1.core.Replies())
 		}
 		if r1.Replies() < uint64(requests) || r1.Requests() < r1.Replies() {
 			t.Errorf("counters: %d requests, %d replies for %d requests sent", r1.Requests(), r1.Replies(), requests)
@@ -252,8 +254,8 @@ func TestSocketPathFallback(t *testing.T) {
 	if macs := l.arpingAnswered(t, eipA); !allEqual(macs, mac1) {
 		t.Fatalf("%s answered by %v, want node1 %v", eipA, macs, mac1)
 	}
-	if r1.replies.Load() == 0 || r1.kernelCounts() != [nSlots]uint64{} {
-		t.Errorf("replies: %d from the socket, kernel counters %v; want all from the socket", r1.replies.Load(), r1.kernelCounts())
+	if r1.core.Replies() == 0 || r1.kernelCounts() != [nSlots]uint64{} {
+		t.Errorf("replies: %d from the socket, kernel counters %v; want all from the socket", r1.core.Replies(), r1.kernelCounts())
 	}
 	if macs := l.arping(t, eipB); len(macs) != 0 {
 		t.Errorf("%s (not owned) answered by %v", eipB, macs)

@@ -23,9 +23,9 @@ type fakeConn struct {
 
 var errDone = errors.New("no more frames")
 
-func (c *fakeConn) Read(b []byte) (int, error) {
+func (c *fakeConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	if len(c.in) == 0 {
-		return 0, errDone
+		return 0, nil, errDone
 	}
 	if len(c.before) > 0 && c.before[0] != nil {
 		c.before[0]()
@@ -35,10 +35,10 @@ func (c *fakeConn) Read(b []byte) (int, error) {
 	}
 	n := copy(b, c.in[0])
 	c.in = c.in[1:]
-	return n, nil
+	return n, nil, nil
 }
 
-func (c *fakeConn) Write(b []byte) (int, error) {
+func (c *fakeConn) WriteTo(b []byte, _ net.Addr) (int, error) {
 	c.sent = append(c.sent, bytes.Clone(b))
 	c.to = append(c.to, net.HardwareAddr(bytes.Clone(b[:6])))
 	return len(b), nil
@@ -58,7 +58,7 @@ func TestServeAnswersOwnedAddressesOnly(t *testing.T) {
 			func() { r.SetAddresses(nil) },
 		},
 	}
-	err := r.serve(context.Background(), conn, ourMAC)
+	err := r.Serve(context.Background(), conn, ourMAC)
 	if !errors.Is(err, errDone) {
 		t.Fatalf("serve ended with %v", err)
 	}
