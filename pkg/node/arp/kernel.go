@@ -108,8 +108,9 @@ func program(ours net.HardwareAddr, owned, counters *ebpf.Map) asm.Instructions 
 	insns := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.Mov.Imm(asm.R9, 0),
-		// Untagged frames long enough to hold the ARP operation only; everything
-		// else passes at once, uncounted.
+		// requestFilter's rules (DropNotEthernetV4 for a tagged frame,
+		// DropMalformed): untagged frames long enough to hold the ARP operation
+		// only; everything else passes at once, uncounted.
 		asm.LoadMem(asm.R2, asm.R6, skbLen, asm.Word),
 		asm.JLT.Imm(asm.R2, offOp+2, "next"),
 		asm.LoadMem(asm.R1, asm.R6, skbVLANPresent, asm.Word),
@@ -128,6 +129,8 @@ func program(ours net.HardwareAddr, owned, counters *ebpf.Map) asm.Instructions 
 	)
 	insns = append(insns, loadPointers()...)
 	insns = append(insns,
+		// requestFilter's rules (DropMalformed, DropNotEthernetV4 for another
+		// EtherType, DropNotRequest): what is no ARP request passes, uncounted.
 		asm.Mov.Reg(asm.R1, asm.R7).WithSymbol("linear"),
 		asm.Add.Imm(asm.R1, offOp+2),
 		asm.JGT.Reg(asm.R1, asm.R8, "next"),
@@ -144,6 +147,7 @@ func program(ours net.HardwareAddr, owned, counters *ebpf.Map) asm.Instructions 
 		asm.FnMapLookupElem.Call(),
 		asm.Mov.Reg(asm.R9, asm.R0),
 
+		// DropNotEthernetV4: not Ethernet/IPv4 ARP.
 		asm.LoadMem(asm.R1, asm.R7, offHWType, asm.Half),
 		asm.JNE.Imm(asm.R1, be16(hwTypeEther), "notEthernetV4"),
 		asm.LoadMem(asm.R1, asm.R7, offProto, asm.Half),
@@ -152,13 +156,14 @@ func program(ours net.HardwareAddr, owned, counters *ebpf.Map) asm.Instructions 
 		asm.JNE.Imm(asm.R1, macLen, "notEthernetV4"),
 		asm.LoadMem(asm.R1, asm.R7, offProtoLen, asm.Byte),
 		asm.JNE.Imm(asm.R1, ipv4Len, "notEthernetV4"),
-		// Shorter than a whole ARP packet (the linear part is, after the pull,
-		// only if the frame is).
+		// DropMalformed: shorter than a whole ARP packet (the linear part is,
+		// after the pull, only if the frame is).
 		asm.Mov.Reg(asm.R1, asm.R7),
 		asm.Add.Imm(asm.R1, arpEnd),
 		asm.JGT.Reg(asm.R1, asm.R8, "malformed"),
 
-		// Sent by this interface: Ethernet source or ARP sender is our MAC.
+		// DropOwnFrame: sent by this interface, Ethernet source or ARP sender is
+		// our MAC.
 		asm.LoadMem(asm.R1, asm.R7, offEthSrc, asm.Word),
 		asm.JNE.Imm32(asm.R1, macHi, "srcNotOurs"),
 		asm.LoadMem(asm.R1, asm.R7, offEthSrc+4, asm.Half),
@@ -168,7 +173,7 @@ func program(ours net.HardwareAddr, owned, counters *ebpf.Map) asm.Instructions 
 		asm.LoadMem(asm.R1, asm.R7, offSHA+4, asm.Half),
 		asm.JEq.Imm(asm.R1, macLo, "ownFrame"),
 
-		// Ethernet destination: broadcast or us.
+		// DropNotForUs: the Ethernet destination is neither broadcast nor us.
 		asm.LoadMem(asm.R1, asm.R7, offEthDst, asm.Word).WithSymbol("notOwnFrame"),
 		asm.LoadMem(asm.R2, asm.R7, offEthDst+4, asm.Half),
 		asm.JNE.Imm32(asm.R1, -1, "dstNotBroadcast"),
@@ -176,7 +181,8 @@ func program(ours net.HardwareAddr, owned, counters *ebpf.Map) asm.Instructions 
 		asm.JNE.Imm32(asm.R1, macHi, "notForUs").WithSymbol("dstNotBroadcast"),
 		asm.JNE.Imm(asm.R2, macLo, "notForUs"),
 
-		// Sender hardware address: unicast (group bit clear) and not zero.
+		// DropBadSender: the sender hardware address is not unicast (group bit
+		// clear) or is zero.
 		asm.LoadMem(asm.R1, asm.R7, offSHA, asm.Byte).WithSymbol("dstOK"),
 		asm.And.Imm(asm.R1, 1),
 		asm.JNE.Imm(asm.R1, 0, "badSender"),
@@ -185,21 +191,22 @@ func program(ours net.HardwareAddr, owned, counters *ebpf.Map) asm.Instructions 
 		asm.LoadMem(asm.R1, asm.R7, offSHA+4, asm.Half),
 		asm.JEq.Imm(asm.R1, 0, "badSender"),
 
-		// Probe, announcement.
+		// DropProbe, DropAnnouncement.
 		asm.LoadMem(asm.R1, asm.R7, offSPA, asm.Word).WithSymbol("senderOK"),
 		asm.JEq.Imm(asm.R1, 0, "probe"),
 		asm.LoadMem(asm.R2, asm.R7, offTPA, asm.Word),
 		asm.JEq.Reg(asm.R1, asm.R2, "announcement"),
 
-		// Owned? The key is the target address, in the frame.
+		// DropNotOwned. The key is the target address, in the frame.
 		asm.LoadMapPtr(asm.R1, owned.FD()),
 		asm.Mov.Reg(asm.R2, asm.R7),
 		asm.Add.Imm(asm.R2, offTPA),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "notOwned"),
 
-		// Answer. Keep what the reply needs from the request on the stack, make
-		// the frame 60 bytes long, write the reply over it.
+		// Answer, with the reply Decide writes. Keep what the reply needs from
+		// the request on the stack, make the frame 60 bytes long, write the reply
+		// over it; where that fails, dropSendFailed.
 		asm.LoadMem(asm.R1, asm.R7, offSHA, asm.Word),
 		asm.StoreMem(asm.RFP, -8, asm.R1, asm.Word),
 		asm.LoadMem(asm.R1, asm.R7, offSHA+4, asm.Half),
