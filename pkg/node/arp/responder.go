@@ -24,6 +24,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/klog/v2"
+
 	"github.com/loutres/juneau/pkg/node/responder"
 )
 
@@ -104,13 +106,13 @@ var family = responder.Family{
 	NewReply: NewReplyBuffer,
 	Decide:   Decide,
 	Drops:    dropLabels[:],
-	Parties: func(reply []byte) (netip.Addr, netip.Addr) {
-		return netip.AddrFrom4([4]byte(reply[offSPA:])), netip.AddrFrom4([4]byte(reply[offTPA:]))
+	LogAnswered: func(logger klog.Logger, reply []byte) {
+		logger.V(4).Info("Answered ARP request", "address", netip.AddrFrom4([4]byte(reply[offSPA:])),
+			"requester", netip.AddrFrom4([4]byte(reply[offTPA:])))
 	},
 	Log: responder.Messages{
 		Stopped:    "ARP responder stopped; retrying",
 		CannotSend: "Cannot send ARP reply",
-		Answered:   "Answered ARP request",
 	},
 }
 

@@ -73,13 +73,13 @@ var family = responder.Family{
 	NewReply: NewReplyBuffer,
 	Decide:   Decide,
 	Drops:    drops[:],
-	Parties: func(reply []byte) (netip.Addr, netip.Addr) {
-		return netip.AddrFrom16([16]byte(reply[offIPSrc:])), netip.AddrFrom16([16]byte(reply[offIPDst:]))
+	LogAnswered: func(logger klog.Logger, reply []byte) {
+		logger.V(4).Info("Answered neighbor solicitation", "address", netip.AddrFrom16([16]byte(reply[offIPSrc:])),
+			"requester", netip.AddrFrom16([16]byte(reply[offIPDst:])))
 	},
 	Log: responder.Messages{
 		Stopped:     "NDP responder stopped; opening its socket again",
 		CannotSend:  "Cannot send neighbor advertisement",
-		Answered:    "Answered neighbor solicitation",
 		NotAnswered: "Neighbor solicitation not answered",
 	},
 }

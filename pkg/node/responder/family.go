@@ -7,6 +7,7 @@ import (
 
 	"github.com/mdlayher/packet"
 	"golang.org/x/net/bpf"
+	"k8s.io/klog/v2"
 )
 
 // Reason says why a frame got no reply. The empty reason, Answer, means reply.
@@ -54,10 +55,11 @@ type Family struct {
 	// Drops are every Reason Decide returns but Answer, and SendFailed, in the
 	// order of the counters.
 	Drops []Drop
-	// Parties reads the answered address and the requester's from a reply, for
-	// the log.
-	Parties func(reply []byte) (address, requester netip.Addr)
-	Log     Messages
+	// LogAnswered logs a reply sent at -v=4, with the family's own line naming
+	// the answered address and the requester's (docs/operations.md quotes the
+	// lines); it is called only when that level is on.
+	LogAnswered func(logger klog.Logger, reply []byte)
+	Log         Messages
 }
 
 // Addresses is the set of the family's addresses among addrs, as Accept gives them.
@@ -77,8 +79,6 @@ type Messages struct {
 	Stopped string
 	// CannotSend: a reply was not sent, "to" the hardware address.
 	CannotSend string
-	// Answered, at -v=4: a reply was sent, for "address" to "requester".
-	Answered string
 	// NotAnswered, at -v=5: a frame was not answered, for "reason". Empty: not
 	// logged.
 	NotAnswered string

@@ -15,6 +15,7 @@ import (
 	"github.com/mdlayher/packet"
 	"golang.org/x/net/bpf"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
 
 	"github.com/loutres/juneau/test/netns"
 )
@@ -56,10 +57,10 @@ var toy = Family{
 		{Reason: "not owned", Label: "not_owned", Request: true},
 		{Reason: SendFailed, Label: "send_failed", Request: true},
 	},
-	Parties: func(reply []byte) (netip.Addr, netip.Addr) {
-		return netip.AddrFrom4([4]byte(reply[15:])), netip.Addr{}
+	LogAnswered: func(logger klog.Logger, reply []byte) {
+		logger.V(4).Info("Answered toy request", "address", netip.AddrFrom4([4]byte(reply[15:])))
 	},
-	Log: Messages{Stopped: "Toy responder stopped", CannotSend: "Cannot send toy reply", Answered: "Answered toy request"},
+	Log: Messages{Stopped: "Toy responder stopped", CannotSend: "Cannot send toy reply"},
 }
 
 func toyFrame(from byte, what byte, addr string) []byte {

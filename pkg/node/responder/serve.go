@@ -61,9 +61,8 @@ func (r *Responder) Serve(ctx context.Context, conn Conn, ours net.HardwareAddr)
 			continue
 		}
 		r.replies.Add(1)
-		if v := logger.V(4); v.Enabled() {
-			address, requester := f.Parties(reply)
-			v.Info(f.Log.Answered, "address", address, "requester", requester)
+		if logger.V(4).Enabled() {
+			f.LogAnswered(logger, reply)
 		}
 	}
 }
