@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
-	"github.com/loutres/juneau/pkg/apis/juneau/quote"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 )
@@ -169,7 +169,7 @@ func (v *Validators) advertisementNode(ctx context.Context, a adSpec) (field.Err
 	}
 	if len(owners) > 0 {
 		errs = append(errs, field.Invalid(spec.Child("address"), a.Address, fmt.Sprintf(
-			"is an address of %s %s: a Node's own address is never advertised for an ElasticIP", quote.Plural(len(owners), "Node"), quote.List(owners))))
+			"is an address of %s %s: a Node's own address is never advertised for an ElasticIP", messages.Plural(len(owners), "Node"), messages.Names(owners))))
 	}
 	return errs, nil
 }
@@ -188,5 +188,5 @@ func duplicateAdvertisements(k adKind, name string, a adSpec, ads []adSpecOf) fi
 	}
 	return field.ErrorList{field.Invalid(field.NewPath("spec", "address"), a.Address, fmt.Sprintf(
 		"is already advertised by %s %s: one address has at most one %s",
-		quote.Plural(len(others), k.kind), quote.List(others), k.kind))}
+		messages.Plural(len(others), k.kind), messages.Names(others), k.kind))}
 }

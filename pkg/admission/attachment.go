@@ -11,9 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
-	"github.com/loutres/juneau/pkg/apis/juneau/bounded"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 	"github.com/loutres/juneau/pkg/apis/juneau/podaddr"
-	"github.com/loutres/juneau/pkg/apis/juneau/quote"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 )
@@ -69,7 +68,7 @@ func (v *Validators) attachmentElasticIP(ctx context.Context, a *v1alpha1.Elasti
 		if others := otherActive(atts, a.Name); len(others) > 0 {
 			errs = append(errs, field.Invalid(path, name, fmt.Sprintf(
 				"ElasticIP %q is already attached by %s %s: an ElasticIP has at most one ElasticIPAttachment",
-				name, quote.Plural(len(others), "ElasticIPAttachment"), quote.List(others))))
+				name, messages.Plural(len(others), "ElasticIPAttachment"), messages.Names(others))))
 		}
 		users, err := v.directUsers(ctx, a.Namespace, name, live)
 		if err != nil {
@@ -114,13 +113,13 @@ func (v *Validators) directUsers(ctx context.Context, namespace, eip string, liv
 	}
 	var users []string
 	if len(nicNames) > 0 {
-		users = append(users, quote.Plural(len(nicNames), "NetworkInterface")+" "+quote.List(nicNames))
+		users = append(users, messages.Plural(len(nicNames), "NetworkInterface")+" "+messages.Names(nicNames))
 	}
 	if len(deleting) > 0 {
-		users = append(users, fmt.Sprintf("%s %s (being deleted)", quote.Plural(len(deleting), "NetworkInterface"), quote.List(deleting)))
+		users = append(users, fmt.Sprintf("%s %s (being deleted)", messages.Plural(len(deleting), "NetworkInterface"), messages.Names(deleting)))
 	}
 	if len(podNames) > 0 {
-		users = append(users, fmt.Sprintf("%s %s (in its direct-use annotations)", quote.Plural(len(podNames), "Pod"), quote.List(podNames)))
+		users = append(users, fmt.Sprintf("%s %s (in its direct-use annotations)", messages.Plural(len(podNames), "Pod"), messages.Names(podNames)))
 	}
 	return users, nil
 }
@@ -171,7 +170,7 @@ func (v *Validators) attachmentTarget(ctx context.Context, a *v1alpha1.ElasticIP
 		if others := otherActive(others, a.Name); len(others) > 0 {
 			return field.ErrorList{field.Invalid(path, name, fmt.Sprintf(
 				"NetworkInterface %q is already the target of %s %s for an %s ElasticIP: a NetworkInterface has at most one ElasticIPAttachment per address family",
-				name, quote.Plural(len(others), "ElasticIPAttachment"), quote.List(others), v.attachmentFamily(ctx, a)))}, nil
+				name, messages.Plural(len(others), "ElasticIPAttachment"), messages.Names(others), v.attachmentFamily(ctx, a)))}, nil
 		}
 		return nil, nil
 	})
@@ -237,7 +236,7 @@ func (v *Validators) pendingNIC(ctx context.Context, namespace, name string) (st
 	}
 	nics, errs := annotations.ParseDirect(pod.Annotations)
 	if len(errs) > 0 {
-		return fmt.Sprintf("NetworkInterface %q does not exist: the annotations of Pod %q cannot be read (%s)", name, podName, bounded.Message(errs)), nil
+		return fmt.Sprintf("NetworkInterface %q does not exist: the annotations of Pod %q cannot be read (%s)", name, podName, messages.OfErrors(errs)), nil
 	}
 	i := slices.IndexFunc(nics, func(n annotations.DirectNIC) bool { return n.Interface == iface })
 	switch {

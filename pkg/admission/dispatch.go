@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/loutres/juneau/pkg/apis/juneau/bounded"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 )
 
 // kindFunc judges one AdmissionRequest of a kind: nil allows it, a Status denies it.
@@ -147,7 +147,7 @@ func verdict(gk schema.GroupKind, name string, errs field.ErrorList, err error) 
 		return nil
 	}
 	// Bounded: a huge invalid annotation must not become a huge answer (or log line).
-	st := apierrors.NewInvalid(gk, name, bounded.Errors(errs)).ErrStatus
+	st := apierrors.NewInvalid(gk, name, messages.Errors(errs)).ErrStatus
 	return &st
 }
 

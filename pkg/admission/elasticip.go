@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
-	"github.com/loutres/juneau/pkg/apis/juneau/quote"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 )
@@ -102,7 +102,7 @@ func (v *Validators) elasticIPReferrers(ctx context.Context, e *v1alpha1.Elastic
 		return "", err
 	}
 	return fmt.Sprintf("%s %s still %s it in spec.elasticIPRef.name; delete %s first",
-		quote.Plural(len(refs), "ElasticIPAttachment"), quote.List(refs), quote.Verb(len(refs), "references", "reference"), quote.Verb(len(refs), "it", "them")), nil
+		messages.Plural(len(refs), "ElasticIPAttachment"), messages.Names(refs), messages.Verb(len(refs), "references", "reference"), messages.Verb(len(refs), "it", "them")), nil
 }
 
 // activeNames are the names of the attachments not being deleted.
@@ -143,10 +143,10 @@ func (v *Validators) outsideNetwork(ctx context.Context, net *v1alpha1.ExternalN
 	}
 	detail := fmt.Sprintf("is not inside the AddressPools of ExternalNetwork %q", net.Name)
 	if len(searched) > 0 {
-		detail += " (" + quote.List(searched) + ")"
+		detail += " (" + messages.Names(searched) + ")"
 	}
 	if missing := verdict.Missing; len(missing) > 0 {
-		detail += fmt.Sprintf("; %s %s %s not exist", quote.Plural(len(missing), "AddressPool"), quote.List(missing), quote.Verb(len(missing), "does", "do"))
+		detail += fmt.Sprintf("; %s %s %s not exist", messages.Plural(len(missing), "AddressPool"), messages.Names(missing), messages.Verb(len(missing), "does", "do"))
 	}
 	for _, p := range verdict.WrongMode {
 		detail += fmt.Sprintf("; AddressPool %q advertises by %s, not %s", p.Name, p.Spec.AdvertiseMode, net.Spec.Type)

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/loutres/juneau/pkg/apis/juneau/quote"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 )
@@ -82,7 +82,7 @@ func poolOwners(n *v1alpha1.ExternalNetwork, from int, nets []*v1alpha1.External
 		if len(owners) > 0 {
 			errs = append(errs, field.Invalid(path.Index(i), name, fmt.Sprintf(
 				"AddressPool %q already belongs to %s %s: a pool belongs to one network only",
-				name, quote.Plural(len(owners), "ExternalNetwork"), quote.List(owners))))
+				name, messages.Plural(len(owners), "ExternalNetwork"), messages.Names(owners))))
 		}
 	}
 	return errs
@@ -109,5 +109,5 @@ func (v *Validators) networkReferrers(ctx context.Context, n *v1alpha1.ExternalN
 		return "", err
 	}
 	return fmt.Sprintf("%s %s still %s it in spec.externalNetwork; delete %s first",
-		quote.Plural(len(refs), "ElasticIP"), quote.List(refs), quote.Verb(len(refs), "names", "name"), quote.Verb(len(refs), "it", "them")), nil
+		messages.Plural(len(refs), "ElasticIP"), messages.Names(refs), messages.Verb(len(refs), "names", "name"), messages.Verb(len(refs), "it", "them")), nil
 }

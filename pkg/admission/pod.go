@@ -13,7 +13,7 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
 	"github.com/loutres/juneau/pkg/apis/juneau/holder"
-	"github.com/loutres/juneau/pkg/apis/juneau/quote"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -239,7 +239,7 @@ func (v *Validators) directConflict(ctx context.Context, pod *corev1.Pod, eipNam
 	}
 	if len(atts) > 0 {
 		return fmt.Sprintf("ElasticIP %q is attached by NAT through %s %s: an ElasticIP is used either by NAT or directly, not both",
-			eipName, quote.Plural(len(atts), "ElasticIPAttachment"), quote.List(atts)), nil
+			eipName, messages.Plural(len(atts), "ElasticIPAttachment"), messages.Names(atts)), nil
 	}
 	eip, err := v.r.elasticIP(ctx, ns, eipName)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
-	"github.com/loutres/juneau/pkg/apis/juneau/quote"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 )
@@ -109,7 +109,7 @@ func poolConflicts(p *v1alpha1.AddressPool, from int, pools []*v1alpha1.AddressP
 			}
 		}
 		if len(hits) > 0 {
-			shown := hits[:min(len(hits), quote.MaxNamed)]
+			shown := hits[:min(len(hits), messages.MaxNamed)]
 			detail := "contains " + strings.Join(shown, ", ")
 			if len(hits) > len(shown) {
 				detail += fmt.Sprintf(" and %d more Node addresses", len(hits)-len(shown))

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/loutres/juneau/pkg/apis/juneau/bounded"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -167,7 +167,7 @@ func (p *pathHandler) judge(ctx context.Context, req *admissionv1.AdmissionReque
 	}
 	st := check(klog.NewContext(ctx, logger), req)
 	if st != nil {
-		st.Message = bounded.String(st.Message, bounded.MaxMessage)
+		st.Message = messages.Cut(st.Message, messages.MaxMessage)
 		logger.V(2).Info("Denied", "code", st.Code, "message", st.Message)
 	}
 	return response(req.UID, st)

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/holder"
-	"github.com/loutres/juneau/pkg/apis/juneau/quote"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -98,11 +98,11 @@ func DecideHolder(in HolderInput) HolderDecision {
 
 	switch {
 	case len(active) > 1:
-		return d.conflict(fmt.Sprintf("more than one ElasticIPAttachment uses this ElasticIP: %s", quote.List(attachmentNames(active))) +
+		return d.conflict(fmt.Sprintf("more than one ElasticIPAttachment uses this ElasticIP: %s", messages.Names(attachmentNames(active))) +
 			d.alsoNamedByNICs())
 	case len(active) == 1 && len(nics) > 0:
 		return d.conflict(fmt.Sprintf("both %s and %s use this ElasticIP; NAT and direct use exclude each other",
-			quote.Kinds("ElasticIPAttachment", attachmentNames(active)), quote.Kinds("NetworkInterface", nicNames(nics))))
+			messages.Kinds("ElasticIPAttachment", attachmentNames(active)), messages.Kinds("NetworkInterface", nicNames(nics))))
 	case len(active) == 1:
 		a := active[0]
 		ref := attachmentRef(a)
@@ -138,10 +138,10 @@ func (d decider) decideNICs() HolderDecision {
 	prevWasAttachment := prev != nil && prev.Kind == v1alpha1.AttachmentKindElasticIPAttachment
 	if len(deleting) > 0 && !prevWasAttachment { // 4(b)
 		return nobody(v1alpha1.ReasonWaitingForHandover, fmt.Sprintf("waiting for the deleting %s to be gone before handing the address over",
-			quote.Kinds("NetworkInterface", nicNames(deleting))))
+			messages.Kinds("NetworkInterface", nicNames(deleting))))
 	}
 	if len(live) == 0 {
-		return nobody(v1alpha1.ReasonUnused, fmt.Sprintf("every NetworkInterface naming this ElasticIP is being deleted: %s", quote.List(nicNames(deleting))))
+		return nobody(v1alpha1.ReasonUnused, fmt.Sprintf("every NetworkInterface naming this ElasticIP is being deleted: %s", messages.Names(nicNames(deleting))))
 	}
 	return d.holder(nicRef(live[0]), live[0].NodeName) // 4(c): oldest, then by name
 }
@@ -174,7 +174,7 @@ func (d decider) holder(ref v1alpha1.AttachmentReference, node string) HolderDec
 	}
 	if len(losers) > 0 {
 		slices.Sort(losers)
-		out.Message += fmt.Sprintf(" (also named by %s)", quote.Kinds("NetworkInterface", losers))
+		out.Message += fmt.Sprintf(" (also named by %s)", messages.Kinds("NetworkInterface", losers))
 	}
 	return out
 }
@@ -191,7 +191,7 @@ func (d decider) alsoNamedByNICs() string {
 	if len(d.nics) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; it is also named by %s", quote.Kinds("NetworkInterface", nicNames(d.nics)))
+	return fmt.Sprintf("; it is also named by %s", messages.Kinds("NetworkInterface", nicNames(d.nics)))
 }
 
 func attachmentRef(a AttachmentInfo) v1alpha1.AttachmentReference {

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/loutres/juneau/pkg/apis/juneau/quote"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
 	"github.com/loutres/juneau/pkg/controllers/ipam"
@@ -95,7 +95,7 @@ func computeStatus(in statusInput) v1alpha1.ElasticIPStatus {
 	st.Address = claim.Spec.Address
 	if in.waitingFor != nil {
 		setCond(v1alpha1.ConditionAllocated, true, v1alpha1.ReasonWaitingForNetworkInterfaces,
-			fmt.Sprintf("being deleted; address %q stays reserved until these NetworkInterfaces are gone: %s", claim.Spec.Address, quote.List(in.waitingFor)))
+			fmt.Sprintf("being deleted; address %q stays reserved until these NetworkInterfaces are gone: %s", claim.Spec.Address, messages.Names(in.waitingFor)))
 	} else {
 		msg := fmt.Sprintf("address %q reserved from AddressPool %q", claim.Spec.Address, claim.Spec.AddressPool)
 		if in.outside != "" {
@@ -202,7 +202,7 @@ func poolNames(pools []ipam.Pool) string {
 	for i, p := range pools {
 		names[i] = p.Name
 	}
-	return quote.List(names)
+	return messages.Names(names)
 }
 
 func compareAddr(a, b string) int {

@@ -14,7 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
-	"github.com/loutres/juneau/pkg/apis/juneau/quote"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
@@ -131,7 +131,7 @@ func (c *Controller) resolve(eip *v1alpha1.ElasticIP) dependencies {
 	switch {
 	case len(verdict.Missing) > 0:
 		return dependencies{network: network, pools: pools, err: &conditionError{v1alpha1.ReasonMissingDependency,
-			fmt.Sprintf("AddressPools of ExternalNetwork %q do not exist: %s", network.Name, quote.List(verdict.Missing))}}
+			fmt.Sprintf("AddressPools of ExternalNetwork %q do not exist: %s", network.Name, messages.Names(verdict.Missing))}}
 	case len(mismatched) > 0:
 		return dependencies{network: network, pools: pools, err: &conditionError{v1alpha1.ReasonInvalidAddressPool,
 			fmt.Sprintf("AddressPools of ExternalNetwork %q (type %s) cannot be used by it: %s",

@@ -7,7 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/loutres/juneau/pkg/apis/juneau/quote"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 )
@@ -33,7 +33,7 @@ func networkStatus(net *v1alpha1.ExternalNetwork, pools map[string]*v1alpha1.Add
 	slices.Sort(taken)
 	var problems []string
 	if missing := verdict.Missing; len(missing) > 0 {
-		problems = append(problems, quote.Kinds("AddressPool", missing)+" "+quote.Verb(quote.Count(missing), "does", "do")+" not exist")
+		problems = append(problems, messages.Kinds("AddressPool", missing)+" "+messages.Verb(messages.Count(missing), "does", "do")+" not exist")
 	}
 	problems = append(problems, wrongMode...)
 	problems = append(problems, taken...)
@@ -47,7 +47,7 @@ func networkStatus(net *v1alpha1.ExternalNetwork, pools map[string]*v1alpha1.Add
 	names := slices.Clone(net.Spec.AddressPools)
 	slices.Sort(names)
 	return withReady(net, metav1.ConditionTrue, v1alpha1.ReasonPoolsReady,
-		fmt.Sprintf("every AddressPool exists and advertises by %s: %s", net.Spec.Type, quote.List(names)))
+		fmt.Sprintf("every AddressPool exists and advertises by %s: %s", net.Spec.Type, messages.Names(names)))
 }
 
 func withReady(net *v1alpha1.ExternalNetwork, status metav1.ConditionStatus, reason, message string) v1alpha1.ExternalNetworkStatus {

@@ -14,8 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/loutres/juneau/pkg/apis/juneau/bounded"
-	"github.com/loutres/juneau/pkg/apis/juneau/quote"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/controllers/indexes"
 	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
@@ -112,7 +111,7 @@ func (c *Controller) reportProblems(pod *corev1.Pod, key string, problems field.
 		reason = v1alpha1.ReasonPodNetworkAlreadySetUp
 		msg = fmt.Sprintf("The Pod's network was set up with %s, which its annotations no longer describe: they are kept, "+
 			"and annotations naming ElasticIPs take effect only when the Pod is re-created",
-			quote.Kinds("NetworkInterface", kept))
+			messages.Kinds("NetworkInterface", kept))
 	}
 	if msg == "" {
 		c.reported.changed(key, "")
@@ -129,7 +128,7 @@ func problemMessage(problems field.ErrorList) string {
 	if len(problems) == 0 {
 		return ""
 	}
-	return bounded.Message(problems)
+	return messages.OfErrors(problems)
 }
 
 // writeStatus applies a NIC's status when it changed, and emits an Event when the Ready

@@ -10,8 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
-	"github.com/loutres/juneau/pkg/apis/juneau/bounded"
-	"github.com/loutres/juneau/pkg/apis/juneau/quote"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -59,7 +58,7 @@ func classify(pod *corev1.Pod) (podState, annotations.AutoEIP, *problem) {
 	}
 	if errs := annotations.ValidatePod(pod.Annotations); len(errs) > 0 {
 		return podHolding, annotations.AutoEIP{}, &problem{Object: pod, Reason: v1alpha1.EventInvalidAnnotations,
-			Message: "No ElasticIP is allocated or attached while the annotations cannot be read: " + bounded.Message(errs)}
+			Message: "No ElasticIP is allocated or attached while the annotations cannot be read: " + messages.OfErrors(errs)}
 	}
 	auto, _ := annotations.ParseAuto(pod.Annotations)
 	switch {
@@ -98,7 +97,7 @@ func chooseNetwork(pod *corev1.Pod, explicit string, networks []*v1alpha1.Extern
 	}
 	return "", &problem{Object: pod, Reason: v1alpha1.EventAmbiguousDefaultNetwork, Message: fmt.Sprintf(
 		"%d ExternalNetworks are annotated %s: \"true\" (%s); mark exactly one, or name one in %s",
-		len(defaults), v1alpha1.AnnotationDefaultNetwork, quote.List(defaults), v1alpha1.AnnotationEIPExternalNetwork)}
+		len(defaults), v1alpha1.AnnotationDefaultNetwork, messages.Names(defaults), v1alpha1.AnnotationEIPExternalNetwork)}
 }
 
 // labelledFor says the object was made for the Pod of that name. Without the label an

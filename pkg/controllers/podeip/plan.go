@@ -12,7 +12,7 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
 	"github.com/loutres/juneau/pkg/apis/juneau/holder"
-	"github.com/loutres/juneau/pkg/apis/juneau/quote"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -208,7 +208,7 @@ func (p *plan) release(in inputs, sp *slotPlan, d releaseDecision, strategy stri
 	}
 	if len(sp.Blockers) > 0 {
 		p.Problems = append(p.Problems, problem{Object: eip, Reason: v1alpha1.EventReleaseBlocked, Message: fmt.Sprintf(
-			"ElasticIP %q is due for release but ElasticIPAttachments %s still reference it", eip.Name, quote.List(sp.Blockers))})
+			"ElasticIP %q is due for release but ElasticIPAttachments %s still reference it", eip.Name, messages.Names(sp.Blockers))})
 		return
 	}
 	sp.DeleteEIP = eip

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
-	"github.com/loutres/juneau/pkg/apis/juneau/quote"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/apis/juneau/validation"
 )
@@ -93,10 +93,10 @@ func nodeAddressesIn(ranges []iprange.Range, nodes []*corev1.Node) []nodeAddress
 }
 
 func nodeMessage(inside []nodeAddress) string {
-	parts := make([]string, 0, quote.MaxNamed+1)
+	parts := make([]string, 0, messages.MaxNamed+1)
 	for i, na := range inside {
-		if i == quote.MaxNamed {
-			parts = append(parts, fmt.Sprintf("and %d more", len(inside)-quote.MaxNamed))
+		if i == messages.MaxNamed {
+			parts = append(parts, fmt.Sprintf("and %d more", len(inside)-messages.MaxNamed))
 			break
 		}
 		parts = append(parts, fmt.Sprintf("%s of Node %q", na.addr, na.node))

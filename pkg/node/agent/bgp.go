@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/loutres/juneau/pkg/apis/juneau/quote"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/node/bgp"
 )
@@ -173,7 +173,7 @@ func announcedCondition(node string, ad *v1alpha1.BGPAdvertisement, served, next
 		c.Message = fmt.Sprintf("not announced: traffic to %s is not programmed on Node %q yet", ad.Spec.Address, node)
 	case n > 0:
 		c.Status, c.Reason = metav1.ConditionTrue, v1alpha1.ReasonAnnounced
-		c.Message = fmt.Sprintf("%s announced by Node %q to %d of its %d %s", prefix, node, n, len(st.Peers), quote.Plural(len(st.Peers), "BGP peer"))
+		c.Message = fmt.Sprintf("%s announced by Node %q to %d of its %d %s", prefix, node, n, len(st.Peers), messages.Plural(len(st.Peers), "BGP peer"))
 	case len(st.Peers) == 0:
 		c.Reason = v1alpha1.ReasonNoPeer
 		c.Message = fmt.Sprintf("no BGPPeer selects Node %q, so no router hears %s", node, prefix)

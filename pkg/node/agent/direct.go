@@ -9,8 +9,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
-	"github.com/loutres/juneau/pkg/apis/juneau/bounded"
 	"github.com/loutres/juneau/pkg/apis/juneau/holder"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/node/cniserver"
@@ -54,7 +54,7 @@ func (s *DirectSource) DirectInterfaces(namespace, pod string, uid types.UID) ([
 	}
 	wanted, errs := annotations.ParseDirect(p.Annotations)
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("Pod %s/%s has unreadable juneau annotations: %s", namespace, pod, bounded.Message(errs))
+		return nil, fmt.Errorf("Pod %s/%s has unreadable juneau annotations: %s", namespace, pod, messages.OfErrors(errs))
 	}
 	var out []cniserver.Interface
 	for _, w := range wanted {

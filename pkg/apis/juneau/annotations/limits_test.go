@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/loutres/juneau/pkg/apis/juneau/bounded"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -47,7 +47,7 @@ func TestNetworksLimits(t *testing.T) {
 			if len(errs) != 1 || errs[0].Type != tc.errType || errs[0].Field != "metadata.annotations[juneau.loutres.me/networks]" {
 				t.Fatalf("errors %v, want one %s on the networks annotation", errs, tc.errType)
 			}
-			if msg := bounded.Message(errs); len(msg) > 256 {
+			if msg := messages.OfErrors(errs); len(msg) > 256 {
 				t.Errorf("message of %d bytes: %q", len(msg), msg)
 			}
 		})

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/loutres/juneau/pkg/apis/juneau/bounded"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -37,13 +37,13 @@ func Refusal(net *v1alpha1.ExternalNetwork, namespace string, nsLabels map[strin
 	sel, err := metav1.LabelSelectorAsSelector(net.Spec.NamespaceSelector)
 	if err != nil {
 		return fmt.Sprintf("%s (its spec.namespaceSelector is invalid, so it admits no namespace: %s)",
-			prefix, bounded.String(err.Error(), bounded.MaxDetail))
+			prefix, messages.Cut(err.Error(), messages.MaxDetail))
 	}
 	if sel.Matches(labels.Set(nsLabels)) {
 		return ""
 	}
 	return fmt.Sprintf("%s (its spec.namespaceSelector %q does not match the namespace's labels)",
-		prefix, bounded.String(metav1.FormatLabelSelector(net.Spec.NamespaceSelector), bounded.MaxValue))
+		prefix, messages.Cut(metav1.FormatLabelSelector(net.Spec.NamespaceSelector), messages.MaxValue))
 }
 
 // TrimNamespace is the transform of every informer that caches Namespaces for this

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/loutres/juneau/pkg/apis/juneau/quote"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -79,7 +79,7 @@ func ValidateBGPPeerUnique(p *v1alpha1.BGPPeer, others []*v1alpha1.BGPPeer) fiel
 	if len(clash) == 0 {
 		return nil
 	}
-	who := quote.Kinds("BGPPeer", clash) + " " + quote.Verb(quote.Count(clash), "has", "have")
+	who := messages.Kinds("BGPPeer", clash) + " " + messages.Verb(messages.Count(clash), "has", "have")
 	return field.ErrorList{duplicate(field.NewPath("spec", "peerAddress"), p.Spec.PeerAddress, fmt.Sprintf(
 		"%s the same peerAddress and a nodeSelector that can select the same Nodes as this one: a Node keeps one session per "+
 			"router address; make the node selectors exclusive (e.g. different values of one label) or use one BGPPeer", who))}

@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
-	"github.com/loutres/juneau/pkg/apis/juneau/quote"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -71,5 +71,5 @@ func ValidateClaimInPool(c *v1alpha1.AllocationClaim, pool *v1alpha1.AddressPool
 		}
 	}
 	return append(errs, field.Invalid(spec.Child("address"), c.Spec.Address,
-		fmt.Sprintf("is not inside AddressPool %q (%s)", pool.Name, quote.List(pool.Spec.Addresses))))
+		fmt.Sprintf("is not inside AddressPool %q (%s)", pool.Name, messages.Names(pool.Spec.Addresses))))
 }

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
-	"github.com/loutres/juneau/pkg/apis/juneau/quote"
+	"github.com/loutres/juneau/pkg/apis/juneau/messages"
 )
 
 // MaxInterfaceNameLength is the longest Linux interface name (IFNAMSIZ - 1).
@@ -122,7 +122,7 @@ func validateAppendOnly(path *field.Path, newList, oldList []string) field.Error
 		slices.Sort(missing)
 		detail := fmt.Sprintf("entries can only be appended, never removed: the list had %d entries and now has %d", len(oldList), len(newList))
 		if len(missing) > 0 {
-			detail += "; missing: " + quote.List(missing)
+			detail += "; missing: " + messages.Names(missing)
 		}
 		errs = append(errs, field.Forbidden(path, detail))
 	}

@@ -1,7 +1,4 @@
-// Package quote renders the names in juneau's messages (conditions, Events, webhook
-// denials) the one way they are written everywhere (docs/reference.md#messages):
-// quoted, sorted, each once, at most MaxNamed of them before "and N more".
-package quote
+package messages
 
 import (
 	"fmt"
@@ -12,9 +9,9 @@ import (
 // MaxNamed is how many names a list shows before it says "and N more".
 const MaxNamed = 5
 
-// List renders names sorted, without repeats, quoted and comma-separated:
+// Names renders names sorted, without repeats, quoted and comma-separated:
 // "a", "b", "c"; a list longer than MaxNamed ends with "and N more".
-func List(names []string) string {
+func Names(names []string) string {
 	names = slices.Clone(names)
 	slices.Sort(names)
 	names = slices.Compact(names)
@@ -33,7 +30,7 @@ func List(names []string) string {
 // Kinds renders names after their kind, in the singular for one name: `AddressPool "a"`,
 // `AddressPools "a", "b"`.
 func Kinds(kind string, names []string) string {
-	return Plural(Count(names), kind) + " " + List(names)
+	return Plural(Count(names), kind) + " " + Names(names)
 }
 
 // Count is how many distinct names there are.

@@ -1,4 +1,4 @@
-package quote
+package messages
 
 import "testing"
 
@@ -13,12 +13,12 @@ func TestList(t *testing.T) {
 		{[]string{`we"ird`}, `"we\"ird"`},
 		{[]string{"g", "f", "e", "d", "c", "b", "a"}, `"a", "b", "c", "d", "e" and 2 more`},
 	} {
-		if got := List(tt.in); got != tt.want {
-			t.Errorf("List(%q) = %s, want %s", tt.in, got, tt.want)
+		if got := Names(tt.in); got != tt.want {
+			t.Errorf("Names(%q) = %s, want %s", tt.in, got, tt.want)
 		}
 	}
 	in := []string{"b", "a"}
-	List(in)
+	Names(in)
 	if in[0] != "b" {
 		t.Error("List sorted its input")
 	}

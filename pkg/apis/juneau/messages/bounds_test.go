@@ -1,4 +1,4 @@
-package bounded
+package messages
 
 import (
 	"strings"
@@ -8,15 +8,15 @@ import (
 )
 
 func TestString(t *testing.T) {
-	if got := String("short", 10); got != "short" {
+	if got := Cut("short", 10); got != "short" {
 		t.Errorf("short string changed: %q", got)
 	}
-	got := String(strings.Repeat("a", 100), 10)
+	got := Cut(strings.Repeat("a", 100), 10)
 	if got != "aaaaaaaaaa... (90 more bytes)" {
 		t.Errorf("got %q", got)
 	}
 	// Never half a character.
-	got = String("ééééé", 3) // 2 bytes each
+	got = Cut("ééééé", 3) // 2 bytes each
 	if got != "é... (8 more bytes)" {
 		t.Errorf("got %q", got)
 	}
@@ -38,7 +38,7 @@ func TestErrorsKeepsFewAndCountsTheRest(t *testing.T) {
 	if errs[0].BadValue != huge {
 		t.Error("Errors changed its input")
 	}
-	msg := Message(errs)
+	msg := OfErrors(errs)
 	if len(msg) > MaxMessage+64 {
 		t.Errorf("message of %d bytes, want at most about %d", len(msg), MaxMessage)
 	}

@@ -1,9 +1,4 @@
-// Package bounded keeps what juneau says about bad input small, whatever the input's
-// size: error lists name at most MaxErrors errors and count the rest, quoted values are
-// cut to MaxValue bytes, and whole messages (webhook responses, conditions, Events and
-// the log lines quoting them) to MaxMessage bytes, each cut saying how much it left out
-// (docs/reference.md#limits).
-package bounded
+package messages
 
 import (
 	"fmt"
@@ -24,9 +19,9 @@ const (
 	MaxMessage = 4096
 )
 
-// String returns s if it has at most limit bytes, else its first bytes (whole UTF-8
+// Cut returns s if it has at most limit bytes, else its first bytes (whole UTF-8
 // characters) followed by how many bytes were left out.
-func String(s string, limit int) string {
+func Cut(s string, limit int) string {
 	if len(s) <= limit {
 		return s
 	}
@@ -46,9 +41,9 @@ func Errors(errs field.ErrorList) field.ErrorList {
 	for i := range n {
 		e := *errs[i]
 		if s, ok := e.BadValue.(string); ok {
-			e.BadValue = String(s, MaxValue)
+			e.BadValue = Cut(s, MaxValue)
 		}
-		e.Detail = String(e.Detail, MaxDetail)
+		e.Detail = Cut(e.Detail, MaxDetail)
 		out[i] = &e
 	}
 	if omitted := len(errs) - n; omitted > 0 {
@@ -59,8 +54,8 @@ func Errors(errs field.ErrorList) field.ErrorList {
 	return out
 }
 
-// Message is the errors of Errors joined with "; ", cut to MaxMessage bytes.
-func Message(errs field.ErrorList) string {
+// OfErrors is the errors of Errors joined with "; ", cut to MaxMessage bytes.
+func OfErrors(errs field.ErrorList) string {
 	s := ""
 	for i, e := range Errors(errs) {
 		if i > 0 {
@@ -68,5 +63,5 @@ func Message(errs field.ErrorList) string {
 		}
 		s += e.Error()
 	}
-	return String(s, MaxMessage)
+	return Cut(s, MaxMessage)
 }
