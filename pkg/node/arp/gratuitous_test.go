@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
+	"github.com/loutres/juneau/pkg/node/responder/respondertest"
 	"github.com/loutres/juneau/test/netns"
 )
 
@@ -39,20 +40,20 @@ func TestGratuitousReply(t *testing.T) {
 func TestGratuitousSchedule(t *testing.T) {
 	other := netip.MustParseAddr("10.225.51.6")
 	r := NewResponder("ext0")
-	conn := &fakeConn{}
+	conn := &respondertest.Conn{}
 	now := time.Unix(1000, 0)
 	send := func() (time.Duration, bool) { return r.sendDue(klog.Background(), conn, ourMAC, now) }
 
 	r.SetAddresses([]netip.Addr{other}) // answered before gratuitous ARP was asked for
 	r.SetGratuitous([]netip.Addr{eip, other})
-	if _, due := send(); due || len(conn.sent) != 0 {
-		t.Fatalf("sent %d frames for an address answered before", len(conn.sent))
+	if _, due := send(); due || len(conn.Sent) != 0 {
+		t.Fatalf("sent %d frames for an address answered before", len(conn.Sent))
 	}
 	r.SetAddresses([]netip.Addr{other, eip})
 	for i := range GratuitousCount {
 		next, due := send()
-		if len(conn.sent) != i+1 {
-			t.Fatalf("round %d: %d frames sent", i, len(conn.sent))
+		if len(conn.Sent) != i+1 {
+			t.Fatalf("round %d: %d frames sent", i, len(conn.Sent))
 		}
 		if i < GratuitousCount-1 && (!due || next != GratuitousInterval) {
 			t.Fatalf("round %d: next in %v (%v), want %v", i, next, due, GratuitousInterval)
@@ -65,7 +66,7 @@ func TestGratuitousSchedule(t *testing.T) {
 		}
 		now = now.Add(GratuitousInterval)
 	}
-	for _, f := range conn.sent {
+	for _, f := range conn.Sent {
 		a, ok := netns.ParseARP(f)
 		if !ok || !a.Gratuitous() || a.SenderIP != eip || a.Op != 2 {
 			t.Errorf("sent %+v", a)
@@ -79,8 +80,8 @@ func TestGratuitousSchedule(t *testing.T) {
 	r.SetAddresses([]netip.Addr{other})
 	r.SetAddresses([]netip.Addr{other, eip})
 	r.SetAddresses([]netip.Addr{other})
-	if _, due := send(); due || len(conn.sent) != GratuitousCount {
-		t.Errorf("sent %d frames for an address released before its turn", len(conn.sent)-GratuitousCount)
+	if _, due := send(); due || len(conn.Sent) != GratuitousCount {
+		t.Errorf("sent %d frames for an address released before its turn", len(conn.Sent)-GratuitousCount)
 	}
 }
 

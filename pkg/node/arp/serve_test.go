@@ -10,48 +10,18 @@ import (
 
 	"github.com/mdlayher/arp"
 	"github.com/mdlayher/ethernet"
+
+	"github.com/loutres/juneau/pkg/node/responder/respondertest"
 )
-
-// fakeConn feeds frames to the responder; before each read it may run a hook
-// (to change the owned addresses mid-stream). Reads end with errDone.
-type fakeConn struct {
-	in     [][]byte
-	before []func()
-	sent   [][]byte
-	to     []net.HardwareAddr
-}
-
-var errDone = errors.New("no more frames")
-
-func (c *fakeConn) ReadFrom(b []byte) (int, net.Addr, error) {
-	if len(c.in) == 0 {
-		return 0, nil, errDone
-	}
-	if len(c.before) > 0 && c.before[0] != nil {
-		c.before[0]()
-	}
-	if len(c.before) > 0 {
-		c.before = c.before[1:]
-	}
-	n := copy(b, c.in[0])
-	c.in = c.in[1:]
-	return n, nil, nil
-}
-
-func (c *fakeConn) WriteTo(b []byte, _ net.Addr) (int, error) {
-	c.sent = append(c.sent, bytes.Clone(b))
-	c.to = append(c.to, net.HardwareAddr(bytes.Clone(b[:6])))
-	return len(b), nil
-}
 
 func TestServeAnswersOwnedAddressesOnly(t *testing.T) {
 	r := NewResponder("ext0")
 	zero := net.HardwareAddr{0, 0, 0, 0, 0, 0}
 	req := frame(t, ethernet.Broadcast, peerMAC, arp.OperationRequest, peerMAC, client, zero, eip)
 	garp := frame(t, ethernet.Broadcast, peerMAC, arp.OperationRequest, peerMAC, eip, zero, eip)
-	conn := &fakeConn{
-		in: [][]byte{req, req, garp, req},
-		before: []func(){
+	conn := &respondertest.Conn{
+		In: [][]byte{req, req, garp, req},
+		Before: []func(){
 			nil, // owns nothing yet
 			func() { r.SetAddresses([]netip.Addr{eip, netip.MustParseAddr("2001:db8::1")}) },
 			nil,
@@ -59,15 +29,15 @@ func TestServeAnswersOwnedAddressesOnly(t *testing.T) {
 		},
 	}
 	err := r.Serve(context.Background(), conn, ourMAC)
-	if !errors.Is(err, errDone) {
+	if !errors.Is(err, respondertest.ErrDone) {
 		t.Fatalf("serve ended with %v", err)
 	}
-	if len(conn.sent) != 1 || !bytes.Equal(conn.to[0], peerMAC) {
-		t.Fatalf("sent %d replies to %v; want one, to the requester", len(conn.sent), conn.to)
+	if len(conn.Sent) != 1 || !bytes.Equal(conn.To[0], peerMAC) {
+		t.Fatalf("sent %d replies to %v; want one, to the requester", len(conn.Sent), conn.To)
 	}
 	var f ethernet.Frame
 	var p arp.Packet
-	if err := f.UnmarshalBinary(conn.sent[0]); err != nil {
+	if err := f.UnmarshalBinary(conn.Sent[0]); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.UnmarshalBinary(f.Payload); err != nil {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
+	"github.com/loutres/juneau/pkg/node/responder/respondertest"
 	"github.com/loutres/juneau/test/netns"
 )
 
@@ -68,43 +69,11 @@ func toyFrame(from byte, what byte, addr string) []byte {
 	return slices.Concat(bytes.Repeat([]byte{0xff}, 6), []byte{0x02, 0, 0, 0, 0, from}, []byte{0x88, 0xb5, what}, a[:])
 }
 
-// fakeConn feeds frames to Serve; reads end with errDone. Writes to fail are
-// those whose destination's last byte is in fail.
-type fakeConn struct {
-	in   [][]byte
-	fail []byte
-	sent [][]byte
-	to   []net.HardwareAddr
-}
-
-var errDone = errors.New("no more frames")
-
-func (c *fakeConn) ReadFrom(b []byte) (int, net.Addr, error) {
-	if len(c.in) == 0 {
-		return 0, nil, errDone
-	}
-	n := copy(b, c.in[0])
-	c.in = c.in[1:]
-	return n, nil, nil
-}
-
-func (c *fakeConn) WriteTo(b []byte, addr net.Addr) (int, error) {
-	to := addr.(*packet.Addr).HardwareAddr
-	if slices.Contains(c.fail, to[5]) {
-		return 0, errors.New("no buffer space")
-	}
-	c.sent = append(c.sent, bytes.Clone(b))
-	c.to = append(c.to, slices.Clone(to))
-	return len(b), nil
-}
-
-// TestServe: each frame is decided, counted by reason, and answered to the
-// address Decide wrote; a failed send is counted, not fatal.
 func TestServe(t *testing.T) {
 	r := New("ext0", &toy, Hooks{})
 	r.SetAddresses([]netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("2001:db8::1")})
-	conn := &fakeConn{
-		in: [][]byte{
+	conn := &respondertest.Conn{
+		In: [][]byte{
 			toyFrame(0x10, 'a', "10.0.0.1"),
 			toyFrame(0x11, 'a', "10.0.0.2"),
 			toyFrame(0x12, 'm', "10.0.0.1"),
@@ -112,13 +81,13 @@ func TestServe(t *testing.T) {
 			toyFrame(0x14, 'a', "10.0.0.1"), // the send fails
 			toyFrame(0x15, 'a', "10.0.0.1"),
 		},
-		fail: []byte{0x14},
+		Fail: []byte{0x14},
 	}
-	if err := r.Serve(context.Background(), conn, ours); !errors.Is(err, errDone) {
+	if err := r.Serve(context.Background(), conn, ours); !errors.Is(err, respondertest.ErrDone) {
 		t.Fatalf("Serve ended with %v", err)
 	}
-	if len(conn.sent) != 2 || conn.to[0][5] != 0x10 || conn.to[1][5] != 0x15 || !bytes.Equal(conn.sent[1][:6], conn.to[1]) {
-		t.Errorf("replies sent to %v", conn.to)
+	if len(conn.Sent) != 2 || conn.To[0][5] != 0x10 || conn.To[1][5] != 0x15 || !bytes.Equal(conn.Sent[1][:6], conn.To[1]) {
+		t.Errorf("replies sent to %v", conn.To)
 	}
 	if r.Requests() != 4 || r.Replies() != 2 {
 		t.Errorf("requests %d, replies %d; want 4 and 2", r.Requests(), r.Replies())
