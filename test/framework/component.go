@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -94,6 +95,16 @@ type Component struct {
 	Name    string
 	LogPath string
 	proc    *process
+	// stopping is when Stop was first called; zero while the process is meant to run.
+	stopping atomic.Pointer[time.Time]
+}
+
+// StoppingSince is when the test asked the process to stop gracefully, zero before.
+func (c *Component) StoppingSince() time.Time {
+	if at := c.stopping.Load(); at != nil {
+		return *at
+	}
+	return time.Time{}
 }
 
 // StartComponent runs the juneau binary with args; it is stopped when the test ends and
@@ -131,7 +142,11 @@ func (c *Component) Kill() {
 }
 
 // Stop ends the process gracefully (SIGTERM, then SIGKILL after 10s).
-func (c *Component) Stop() { c.proc.stop(10 * time.Second) }
+func (c *Component) Stop() {
+	now := time.Now()
+	c.stopping.CompareAndSwap(nil, &now)
+	c.proc.stop(10 * time.Second)
+}
 
 // Exited reports whether the process ended, and how.
 func (c *Component) Exited() (bool, error) { return c.proc.exited() }
