@@ -8,6 +8,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,6 +64,7 @@ type Manager struct {
 // factory is what Manager needs of an informer factory.
 type factory interface {
 	Start(stop <-chan struct{})
+	WaitForCacheSync(stop <-chan struct{}) map[reflect.Type]bool
 	Shutdown()
 }
 
@@ -103,12 +105,8 @@ func (m *Manager) Run(ctx context.Context, workers int, ready func()) error {
 		f.Start(ctx.Done())
 		defer f.Shutdown()
 	}
-	for _, synced := range []map[any]bool{
-		typesOf(m.juneau.WaitForCacheSync(ctx.Done())),
-		typesOf(m.leases.WaitForCacheSync(ctx.Done())),
-		typesOf(m.kube.WaitForCacheSync(ctx.Done())),
-	} {
-		for typ, ok := range synced {
+	for _, f := range m.factories {
+		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
 			if !ok {
 				return fmt.Errorf("cache of %v did not sync", typ)
 			}
@@ -120,13 +118,4 @@ func (m *Manager) Run(ctx context.Context, workers int, ready func()) error {
 		g.Go(func() error { r.Run(ctx, workers); return nil })
 	}
 	return g.Wait()
-}
-
-// typesOf turns a factory's sync report into one map type.
-func typesOf[K comparable](in map[K]bool) map[any]bool {
-	out := make(map[any]bool, len(in))
-	for k, v := range in {
-		out[k] = v
-	}
-	return out
 }
