@@ -18,18 +18,29 @@ import (
 type Bindings map[string]string
 
 // Substitute replaces every bound value of s, as a whole token (not inside a longer
-// address or name), by its value in this run.
+// address or name), by its value in this run, in one pass: a replaced value is not read
+// again, so swapped bindings (node-a for node-b and node-b for node-a) hold.
 func (b Bindings) Substitute(s string) string {
 	keys := make([]string, 0, len(b))
 	for k := range b {
-		keys = append(keys, k)
+		if k != "" {
+			keys = append(keys, k)
+		}
 	}
 	// Longest first, so that 10.244.1.5/32 goes before 10.244.1.5.
 	slices.SortFunc(keys, func(x, y string) int { return len(y) - len(x) })
-	for _, k := range keys {
-		s = replaceToken(s, k, b[k])
+	var out strings.Builder
+	for i := 0; i < len(s); {
+		k := tokenAt(s, i, keys)
+		if k == "" {
+			out.WriteByte(s[i])
+			i++
+			continue
+		}
+		out.WriteString(b[k])
+		i += len(k)
 	}
-	return s
+	return out.String()
 }
 
 // tokenChar is a character that continues an address or a name; an underscore joins
@@ -38,30 +49,23 @@ func tokenChar(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '.' || c == '-'
 }
 
-// replaceToken replaces old by new where it stands alone: not preceded or followed by
-// a character of a name or an address (a trailing dot ends a sentence, not a token).
-func replaceToken(s, old, new string) string {
-	if old == "" || old == new {
-		return s
+// tokenAt returns the first of keys that stands alone at s[i:]: not preceded or
+// followed by a character of a name or an address (a trailing dot ends a sentence, not
+// a token); "" if none does.
+func tokenAt(s string, i int, keys []string) string {
+	if i > 0 && tokenChar(s[i-1]) {
+		return ""
 	}
-	var out strings.Builder
-	for {
-		i := strings.Index(s, old)
-		if i < 0 {
-			out.WriteString(s)
-			return out.String()
+	for _, k := range keys {
+		if !strings.HasPrefix(s[i:], k) {
+			continue
 		}
-		end := i + len(old)
-		before := i == 0 || !tokenChar(s[i-1])
-		after := end == len(s) || !tokenChar(s[end]) || s[end] == '.' && (end+1 == len(s) || !tokenChar(s[end+1]))
-		out.WriteString(s[:i])
-		if before && after {
-			out.WriteString(new)
-		} else {
-			out.WriteString(old)
+		end := i + len(k)
+		if end == len(s) || !tokenChar(s[end]) || s[end] == '.' && (end+1 == len(s) || !tokenChar(s[end+1])) {
+			return k
 		}
-		s = s[end:]
 	}
+	return ""
 }
 
 // Match compares what a command printed with the output a page promises for it.
@@ -358,6 +362,25 @@ func subsequence(want, have []string, vary []string, fresh, bound Bindings) (Bin
 
 // literal marks a word of the page already replaced by its bound value.
 const literal = "\x00"
+
+// Forget drops the bindings of the values the page's tables show in columns cols, so
+// that a block binds them afresh (rebind=).
+func (b Bindings) Forget(want []string, cols []string) {
+	if len(want) == 0 || !isHeader(want[0]) {
+		return
+	}
+	for _, sec := range sections(want) {
+		t := parseTable(sec)
+		for j, c := range t.header {
+			if !slices.Contains(cols, c.name) {
+				continue
+			}
+			for _, row := range t.rows {
+				delete(b, row[j])
+			}
+		}
+	}
+}
 
 func mergeBindings(a, b Bindings) Bindings {
 	out := Bindings{}

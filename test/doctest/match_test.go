@@ -220,3 +220,33 @@ func TestSlug(t *testing.T) {
 		}
 	}
 }
+
+// TestForgetRebinds: web6 was placed on its own; the page shows it on node-a, which an
+// earlier block bound to the Node of gw. rebind=NODE lets node-a stand for web6's Node.
+func TestForgetRebinds(t *testing.T) {
+	bound := Bindings{"node-b": "node-a", "node-a": "node-b"}
+	want := []string{"NAME        NODE", "web6.eth0   node-a"}
+	got := "NAME        NODE\nweb6.eth0   node-a\n"
+	if _, err := Match(want, got, []string{"NODE"}, bound); err == nil {
+		t.Fatal("node-a matched although bound to node-b")
+	}
+	bound.Forget(want, []string{"NODE"})
+	if _, ok := bound["node-a"]; ok {
+		t.Errorf("node-a still bound: %v", bound)
+	}
+	if bound["node-b"] != "node-a" {
+		t.Errorf("node-b forgotten: %v", bound)
+	}
+	if _, err := Match(want, got, []string{"NODE"}, bound); err != nil {
+		t.Errorf("after Forget: %v", err)
+	}
+	bound.Forget([]string{"not a table"}, []string{"NODE"})
+}
+
+// TestSubstituteSwapped: two values bound to each other are each replaced once.
+func TestSubstituteSwapped(t *testing.T) {
+	b := Bindings{"node-a": "node-b", "node-b": "node-a", "10.225.51.5": "10.225.51.50"}
+	if got, want := b.Substitute("node-a then node-b, 10.225.51.5."), "node-b then node-a, 10.225.51.50."; got != want {
+		t.Errorf("Substitute = %q, want %q", got, want)
+	}
+}

@@ -26,7 +26,9 @@
 // Keys: stage= (install, guide, uninstall; default guide), in= (client: the external
 // client's network namespace; a Node's name: on that Node), dir= (the working
 // directory, relative to the clone), vary= (table columns whose values differ from run
-// to run), fails (the command must fail), timeout= (a Go duration), and <placeholder>=
+// to run), rebind= (vary columns whose page values are bound afresh by this block: a
+// Pod the scheduler placed on its own, whose Node the page shows with a name it used
+// for another Pod before), fails (the command must fail), timeout= (a Go duration), and <placeholder>=
 // value pairs that replace a placeholder of the block (kubectl describe eip <name>).
 package doctest
 
@@ -91,19 +93,27 @@ func (b Block) Timeout(def time.Duration) time.Duration {
 	return def
 }
 
-// Vary lists the columns of the vary= key.
+// Vary lists the columns of the vary= and rebind= keys.
 func (b Block) Vary() []string {
-	if b.Args["vary"] == "" {
+	return append(b.list("vary"), b.Rebind()...)
+}
+
+// Rebind lists the columns of the rebind= key.
+func (b Block) Rebind() []string { return b.list("rebind") }
+
+// list reads a comma-separated key.
+func (b Block) list(key string) []string {
+	if b.Args[key] == "" {
 		return nil
 	}
-	return strings.Split(b.Args["vary"], ",")
+	return strings.Split(b.Args[key], ",")
 }
 
 var (
 	fence   = regexp.MustCompile("^( *)(```+|~~~+)\\s*([^`\\s]*)")
 	heading = regexp.MustCompile(`^#{1,6}\s+(.*)`)
 	marker  = regexp.MustCompile(`^\s*<!--\s*doctest:\s*(.*?)\s*-->\s*$`)
-	keys    = map[string]bool{"stage": true, "in": true, "dir": true, "vary": true, "fails": true, "timeout": true, "path": true}
+	keys    = map[string]bool{"stage": true, "in": true, "dir": true, "vary": true, "rebind": true, "fails": true, "timeout": true, "path": true}
 )
 
 // ParseFile reads the Markdown file root/page.

@@ -144,6 +144,11 @@ func (r *Runner) write(b Block, text string) error {
 // match bound.
 func (r *Runner) expect(ctx context.Context, t *testing.T, b Block, bound Bindings, in, dir string) error {
 	_, fails := b.Args["fails"]
+	if cols := b.Rebind(); len(cols) > 0 {
+		for _, c := range Commands(b.Body) {
+			bound.Forget(c.Output, cols)
+		}
+	}
 	for _, c := range Commands(b.Body) {
 		cmd := script(Block{Body: c.Line, Placeholders: b.Placeholders}, bound)
 		var last string
