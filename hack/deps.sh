@@ -12,13 +12,17 @@
 #                  flannel's (the real-cluster tier runs on both primary CNIs) and
 #                  bin/kubectl-juneau
 #
-# bin/juneau, bin/box, bin/sandbox (and bin/kubectl-juneau) come from one go build, statically linked
-# (CGO_ENABLED=0) like make build, so the packages they share are compiled once.
+# bin/juneau, bin/box, bin/sandbox (and bin/kubectl-juneau) come from one go build,
+# statically linked like make build, so the packages they share are compiled once; with
+# the flags of the tools' builds (hack/lib.sh), so that the standard library, k8s.io/api,
+# apimachinery and client-go are compiled once for them and Kubernetes.
 # Each part prints its lines prefixed with its name; the script fails if any part does.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${root}"
+# shellcheck source=hack/lib.sh
+source "${root}/hack/lib.sh"
 mode=${1:-}
 cni=${CNI:-ptp}
 version=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
@@ -67,7 +71,7 @@ mkdir -p bin
 part packages packages_then_flannel
 part control-plane sh -c 'hack/build-control-plane.sh >/dev/null'
 part cni-plugins sh -c 'hack/build-cni-plugins.sh >/dev/null'
-part binaries env CGO_ENABLED=0 go build -ldflags "-X main.version=${version}" -o bin/ \
+part binaries go build -ldflags "-X main.version=${version}" -o bin/ \
   ./cmd/juneau ./test/images/box ./test/sandbox "${extra_binaries[@]}"
 
 failed=()

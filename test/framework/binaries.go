@@ -26,7 +26,7 @@ type Binaries struct {
 // FindBinaries returns the cache directory of the control-plane binaries:
 // $JUNEAU_BIN_DIR, or the default cache location hack/lib.sh uses.
 func FindBinaries() (Binaries, error) {
-	dir, err := cacheDir("JUNEAU_BIN_DIR", "k8s-"+KubernetesVersion+"-etcd-"+EtcdVersion)
+	dir, err := cacheDir("JUNEAU_BIN_DIR", "kube-"+KubernetesVersion+"-etcd-"+EtcdVersion)
 	if err != nil {
 		return Binaries{}, err
 	}
