@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes ready what a make target runs, the independent parts at once (downloads and
-# package installation overlap the compilers; on a fresh machine that is most of the
-# time of a first make demo):
+# package installation overlap the compilers; on a fresh machine the compilers are most
+# of the time of a first make demo):
 #
 #   deps.sh demo   make demo and make sandbox (CNI=ptp|flannel): the Debian packages of
 #                  the real cluster (hack/install-test-deps.sh demo), the Kubernetes
@@ -67,12 +67,34 @@ packages_then_flannel() {
   fi
 }
 
+# The modules of the tools' builds, fetched while the compiler runs.
+download_tool_modules() {
+  local dir
+  for dir in k8s etcd cni; do
+    (cd "hack/tools/${dir}" && go mod download)
+  done
+}
+
+# juneau's binaries, then the tools side by side: one after the other, because two go
+# builds running at once would each compile what they share (the standard library,
+# client-go); built first, juneau's leave them in the build cache for Kubernetes.
+binaries_then_tools() {
+  local pids=() pid
+  go build -ldflags "-X main.version=${version}" -o bin/ \
+    ./cmd/juneau ./test/images/box ./test/sandbox "${extra_binaries[@]}"
+  hack/build-control-plane.sh >/dev/null &
+  pids+=($!)
+  hack/build-cni-plugins.sh >/dev/null &
+  pids+=($!)
+  for pid in "${pids[@]}"; do
+    wait "${pid}"
+  done
+}
+
 mkdir -p bin
 part packages packages_then_flannel
-part control-plane sh -c 'hack/build-control-plane.sh >/dev/null'
-part cni-plugins sh -c 'hack/build-cni-plugins.sh >/dev/null'
-part binaries go build -ldflags "-X main.version=${version}" -o bin/ \
-  ./cmd/juneau ./test/images/box ./test/sandbox "${extra_binaries[@]}"
+part downloads download_tool_modules
+part builds binaries_then_tools
 
 failed=()
 for i in "${!pids[@]}"; do
