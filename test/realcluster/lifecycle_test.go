@@ -148,7 +148,8 @@ func agentPods(t *testing.T, c *cluster.Cluster) map[string]bool {
 type flow struct {
 	conn     net.Conn
 	stopSend chan struct{}
-	wg       sync.WaitGroup
+	sending  sync.WaitGroup // the sender: stop waits for it before counting
+	wg       sync.WaitGroup // the reader
 	mu       sync.Mutex
 	sent     uint64
 	got      map[uint64]bool
@@ -175,7 +176,7 @@ func startFlow(t *testing.T, c *cluster.Cluster, addr string, every time.Duratio
 			}
 		}
 	})
-	f.wg.Go(func() {
+	f.sending.Go(func() {
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		msg := make([]byte, 8)
@@ -209,8 +210,11 @@ func (f *flow) waitEchoes(n int, timeout time.Duration) error {
 }
 
 // stop ends the flow, waits for the last echoes and returns what was sent and lost.
+// The sender is waited for first: its select may still take a ready tick after
+// stopSend closes, and a datagram sent then must be counted before the echoes are.
 func (f *flow) stop() (sent uint64, lost []uint64) {
 	close(f.stopSend)
+	f.sending.Wait()
 	_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
