@@ -65,7 +65,7 @@ var metricsAddress = regexp.MustCompile(`"Serving metrics and health".* address=
 // synced (/readyz).
 func startController(e *env, cp *framework.ControlPlane, extra ...string) *controllerProcess {
 	args := append([]string{"controller", "--kubeconfig=" + cp.Kubeconfig, "--leader-elect=false",
-		"--metrics-bind-address=127.0.0.1:0", fmt.Sprintf("--kube-api-qps=%d", apiQPS), fmt.Sprintf("--kube-api-burst=%d", apiBurst),
+		"--metrics-bind-address=127.0.0.1:0", "--metrics-secure=false", fmt.Sprintf("--kube-api-qps=%d", apiQPS), fmt.Sprintf("--kube-api-burst=%d", apiBurst),
 		fmt.Sprintf("--workers=%d", e.cfg.workers)}, extra...)
 	c := framework.StartCommand(e, "controller", e.cfg.juneau, args...)
 	var addr string

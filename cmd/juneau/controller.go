@@ -30,7 +30,7 @@ import (
 type controllerOptions struct {
 	common         *commonOptions
 	workers        int
-	metricsAddr    string
+	metrics        metricsOptions
 	leaderElect    bool
 	leaseNamespace string
 	leaseName      string
@@ -54,7 +54,7 @@ func newControllerCommand(common *commonOptions) *cobra.Command {
 	}
 	fs := cmd.Flags()
 	fs.IntVar(&o.workers, "workers", 4, "workers per controller")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9090", "address serving /metrics, /healthz and /readyz; empty disables")
+	o.metrics.addFlags(fs, ":9090", "/metrics, /healthz and /readyz")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader through a Lease so only one replica acts")
 	fs.StringVar(&o.leaseNamespace, "leader-elect-namespace", envOr("POD_NAMESPACE", "juneau-system"), "namespace of the leader-election Lease and of the node agents' heartbeat Leases")
 	fs.StringVar(&o.leaseName, "leader-elect-name", "juneau-controller", "name of the leader-election Lease")
@@ -76,7 +76,7 @@ func (o *controllerOptions) run(ctx context.Context) error {
 		return err
 	}
 	health := newHealth()
-	srv, reg, err := startMetricsServer(ctx, o.metricsAddr, health)
+	srv, reg, err := startMetricsServer(ctx, o.metrics, kube, health)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/loutres/juneau/pkg/node/bgp"
 	"github.com/loutres/juneau/pkg/node/cniserver"
@@ -13,9 +14,9 @@ import (
 )
 
 type nodeOptions struct {
-	common      *commonOptions
-	metricsAddr string
-	agent       wiring.Options
+	common  *commonOptions
+	metrics metricsOptions
+	agent   wiring.Options
 }
 
 func newNodeCommand(common *commonOptions) *cobra.Command {
@@ -32,7 +33,7 @@ func newNodeCommand(common *commonOptions) *cobra.Command {
 	fs.StringVar(&a.ExternalInterface, "external-interface", "", "interface towards the external network (default: the one holding the Node's InternalIP)")
 	fs.StringSliceVar(&a.ClusterCIDRs, "cluster-cidr", nil, "Pod CIDRs never translated, besides Node spec.podCIDRs, ServiceCIDRs and Node addresses (repeatable)")
 	fs.DurationVar(&a.Resync, "resync-period", time.Minute, "period of full datapath re-syncs")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9091", "address serving /metrics, /healthz and /readyz; empty disables")
+	o.metrics.addFlags(fs, "127.0.0.1:9091", "/metrics, /healthz and /readyz (the DaemonSet binds it to the Node's address)")
 	fs.BoolVar(&a.SetSysctls, "set-sysctls", true, "set IPv4 and IPv6 forwarding and the ARP and NDP sysctls of the external interface")
 	fs.BoolVar(&a.ARPKernelPath, "arp-kernel-path", true, "answer ARP requests from a TCX program in the kernel where it can be attached (needs CAP_BPF and CAP_NET_ADMIN); otherwise, or when false, from a raw socket")
 	fs.StringVar(&a.CNISocket, "cni-socket", cniserver.DefaultSocket, "unix socket the juneau CNI plugin asks about direct NICs; empty disables")
@@ -54,8 +55,8 @@ func (o *nodeOptions) run(ctx context.Context) error {
 	health := newHealth()
 	return wiring.Run(ctx, o.agent, wiring.Process{
 		Clients: o.common.clients,
-		Serve: func(ctx context.Context) (registerer, func(), error) {
-			srv, reg, err := startMetricsServer(ctx, o.metricsAddr, health)
+		Serve: func(ctx context.Context, kube kubernetes.Interface) (registerer, func(), error) {
+			srv, reg, err := startMetricsServer(ctx, o.metrics, kube, health)
 			if err != nil {
 				return nil, nil, err
 			}

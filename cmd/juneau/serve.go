@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -21,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
+	"github.com/loutres/juneau/pkg/metricsauth"
 )
 
 // registerer is where components register their metrics.
@@ -87,21 +90,47 @@ func (h *health) readyz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte("ok"))
 }
 
+// metricsOptions are the flags of a role's metrics endpoint.
+type metricsOptions struct {
+	addr   string
+	secure bool
+}
+
+func (o *metricsOptions) addFlags(fs *pflag.FlagSet, def, serves string) {
+	fs.StringVar(&o.addr, "metrics-bind-address", def, "address serving "+serves+"; empty disables")
+	fs.BoolVar(&o.secure, "metrics-secure", true, "serve over HTTPS (a self-signed certificate), /metrics only to a bearer token whose user may get it (TokenReview, SubjectAccessReview; docs/operations.md#metrics-and-health); false serves plain HTTP to anyone")
+}
+
 // metricsServer serves /metrics, /healthz and /readyz.
 type metricsServer struct{ srv *http.Server }
 
-// startMetricsServer registers the process collectors on a new registry and serves it.
-// An empty address serves nothing but still returns a registry. The port is opened
-// with SO_REUSEPORT: two node agents of one Node (hostNetwork, during a rolling update
-// with maxSurge) share it, each connection served by one of them.
-func startMetricsServer(ctx context.Context, addr string, h *health) (*metricsServer, *prometheus.Registry, error) {
+// startMetricsServer registers the process collectors on a new registry and serves it:
+// /metrics behind the API server's authentication and authorization when secure,
+// /healthz and /readyz to anyone (the kubelet's probes carry no token). An empty
+// address serves nothing but still returns a registry. The port is opened with
+// SO_REUSEPORT: two node agents of one Node (hostNetwork, during a rolling update with
+// maxSurge) share it, each connection served by one of them.
+func startMetricsServer(ctx context.Context, o metricsOptions, kube kubernetes.Interface, h *health) (*metricsServer, *prometheus.Registry, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if addr == "" {
+	if o.addr == "" {
 		return &metricsServer{}, reg, nil
 	}
+	var metrics http.Handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+	var tlsConfig *tls.Config
+	if o.secure {
+		guard, err := metricsauth.New(kube)
+		if err != nil {
+			return nil, nil, err
+		}
+		metrics = guard.Wrap(metrics)
+		host, _ := os.Hostname()
+		if tlsConfig, err = metricsauth.SelfSignedTLS(host); err != nil {
+			return nil, nil, err
+		}
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("/metrics", metrics)
 	mux.HandleFunc("/healthz", h.healthz)
 	mux.HandleFunc("/readyz", h.readyz)
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
@@ -113,9 +142,13 @@ func startMetricsServer(ctx context.Context, addr string, h *health) (*metricsSe
 		}
 		return serr
 	}}
-	l, err := lc.Listen(ctx, "tcp", addr)
+	l, err := lc.Listen(ctx, "tcp", o.addr)
 	if err != nil {
 		return nil, nil, err
+	}
+	addr := l.Addr().String()
+	if tlsConfig != nil {
+		l = tls.NewListener(l, tlsConfig)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
@@ -123,7 +156,7 @@ func startMetricsServer(ctx context.Context, addr string, h *health) (*metricsSe
 			klog.FromContext(ctx).Error(err, "Metrics server failed")
 		}
 	}()
-	klog.FromContext(ctx).Info("Serving metrics and health", "address", l.Addr().String())
+	klog.FromContext(ctx).Info("Serving metrics and health", "address", addr, "secure", o.secure)
 	return &metricsServer{srv: srv}, reg, nil
 }
 

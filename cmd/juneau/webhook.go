@@ -26,7 +26,7 @@ type webhookOptions struct {
 	bindAddress string
 	certFile    string
 	keyFile     string
-	metricsAddr string
+	metrics     metricsOptions
 	maxInFlight int
 
 	// Certificate provisioning (without cert-manager).
@@ -64,7 +64,7 @@ renewing them), writes the pair to those files, and sets the CA bundle of the
 	fs.StringVar(&o.service, "service", "juneau-webhook", "Service (in the Secret's namespace) the provisioned certificate is issued for")
 	fs.StringSliceVar(&o.extraHosts, "certificate-extra-hosts", nil, "more DNS names or IP addresses for the provisioned certificate")
 	fs.DurationVar(&o.checkInterval, "certificate-check-interval", time.Hour, "how often the provisioned certificate and caBundle are checked and renewed")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9092", "address serving /metrics (plain HTTP); empty disables")
+	o.metrics.addFlags(fs, ":9092", "/metrics")
 	fs.IntVar(&o.maxInFlight, "max-requests-in-flight", admission.DefaultMaxInFlight, "admission reviews read or judged at once; more are answered 429 Too Many Requests")
 	return cmd
 }
@@ -112,7 +112,7 @@ func (o *webhookOptions) run(ctx context.Context) error {
 		return err
 	}
 	health := newHealth()
-	srv, reg, err := startMetricsServer(ctx, o.metricsAddr, health)
+	srv, reg, err := startMetricsServer(ctx, o.metrics, kube, health)
 	if err != nil {
 		return err
 	}

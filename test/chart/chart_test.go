@@ -167,7 +167,7 @@ func TestChartValues(t *testing.T) {
 	if a := args(ctrl, 0); !strings.HasSuffix(a, `"-v=4","--workers=8"]`) {
 		t.Errorf("controller args %s, want -v=4 then the extra --workers=8 last", a)
 	}
-	if a := args(ds, 0); !strings.Contains(a, `"--metrics-bind-address=:19091"`) || !strings.HasSuffix(a, `"--cluster-cidr=10.244.0.0/16"]`) {
+	if a := args(ds, 0); !strings.Contains(a, `"--metrics-bind-address=[$(NODE_IP)]:19091"`) || !strings.HasSuffix(a, `"--cluster-cidr=10.244.0.0/16"]`) {
 		t.Errorf("agent args %s, want the metrics port 19091 and the extra --cluster-cidr last", a)
 	}
 	agent := containers(ds)[0].(map[string]any)
@@ -255,11 +255,14 @@ func TestAlertRules(t *testing.T) {
 		t.Errorf("promtool check rules:\n%s", out)
 	}
 	dir := t.TempDir()
-	cfg, err := PrometheusConfig(root, 5*time.Second, filepath.Join(dir, "kubeconfig"))
+	cfg, err := PrometheusConfig(root, 5*time.Second, filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "token"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "kubeconfig"), []byte("apiVersion: v1\nkind: Config\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("a-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yaml"), cfg, 0o644); err != nil {

@@ -91,9 +91,10 @@ func Alerts(path string) ([]Alert, error) {
 // PrometheusConfig is a Prometheus configuration made of juneau's shipped parts:
 // the scrape jobs of manifests/monitoring/scrape-config.yaml, each discovering Pods
 // through the API server named by kubeconfig (as a Prometheus outside the cluster
-// does), and the rule file manifests/monitoring/alerts.yaml; scraped and evaluated
-// every interval.
-func PrometheusConfig(root string, interval time.Duration, kubeconfig string) ([]byte, error) {
+// does), scraping with the bearer token in tokenFile (in place of the in-cluster
+// ServiceAccount token), and the rule file manifests/monitoring/alerts.yaml; scraped
+// and evaluated every interval.
+func PrometheusConfig(root string, interval time.Duration, kubeconfig, tokenFile string) ([]byte, error) {
 	data, err := os.ReadFile(filepath.Join(root, "manifests", "monitoring", "scrape-config.yaml"))
 	if err != nil {
 		return nil, err
@@ -109,6 +110,11 @@ func PrometheusConfig(root string, interval time.Duration, kubeconfig string) ([
 		for _, sd := range sds {
 			sd.(map[string]any)["kubeconfig_file"] = kubeconfig
 		}
+		auth, ok := job["authorization"].(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("scrape job %v has no authorization", job["job_name"])
+		}
+		auth["credentials_file"] = tokenFile
 	}
 	cfg := map[string]any{
 		"global": map[string]any{

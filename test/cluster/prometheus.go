@@ -11,7 +11,13 @@ import (
 	"os"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 
 	"github.com/loutres/juneau/test/framework"
 )
@@ -185,4 +191,32 @@ func (p *Prometheus) Targets(ctx context.Context) (map[string]map[string]int, er
 		out[t.ScrapePool][t.Health]++
 	}
 	return out, nil
+}
+
+// MetricsReader is the ServiceAccount the test's scrapers use, as a user's Prometheus
+// would: bound to the shipped ClusterRole juneau-metrics-reader, nothing else.
+const MetricsReader = "metrics-reader"
+
+// MetricsReaderToken makes sure the ServiceAccount MetricsReader exists in the default
+// namespace with its binding to juneau-metrics-reader, and returns a token of it valid
+// for two hours.
+func (c *Cluster) MetricsReaderToken(ctx context.Context) (string, error) {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: MetricsReader, Namespace: metav1.NamespaceDefault}}
+	if _, err := c.Kube.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: MetricsReader},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "juneau-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: sa.Namespace}},
+	}
+	if _, err := c.Kube.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	tr, err := c.Kube.CoreV1().ServiceAccounts(sa.Namespace).CreateToken(ctx, sa.Name, &authnv1.TokenRequest{
+		Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](7200)}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	return tr.Status.Token, nil
 }

@@ -37,6 +37,7 @@ func RBACManifests() []string {
 		"manifests/10-rbac-node.yaml",
 		"manifests/10-rbac-node-scope.yaml",
 		"manifests/10-rbac-least-authority.yaml",
+		"manifests/10-rbac-metrics.yaml",
 		"manifests/webhook/rbac.yaml",
 	}
 }

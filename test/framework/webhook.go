@@ -53,7 +53,7 @@ func (w *Webhook) Start(t testing.TB, name, kubeconfig string, extra ...string) 
 		"--bind-address=" + w.Addr,
 		"--tls-cert-file=" + w.CertFile,
 		"--tls-private-key-file=" + w.KeyFile,
-		"--metrics-bind-address=127.0.0.1:0",
+		"--metrics-bind-address=127.0.0.1:0", "--metrics-secure=false",
 		"-v=2",
 	}, extra...)
 	w.Component = StartComponent(t, name, args...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -33,11 +34,21 @@ func startPrometheus(t *testing.T, c *cluster.Cluster) *cluster.Prometheus {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := chart.PrometheusConfig(root, scrapeInterval, c.PrometheusKubeconfig())
+	ctx := testContext(t, 3*time.Minute)
+	// Prometheus scrapes as a user's would: with the token of a ServiceAccount bound to
+	// juneau-metrics-reader (docs/operations.md#metrics-and-health).
+	token, err := c.MetricsReaderToken(ctx)
+	if err != nil {
+		t.Fatalf("a token for Prometheus: %v", err)
+	}
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := chart.PrometheusConfig(root, scrapeInterval, c.PrometheusKubeconfig(), tokenFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testContext(t, 3*time.Minute)
 	prom, err := c.StartPrometheus(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,7 @@ type Process struct {
 	Clients func() (kubernetes.Interface, versioned.Interface, error)
 	// Serve starts serving /metrics, /healthz and /readyz. It returns the registry of
 	// the agent's metrics and the function that stops serving.
-	Serve func(ctx context.Context) (prometheus.Registerer, func(), error)
+	Serve func(ctx context.Context, kube kubernetes.Interface) (prometheus.Registerer, func(), error)
 	// Ready is called once, after the agent's first sync from synced caches.
 	Ready func()
 }
@@ -83,7 +83,7 @@ func Run(ctx context.Context, o Options, p Process) error {
 	if !held {
 		logger.Info("Another agent of this Node holds the datapath; answering ARP and standing by until it stops", "lock", lock.Path())
 	}
-	reg, stopServing, err := p.Serve(ctx)
+	reg, stopServing, err := p.Serve(ctx, kube)
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ func TestRunStopsEarly(t *testing.T) {
 					madeClients = true
 					return kubefake.NewClientset(), juneaufake.NewClientset(), tc.clients
 				},
-				Serve: func(context.Context) (prometheus.Registerer, func(), error) {
+				Serve: func(context.Context, kubernetes.Interface) (prometheus.Registerer, func(), error) {
 					t.Fatal("Run served before it could run")
 					return nil, nil, nil
 				},

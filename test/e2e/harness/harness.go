@@ -157,7 +157,7 @@ func New(t testing.TB, cp *framework.ControlPlane, opts Options) *Cluster {
 	cp.ApplyRBAC(t)
 	controllerKubeconfig := cp.ServiceAccountKubeconfig(t, framework.SystemNamespace, framework.ControllerServiceAccount)
 	c.Controller = framework.StartComponent(t, "controller", append([]string{"controller",
-		"--kubeconfig=" + controllerKubeconfig, "--leader-elect=false", "--metrics-bind-address=127.0.0.1:0",
+		"--kubeconfig=" + controllerKubeconfig, "--leader-elect=false", "--metrics-bind-address=127.0.0.1:0", "--metrics-secure=false",
 		"--kube-api-qps=200", "--kube-api-burst=400", "-v=2"}, opts.ControllerArgs...)...)
 	if opts.FarClient || opts.Router {
 		c.addFarClient(opts.FarClient)
@@ -294,7 +294,7 @@ func (c *Cluster) addNode(name string, i int) *Node {
 	c.bootNode(n)
 	n.Socket = filepath.Join(n.dir, "cni.sock")
 	n.agentArgs = append([]string{"node", "--kubeconfig=" + n.Kubeconfig, "--node-name=" + name,
-		"--cluster-cidr=" + ClusterCIDR, "--metrics-bind-address=127.0.0.1:0", "--resync-period=30s",
+		"--cluster-cidr=" + ClusterCIDR, "--metrics-bind-address=127.0.0.1:0", "--metrics-secure=false", "--resync-period=30s",
 		"--cni-socket=" + n.Socket, "--state-dir=" + n.RunDir(), "--heartbeat-lease-duration=4s", "-v=2"}, c.agentArgs...)
 	if c.dualStack {
 		n.agentArgs = append(n.agentArgs, "--cluster-cidr="+ClusterCIDR6)

@@ -31,7 +31,7 @@ func startController(t *testing.T, cp *framework.ControlPlane, name string, extr
 	ensureNamespace(t, cp, leaseNamespace)
 	args := append([]string{"controller",
 		"--kubeconfig=" + cp.Kubeconfig,
-		"--metrics-bind-address=127.0.0.1:0",
+		"--metrics-bind-address=127.0.0.1:0", "--metrics-secure=false",
 		"--leader-elect-namespace=" + leaseNamespace,
 		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms",
 		"--orphan-claim-grace=2s", "--kube-api-qps=300", "--kube-api-burst=600",

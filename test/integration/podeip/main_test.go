@@ -31,7 +31,7 @@ func startController(t *testing.T, cp *framework.ControlPlane, name string, extr
 	args := append([]string{"controller",
 		"--kubeconfig=" + cp.Kubeconfig,
 		"--leader-elect=false",
-		"--metrics-bind-address=127.0.0.1:0",
+		"--metrics-bind-address=127.0.0.1:0", "--metrics-secure=false",
 		"--kube-api-qps=300", "--kube-api-burst=600",
 		"-v=2",
 	}, extra...)

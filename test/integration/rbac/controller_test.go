@@ -61,7 +61,7 @@ func TestControllerAccessTable(t *testing.T) {
 			lease("create", framework.SystemNamespace, ""),
 			// The node agents' heartbeat Leases.
 			lease("list", framework.SystemNamespace, ""), lease("watch", framework.SystemNamespace, ""),
-		})
+		}, metricsReviews)
 	checkAccess(t, kube, true, allowed)
 
 	denied := slices.Concat(

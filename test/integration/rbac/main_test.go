@@ -171,6 +171,13 @@ func core(verb, resource string) access {
 	return access{verb: verb, resource: res, subresource: sub}
 }
 
+// metricsReviews are the reviews every component makes to guard its /metrics
+// (manifests/10-rbac-metrics.yaml).
+var metricsReviews = []access{
+	{verb: "create", group: "authentication.k8s.io", resource: "tokenreviews"},
+	{verb: "create", group: "authorization.k8s.io", resource: "subjectaccessreviews"},
+}
+
 // every asks the same resource with several verbs.
 func every(build func(verb, resource string) access, resource string, verbs ...string) []access {
 	out := make([]access, len(verbs))

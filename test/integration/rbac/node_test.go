@@ -162,6 +162,7 @@ func TestNodeAgentAccessTable(t *testing.T) {
 		access{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: framework.SystemNamespace},
 		access{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: framework.SystemNamespace, name: v1alpha1.NodeLeasePrefix + "node-a"},
 	)
+	allowed = append(allowed, metricsReviews...)
 	checkAccess(t, kube, true, allowed)
 
 	var denied []access

@@ -37,7 +37,7 @@ func TestTenancy(t *testing.T) {
 	cp := framework.Shared(t)
 	runningWebhook(t, cp)
 	ctrl := framework.StartComponent(t, "controller", "controller", "--kubeconfig="+cp.Kubeconfig,
-		"--leader-elect=false", "--metrics-bind-address=127.0.0.1:0", "-v=2")
+		"--leader-elect=false", "--metrics-bind-address=127.0.0.1:0", "--metrics-secure=false", "-v=2")
 	e := newEnv(t, cp)
 	e.forceDeletePodsAtEnd()
 	j := cp.Juneau.JuneauV1alpha1()
