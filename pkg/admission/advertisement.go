@@ -26,8 +26,8 @@ type adKind struct {
 	// how, for the message.
 	network v1alpha1.AdvertiseMode
 	how     string
-	// others lists every advertisement of the kind (cache, or live).
-	others func(ctx context.Context, live bool) ([]adSpecOf, error)
+	// others lists the advertisements of the kind with an address (cache, or live).
+	others func(ctx context.Context, address string, live bool) ([]adSpecOf, error)
 }
 
 // adSpecOf is an advertisement as the duplicate check sees it.
@@ -61,7 +61,7 @@ func advertisementRules[T any, PT interface {
 			}
 			errs = append(errs, nodeErrs...)
 			dups, err := confirmed(ctx, noErrors, func(ctx context.Context, live bool) (field.ErrorList, error) {
-				ads, err := k.others(ctx, live)
+				ads, err := k.others(ctx, s.Address, live)
 				if err != nil {
 					return nil, err
 				}
@@ -81,8 +81,8 @@ func advertisementRules[T any, PT interface {
 
 func (v *Validators) arpAdvertisementRules() rules[*v1alpha1.ARPAdvertisement] {
 	k := adKind{kind: "ARPAdvertisement", network: v1alpha1.AdvertiseARP, how: "advertised by ARP",
-		others: func(ctx context.Context, live bool) ([]adSpecOf, error) {
-			ads, err := v.r.allAdvertisements(ctx, live)
+		others: func(ctx context.Context, address string, live bool) ([]adSpecOf, error) {
+			ads, err := v.r.advertisementsAt(ctx, address, live)
 			out := make([]adSpecOf, len(ads))
 			for i, a := range ads {
 				out[i] = adSpecOf{a.Name, a.DeletionTimestamp != nil, arpSpec(a)}
@@ -95,8 +95,8 @@ func (v *Validators) arpAdvertisementRules() rules[*v1alpha1.ARPAdvertisement] {
 
 func (v *Validators) bgpAdvertisementRules() rules[*v1alpha1.BGPAdvertisement] {
 	k := adKind{kind: "BGPAdvertisement", network: v1alpha1.AdvertiseBGP, how: "announced by BGP",
-		others: func(ctx context.Context, live bool) ([]adSpecOf, error) {
-			ads, err := v.r.allBGPAdvertisements(ctx, live)
+		others: func(ctx context.Context, address string, live bool) ([]adSpecOf, error) {
+			ads, err := v.r.bgpAdvertisementsAt(ctx, address, live)
 			out := make([]adSpecOf, len(ads))
 			for i, a := range ads {
 				out[i] = adSpecOf{a.Name, a.DeletionTimestamp != nil, bgpSpec(a)}

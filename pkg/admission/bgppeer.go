@@ -18,7 +18,7 @@ import (
 func (v *Validators) bgpPeerRules() rules[*v1alpha1.BGPPeer] {
 	unique := func(ctx context.Context, p *v1alpha1.BGPPeer) (field.ErrorList, error) {
 		return confirmed(ctx, noErrors, func(ctx context.Context, live bool) (field.ErrorList, error) {
-			peers, err := v.r.allBGPPeers(ctx, live)
+			peers, err := v.r.peersAt(ctx, p.Spec.PeerAddress, live)
 			if err != nil {
 				return nil, err
 			}

@@ -93,13 +93,13 @@ func poolOwners(n *v1alpha1.ExternalNetwork, from int, nets []*v1alpha1.External
 func (v *Validators) networkReferrers(ctx context.Context, n *v1alpha1.ExternalNetwork) (string, error) {
 	refs, err := confirmed(ctx, func(r []string) bool { return len(r) == 0 },
 		func(ctx context.Context, live bool) ([]string, error) {
-			eips, err := v.r.allElasticIPs(ctx, live)
+			eips, err := v.r.elasticIPsOn(ctx, n.Name, live)
 			if err != nil {
 				return nil, err
 			}
 			var refs []string
 			for _, e := range eips {
-				if e.DeletionTimestamp == nil && e.Spec.ExternalNetwork == n.Name {
+				if e.DeletionTimestamp == nil {
 					refs = append(refs, nsName(e.Namespace, e.Name))
 				}
 			}

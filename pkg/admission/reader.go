@@ -28,7 +28,9 @@ import (
 //   - a check that found nothing in the way in the cache runs once more on a live list
 //     (see confirmed).
 //
-// Both within the budget of live reads, lists of a whole kind shared (see liveReads).
+// Both within the budget of live reads. A live list selects by a field of the CRD where
+// the check is about one value (an address, a name); the lists of a whole kind left,
+// of the operators' kinds, are shared (see liveReads).
 type reader struct {
 	kube   kubernetes.Interface
 	juneau versioned.Interface
@@ -208,56 +210,91 @@ func (r *reader) allNetworks(ctx context.Context, live bool) ([]*v1alpha1.Extern
 	})
 }
 
-func (r *reader) allElasticIPs(ctx context.Context, live bool) ([]*v1alpha1.ElasticIP, error) {
-	if !live {
-		return r.eips.List(labels.Everything())
+// Live lists below select by a field (the CRDs' selectableFields): a review never
+// makes the API server send it every object of a kind, only those in the way.
+
+// selected is a live list of the objects whose field has value, within the budget.
+func selected[T any](ctx context.Context, l *liveReads, kind, field, value string, list func(context.Context, metav1.ListOptions) ([]T, error)) ([]T, error) {
+	if !l.allow(kind) {
+		return nil, errNoBudget
 	}
-	return sharedList(ctx, r.live, "ElasticIPs", func(ctx context.Context) ([]*v1alpha1.ElasticIP, error) {
-		list, err := r.juneau.JuneauV1alpha1().ElasticIPs(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("listing ElasticIPs: %w", err)
-		}
-		return pointers(list.Items), nil
-	})
+	items, err := list(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector(field, value).String(), Limit: selectedLimit})
+	if err != nil {
+		return nil, fmt.Errorf("listing %s with %s=%s: %w", kind, field, value, err)
+	}
+	return items, nil
 }
 
-func (r *reader) allAdvertisements(ctx context.Context, live bool) ([]*v1alpha1.ARPAdvertisement, error) {
+// selectedLimit bounds a selected list: the checks need to know that something is in
+// the way and to name a few of them, not to see them all.
+const selectedLimit = 100
+
+// elasticIPsOn returns the ElasticIPs whose spec.externalNetwork is network.
+func (r *reader) elasticIPsOn(ctx context.Context, network string, live bool) ([]*v1alpha1.ElasticIP, error) {
+	keep := func(e *v1alpha1.ElasticIP) bool { return e.Spec.ExternalNetwork == network }
 	if !live {
-		return r.ads.List(labels.Everything())
+		all, err := r.eips.List(labels.Everything())
+		return filter(all, keep), err
 	}
-	return sharedList(ctx, r.live, "ARPAdvertisements", func(ctx context.Context) ([]*v1alpha1.ARPAdvertisement, error) {
-		list, err := r.juneau.JuneauV1alpha1().ARPAdvertisements().List(ctx, metav1.ListOptions{})
+	items, err := selected(ctx, r.live, "ElasticIPs", "spec.externalNetwork", network, func(ctx context.Context, o metav1.ListOptions) ([]*v1alpha1.ElasticIP, error) {
+		list, err := r.juneau.JuneauV1alpha1().ElasticIPs(metav1.NamespaceAll).List(ctx, o)
 		if err != nil {
-			return nil, fmt.Errorf("listing ARPAdvertisements: %w", err)
+			return nil, err
 		}
 		return pointers(list.Items), nil
 	})
+	return filter(items, keep), err
 }
 
-func (r *reader) allBGPAdvertisements(ctx context.Context, live bool) ([]*v1alpha1.BGPAdvertisement, error) {
+// advertisementsAt returns the ARPAdvertisements whose spec.address is address.
+func (r *reader) advertisementsAt(ctx context.Context, address string, live bool) ([]*v1alpha1.ARPAdvertisement, error) {
+	keep := func(a *v1alpha1.ARPAdvertisement) bool { return a.Spec.Address == address }
 	if !live {
-		return r.bgpAds.List(labels.Everything())
+		all, err := r.ads.List(labels.Everything())
+		return filter(all, keep), err
 	}
-	return sharedList(ctx, r.live, "BGPAdvertisements", func(ctx context.Context) ([]*v1alpha1.BGPAdvertisement, error) {
-		list, err := r.juneau.JuneauV1alpha1().BGPAdvertisements().List(ctx, metav1.ListOptions{})
+	items, err := selected(ctx, r.live, "ARPAdvertisements", "spec.address", address, func(ctx context.Context, o metav1.ListOptions) ([]*v1alpha1.ARPAdvertisement, error) {
+		list, err := r.juneau.JuneauV1alpha1().ARPAdvertisements().List(ctx, o)
 		if err != nil {
-			return nil, fmt.Errorf("listing BGPAdvertisements: %w", err)
+			return nil, err
 		}
 		return pointers(list.Items), nil
 	})
+	return filter(items, keep), err
 }
 
-func (r *reader) allBGPPeers(ctx context.Context, live bool) ([]*v1alpha1.BGPPeer, error) {
+// bgpAdvertisementsAt returns the BGPAdvertisements whose spec.address is address.
+func (r *reader) bgpAdvertisementsAt(ctx context.Context, address string, live bool) ([]*v1alpha1.BGPAdvertisement, error) {
+	keep := func(a *v1alpha1.BGPAdvertisement) bool { return a.Spec.Address == address }
 	if !live {
-		return r.bgpPeers.List(labels.Everything())
+		all, err := r.bgpAds.List(labels.Everything())
+		return filter(all, keep), err
 	}
-	return sharedList(ctx, r.live, "BGPPeers", func(ctx context.Context) ([]*v1alpha1.BGPPeer, error) {
-		list, err := r.juneau.JuneauV1alpha1().BGPPeers().List(ctx, metav1.ListOptions{})
+	items, err := selected(ctx, r.live, "BGPAdvertisements", "spec.address", address, func(ctx context.Context, o metav1.ListOptions) ([]*v1alpha1.BGPAdvertisement, error) {
+		list, err := r.juneau.JuneauV1alpha1().BGPAdvertisements().List(ctx, o)
 		if err != nil {
-			return nil, fmt.Errorf("listing BGPPeers: %w", err)
+			return nil, err
 		}
 		return pointers(list.Items), nil
 	})
+	return filter(items, keep), err
+}
+
+// peersAt returns the BGPPeers whose spec.peerAddress is address.
+func (r *reader) peersAt(ctx context.Context, address string, live bool) ([]*v1alpha1.BGPPeer, error) {
+	keep := func(p *v1alpha1.BGPPeer) bool { return p.Spec.PeerAddress == address }
+	if !live {
+		all, err := r.bgpPeers.List(labels.Everything())
+		return filter(all, keep), err
+	}
+	items, err := selected(ctx, r.live, "BGPPeers", "spec.peerAddress", address, func(ctx context.Context, o metav1.ListOptions) ([]*v1alpha1.BGPPeer, error) {
+		list, err := r.juneau.JuneauV1alpha1().BGPPeers().List(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		return pointers(list.Items), nil
+	})
+	return filter(items, keep), err
 }
 
 func (r *reader) allNodes(ctx context.Context, live bool) ([]*corev1.Node, error) {
@@ -278,20 +315,14 @@ func (r *reader) nicsNaming(ctx context.Context, namespace, eip string, live boo
 	if !live {
 		return byIndex[*v1alpha1.NetworkInterface](r.nics, nicByElasticIP, key(namespace, eip))
 	}
-	if !r.live.allow("NetworkInterfaces") {
-		return nil, errNoBudget
-	}
-	list, err := r.juneau.JuneauV1alpha1().NetworkInterfaces(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing NetworkInterfaces in %s: %w", namespace, err)
-	}
-	var out []*v1alpha1.NetworkInterface
-	for _, n := range pointers(list.Items) {
-		if n.Spec.ElasticIP == eip {
-			out = append(out, n)
+	items, err := selected(ctx, r.live, "NetworkInterfaces", "spec.elasticIP", eip, func(ctx context.Context, o metav1.ListOptions) ([]*v1alpha1.NetworkInterface, error) {
+		list, err := r.juneau.JuneauV1alpha1().NetworkInterfaces(namespace).List(ctx, o)
+		if err != nil {
+			return nil, err
 		}
-	}
-	return out, nil
+		return pointers(list.Items), nil
+	})
+	return filter(items, func(n *v1alpha1.NetworkInterface) bool { return n.Spec.ElasticIP == eip }), err
 }
 
 // attachmentsOf returns the ElasticIPAttachments of a namespace that reference the
@@ -304,24 +335,18 @@ func (r *reader) attachmentsOf(ctx context.Context, namespace, name string, byNI
 		}
 		return byIndex[*v1alpha1.ElasticIPAttachment](r.attachments, index, key(namespace, name))
 	}
-	if !r.live.allow("ElasticIPAttachments") {
-		return nil, errNoBudget
+	field, ref := "spec.elasticIPRef.name", func(a *v1alpha1.ElasticIPAttachment) string { return a.Spec.ElasticIPRef.Name }
+	if byNIC {
+		field, ref = "spec.targetRef.networkInterfaceName", func(a *v1alpha1.ElasticIPAttachment) string { return a.Spec.TargetRef.NetworkInterfaceName }
 	}
-	list, err := r.juneau.JuneauV1alpha1().ElasticIPAttachments(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing ElasticIPAttachments in %s: %w", namespace, err)
-	}
-	var out []*v1alpha1.ElasticIPAttachment
-	for _, a := range pointers(list.Items) {
-		ref := a.Spec.ElasticIPRef.Name
-		if byNIC {
-			ref = a.Spec.TargetRef.NetworkInterfaceName
+	items, err := selected(ctx, r.live, "ElasticIPAttachments", field, name, func(ctx context.Context, o metav1.ListOptions) ([]*v1alpha1.ElasticIPAttachment, error) {
+		list, err := r.juneau.JuneauV1alpha1().ElasticIPAttachments(namespace).List(ctx, o)
+		if err != nil {
+			return nil, err
 		}
-		if ref == name {
-			out = append(out, a)
-		}
-	}
-	return out, nil
+		return pointers(list.Items), nil
+	})
+	return filter(items, func(a *v1alpha1.ElasticIPAttachment) bool { return ref(a) == name }), err
 }
 
 // podsNaming returns the cached Pods of a namespace whose direct-use annotations name
@@ -344,6 +369,18 @@ func byIndex[T any](indexer cache.Indexer, index, value string) ([]T, error) {
 		}
 	}
 	return out, nil
+}
+
+// filter keeps the items keep accepts. A server's field selection is filtered again:
+// the contract stays exact whatever answers the list (a fake in unit tests).
+func filter[T any](items []T, keep func(T) bool) []T {
+	var out []T
+	for _, it := range items {
+		if keep(it) {
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 func pointers[T any](items []T) []*T {

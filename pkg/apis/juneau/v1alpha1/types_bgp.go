@@ -9,6 +9,7 @@ import (
 // +genclient:noStatus
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
+// +kubebuilder:selectablefield:JSONPath=`.spec.peerAddress`
 // +kubebuilder:resource:scope=Cluster
 // +kubebuilder:printcolumn:name="PEER",type=string,JSONPath=`.spec.peerAddress`
 // +kubebuilder:printcolumn:name="PEER-ASN",type=integer,JSONPath=`.spec.peerASN`
@@ -303,6 +304,7 @@ type BGPNodeStatusList struct {
 // +genclient:nonNamespaced
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
+// +kubebuilder:selectablefield:JSONPath=`.spec.address`
 // +kubebuilder:resource:scope=Cluster,shortName=bgpad
 // +kubebuilder:selectablefield:JSONPath=`.spec.nodeName`
 // +kubebuilder:subresource:status

@@ -47,6 +47,7 @@ const (
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
+// +kubebuilder:selectablefield:JSONPath=`.spec.externalNetwork`
 // +kubebuilder:resource:scope=Namespaced,shortName=eip
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="EXTERNALNETWORK",type=string,JSONPath=`.spec.externalNetwork`
@@ -166,6 +167,8 @@ const (
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
+// +kubebuilder:selectablefield:JSONPath=`.spec.elasticIPRef.name`
+// +kubebuilder:selectablefield:JSONPath=`.spec.targetRef.networkInterfaceName`
 // +kubebuilder:resource:scope=Namespaced,shortName=eipa
 // +kubebuilder:selectablefield:JSONPath=`.status.nodeName`
 // +kubebuilder:subresource:status

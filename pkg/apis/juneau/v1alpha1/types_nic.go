@@ -21,6 +21,7 @@ const (
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
+// +kubebuilder:selectablefield:JSONPath=`.spec.elasticIP`
 // +kubebuilder:resource:scope=Namespaced,shortName=nic
 // +kubebuilder:selectablefield:JSONPath=`.spec.nodeName`
 // +kubebuilder:subresource:status
@@ -161,6 +162,7 @@ type NetworkInterfaceList struct {
 // +genclient:nonNamespaced
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
+// +kubebuilder:selectablefield:JSONPath=`.spec.address`
 // +kubebuilder:resource:scope=Cluster,shortName=arpad
 // +kubebuilder:selectablefield:JSONPath=`.spec.nodeName`
 // +kubebuilder:subresource:status
