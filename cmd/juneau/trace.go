@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -20,7 +23,7 @@ import (
 // (kubectl juneau trace execs it there): what this Node's kernel and agent hold for one
 // ElasticIP, read-only.
 func newTraceCommand() *cobra.Command {
-	var stateDir, metrics string
+	var stateDir, metrics, tokenFile string
 	cmd := &cobra.Command{
 		Use:   "trace ADDRESS",
 		Short: "show what this Node holds for an ElasticIP: its NAT mapping and limit in the juneau nftables table, whether the agent answers ARP/NDP for it, the agent's ARP counters",
@@ -30,15 +33,27 @@ func newTraceCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("not an address: %w", err)
 			}
-			return trace(cmd.Context(), cmd.OutOrStdout(), addr, stateDir, metrics)
+			return trace(cmd.Context(), cmd.OutOrStdout(), addr, stateDir, metrics, tokenFile)
 		},
 	}
 	cmd.Flags().StringVar(&stateDir, "state-dir", "/run/juneau", "the agent's --state-dir")
-	cmd.Flags().StringVar(&metrics, "metrics-url", "http://127.0.0.1:9091/metrics", "the agent's metrics; empty: not read")
+	cmd.Flags().StringVar(&metrics, "metrics-url", defaultMetricsURL(), "the agent's metrics (the DaemonSet's address, $NODE_IP); empty: not read")
+	cmd.Flags().StringVar(&tokenFile, "token-file", "/var/run/secrets/kubernetes.io/serviceaccount/token",
+		"bearer token for the metrics (the agent's ServiceAccount may read them, docs/operations.md#metrics-and-health); empty: none")
 	return cmd
 }
 
-func trace(ctx context.Context, w io.Writer, addr netip.Addr, stateDir, metricsURL string) error {
+// defaultMetricsURL is where the DaemonSet's agent serves its metrics: the Node's
+// address ($NODE_IP), over HTTPS.
+func defaultMetricsURL() string {
+	host := os.Getenv("NODE_IP")
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return "https://" + net.JoinHostPort(host, "9091") + "/metrics"
+}
+
+func trace(ctx context.Context, w io.Writer, addr netip.Addr, stateDir, metricsURL, tokenFile string) error {
 	p := nft.NewProgrammer(nft.Options{})
 	mappings, err := p.KernelMappings(ctx)
 	if err != nil {
@@ -80,7 +95,7 @@ func trace(ctx context.Context, w io.Writer, addr netip.Addr, stateDir, metricsU
 	if metricsURL == "" {
 		return nil
 	}
-	lines, err := agentCounters(ctx, metricsURL)
+	lines, err := agentCounters(ctx, metricsURL, tokenFile)
 	if err != nil {
 		fmt.Fprintf(w, "counters: %v\n", err)
 		return nil
@@ -91,19 +106,31 @@ func trace(ctx context.Context, w io.Writer, addr netip.Addr, stateDir, metricsU
 	return nil
 }
 
-// agentCounters reads the agent's ARP, NDP and NAT counters from its metrics.
-func agentCounters(ctx context.Context, url string) ([]string, error) {
+// agentCounters reads the agent's ARP, NDP and NAT counters from its metrics, with the
+// token in tokenFile, not verifying the agent's self-signed certificate.
+func agentCounters(ctx context.Context, url, tokenFile string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	if tokenFile != "" {
+		token, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -219,4 +220,38 @@ func (c *Cluster) MetricsReaderToken(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return tr.Status.Token, nil
+}
+
+// Metrics reads https://<addr>/metrics as the test's Prometheus does: from the control
+// plane's namespace, with a MetricsReader token, the component's self-signed
+// certificate not verified.
+func (c *Cluster) Metrics(ctx context.Context, addr string) (string, error) {
+	token, err := c.MetricsReaderToken(ctx)
+	if err != nil {
+		return "", err
+	}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DisableKeepAlives: true,
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true},
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return inNamespace(c.CPNS, func() (net.Conn, error) {
+				return (&net.Dialer{Timeout: 3 * time.Second}).DialContext(ctx, network, addr)
+			})
+		},
+	}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET https://%s/metrics: %s: %s", addr, resp.Status, body)
+	}
+	return string(body), err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -168,16 +169,10 @@ func restarts(p *corev1.Pod) int32 {
 
 // liveReads is the webhook's count of reads of the API server made for reviews
 // (juneau_webhook_live_reads_total, outcome "read"), from its metrics endpoint, read
-// with a metrics reader's token as docs/operations.md#metrics-and-health shows.
+// as Prometheus reads it (docs/operations.md#metrics-and-health).
 func liveReads(t *testing.T, c *cluster.Cluster, hook *corev1.Pod) int {
 	t.Helper()
-	ctx := testContext(t, time.Minute)
-	token, err := c.MetricsReaderToken(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := c.KubectlRun(ctx, "", "-n", hook.Namespace, "exec", hook.Name, "-c", "webhook", "--",
-		"wget", "-qO-", "--no-check-certificate", "--header", "Authorization: Bearer "+token, "https://127.0.0.1:9092/metrics")
+	out, err := c.Metrics(testContext(t, time.Minute), net.JoinHostPort(hook.Status.PodIP, "9092"))
 	if err != nil {
 		t.Fatalf("the webhook's metrics: %v", err)
 	}
