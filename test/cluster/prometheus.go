@@ -64,14 +64,7 @@ func (c *Cluster) StartPrometheus(ctx context.Context, config []byte) (*Promethe
 	if err != nil {
 		return nil, err
 	}
-	prom := &Prometheus{c: c, proc: p, http: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return inNamespace(c.CPNS, func() (net.Conn, error) {
-				return (&net.Dialer{Timeout: 3 * time.Second}).DialContext(ctx, network, addr)
-			})
-		},
-	}}}
+	prom := &Prometheus{c: c, proc: p, http: c.controlPlaneHTTP(nil)}
 	var last error
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		if p.exited() {
@@ -230,15 +223,7 @@ func (c *Cluster) Metrics(ctx context.Context, addr string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		DisableKeepAlives: true,
-		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true},
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return inNamespace(c.CPNS, func() (net.Conn, error) {
-				return (&net.Dialer{Timeout: 3 * time.Second}).DialContext(ctx, network, addr)
-			})
-		},
-	}}
+	client := c.controlPlaneHTTP(&tls.Config{InsecureSkipVerify: true})
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics", nil)
 	if err != nil {
 		return "", err
@@ -254,4 +239,18 @@ func (c *Cluster) Metrics(ctx context.Context, addr string) (string, error) {
 		err = fmt.Errorf("GET https://%s/metrics: %s: %s", addr, resp.Status, body)
 	}
 	return string(body), err
+}
+
+// controlPlaneHTTP is an HTTP client that dials from the control plane's namespace,
+// where Prometheus runs and the Pod CIDRs and Nodes are reachable.
+func (c *Cluster) controlPlaneHTTP(tlsConfig *tls.Config) *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DisableKeepAlives: true,
+		TLSClientConfig:   tlsConfig,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return inNamespace(c.CPNS, func() (net.Conn, error) {
+				return (&net.Dialer{Timeout: 3 * time.Second}).DialContext(ctx, network, addr)
+			})
+		},
+	}}
 }
