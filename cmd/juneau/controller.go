@@ -34,11 +34,14 @@ type controllerOptions struct {
 	leaderElect    bool
 	leaseNamespace string
 	leaseName      string
-	leaseDuration  time.Duration
-	renewDeadline  time.Duration
-	retryPeriod    time.Duration
-	orphanGrace    time.Duration
-	resync         time.Duration
+	// heartbeatNamespace holds the node agents' heartbeat Leases: the agents' own
+	// namespace, not the controller's.
+	heartbeatNamespace string
+	leaseDuration      time.Duration
+	renewDeadline      time.Duration
+	retryPeriod        time.Duration
+	orphanGrace        time.Duration
+	resync             time.Duration
 	// statefulKinds are workload kinds ("group/Kind") whose Pods keep their automatic
 	// ElasticIP when re-created under the same name, besides apps/StatefulSet.
 	statefulKinds []string
@@ -56,7 +59,8 @@ func newControllerCommand(common *commonOptions) *cobra.Command {
 	fs.IntVar(&o.workers, "workers", 4, "workers per controller")
 	o.metrics.addFlags(fs, ":9090", "/metrics, /healthz and /readyz")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader through a Lease so only one replica acts")
-	fs.StringVar(&o.leaseNamespace, "leader-elect-namespace", envOr("POD_NAMESPACE", "juneau-system"), "namespace of the leader-election Lease and of the node agents' heartbeat Leases")
+	fs.StringVar(&o.leaseNamespace, "leader-elect-namespace", envOr("POD_NAMESPACE", "juneau-system"), "namespace of the leader-election Lease")
+	fs.StringVar(&o.heartbeatNamespace, "heartbeat-lease-namespace", "juneau-node", "namespace of the node agents' heartbeat Leases, juneau-node-<node> (the agents' namespace)")
 	fs.StringVar(&o.leaseName, "leader-elect-name", "juneau-controller", "name of the leader-election Lease")
 	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a lease lasts without renewal")
 	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before giving up")
@@ -148,7 +152,7 @@ func (o *controllerOptions) runControllers(ctx context.Context, kube kubernetes.
 	defer stopEvents()
 	m, err := manager.New(manager.Config{
 		Kube: kube, Juneau: juneau, Recorder: recorder, Registerer: reg, Resync: o.resync,
-		LeaseNamespace: o.leaseNamespace, OrphanGrace: o.orphanGrace, StatefulKinds: kinds,
+		LeaseNamespace: o.heartbeatNamespace, OrphanGrace: o.orphanGrace, StatefulKinds: kinds,
 	})
 	if err != nil {
 		return err

@@ -41,7 +41,7 @@ func newNodeCommand(common *commonOptions) *cobra.Command {
 	fs.StringVar(&a.PodNamespace, "pod-namespace", os.Getenv("POD_NAMESPACE"), "namespace of --pod-name (default $POD_NAMESPACE)")
 	fs.StringVar(&a.VerdictFile, "shutdown-verdict-file", "", "file the agent writes at SIGTERM: \"uninstall: <reason>\" or \"restart: <reason>\", for the container that removes the CNI entry")
 	fs.StringVar(&a.StateDir, "state-dir", "/run/juneau", "host directory of the datapath lock and the addresses answered for, shared with the next agent of this Node (docs/operations.md#restarts-and-rollouts)")
-	fs.StringVar(&a.LeaseNamespace, "heartbeat-lease-namespace", envOr("POD_NAMESPACE", "juneau-system"), "namespace of the agent's heartbeat Lease, juneau-node-<node>")
+	fs.StringVar(&a.LeaseNamespace, "heartbeat-lease-namespace", envOr("POD_NAMESPACE", "juneau-node"), "namespace of the agent's heartbeat Lease, juneau-node-<node>")
 	fs.DurationVar(&a.LeaseDuration, "heartbeat-lease-duration", 40*time.Second, "how long the heartbeat Lease lasts unrenewed (renewed every quarter of it); once it expires the controller marks this Node's ARPAdvertisements Answering=Unknown")
 	fs.StringVar(&a.RouterID, "bgp-router-id", "", "BGP identifier of this Node, an IPv4 address of it (default: the Node's IPv4 InternalIP); without one the Node announces nothing on bgp networks")
 	fs.StringVar(&a.IPv6NextHop, "bgp-ipv6-next-hop", "", "next hop of the IPv6 /128s this Node announces, a global IPv6 address of it (default: the lowest global IPv6 address on the external interface at start); without one the Node announces no IPv6 address")

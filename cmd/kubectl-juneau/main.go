@@ -29,10 +29,10 @@ func main() {
 }
 
 type options struct {
-	loading         *clientcmd.ClientConfigLoadingRules
-	overrides       clientcmd.ConfigOverrides
-	allNamespaces   bool
-	systemNamespace string
+	loading       *clientcmd.ClientConfigLoadingRules
+	overrides     clientcmd.ConfigOverrides
+	allNamespaces bool
+	nodeNamespace string
 }
 
 func (o *options) clientConfig() clientcmd.ClientConfig {
@@ -57,7 +57,7 @@ func (o *options) clients() (kubectlplugin.Clients, *rest.Config, string, error)
 	if err != nil {
 		return kubectlplugin.Clients{}, nil, "", err
 	}
-	return kubectlplugin.Clients{Kube: kube, Juneau: juneau, SystemNamespace: o.systemNamespace}, cfg, ns, nil
+	return kubectlplugin.Clients{Kube: kube, Juneau: juneau, NodeNamespace: o.nodeNamespace}, cfg, ns, nil
 }
 
 func newRootCommand() *cobra.Command {
@@ -72,7 +72,7 @@ func newRootCommand() *cobra.Command {
 	f.StringVar(&o.loading.ExplicitPath, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&o.overrides.CurrentContext, "context", "", "kubeconfig context")
 	f.StringVarP(&o.overrides.Context.Namespace, "namespace", "n", "", "namespace (default: the context's)")
-	f.StringVar(&o.systemNamespace, "juneau-namespace", "juneau-system", "namespace juneau is installed in")
+	f.StringVar(&o.nodeNamespace, "juneau-node-namespace", "juneau-node", "namespace of juneau's node agents")
 	root.AddCommand(o.statusCommand(), o.whyCommand(), o.traceCommand())
 	return root
 }

@@ -18,11 +18,12 @@ import (
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 )
 
-// Clients are what the plugin reads with; SystemNamespace is where juneau runs.
+// Clients are what the plugin reads with; NodeNamespace is where the node agents run
+// and keep their heartbeat Leases.
 type Clients struct {
-	Kube            kubernetes.Interface
-	Juneau          versioned.Interface
-	SystemNamespace string
+	Kube          kubernetes.Interface
+	Juneau        versioned.Interface
+	NodeNamespace string
 	// Now is the time heartbeats are judged at; zero: time.Now.
 	Now func() time.Time
 }
@@ -191,7 +192,7 @@ func (c Clients) rest(ctx context.Context, f *Facts) error {
 // agent finds the newest agent Pod on node and judges its heartbeat Lease.
 func (c Clients) agent(ctx context.Context, node string) (Agent, error) {
 	var a Agent
-	pods, err := c.Kube.CoreV1().Pods(c.SystemNamespace).List(ctx, metav1.ListOptions{
+	pods, err := c.Kube.CoreV1().Pods(c.NodeNamespace).List(ctx, metav1.ListOptions{
 		LabelSelector: "app.kubernetes.io/name=juneau,app.kubernetes.io/component=node",
 		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String(),
 	})
@@ -214,14 +215,14 @@ func (c Clients) agent(ctx context.Context, node string) (Agent, error) {
 			a.Ready = cond.Status == corev1.ConditionTrue
 		}
 	}
-	lease, err := c.Kube.CoordinationV1().Leases(c.SystemNamespace).Get(ctx, v1alpha1.NodeLeasePrefix+node, metav1.GetOptions{})
+	lease, err := c.Kube.CoordinationV1().Leases(c.NodeNamespace).Get(ctx, v1alpha1.NodeLeasePrefix+node, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		lease, err = nil, nil
 	}
 	if err != nil {
 		return a, err
 	}
-	a.Heartbeat = heartbeat.Judge(lease, c.SystemNamespace, node, c.now()).Alive
+	a.Heartbeat = heartbeat.Judge(lease, c.NodeNamespace, node, c.now()).Alive
 	return a, nil
 }
 

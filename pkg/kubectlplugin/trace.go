@@ -65,7 +65,7 @@ func (c Clients) Trace(ctx context.Context, cfg *rest.Config, namespace, name st
 		out, err = c.exec(ctx, cfg, f.Agent.Pod, []string{"juneau", "trace", eip.Status.Address})
 	}
 	if err == nil && len(out) == 0 {
-		err = fmt.Errorf("juneau trace in %s/%s printed nothing three times", c.SystemNamespace, f.Agent.Pod)
+		err = fmt.Errorf("juneau trace in %s/%s printed nothing three times", c.NodeNamespace, f.Agent.Pod)
 	}
 	w.Write(out)
 	return err
@@ -81,7 +81,7 @@ func condText(conds []metav1.Condition, t string) string {
 
 // exec runs argv in the agent container of the Pod and returns its output.
 func (c Clients) exec(ctx context.Context, cfg *rest.Config, pod string, argv []string) ([]byte, error) {
-	req := c.Kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(c.SystemNamespace).Name(pod).SubResource("exec").
+	req := c.Kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(c.NodeNamespace).Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: "agent", Command: argv, Stdout: true, Stderr: true}, scheme.ParameterCodec)
 	spdy, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
 	if err != nil {
@@ -98,7 +98,7 @@ func (c Clients) exec(ctx context.Context, cfg *rest.Config, pod string, argv []
 	var out bytes.Buffer
 	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out})
 	if err != nil {
-		return out.Bytes(), fmt.Errorf("juneau trace in %s/%s: %w", c.SystemNamespace, pod, err)
+		return out.Bytes(), fmt.Errorf("juneau trace in %s/%s: %w", c.NodeNamespace, pod, err)
 	}
 	return out.Bytes(), nil
 }

@@ -121,7 +121,7 @@ const (
 	LinkAttached   = "attached"
 	LinkAnswered   = "answered on the wire"
 	LinkReadiness  = "readiness gate"
-	podAgentFixFmt = "the juneau-node DaemonSet must run a Ready agent on Node %s: check its nodeSelector and tolerations (chart values node.nodeSelector, node.tolerations) and `kubectl -n juneau-system get pods -o wide -l app.kubernetes.io/component=node`"
+	podAgentFixFmt = "the juneau-node DaemonSet must run a Ready agent on Node %s: check its nodeSelector and tolerations (chart values node.nodeSelector, node.tolerations) and `kubectl -n juneau-node get pods -o wide -l app.kubernetes.io/component=node`"
 )
 
 // Diagnose walks the chain Pod → Node → agent → Pod IP → ElasticIP → address → user →

@@ -118,7 +118,7 @@ func TestChartValues(t *testing.T) {
 		"--set", "node.resources.limits.memory=1Gi",
 		"--set", "metrics.nodePort=19091", "--set", "metrics.podAnnotations=true",
 		"--set", "monitoring.rules=true", "--set", "monitoring.dashboard=true",
-		"--set", "namespace.create=false")
+		"--set", "namespace.create=false", "--set", "node.namespace=edge-node")
 	get := func(key string, fields ...string) any {
 		t.Helper()
 		o, ok := objs[key]
@@ -135,7 +135,7 @@ func TestChartValues(t *testing.T) {
 	const (
 		ctrl = "apps/v1 Deployment juneau-system/juneau-controller"
 		wh   = "apps/v1 Deployment juneau-system/juneau-webhook"
-		ds   = "apps/v1 DaemonSet juneau-system/juneau-node"
+		ds   = "apps/v1 DaemonSet edge-node/juneau-node"
 		vwc  = "admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration /juneau-webhook"
 	)
 	for _, c := range []struct {
@@ -190,8 +190,25 @@ func TestChartValues(t *testing.T) {
 			t.Errorf("webhook %v: failurePolicy %v timeoutSeconds %v, want Ignore and 9", w["name"], w["failurePolicy"], w["timeoutSeconds"])
 		}
 	}
-	if _, ok := objs["v1 Namespace /juneau-system"]; ok {
-		t.Error("namespace.create=false still renders the Namespace")
+	for _, ns := range []string{"juneau-system", "edge-node"} {
+		if _, ok := objs["v1 Namespace /"+ns]; ok {
+			t.Errorf("namespace.create=false still renders the Namespace %s", ns)
+		}
+	}
+	// node.namespace moves the agent, and everything naming it, out of the release's.
+	if a := args(ctrl, 0); !strings.Contains(a, `"--heartbeat-lease-namespace=edge-node"`) {
+		t.Errorf("controller args %s, want the heartbeats read in edge-node", a)
+	}
+	for _, key := range []string{"v1 ConfigMap edge-node/juneau-node-scripts", "v1 ServiceAccount edge-node/juneau-node",
+		"rbac.authorization.k8s.io/v1 Role edge-node/juneau-node", "rbac.authorization.k8s.io/v1 Role edge-node/juneau-controller-heartbeats",
+		"rbac.authorization.k8s.io/v1 Role juneau-system/juneau-node-bgp-passwords"} {
+		if _, ok := objs[key]; !ok {
+			t.Errorf("%s not rendered", key)
+		}
+	}
+	scope := js(get("admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy /juneau-node-scope", "spec", "matchConditions"))
+	if !strings.Contains(scope, "system:serviceaccount:edge-node:juneau-node") {
+		t.Errorf("node-scope policy matches %s, want the agent's ServiceAccount in edge-node", scope)
 	}
 	rules := get("v1 ConfigMap juneau-system/juneau-alert-rules", "data", "juneau-alerts.yaml").(string)
 	want, err := os.ReadFile(filepath.Join(repoRoot(t), "manifests", "monitoring", "alerts.yaml"))

@@ -17,8 +17,12 @@ import (
 	"github.com/loutres/juneau/test/images"
 )
 
-// SystemNamespace is where the manifests install juneau.
-const SystemNamespace = "juneau-system"
+// Where the manifests install juneau: the controller and the webhook in SystemNamespace
+// (Pod Security "restricted"), the node agent's DaemonSet in NodeNamespace ("privileged").
+const (
+	SystemNamespace = framework.SystemNamespace
+	NodeNamespace   = framework.NodeNamespace
+)
 
 // KubectlRun runs the built kubectl as the admin; stdin may be empty. The error carries
 // kubectl's stderr.
@@ -67,8 +71,10 @@ func (c *Cluster) Install(ctx context.Context) (string, error) {
 	if err != nil {
 		return out, err
 	}
-	for _, w := range []string{"daemonset/juneau-node", "deployment/juneau-controller", "deployment/juneau-webhook"} {
-		if _, err := c.KubectlRun(ctx, "", "-n", SystemNamespace, "rollout", "status", w, "--timeout=5m"); err != nil {
+	for _, w := range []struct{ namespace, name string }{
+		{NodeNamespace, "daemonset/juneau-node"}, {SystemNamespace, "deployment/juneau-controller"}, {SystemNamespace, "deployment/juneau-webhook"},
+	} {
+		if _, err := c.KubectlRun(ctx, "", "-n", w.namespace, "rollout", "status", w.name, "--timeout=5m"); err != nil {
 			return out, fmt.Errorf("%w\n%s", err, c.describeSystem(ctx))
 		}
 	}
@@ -94,15 +100,19 @@ func (c *Cluster) WaitWebhook(ctx context.Context) error {
 	return nil
 }
 
-// describeSystem summarises juneau-system for an error message.
+// describeSystem summarises juneau's two namespaces for an error message.
 func (c *Cluster) describeSystem(ctx context.Context) string {
-	out, _ := c.KubectlRun(ctx, "", "-n", SystemNamespace, "get", "pods", "-o", "wide")
-	events, _ := c.KubectlRun(ctx, "", "-n", SystemNamespace, "get", "events", "--sort-by=.lastTimestamp")
-	lines := strings.Split(strings.TrimSpace(events), "\n")
-	if len(lines) > 25 {
-		lines = lines[len(lines)-25:]
+	var b strings.Builder
+	for _, ns := range []string{SystemNamespace, NodeNamespace} {
+		out, _ := c.KubectlRun(ctx, "", "-n", ns, "get", "pods", "-o", "wide")
+		events, _ := c.KubectlRun(ctx, "", "-n", ns, "get", "events", "--sort-by=.lastTimestamp")
+		lines := strings.Split(strings.TrimSpace(events), "\n")
+		if len(lines) > 25 {
+			lines = lines[len(lines)-25:]
+		}
+		b.WriteString(out + strings.Join(lines, "\n") + "\n")
 	}
-	return out + strings.Join(lines, "\n")
+	return b.String()
 }
 
 // ApplyExamples applies manifests/examples and then manifests/examples/ipv6 as they are

@@ -245,7 +245,7 @@ func TestAnsweringUnknownWhenAgentGone(t *testing.T) {
 	attachSteady(t, c, ns)
 	node := c.Nodes["node-a"]
 	waitAnswering(t, c, ns, node)
-	lease, err := c.CP.Kube.CoordinationV1().Leases(framework.SystemNamespace).Get(testContext(t), v1alpha1.NodeLeasePrefix+"node-a", metav1.GetOptions{})
+	lease, err := c.CP.Kube.CoordinationV1().Leases(framework.NodeNamespace).Get(testContext(t), v1alpha1.NodeLeasePrefix+"node-a", metav1.GetOptions{})
 	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "node-a" || len(lease.OwnerReferences) != 1 || lease.OwnerReferences[0].Name != "node-a" {
 		t.Fatalf("heartbeat Lease of node-a: %+v, %v; want one held by node-a and owned by its Node", lease, err)
 	}
@@ -259,7 +259,7 @@ func TestAnsweringUnknownWhenAgentGone(t *testing.T) {
 		}
 		cond := meta.FindStatusCondition(ad.Status.Conditions, v1alpha1.ConditionAnswering)
 		return cond != nil && cond.Status == metav1.ConditionUnknown && cond.Reason == v1alpha1.ReasonAgentNotReporting &&
-			strings.Contains(cond.Message, `"juneau-system/juneau-node-node-a"`)
+			strings.Contains(cond.Message, `"juneau-node/juneau-node-node-a"`)
 	})
 	eip := c.WaitElasticIPCondition(ns, "steady-eip", v1alpha1.ConditionAttached, v1alpha1.ReasonAgentNotReporting)
 	if at := meta.FindStatusCondition(eip.Status.Conditions, v1alpha1.ConditionAttached); at.Status != metav1.ConditionFalse ||

@@ -17,9 +17,11 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// Where manifests/ installs juneau, and the ServiceAccount each component runs as.
+// Where manifests/ installs juneau (the controller and the webhook in SystemNamespace,
+// the node agent in NodeNamespace), and the ServiceAccount each component runs as.
 const (
 	SystemNamespace                = "juneau-system"
+	NodeNamespace                  = "juneau-node"
 	ControllerServiceAccount       = "juneau-controller"
 	NodeServiceAccount             = "juneau-node"
 	WebhookServiceAccount          = "juneau-webhook"

@@ -77,7 +77,11 @@ func (l *componentLogs) read() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, n := range l.nodes {
-		files, _ := filepath.Glob(filepath.Join(n.Dir, "root", "var", "log", "upper", "pods", cluster.SystemNamespace+"_*", "*", "*.log"))
+		var files []string
+		for _, ns := range []string{cluster.SystemNamespace, cluster.NodeNamespace} {
+			f, _ := filepath.Glob(filepath.Join(n.Dir, "root", "var", "log", "upper", "pods", ns+"_*", "*", "*.log"))
+			files = append(files, f...)
+		}
 		for _, f := range files {
 			container := filepath.Base(filepath.Dir(f))
 			pod := strings.SplitN(filepath.Base(filepath.Dir(filepath.Dir(f))), "_", 3)[1]
@@ -127,7 +131,7 @@ func lostElection(text string) bool {
 	return created || updated
 }
 
-// component is the juneau component a Pod of juneau-system runs: "controller" for
+// component is the juneau component a Pod of juneau-system or juneau-node runs: "controller" for
 // juneau-controller-..., and so on.
 func component(pod string) string {
 	for _, c := range []string{"controller", "webhook", "node"} {

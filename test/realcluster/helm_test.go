@@ -61,10 +61,12 @@ func (h *helmRelease) run(t *testing.T, args ...string) string {
 // Node as before juneau was first installed.
 func testHelm(t *testing.T, c *cluster.Cluster) {
 	h := newHelmRelease(t, c)
-	gone(t, "namespace "+cluster.SystemNamespace+" of the kustomize install", 3*time.Minute, func(ctx context.Context) error {
-		_, err := c.Kube.CoreV1().Namespaces().Get(ctx, cluster.SystemNamespace, metav1.GetOptions{})
-		return err
-	})
+	for _, ns := range []string{cluster.SystemNamespace, cluster.NodeNamespace} {
+		gone(t, "namespace "+ns+" of the kustomize install", 3*time.Minute, func(ctx context.Context) error {
+			_, err := c.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			return err
+		})
+	}
 	start := time.Now()
 	kubectl(t, c, "", "create", "namespace", cluster.SystemNamespace)
 	h.run(t, append([]string{"install", "juneau", h.chart, "--take-ownership", "--wait", "--timeout", "5m"}, h.image...)...)
@@ -72,9 +74,12 @@ func testHelm(t *testing.T, c *cluster.Cluster) {
 		t.Fatal(err)
 	}
 	t.Logf("installed with helm in %s", time.Since(start).Round(100*time.Millisecond))
-	ns, err := c.Kube.CoreV1().Namespaces().Get(context.Background(), cluster.SystemNamespace, metav1.GetOptions{})
-	if err != nil || ns.Labels["pod-security.kubernetes.io/enforce"] != "privileged" || ns.Labels["app.kubernetes.io/managed-by"] != "Helm" {
-		t.Errorf("namespace %s labels %v (%v), want the chart's (taken over by helm)", cluster.SystemNamespace, ns.Labels, err)
+	// The release namespace, taken over, enforces "restricted"; the agents' is "privileged".
+	for name, level := range map[string]string{cluster.SystemNamespace: "restricted", cluster.NodeNamespace: "privileged"} {
+		ns, err := c.Kube.CoreV1().Namespaces().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil || ns.Labels["pod-security.kubernetes.io/enforce"] != level || ns.Labels["app.kubernetes.io/managed-by"] != "Helm" {
+			t.Errorf("namespace %s labels %v (%v), want the chart's, Pod Security %q", name, ns.Labels, err, level)
+		}
 	}
 
 	prom := startPrometheus(t, c)
@@ -85,7 +90,7 @@ func testHelm(t *testing.T, c *cluster.Cluster) {
 	rollUnderTraffic(t, c, "helm upgrade of node.logVerbosity", func() {
 		h.run(t, append([]string{"upgrade", "juneau", h.chart, "--reuse-values", "--set", "node.logVerbosity=3", "--wait", "--timeout", "5m"}, h.image...)...)
 	})
-	ds, err := c.Kube.AppsV1().DaemonSets(cluster.SystemNamespace).Get(context.Background(), "juneau-node", metav1.GetOptions{})
+	ds, err := c.Kube.AppsV1().DaemonSets(cluster.NodeNamespace).Get(context.Background(), "juneau-node", metav1.GetOptions{})
 	if err != nil || !strings.Contains(strings.Join(ds.Spec.Template.Spec.Containers[0].Args, " "), "-v=3") {
 		t.Errorf("after the upgrade the agent's arguments are %v (%v), want -v=3", ds.Spec.Template.Spec.Containers[0].Args, err)
 	}
@@ -94,11 +99,11 @@ func testHelm(t *testing.T, c *cluster.Cluster) {
 
 	// Roll back to the second revision (every Node has its agent again).
 	h.run(t, "rollback", "juneau", "2", "--wait", "--timeout", "5m")
-	kubectl(t, c, "", "-n", cluster.SystemNamespace, "rollout", "status", "daemonset/juneau-node", "--timeout=5m")
+	kubectl(t, c, "", "-n", cluster.NodeNamespace, "rollout", "status", "daemonset/juneau-node", "--timeout=5m")
 	kubectl(t, c, "", "-n", cluster.SystemNamespace, "rollout", "status", "deployment/juneau-webhook", "--timeout=3m")
 	if err := wait.PollUntilContextTimeout(testContext(t, 3*time.Minute), time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		nodes := map[string]bool{}
-		pods, err := c.Kube.CoreV1().Pods(cluster.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=node"})
+		pods, err := c.Kube.CoreV1().Pods(cluster.NodeNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=node"})
 		if err != nil {
 			return false, nil
 		}
@@ -161,7 +166,7 @@ func rollUnderTraffic(t *testing.T, c *cluster.Cluster, what string, roll func()
 		t.Fatalf("before %s: %v", what, err)
 	}
 	roll()
-	kubectl(t, c, "", "-n", cluster.SystemNamespace, "rollout", "status", "daemonset/juneau-node", "--timeout=5m")
+	kubectl(t, c, "", "-n", cluster.NodeNamespace, "rollout", "status", "daemonset/juneau-node", "--timeout=5m")
 	for name := range agentPods(t, c) {
 		if agents[name] {
 			t.Errorf("%s: agent Pod %s was not replaced", what, name)
@@ -187,7 +192,7 @@ func helmUninstall(t *testing.T, c *cluster.Cluster, h *helmRelease) {
 		t.Fatal(err)
 	}
 	for _, n := range nss.Items {
-		if strings.HasPrefix(n.Name, "kube-") || n.Name == "default" || n.Name == cluster.SystemNamespace {
+		if strings.HasPrefix(n.Name, "kube-") || n.Name == "default" || n.Name == cluster.SystemNamespace || n.Name == cluster.NodeNamespace {
 			continue
 		}
 		kubectl(t, c, "", "delete", "namespace", n.Name, "--wait=true", "--timeout=3m")
@@ -197,13 +202,16 @@ func helmUninstall(t *testing.T, c *cluster.Cluster, h *helmRelease) {
 	kubectl(t, c, "", "delete", "externalnetworks,addresspools,bgppeers", "--all", "--wait=true")
 	out := h.run(t, "uninstall", "juneau", "--wait", "--timeout", "5m")
 	t.Logf("%s", strings.TrimSpace(out))
-	// The chart keeps the namespace (helm.sh/resource-policy: keep); what is left in it
-	// (the webhook's certificate Secret, Leases) goes with it.
+	// The chart keeps the release namespace (helm.sh/resource-policy: keep); what is left
+	// in it (the webhook's certificate Secret, the controller's Lease) goes with it. The
+	// agents' namespace goes with the release.
 	kubectl(t, c, "", "delete", "namespace", cluster.SystemNamespace, "--wait=false")
-	gone(t, "namespace "+cluster.SystemNamespace, 3*time.Minute, func(ctx context.Context) error {
-		_, err := c.Kube.CoreV1().Namespaces().Get(ctx, cluster.SystemNamespace, metav1.GetOptions{})
-		return err
-	})
+	for _, ns := range []string{cluster.SystemNamespace, cluster.NodeNamespace} {
+		gone(t, "namespace "+ns, 3*time.Minute, func(ctx context.Context) error {
+			_, err := c.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			return err
+		})
+	}
 	// The CRDs stay (Helm never deletes what crds/ installed); the Nodes are clean.
 	waitNodesAsBefore(ctx, t, c, "helm uninstall")
 }

@@ -110,8 +110,8 @@ func testRollout(t *testing.T, c *cluster.Cluster) {
 
 	agents := agentPods(t, c)
 	f := startFlow(t, c, addr+":7", 20*time.Millisecond)
-	kubectl(t, c, "", "-n", cluster.SystemNamespace, "rollout", "restart", "daemonset/juneau-node")
-	kubectl(t, c, "", "-n", cluster.SystemNamespace, "rollout", "status", "daemonset/juneau-node", "--timeout=5m")
+	kubectl(t, c, "", "-n", cluster.NodeNamespace, "rollout", "restart", "daemonset/juneau-node")
+	kubectl(t, c, "", "-n", cluster.NodeNamespace, "rollout", "status", "daemonset/juneau-node", "--timeout=5m")
 	for name := range agentPods(t, c) {
 		if agents[name] {
 			t.Errorf("agent Pod %s was not replaced", name)
@@ -131,7 +131,7 @@ func testRollout(t *testing.T, c *cluster.Cluster) {
 // agentPods lists the node agents' Pods.
 func agentPods(t *testing.T, c *cluster.Cluster) map[string]bool {
 	t.Helper()
-	pods, err := c.Kube.CoreV1().Pods(cluster.SystemNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=node"})
+	pods, err := c.Kube.CoreV1().Pods(cluster.NodeNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=node"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func testUninstall(t *testing.T, c *cluster.Cluster) {
 	var users []string
 	for _, p := range pods.Items {
 		for k := range p.Annotations {
-			if strings.HasPrefix(k, "juneau.loutres.me/") && p.Namespace != cluster.SystemNamespace {
+			if strings.HasPrefix(k, "juneau.loutres.me/") && p.Namespace != cluster.SystemNamespace && p.Namespace != cluster.NodeNamespace {
 				users = append(users, p.Namespace+"/"+p.Name)
 				break
 			}

@@ -267,7 +267,7 @@ spec:
 	h.run(t, append([]string{"upgrade", "juneau", h.chart, "--reuse-values", "--set-string", `node.nodeSelector.juneau\.loutres\.me/agent=yes`,
 		"--wait", "--timeout", "5m"}, h.image...)...)
 	if err := wait.PollUntilContextTimeout(testContext(t, 2*time.Minute), time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		pods, err := c.Kube.CoreV1().Pods(cluster.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=node", FieldSelector: "spec.nodeName=node-b"})
+		pods, err := c.Kube.CoreV1().Pods(cluster.NodeNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=node", FieldSelector: "spec.nodeName=node-b"})
 		return err == nil && len(pods.Items) == 0, nil
 	}); err != nil {
 		t.Fatalf("node-b's agent still there after the nodeSelector upgrade: %v", err)

@@ -27,7 +27,7 @@ import (
 // Pod on the other Node with the node-scope policy's message. The writes are dry runs.
 func testNodeScope(t *testing.T, c *cluster.Cluster) {
 	ctx := testContext(t, time.Minute)
-	list, err := c.Kube.CoreV1().Pods(cluster.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=node"})
+	list, err := c.Kube.CoreV1().Pods(cluster.NodeNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=node"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func testNodeScope(t *testing.T, c *cluster.Cluster) {
 		}
 		target := agentOn[other]
 		want := fmt.Sprintf("ValidatingAdmissionPolicy 'juneau-node-scope' with binding 'juneau-node-scope' denied request: "+
-			"Pod %q is on Node %q: the node agent of Node %q writes only the objects of its own Node", cluster.SystemNamespace+"/"+target.Name, other, node)
+			"Pod %q is on Node %q: the node agent of Node %q writes only the objects of its own Node", cluster.NodeNamespace+"/"+target.Name, other, node)
 		if err := dryRunGate(ctx, kube, target); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
 			t.Errorf("the agent of %s setting a condition of a Pod on %s: err = %v, want %q", node, other, err, want)
 		}

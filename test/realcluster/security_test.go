@@ -31,7 +31,9 @@ type stolen struct {
 // testStolenTokens: with the token the kubelet projects into the controller's Pod, the
 // API server refuses changing a Pod's image (another namespace's and juneau's own), and
 // with the webhook's, repointing or switching off its ValidatingWebhookConfiguration and
-// creating another Secret; each component's own writes stay allowed. Then a namespace's
+// creating another Secret; each component's own writes stay allowed. A Pod like the
+// node agent's (host network, NET_ADMIN) is refused in juneau-system, which enforces
+// Pod Security "restricted", and admitted only in juneau-node. Then a namespace's
 // ResourceQuota on ElasticIPs holds for automatic ones: the Pod beyond it is told so on
 // its condition and gets no ElasticIP.
 func testStolenTokens(t *testing.T, c *cluster.Cluster) {
@@ -84,6 +86,23 @@ func testStolenTokens(t *testing.T, c *cluster.Cluster) {
 		default:
 			t.Logf("%s: %v", a.what, errOrAllowed(err))
 		}
+	}
+
+	hostPod := func(namespace string) error {
+		_, err := c.Kube.CoreV1().Pods(namespace).Create(testContext(t, 30*time.Second), &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "host-root"},
+			Spec: corev1.PodSpec{HostNetwork: true, Containers: []corev1.Container{{Name: "c", Image: "registry.example/evil:1",
+				SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}}}},
+		}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}
+	if err := hostPod(cluster.SystemNamespace); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `violates PodSecurity "restricted`) {
+		t.Errorf("a host-network Pod with NET_ADMIN in %s: %v, want Pod Security's refusal", cluster.SystemNamespace, err)
+	} else {
+		t.Logf("a host-network Pod with NET_ADMIN in %s: %v", cluster.SystemNamespace, err)
+	}
+	if err := hostPod(cluster.NodeNamespace); err != nil {
+		t.Errorf("a host-network Pod with NET_ADMIN in %s (the agents' namespace): %v, want it admitted", cluster.NodeNamespace, err)
 	}
 
 	quota := namespace(t, c, "quota")

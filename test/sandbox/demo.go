@@ -105,7 +105,7 @@ func start(ctx context.Context, root, kind, cni string, built *[]string) (*sandb
 		return s, err
 	}
 	fmt.Println("    the controller, the webhook and the node DaemonSet are rolled out; the webhook answers through its Service")
-	s.kubectl(ctx, "-n", cluster.SystemNamespace, "get", "pods", "-o", "wide")
+	s.kubectl(ctx, "get", "pods", "-A", "-l", "app.kubernetes.io/name=juneau", "-o", "wide")
 
 	how := ""
 	if cni == cluster.CNIFlannel {
@@ -244,7 +244,7 @@ func (s *sandbox) usage(took time.Duration) string {
 	fmt.Fprintf(&b, "  alias kubectl=%s\n", c.Kubectl)
 	fmt.Fprintf(&b, "  kubectl get nodes -o wide\n")
 	fmt.Fprintf(&b, "  kubectl get elasticip,elasticipattachment,networkinterface,arpadvertisement\n")
-	fmt.Fprintf(&b, "  kubectl -n %s get pods -o wide\n\n", cluster.SystemNamespace)
+	fmt.Fprintf(&b, "  kubectl -n %s get pods -o wide; kubectl -n %s get pods -o wide\n\n", cluster.SystemNamespace, cluster.NodeNamespace)
 	fmt.Fprintf(&b, "Your own Pods run: nothing is pulled from the Internet, but busybox (busybox, busybox:1.36, ...)\n")
 	fmt.Fprintf(&b, "and %s (answers HTTP on port 80 with the caller's address) are served locally. A Pod with its own\n", images.Box)
 	fmt.Fprintf(&b, "ElasticIP:\n\n")
@@ -258,7 +258,7 @@ func (s *sandbox) usage(took time.Duration) string {
 	fmt.Fprintf(&b, "  its CNI configuration: %s\n\n", c.Nodes[0].ConfDir())
 	fmt.Fprintf(&b, "Logs of every cluster component (etcd, kube-apiserver, kubelets, containerd, ...): %s\n", filepath.Join(c.Dir, "logs"))
 	fmt.Fprintf(&b, "(kept in %s after the teardown). juneau's, and your Pods': kubectl logs, e.g.\n", logDir(s.root, "sandbox"))
-	fmt.Fprintf(&b, "  kubectl -n %s logs daemonset/juneau-node -c agent\n", cluster.SystemNamespace)
+	fmt.Fprintf(&b, "  kubectl -n %s logs daemonset/juneau-node -c agent\n", cluster.NodeNamespace)
 	fmt.Fprintf(&b, "  (docs/operations.md#logs-and-events: the controller that holds the Lease, the agent of a Node)\n")
 	fmt.Fprintf(&b, "Stop it with: make sandbox-down\n")
 	return b.String()

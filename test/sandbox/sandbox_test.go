@@ -105,7 +105,7 @@ func TestSandboxUserPod(t *testing.T) {
 		}
 		return r.Stdout
 	}
-	if agent := kubectl("", "-n", cluster.SystemNamespace, "logs", "daemonset/juneau-node", "-c", "agent"); !strings.Contains(agent, "Starting node agent") {
+	if agent := kubectl("", "-n", cluster.NodeNamespace, "logs", "daemonset/juneau-node", "-c", "agent"); !strings.Contains(agent, "Starting node agent") {
 		t.Errorf("kubectl logs of a node agent, as the usage says:\n%s", agent)
 	}
 	kubectl(examplePod, "apply", "-f", "-")

@@ -56,7 +56,7 @@ func TestTrafficBlocked(t *testing.T) {
 		{"agent not reporting", trafficInput{decision: direct, address: "10.225.51.5", arp: true, advert: func() *v1alpha1.ARPAdvertisement {
 			ad := advert("node-b", 1, 1, false)
 			ad.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionAnswering, Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonAgentNotReporting,
-				Message: `the node agent of Node "node-b" has not renewed its heartbeat Lease "juneau-system/juneau-node-node-b" since 2026-01-01T00:00:00Z`, ObservedGeneration: 1}}
+				Message: `the node agent of Node "node-b" has not renewed its heartbeat Lease "juneau-node/juneau-node-node-b" since 2026-01-01T00:00:00Z`, ObservedGeneration: 1}}
 			return ad
 		}()}, v1alpha1.ReasonAgentNotReporting, `Node "node-b" may no longer answer ARP for "10.225.51.5": the node agent of Node "node-b" has not renewed`},
 		{"refused by the agent", trafficInput{decision: direct, address: "10.225.51.255", arp: true, advert: func() *v1alpha1.ARPAdvertisement {

@@ -1,6 +1,6 @@
 // Package heartbeat is the controller that turns an ARPAdvertisement's Answering
 // condition Unknown when the node agent of its Node stops reporting: every agent renews
-// a heartbeat Lease, juneau-node-<node> in juneau's namespace, as kubelets renew their
+// a heartbeat Lease, juneau-node-<node> in the agents' namespace, as kubelets renew their
 // node Leases; once it expires, the agent's word that it answers ARP is stale
 // (docs/reference.md#arp-advertisement). The agent sets the condition again when it is
 // back.

@@ -28,7 +28,7 @@ import (
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
 func heartbeat(node string, renewed time.Time, seconds int32) *coordinationv1.Lease {
-	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "juneau-system", Name: v1alpha1.NodeLeasePrefix + node},
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "juneau-node", Name: v1alpha1.NodeLeasePrefix + node},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(node), LeaseDurationSeconds: ptr.To(seconds), RenewTime: &metav1.MicroTime{Time: renewed}}}
 }
 
@@ -41,12 +41,12 @@ func TestJudge(t *testing.T) {
 	}{
 		{"renewed", heartbeat("node-a", t0.Add(-10*time.Second), 40), true, ""},
 		{"expired", heartbeat("node-a", t0.Add(-41*time.Second), 40), false,
-			`the node agent of Node "node-a" has not renewed its heartbeat Lease "juneau-system/juneau-node-node-a" since 2026-01-01T11:59:19Z`},
-		{"missing", nil, false, `the node agent of Node "node-a" has no heartbeat Lease "juneau-system/juneau-node-node-a"`},
+			`the node agent of Node "node-a" has not renewed its heartbeat Lease "juneau-node/juneau-node-node-a" since 2026-01-01T11:59:19Z`},
+		{"missing", nil, false, `the node agent of Node "node-a" has no heartbeat Lease "juneau-node/juneau-node-node-a"`},
 		{"never renewed", &coordinationv1.Lease{}, false, "never renewed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hb := Judge(tc.lease, "juneau-system", "node-a", t0)
+			hb := Judge(tc.lease, "juneau-node", "node-a", t0)
 			if hb.Alive != tc.alive || !strings.Contains(hb.Why, tc.why) {
 				t.Fatalf("got %+v, want alive=%v saying %q", hb, tc.alive, tc.why)
 			}
@@ -68,7 +68,7 @@ func advert(name, node string, answering metav1.ConditionStatus) *v1alpha1.ARPAd
 }
 
 func TestUnknownOnlyReplacesTrue(t *testing.T) {
-	dead := Judge(nil, "juneau-system", "node-a", t0)
+	dead := Judge(nil, "juneau-node", "node-a", t0)
 	if c, _ := Unknown(advert("a", "node-a", metav1.ConditionTrue), dead, t0); c == nil || c.Status != metav1.ConditionUnknown || c.Reason != v1alpha1.ReasonAgentNotReporting {
 		t.Errorf("True under a dead agent: %+v, want Unknown/AgentNotReporting", c)
 	}
@@ -96,12 +96,12 @@ func TestSync(t *testing.T) {
 	client := fake.NewClientset(ads[0], ads[1])
 	kube := kubefake.NewClientset(heartbeat("node-a", t0.Add(-time.Minute), 40), heartbeat("node-b", t0.Add(-time.Second), 40))
 	jinf := juneauinformers.NewSharedInformerFactory(client, 0)
-	kinf := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace("juneau-system"))
+	kinf := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace("juneau-node"))
 	clk := clocktesting.NewFakeClock(t0)
 	recorder := record.NewFakeRecorder(10)
 	reg := prometheus.NewPedanticRegistry()
 	c, err := NewController(client, Informers{Advertisements: jinf.Juneau().V1alpha1().ARPAdvertisements(), Leases: kinf.Coordination().V1().Leases()},
-		recorder, Options{Namespace: "juneau-system", Options: workloop.Options{Clock: clk}, Registerer: reg})
+		recorder, Options{Namespace: "juneau-node", Options: workloop.Options{Clock: clk}, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestSync(t *testing.T) {
 		return meta.FindStatusCondition(ad.Status.Conditions, v1alpha1.ConditionAnswering)
 	}
 	if a := got("on-a"); a == nil || a.Status != metav1.ConditionUnknown || a.Reason != v1alpha1.ReasonAgentNotReporting ||
-		!strings.Contains(a.Message, `"juneau-system/juneau-node-node-a" since 2026-01-01T11:59:00Z`) || !a.LastTransitionTime.Time.Equal(t0) {
+		!strings.Contains(a.Message, `"juneau-node/juneau-node-node-a" since 2026-01-01T11:59:00Z`) || !a.LastTransitionTime.Time.Equal(t0) {
 		t.Errorf("on-a: %+v, want Unknown/AgentNotReporting naming the Lease and when it was last renewed", a)
 	}
 	if b := got("on-b"); b == nil || b.Status != metav1.ConditionTrue {

@@ -33,7 +33,7 @@ func TestEveryListedControllerRuns(t *testing.T) {
 	juneau := fake.NewClientset(pool, network)
 	reg := prometheus.NewRegistry()
 	m, err := New(Config{Kube: kubefake.NewClientset(), Juneau: juneau, Recorder: record.NewFakeRecorder(100),
-		Registerer: reg, LeaseNamespace: "juneau-system"})
+		Registerer: reg, LeaseNamespace: "juneau-node"})
 	if err != nil {
 		t.Fatal(err)
 	}

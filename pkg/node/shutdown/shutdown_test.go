@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 )
 
-var owner = Owner{Namespace: "juneau-system", Name: "juneau-node"}
+var owner = Owner{Namespace: "juneau-node", Name: "juneau-node"}
 
 func TestDecide(t *testing.T) {
 	now := metav1.Now()
@@ -61,7 +61,7 @@ func TestCheck(t *testing.T) {
 
 func TestOwnerOf(t *testing.T) {
 	controller := true
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "juneau-system", Name: "juneau-node-x",
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "juneau-node", Name: "juneau-node-x",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "juneau-node", Controller: &controller}}}}
 	if got, ok := OwnerOf(pod); !ok || got != owner {
 		t.Errorf("OwnerOf = %v, %v; want %v", got, ok, owner)
@@ -77,14 +77,14 @@ func TestOwnerOf(t *testing.T) {
 
 func TestWriteVerdict(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "verdict")
-	if err := WriteVerdict(path, Verdict{Uninstall: true, Reason: "DaemonSet juneau-system/juneau-node no longer exists"}); err != nil {
+	if err := WriteVerdict(path, Verdict{Uninstall: true, Reason: "DaemonSet juneau-node/juneau-node no longer exists"}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "uninstall: DaemonSet juneau-system/juneau-node no longer exists\n"; string(got) != want {
+	if want := "uninstall: DaemonSet juneau-node/juneau-node no longer exists\n"; string(got) != want {
 		t.Errorf("verdict file = %q, want %q", got, want)
 	}
 	entries, _ := os.ReadDir(filepath.Dir(path))

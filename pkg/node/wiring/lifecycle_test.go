@@ -71,10 +71,10 @@ func (f *fakeTable) Remove(context.Context) error { f.removed = true; return nil
 // agent's Pod is being deleted; the verdict file says what was decided.
 func TestShutdownVerdict(t *testing.T) {
 	logger, _ := ktesting.NewTestContext(t)
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "juneau-node-x", Namespace: "juneau-system",
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "juneau-node-x", Namespace: "juneau-node",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "juneau-node", Controller: new(true)}}}}
 	ds := func(deleting bool) *appsv1.DaemonSet {
-		d := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "juneau-node", Namespace: "juneau-system"}}
+		d := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "juneau-node", Namespace: "juneau-node"}}
 		if deleting {
 			d.DeletionTimestamp = &metav1.Time{}
 		}
@@ -86,9 +86,9 @@ func TestShutdownVerdict(t *testing.T) {
 		objects []runtime.Object
 		want    string
 	}{
-		{name: "DaemonSet being deleted", pods: []*corev1.Pod{pod}, objects: []runtime.Object{ds(true)}, want: "uninstall: DaemonSet juneau-system/juneau-node is being deleted"},
-		{name: "DaemonSet gone", pods: []*corev1.Pod{pod}, want: "uninstall: DaemonSet juneau-system/juneau-node no longer exists"},
-		{name: "DaemonSet there", pods: []*corev1.Pod{pod}, objects: []runtime.Object{ds(false)}, want: "restart: DaemonSet juneau-system/juneau-node still exists"},
+		{name: "DaemonSet being deleted", pods: []*corev1.Pod{pod}, objects: []runtime.Object{ds(true)}, want: "uninstall: DaemonSet juneau-node/juneau-node is being deleted"},
+		{name: "DaemonSet gone", pods: []*corev1.Pod{pod}, want: "uninstall: DaemonSet juneau-node/juneau-node no longer exists"},
+		{name: "DaemonSet there", pods: []*corev1.Pod{pod}, objects: []runtime.Object{ds(false)}, want: "restart: DaemonSet juneau-node/juneau-node still exists"},
 		{name: "no Pod", objects: []runtime.Object{ds(true)}, want: "restart: not run by a DaemonSet"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -122,11 +122,11 @@ func TestHeartbeatLease(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Options{NodeName: nodeName, LeaseNamespace: "juneau-system", LeaseDuration: 40 * time.Second}.heartbeat(kube).Run(ctx)
+		Options{NodeName: nodeName, LeaseNamespace: "juneau-node", LeaseDuration: 40 * time.Second}.heartbeat(kube).Run(ctx)
 	}()
 	defer func() { cancel(); <-done }()
 	eventually(t, ctx, "the heartbeat Lease", func() bool {
-		l, err := kube.CoordinationV1().Leases("juneau-system").Get(ctx, v1alpha1.NodeLeasePrefix+nodeName, metav1.GetOptions{})
+		l, err := kube.CoordinationV1().Leases("juneau-node").Get(ctx, v1alpha1.NodeLeasePrefix+nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false
 		}

@@ -388,7 +388,7 @@ func (c *Cluster) registerNode(n *Node) {
 // token bound to the Node as a DaemonSet Pod's is) reaching the API server through the
 // forwarder on the Node's loopback.
 func (c *Cluster) kubeconfigFor(n *Node, server string) string {
-	cfg, err := clientcmd.LoadFromFile(c.CP.NodeBoundKubeconfig(c.t, framework.SystemNamespace, framework.NodeServiceAccount, n.Name))
+	cfg, err := clientcmd.LoadFromFile(c.CP.NodeBoundKubeconfig(c.t, framework.NodeNamespace, framework.NodeServiceAccount, n.Name))
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ const nodeScopePolicy = "juneau-node-scope"
 // BGPNodeStatus named after no Node.
 func (c *Cluster) waitForNodeScope(node string) {
 	c.t.Helper()
-	jn := versioned.NewForConfigOrDie(c.CP.NodeBoundConfig(c.t, framework.SystemNamespace, framework.NodeServiceAccount, node))
+	jn := versioned.NewForConfigOrDie(c.CP.NodeBoundConfig(c.t, framework.NodeNamespace, framework.NodeServiceAccount, node))
 	var last error
 	c.waitFor("the API server to enforce "+nodeScopePolicy, func(ctx context.Context) bool {
 		_, last = jn.JuneauV1alpha1().BGPNodeStatuses().Create(ctx, &v1alpha1.BGPNodeStatus{ObjectMeta: metav1.ObjectMeta{Name: "juneau-scope-probe"}},

@@ -59,8 +59,8 @@ func TestControllerAccessTable(t *testing.T) {
 			lease("get", framework.SystemNamespace, "juneau-controller"),
 			lease("update", framework.SystemNamespace, "juneau-controller"),
 			lease("create", framework.SystemNamespace, ""),
-			// The node agents' heartbeat Leases.
-			lease("list", framework.SystemNamespace, ""), lease("watch", framework.SystemNamespace, ""),
+			// The node agents' heartbeat Leases, in their namespace.
+			lease("list", framework.NodeNamespace, ""), lease("watch", framework.NodeNamespace, ""),
 		}, metricsReviews)
 	checkAccess(t, kube, true, allowed)
 
@@ -84,7 +84,9 @@ func TestControllerAccessTable(t *testing.T) {
 			lease("update", "default", "juneau-controller"),
 			lease("create", "default", ""),
 			lease("list", "default", ""),
-			lease("update", framework.SystemNamespace, v1alpha1.NodeLeasePrefix+"node-a"),
+			lease("update", framework.NodeNamespace, v1alpha1.NodeLeasePrefix+"node-a"),
+			lease("create", framework.NodeNamespace, ""),
+			lease("list", framework.SystemNamespace, ""),
 		})
 	checkAccess(t, kube, false, denied)
 }

@@ -151,7 +151,7 @@ func TestUninstallSwitch(t *testing.T) {
 	if r := cp.Kubectl(ctx, "", "apply", "--server-side", "-f", filepath.Join(cp.RepoRoot, "manifests", "30-node.yaml")); r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	r := cp.Kubectl(ctx, "", "-n", framework.SystemNamespace, "set", "env", "daemonset/juneau-node", "--containers=*",
+	r := cp.Kubectl(ctx, "", "-n", framework.NodeNamespace, "set", "env", "daemonset/juneau-node", "--containers=*",
 		"JUNEAU_CNI_UNINSTALL=true", "--dry-run=server", "-o", "json")
 	if r.Err != nil {
 		t.Fatal(r.Err)

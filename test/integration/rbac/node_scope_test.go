@@ -131,7 +131,7 @@ func (a agentOf) gate(ctx context.Context, ns, pod string) error {
 
 // heartbeat creates or renews the heartbeat Lease of node, as the agent renews its own.
 func (a agentOf) heartbeat(ctx context.Context, node string) error {
-	leases := a.kube.CoordinationV1().Leases(framework.SystemNamespace)
+	leases := a.kube.CoordinationV1().Leases(framework.NodeNamespace)
 	name := v1alpha1.NodeLeasePrefix + node
 	now := metav1.NewMicroTime(time.Now())
 	l, err := leases.Get(ctx, name, metav1.GetOptions{})
@@ -172,7 +172,7 @@ func writesFor(ns, node string, f scopeFixtures) []write {
 			onNode("Pod", ns+"/"+f.pod, node)},
 		{"the heartbeat Lease of " + node,
 			func(ctx context.Context, a agentOf) error { return a.heartbeat(ctx, node) },
-			onNode("Lease", framework.SystemNamespace+"/"+v1alpha1.NodeLeasePrefix+node, node)},
+			onNode("Lease", framework.NodeNamespace+"/"+v1alpha1.NodeLeasePrefix+node, node)},
 	}
 }
 
@@ -217,12 +217,12 @@ func TestNodeScope(t *testing.T) {
 	t.Cleanup(func() {
 		for _, n := range []string{"node-a", "node-b"} {
 			_ = cp.Juneau.JuneauV1alpha1().BGPNodeStatuses().Delete(context.Background(), n, metav1.DeleteOptions{})
-			_ = cp.Kube.CoordinationV1().Leases(framework.SystemNamespace).Delete(context.Background(), v1alpha1.NodeLeasePrefix+n, metav1.DeleteOptions{})
+			_ = cp.Kube.CoordinationV1().Leases(framework.NodeNamespace).Delete(context.Background(), v1alpha1.NodeLeasePrefix+n, metav1.DeleteOptions{})
 		}
 	})
 	agents := map[string]agentOf{}
 	for _, n := range []string{"node-a", "node-b"} {
-		agents[n] = newAgent(n, cp.NodeBoundConfig(t, framework.SystemNamespace, framework.NodeServiceAccount, n))
+		agents[n] = newAgent(n, cp.NodeBoundConfig(t, framework.NodeNamespace, framework.NodeServiceAccount, n))
 	}
 	waitForPolicy(t, agents["node-a"], writesFor(ns, "node-b", fixtures["node-b"])[0])
 	ctx := testContext(t, 2*time.Minute)
@@ -281,12 +281,12 @@ func TestNodeScope(t *testing.T) {
 		}
 	}
 
-	// Leases of juneau-system other than the agents' heartbeats are on no Node: the
-	// controller's leader-election Lease, say.
-	leases := agents["node-a"].kube.CoordinationV1().Leases(framework.SystemNamespace)
+	// Leases of juneau-node other than the agents' heartbeats are on no Node: one named
+	// as the controller's leader-election Lease, say.
+	leases := agents["node-a"].kube.CoordinationV1().Leases(framework.NodeNamespace)
 	if _, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "juneau-controller"}}, metav1.CreateOptions{}); !refusedByPolicy(err,
-		`Lease "`+framework.SystemNamespace+`/juneau-controller" is on no Node`+byAgentOf("node-a")) {
-		t.Errorf("the agent of node-a creating the controller's Lease: err = %v, want the policy's refusal", err)
+		`Lease "`+framework.NodeNamespace+`/juneau-controller" is on no Node`+byAgentOf("node-a")) {
+		t.Errorf("the agent of node-a creating a Lease that is not a heartbeat: err = %v, want the policy's refusal", err)
 	}
 
 	// A Pod not yet scheduled is on no Node: no agent may write it.
@@ -310,9 +310,9 @@ func TestNodeScopeNeedsABoundToken(t *testing.T) {
 	f := newScopeFixtures(t, cp, ns, "node-a", 83)
 	t.Cleanup(func() {
 		_ = cp.Juneau.JuneauV1alpha1().BGPNodeStatuses().Delete(context.Background(), "node-a", metav1.DeleteOptions{})
-		_ = cp.Kube.CoordinationV1().Leases(framework.SystemNamespace).Delete(context.Background(), v1alpha1.NodeLeasePrefix+"node-a", metav1.DeleteOptions{})
+		_ = cp.Kube.CoordinationV1().Leases(framework.NodeNamespace).Delete(context.Background(), v1alpha1.NodeLeasePrefix+"node-a", metav1.DeleteOptions{})
 	})
-	unbound := newAgent("node-a", cp.ServiceAccountConfig(t, framework.SystemNamespace, framework.NodeServiceAccount))
+	unbound := newAgent("node-a", cp.ServiceAccountConfig(t, framework.NodeNamespace, framework.NodeServiceAccount))
 	writes := writesFor(ns, "node-a", f)
 	waitForPolicy(t, unbound, write{what: writes[0].what, do: writes[0].do, refusal: "bound to no Node"})
 	ctx := testContext(t, time.Minute)
@@ -324,7 +324,7 @@ func TestNodeScopeNeedsABoundToken(t *testing.T) {
 	}
 
 	// The DaemonSet Pod's projected token: bound to the Pod, naming its Node.
-	agentPod, err := cp.Kube.CoreV1().Pods(framework.SystemNamespace).Create(ctx, &corev1.Pod{
+	agentPod, err := cp.Kube.CoreV1().Pods(framework.NodeNamespace).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "juneau-node-"},
 		Spec: corev1.PodSpec{NodeName: "node-a", ServiceAccountName: framework.NodeServiceAccount,
 			Containers: []corev1.Container{{Name: "agent", Image: "registry.invalid/juneau:1"}}},
@@ -333,9 +333,9 @@ func TestNodeScopeNeedsABoundToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cp.Kube.CoreV1().Pods(framework.SystemNamespace).Delete(context.Background(), agentPod.Name, metav1.DeleteOptions{})
+		_ = cp.Kube.CoreV1().Pods(framework.NodeNamespace).Delete(context.Background(), agentPod.Name, metav1.DeleteOptions{})
 	})
-	tr, err := cp.Kube.CoreV1().ServiceAccounts(framework.SystemNamespace).CreateToken(ctx, framework.NodeServiceAccount, &authenticationv1.TokenRequest{
+	tr, err := cp.Kube.CoreV1().ServiceAccounts(framework.NodeNamespace).CreateToken(ctx, framework.NodeServiceAccount, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600)),
 			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: agentPod.Name, UID: agentPod.UID}},
 	}, metav1.CreateOptions{})
@@ -372,33 +372,33 @@ func TestNodeScopeLeavesOthersAlone(t *testing.T) {
 	})
 	ctx := testContext(t, time.Minute)
 	// The policy is in force: the node agent of node-a is refused.
-	nodeA := newAgent("node-a", cp.NodeBoundConfig(t, framework.SystemNamespace, framework.NodeServiceAccount, "node-a"))
+	nodeA := newAgent("node-a", cp.NodeBoundConfig(t, framework.NodeNamespace, framework.NodeServiceAccount, "node-a"))
 	waitForPolicy(t, nodeA, writesFor(ns, "node-b", f)[0])
 
 	const other = "rbac-scope-other"
 	if _, err := cp.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: other},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "juneau-node"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: framework.SystemNamespace, Name: other}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: framework.NodeNamespace, Name: other}},
 	}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	// And to its Role in juneau-system (the heartbeat Lease).
-	if _, err := cp.Kube.RbacV1().RoleBindings(framework.SystemNamespace).Create(ctx, &rbacv1.RoleBinding{
+	// And to its Role in juneau-node (the heartbeat Lease).
+	if _, err := cp.Kube.RbacV1().RoleBindings(framework.NodeNamespace).Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: other},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "juneau-node"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: framework.SystemNamespace, Name: other}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: framework.NodeNamespace, Name: other}},
 	}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		_ = cp.Kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), other, metav1.DeleteOptions{})
-		_ = cp.Kube.RbacV1().RoleBindings(framework.SystemNamespace).Delete(context.Background(), other, metav1.DeleteOptions{})
-		_ = cp.Kube.CoordinationV1().Leases(framework.SystemNamespace).Delete(context.Background(), v1alpha1.NodeLeasePrefix+"node-b", metav1.DeleteOptions{})
+		_ = cp.Kube.RbacV1().RoleBindings(framework.NodeNamespace).Delete(context.Background(), other, metav1.DeleteOptions{})
+		_ = cp.Kube.CoordinationV1().Leases(framework.NodeNamespace).Delete(context.Background(), v1alpha1.NodeLeasePrefix+"node-b", metav1.DeleteOptions{})
 	})
 	writers := map[string]agentOf{
 		"the administrator": newAgent("admin", cp.Config),
-		"ServiceAccount " + framework.SystemNamespace + "/" + other + " bound to the agent's ClusterRole": newAgent(other, cp.ServiceAccountConfig(t, framework.SystemNamespace, other)),
+		"ServiceAccount " + framework.NodeNamespace + "/" + other + " bound to the agent's ClusterRole": newAgent(other, cp.ServiceAccountConfig(t, framework.NodeNamespace, other)),
 	}
 	for who, a := range writers {
 		for _, w := range writesFor(ns, "node-b", f) {
@@ -448,7 +448,7 @@ func TestNodeScopeDelete(t *testing.T) {
 	if _, err := cp.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: grant},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: grant},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: framework.SystemNamespace, Name: framework.NodeServiceAccount}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: framework.NodeNamespace, Name: framework.NodeServiceAccount}},
 	}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
@@ -458,7 +458,7 @@ func TestNodeScopeDelete(t *testing.T) {
 	})
 	agents := map[string]agentOf{}
 	for _, n := range []string{"node-a", "node-b"} {
-		agents[n] = newAgent(n, cp.NodeBoundConfig(t, framework.SystemNamespace, framework.NodeServiceAccount, n))
+		agents[n] = newAgent(n, cp.NodeBoundConfig(t, framework.NodeNamespace, framework.NodeServiceAccount, n))
 		if err := agents[n].sessions(ctx, n); err != nil {
 			t.Fatalf("the agent of %s writing its BGPNodeStatus: %v", n, err)
 		}
@@ -466,7 +466,7 @@ func TestNodeScopeDelete(t *testing.T) {
 	t.Cleanup(func() {
 		for _, n := range []string{"node-a", "node-b"} {
 			_ = cp.Juneau.JuneauV1alpha1().BGPNodeStatuses().Delete(context.Background(), n, metav1.DeleteOptions{})
-			_ = cp.Kube.CoordinationV1().Leases(framework.SystemNamespace).Delete(context.Background(), v1alpha1.NodeLeasePrefix+n, metav1.DeleteOptions{})
+			_ = cp.Kube.CoordinationV1().Leases(framework.NodeNamespace).Delete(context.Background(), v1alpha1.NodeLeasePrefix+n, metav1.DeleteOptions{})
 		}
 	})
 	del := func(ctx context.Context, a agentOf) error {

@@ -27,7 +27,7 @@ func nodeClients(t *testing.T, cp *framework.ControlPlane) (kubernetes.Interface
 	t.Helper()
 	cp.ApplyRBAC(t)
 	ensureNodes(t, cp, "node-a")
-	cfg := cp.NodeBoundConfig(t, framework.SystemNamespace, framework.NodeServiceAccount, "node-a")
+	cfg := cp.NodeBoundConfig(t, framework.NodeNamespace, framework.NodeServiceAccount, "node-a")
 	return kubernetes.NewForConfigOrDie(cfg), versioned.NewForConfigOrDie(cfg)
 }
 
@@ -156,11 +156,11 @@ func TestNodeAgentAccessTable(t *testing.T) {
 		juneau("patch", "bgpadvertisements/status"),
 		core("patch", "pods/status"),
 		// At SIGTERM: is its DaemonSet being deleted (an uninstall)?
-		access{verb: "get", group: "apps", resource: "daemonsets", namespace: framework.SystemNamespace, name: "juneau-node"},
+		access{verb: "get", group: "apps", resource: "daemonsets", namespace: framework.NodeNamespace, name: "juneau-node"},
 		// Its heartbeat Lease (the node-scope policy keeps it to its own).
-		access{verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: framework.SystemNamespace, name: v1alpha1.NodeLeasePrefix + "node-a"},
-		access{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: framework.SystemNamespace},
-		access{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: framework.SystemNamespace, name: v1alpha1.NodeLeasePrefix + "node-a"},
+		access{verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: framework.NodeNamespace, name: v1alpha1.NodeLeasePrefix + "node-a"},
+		access{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: framework.NodeNamespace},
+		access{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: framework.NodeNamespace, name: v1alpha1.NodeLeasePrefix + "node-a"},
 	)
 	allowed = append(allowed, metricsReviews...)
 	checkAccess(t, kube, true, allowed)
@@ -179,8 +179,11 @@ func TestNodeAgentAccessTable(t *testing.T) {
 		access{verb: "list", resource: "secrets", namespace: framework.SystemNamespace},
 		juneau("update", "bgpadvertisements/status"),
 		access{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: "default"},
-		access{verb: "delete", group: "coordination.k8s.io", resource: "leases", namespace: framework.SystemNamespace, name: v1alpha1.NodeLeasePrefix + "node-a"},
-		access{verb: "list", group: "coordination.k8s.io", resource: "leases", namespace: framework.SystemNamespace})
+		access{verb: "delete", group: "coordination.k8s.io", resource: "leases", namespace: framework.NodeNamespace, name: v1alpha1.NodeLeasePrefix + "node-a"},
+		access{verb: "list", group: "coordination.k8s.io", resource: "leases", namespace: framework.NodeNamespace},
+		// Nothing in juneau-system but the one Secret: no Lease, no DaemonSet.
+		access{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: framework.SystemNamespace},
+		access{verb: "get", group: "apps", resource: "daemonsets", namespace: framework.SystemNamespace, name: "juneau-node"})
 	for _, r := range []string{"elasticips/status", "allocationclaims/status", "elasticipattachments/status", "networkinterfaces/status", "addresspools/status", "externalnetworks/status"} {
 		denied = append(denied, every(juneau, r, "update", "patch")...)
 	}
@@ -190,12 +193,12 @@ func TestNodeAgentAccessTable(t *testing.T) {
 		core("update", "pods/status"), core("patch", "pods"), core("create", "pods"), core("delete", "pods"),
 		core("update", "nodes"), core("patch", "nodes/status"), core("delete", "nodes"),
 		core("get", "secrets"), core("list", "secrets"), core("create", "events"),
-		// RBAC lets the agent update Leases of juneau-system (it cannot name the agents'
-		// own); the node-scope policy refuses it the controller's (TestNodeScope).
+		// RBAC lets the agent update Leases of juneau-node (it cannot name the agents'
+		// own); the node-scope policy refuses it every other (TestNodeScope).
 		access{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: "default", name: "juneau-controller"},
-		access{verb: "create", resource: "serviceaccounts", subresource: "token", namespace: framework.SystemNamespace},
+		access{verb: "create", resource: "serviceaccounts", subresource: "token", namespace: framework.NodeNamespace},
 		access{verb: "get", group: "apps", resource: "daemonsets", namespace: "default", name: "juneau-node"},
-		access{verb: "update", group: "apps", resource: "daemonsets", namespace: framework.SystemNamespace, name: "juneau-node"},
+		access{verb: "update", group: "apps", resource: "daemonsets", namespace: framework.NodeNamespace, name: "juneau-node"},
 	)
 	checkAccess(t, kube, false, denied)
 }

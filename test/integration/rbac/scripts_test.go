@@ -327,8 +327,8 @@ func TestKeepCNIStops(t *testing.T) {
 		verdict string // written after the SIGTERM; empty: none
 		kept    bool
 	}{
-		"uninstall": {verdict: "uninstall: DaemonSet juneau-system/juneau-node no longer exists\n"},
-		"restart":   {verdict: "restart: DaemonSet juneau-system/juneau-node still exists\n", kept: true},
+		"uninstall": {verdict: "uninstall: DaemonSet juneau-node/juneau-node no longer exists\n"},
+		"restart":   {verdict: "restart: DaemonSet juneau-node/juneau-node still exists\n", kept: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := newCNIDirs(t)

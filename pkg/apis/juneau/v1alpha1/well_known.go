@@ -141,7 +141,7 @@ const (
 	// or its hashed form (package advertisement).
 	ARPAdvertisementPrefix = "eip-"
 	// NodeLeasePrefix starts the name of each node agent's heartbeat Lease,
-	// juneau-node-<node>, in juneau's namespace.
+	// juneau-node-<node>, in the agents' namespace (juneau-node as installed).
 	NodeLeasePrefix = "juneau-node-"
 	// DefaultInterface is the Pod's primary interface.
 	DefaultInterface = "eth0"

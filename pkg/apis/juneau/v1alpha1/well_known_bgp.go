@@ -18,8 +18,8 @@ const (
 	DefaultBFDMultiplier = 3
 	// MaxASN is the largest AS number a BGPPeer may use (4294967295 is reserved, RFC 7300).
 	MaxASN = 4294967294
-	// BGPPasswordSecret is the Secret in the installation's namespace that the node
-	// agent may read for TCP-MD5 passwords as installed (docs/bgp.md); other Secrets
-	// need a grant of their own.
+	// BGPPasswordSecret is the Secret in the installation's namespace (juneau-system,
+	// not the agents' juneau-node) that the node agent may read for TCP-MD5 passwords as
+	// installed (docs/bgp.md); other Secrets need a grant of their own.
 	BGPPasswordSecret = "juneau-bgp-passwords"
 )
