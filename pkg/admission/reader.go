@@ -213,16 +213,19 @@ func (r *reader) allNetworks(ctx context.Context, live bool) ([]*v1alpha1.Extern
 // Live lists below select by a field (the CRDs' selectableFields): a review never
 // makes the API server send it every object of a kind, only those in the way.
 
-// selected is a live list of the objects whose field has value, within the budget.
-func selected[T any](ctx context.Context, l *liveReads, kind, field, value string, list func(context.Context, metav1.ListOptions) ([]T, error)) ([]T, error) {
+// selected is a live list of the objects whose field has value, within the budget,
+// re-filtered by keep (the same rule in Go, whatever the server answered). list is the
+// typed client's List, items its list's Items.
+func selected[T, L any](ctx context.Context, l *liveReads, kind, field, value string,
+	list func(context.Context, metav1.ListOptions) (*L, error), items func(*L) []T, keep func(*T) bool) ([]*T, error) {
 	if !l.allow(kind) {
 		return nil, errNoBudget
 	}
-	items, err := list(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector(field, value).String(), Limit: selectedLimit})
+	got, err := list(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector(field, value).String(), Limit: selectedLimit})
 	if err != nil {
 		return nil, fmt.Errorf("listing %s with %s=%s: %w", kind, field, value, err)
 	}
-	return items, nil
+	return filter(pointers(items(got)), keep), nil
 }
 
 // selectedLimit bounds a selected list: the checks need to know that something is in
@@ -236,14 +239,8 @@ func (r *reader) elasticIPsOn(ctx context.Context, network string, live bool) ([
 		all, err := r.eips.List(labels.Everything())
 		return filter(all, keep), err
 	}
-	items, err := selected(ctx, r.live, "ElasticIPs", "spec.externalNetwork", network, func(ctx context.Context, o metav1.ListOptions) ([]*v1alpha1.ElasticIP, error) {
-		list, err := r.juneau.JuneauV1alpha1().ElasticIPs(metav1.NamespaceAll).List(ctx, o)
-		if err != nil {
-			return nil, err
-		}
-		return pointers(list.Items), nil
-	})
-	return filter(items, keep), err
+	return selected(ctx, r.live, "ElasticIPs", "spec.externalNetwork", network, r.juneau.JuneauV1alpha1().ElasticIPs(metav1.NamespaceAll).List,
+		func(l *v1alpha1.ElasticIPList) []v1alpha1.ElasticIP { return l.Items }, keep)
 }
 
 // advertisementsAt returns the ARPAdvertisements whose spec.address is address.
@@ -253,14 +250,8 @@ func (r *reader) advertisementsAt(ctx context.Context, address string, live bool
 		all, err := r.ads.List(labels.Everything())
 		return filter(all, keep), err
 	}
-	items, err := selected(ctx, r.live, "ARPAdvertisements", "spec.address", address, func(ctx context.Context, o metav1.ListOptions) ([]*v1alpha1.ARPAdvertisement, error) {
-		list, err := r.juneau.JuneauV1alpha1().ARPAdvertisements().List(ctx, o)
-		if err != nil {
-			return nil, err
-		}
-		return pointers(list.Items), nil
-	})
-	return filter(items, keep), err
+	return selected(ctx, r.live, "ARPAdvertisements", "spec.address", address, r.juneau.JuneauV1alpha1().ARPAdvertisements().List,
+		func(l *v1alpha1.ARPAdvertisementList) []v1alpha1.ARPAdvertisement { return l.Items }, keep)
 }
 
 // bgpAdvertisementsAt returns the BGPAdvertisements whose spec.address is address.
@@ -270,14 +261,8 @@ func (r *reader) bgpAdvertisementsAt(ctx context.Context, address string, live b
 		all, err := r.bgpAds.List(labels.Everything())
 		return filter(all, keep), err
 	}
-	items, err := selected(ctx, r.live, "BGPAdvertisements", "spec.address", address, func(ctx context.Context, o metav1.ListOptions) ([]*v1alpha1.BGPAdvertisement, error) {
-		list, err := r.juneau.JuneauV1alpha1().BGPAdvertisements().List(ctx, o)
-		if err != nil {
-			return nil, err
-		}
-		return pointers(list.Items), nil
-	})
-	return filter(items, keep), err
+	return selected(ctx, r.live, "BGPAdvertisements", "spec.address", address, r.juneau.JuneauV1alpha1().BGPAdvertisements().List,
+		func(l *v1alpha1.BGPAdvertisementList) []v1alpha1.BGPAdvertisement { return l.Items }, keep)
 }
 
 // peersAt returns the BGPPeers whose spec.peerAddress is address.
@@ -287,14 +272,8 @@ func (r *reader) peersAt(ctx context.Context, address string, live bool) ([]*v1a
 		all, err := r.bgpPeers.List(labels.Everything())
 		return filter(all, keep), err
 	}
-	items, err := selected(ctx, r.live, "BGPPeers", "spec.peerAddress", address, func(ctx context.Context, o metav1.ListOptions) ([]*v1alpha1.BGPPeer, error) {
-		list, err := r.juneau.JuneauV1alpha1().BGPPeers().List(ctx, o)
-		if err != nil {
-			return nil, err
-		}
-		return pointers(list.Items), nil
-	})
-	return filter(items, keep), err
+	return selected(ctx, r.live, "BGPPeers", "spec.peerAddress", address, r.juneau.JuneauV1alpha1().BGPPeers().List,
+		func(l *v1alpha1.BGPPeerList) []v1alpha1.BGPPeer { return l.Items }, keep)
 }
 
 func (r *reader) allNodes(ctx context.Context, live bool) ([]*corev1.Node, error) {
@@ -315,14 +294,9 @@ func (r *reader) nicsNaming(ctx context.Context, namespace, eip string, live boo
 	if !live {
 		return byIndex[*v1alpha1.NetworkInterface](r.nics, nicByElasticIP, key(namespace, eip))
 	}
-	items, err := selected(ctx, r.live, "NetworkInterfaces", "spec.elasticIP", eip, func(ctx context.Context, o metav1.ListOptions) ([]*v1alpha1.NetworkInterface, error) {
-		list, err := r.juneau.JuneauV1alpha1().NetworkInterfaces(namespace).List(ctx, o)
-		if err != nil {
-			return nil, err
-		}
-		return pointers(list.Items), nil
-	})
-	return filter(items, func(n *v1alpha1.NetworkInterface) bool { return n.Spec.ElasticIP == eip }), err
+	return selected(ctx, r.live, "NetworkInterfaces", "spec.elasticIP", eip, r.juneau.JuneauV1alpha1().NetworkInterfaces(namespace).List,
+		func(l *v1alpha1.NetworkInterfaceList) []v1alpha1.NetworkInterface { return l.Items },
+		func(n *v1alpha1.NetworkInterface) bool { return n.Spec.ElasticIP == eip })
 }
 
 // attachmentsOf returns the ElasticIPAttachments of a namespace that reference the
@@ -339,14 +313,9 @@ func (r *reader) attachmentsOf(ctx context.Context, namespace, name string, byNI
 	if byNIC {
 		field, ref = "spec.targetRef.networkInterfaceName", func(a *v1alpha1.ElasticIPAttachment) string { return a.Spec.TargetRef.NetworkInterfaceName }
 	}
-	items, err := selected(ctx, r.live, "ElasticIPAttachments", field, name, func(ctx context.Context, o metav1.ListOptions) ([]*v1alpha1.ElasticIPAttachment, error) {
-		list, err := r.juneau.JuneauV1alpha1().ElasticIPAttachments(namespace).List(ctx, o)
-		if err != nil {
-			return nil, err
-		}
-		return pointers(list.Items), nil
-	})
-	return filter(items, func(a *v1alpha1.ElasticIPAttachment) bool { return ref(a) == name }), err
+	return selected(ctx, r.live, "ElasticIPAttachments", field, name, r.juneau.JuneauV1alpha1().ElasticIPAttachments(namespace).List,
+		func(l *v1alpha1.ElasticIPAttachmentList) []v1alpha1.ElasticIPAttachment { return l.Items },
+		func(a *v1alpha1.ElasticIPAttachment) bool { return ref(a) == name })
 }
 
 // podsNaming returns the cached Pods of a namespace whose direct-use annotations name
