@@ -128,6 +128,35 @@ func TestDispatch(t *testing.T) {
 			t.Errorf("chains %q: want a jump to %s and %s; events %q", chains, in, ChainDNAT, events)
 		}
 	})
+	t.Run("translated Pod to outside: accepted at once, rewritten by one rule", func(t *testing.T) {
+		start := len(mon.Output())
+		sendUDPFrom(t, tp.pod, podIP, clientIP, 7006, "out")
+		var pre, post []string
+		err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			pre, post = nil, nil
+			id := ""
+			for _, l := range lines(mon.Output()[start:]) {
+				m := traceLine.FindStringSubmatch(l)
+				switch {
+				case m == nil:
+				case id == "" && m[2] == ChainPrerouting && strings.Contains(m[3], "udp dport 7006 "):
+					id = m[1]
+				case m[1] != id:
+				case m[2] == ChainPrerouting:
+					pre = append(pre, m[3])
+				case m[2] == ChainPostrouting:
+					post = append(post, m[3])
+				}
+			}
+			return anyContains(post, "(verdict accept)"), nil
+		})
+		// In prerouting the outbound rule is the last one evaluated; in
+		// postrouting the first rule, by index, rewrites and accepts.
+		if err != nil || len(pre) != 1 || !strings.Contains(pre[0], "ip saddr @"+MapVPC2EIP) || !strings.Contains(pre[0], "notrack accept (verdict accept)") ||
+			len(post) < 2 || !strings.Contains(post[1], `rule oif "`+extIf+`"`) || !strings.Contains(post[1], "(verdict accept)") {
+			t.Errorf("trace of the Pod's packet: prerouting %q, postrouting %q (%v)", pre, post, err)
+		}
+	})
 	t.Run("direct NIC, spoofed source: dropped", func(t *testing.T) {
 		direct.Addr("eth0", spoofedIP+"/32")
 		_, events := juneauPath(t, mon.Output, 7003, func() { sendUDPFrom(t, direct, spoofedIP, clientIP, 7003, "spoofed") },

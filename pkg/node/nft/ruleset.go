@@ -63,7 +63,7 @@ func buildRuleset(s *state, f *family) *ruleset {
 	add(pre, preroutingRules(sets, s.iface, s.extIndex)...)
 	add(outside, fromOutsideRules(sets)...)
 	add(dnat, dnatRules(sets)...)
-	add(post, postroutingRules(sets, s.iface)...)
+	add(post, postroutingRules(sets, s.iface, s.extIndex)...)
 	add(snat, snatRules(sets)...)
 	if f == fam4 {
 		add(dnatErr, quoteRules(sets.eip2vpcQuoted, offIPDst, offQuoteSrc)...)
@@ -98,6 +98,12 @@ func buildRuleset(s *state, f *family) *ruleset {
 // translated by the NAT chain incluster_dnat, not by the stateless rules,
 // and it is never limited.
 //
+// A translated Pod's traffic to outside the cluster, past its outbound
+// limit, is accepted as soon as it is kept out of conntrack: the inbound
+// rules after it (the inbound limits, the translation to a Pod) concern
+// traffic to an ElasticIP, and a Pod's traffic to any ElasticIP of the
+// cluster was accepted above, since Pod IPs are cluster addresses.
+//
 // When the external interface's index is known, a first rule matches it by
 // index (a 4-byte compare, where a name costs a 16-byte copy) and translates
 // the common packet right there; the name-based rules after it handle
@@ -126,12 +132,12 @@ func preroutingRules(s setsOf, iface string, extIndex uint32) [][]expr.Any {
 		{f.loadDst(r0), in(s.clusterEIP2VPC, r0), f.loadSrc(r1), in(s.cluster, r1), &expr.Verdict{Kind: expr.VerdictAccept}},
 		// ip saddr vmap @bw_out (a miss continues)
 		{f.loadSrc(r0), lookupVerdict(s.limitOut, r0)},
+		// ip saddr @vpc2eip ip daddr != @cluster_cidrs notrack accept
+		{f.loadSrc(r0), in(s.vpc2eip, r0), f.loadDst(r1), notIn(s.cluster, r1), &expr.Notrack{}, &expr.Verdict{Kind: expr.VerdictAccept}},
 		// ip daddr vmap @bw_in
 		{f.loadDst(r0), lookupVerdict(s.limitIn, r0)},
 		// ip daddr @eip2vpc goto eip_dnat
 		{f.loadDst(r0), in(s.eip2vpc, r0), gotoChain(ChainDNAT)},
-		// ip saddr @vpc2eip ip daddr != @cluster_cidrs notrack
-		{f.loadSrc(r0), in(s.vpc2eip, r0), f.loadDst(r1), notIn(s.cluster, r1), &expr.Notrack{}},
 	}...)
 }
 
@@ -225,16 +231,31 @@ func dnatRules(s setsOf) [][]expr.Any {
 }
 
 // postroutingRules: a translated Pod's traffic leaving through the external
-// interface towards outside the cluster gets its ElasticIP as source.
-func postroutingRules(s setsOf, iface string) [][]expr.Any {
+// interface towards outside the cluster gets its ElasticIP as source. When the
+// external interface's index is known, a first rule matches it by index and
+// rewrites the common packet (anything but ICMP, whose errors quote the
+// address) at once, as the first prerouting rule does inbound; the name-based
+// rule after it handles the rest, also after the interface was recreated.
+func postroutingRules(s setsOf, iface string, extIndex uint32) [][]expr.Any {
 	f := s.fam
-	return [][]expr.Any{{
+	r0, r1 := f.reg(0), f.reg(1)
+	var fast [][]expr.Any
+	if extIndex != 0 {
+		// oif <ext> meta l4proto != icmp ip daddr != @cluster_cidrs ip saddr set ip saddr map @vpc2eip accept
+		e := append([]expr.Any{&expr.Meta{Key: expr.MetaKeyOIF, Register: reg0}, eq(reg0, binaryutil.NativeEndian.PutUint32(extIndex))},
+			f.notICMP(r0)...)
+		e = append(e, f.loadDst(r1), notIn(s.cluster, r1), f.loadSrc(r0), lookupMap(s.vpc2eip, r0, r0))
+		e = append(e, f.writeNH(f.offSrc, r0, f.reg(3))...)
+		fast = append(fast, append(e, &expr.Verdict{Kind: expr.VerdictAccept}))
+	}
+	// oifname "ext" ip saddr @vpc2eip ip daddr != @cluster_cidrs goto eip_snat
+	return append(fast, []expr.Any{
 		&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: regName},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: regName, Data: ifname(iface)},
-		f.loadSrc(f.reg(0)), in(s.vpc2eip, f.reg(0)),
-		f.loadDst(f.reg(1)), notIn(s.cluster, f.reg(1)),
+		f.loadSrc(r0), in(s.vpc2eip, r0),
+		f.loadDst(r1), notIn(s.cluster, r1),
 		gotoChain(ChainSNAT),
-	}}
+	})
 }
 
 func snatRules(s setsOf) [][]expr.Any {

@@ -96,12 +96,14 @@ func TestPreroutingRules(t *testing.T) {
 			&expr.Verdict{Kind: expr.VerdictAccept}},
 		// Limits see the addresses before any translation; a miss continues.
 		{fam4.loadNH(12, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: unix.NFT_REG_VERDICT, IsDestRegSet: true, SetName: MapLimitOut, SetID: s.limitOut.ID}},
+		// A translated Pod's traffic to outside: untracked and accepted, past
+		// the rules that concern traffic to an ElasticIP.
+		{fam4.loadNH(12, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapVPC2EIP, SetID: s.vpc2eip.ID},
+			fam4.loadNH(16, reg1), &expr.Lookup{SourceRegister: reg1, SetName: SetClusterCIDRs, SetID: s.cluster.ID, Invert: true},
+			&expr.Notrack{}, &expr.Verdict{Kind: expr.VerdictAccept}},
 		{fam4.loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: unix.NFT_REG_VERDICT, IsDestRegSet: true, SetName: MapLimitIn, SetID: s.limitIn.ID}},
 		{fam4.loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapEIP2VPC, SetID: s.eip2vpc.ID},
 			&expr.Verdict{Kind: expr.VerdictGoto, Chain: ChainDNAT}},
-		{fam4.loadNH(12, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapVPC2EIP, SetID: s.vpc2eip.ID},
-			fam4.loadNH(16, reg1), &expr.Lookup{SourceRegister: reg1, SetName: SetClusterCIDRs, SetID: s.cluster.ID, Invert: true},
-			&expr.Notrack{}},
 	}
 	if got := rulesOf(rs, ChainPrerouting); !reflect.DeepEqual(got, want) {
 		t.Errorf("prerouting rules:\n got %#v\nwant %#v", got, want)
@@ -109,8 +111,10 @@ func TestPreroutingRules(t *testing.T) {
 }
 
 // TestFastPathByIndex: with the external interface's index known, the
-// first rule translates the common packet from that interface by index; the
-// name-based rules follow unchanged.
+// first prerouting rule translates the common packet from that interface by
+// index, and the first postrouting rule the common packet leaving through
+// it: `oif 7 meta l4proto != icmp ip daddr != @cluster_cidrs ip saddr set ip
+// saddr map @vpc2eip accept`. The name-based rules follow unchanged.
 func TestFastPathByIndex(t *testing.T) {
 	s, err := normalize(DesiredState{Config: Config{ExternalInterface: "ext0"}, Mappings: []Mapping{m("10.225.51.5", "10.244.1.5")}})
 	if err != nil {
@@ -128,6 +132,23 @@ func TestFastPathByIndex(t *testing.T) {
 	}
 	if !reflect.DeepEqual(rules[1:], rulesOf(testRuleset(t), ChainPrerouting)) {
 		t.Error("the rules after the fast path differ from those without it")
+	}
+	post := rulesOf(rs, ChainPostrouting)
+	wantPost := []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyOIF, Register: reg0},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: reg0, Data: binaryutil.NativeEndian.PutUint32(7)},
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg0},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: reg0, Data: []byte{unix.IPPROTO_ICMP}},
+		fam4.loadNH(16, reg1), &expr.Lookup{SourceRegister: reg1, SetName: SetClusterCIDRs, SetID: rs.sets.cluster.ID, Invert: true},
+		fam4.loadNH(12, reg0),
+		&expr.Lookup{SourceRegister: reg0, DestRegister: reg0, IsDestRegSet: true, SetName: MapVPC2EIP, SetID: rs.sets.vpc2eip.ID},
+		fam4.writeNH(12, reg0, reg3)[0], &expr.Verdict{Kind: expr.VerdictAccept},
+	}
+	if len(post) != 2 || !reflect.DeepEqual(post[0], wantPost) {
+		t.Errorf("first postrouting rule %#v, want %#v", post[0], wantPost)
+	}
+	if !reflect.DeepEqual(post[1:], rulesOf(testRuleset(t), ChainPostrouting)) {
+		t.Error("the postrouting rule after the fast path differs from the one without it")
 	}
 }
 
