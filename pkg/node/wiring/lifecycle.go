@@ -79,10 +79,11 @@ func (o Options) shutdown(logger klog.Logger, kube kubernetes.Interface, pods co
 }
 
 // heartbeat renews the agent's Lease (as a kubelet renews its node Lease), owned by
-// the Node so that it goes with it.
+// the Node so that it goes with it. Its requests are not cut by the agent's shutdown
+// (detachedLeases).
 func (o Options) heartbeat(kube kubernetes.Interface) lease.Controller {
 	ttl := max(o.LeaseDuration, 4*time.Second)
-	return lease.NewController(clock.RealClock{}, kube, o.NodeName, int32(ttl/time.Second), nil, ttl/4,
+	return lease.NewController(clock.RealClock{}, detachedLeases{kube}, o.NodeName, int32(ttl/time.Second), nil, ttl/4,
 		v1alpha1.NodeLeasePrefix+o.NodeName, o.LeaseNamespace, func(l *coordinationv1.Lease) error {
 			if l.Labels == nil {
 				l.Labels = map[string]string{}
