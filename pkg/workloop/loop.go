@@ -2,7 +2,7 @@
 //
 // Loop is a controller's: a named, typed, rate-limited queue of object keys, workers
 // that call a sync function, and one error policy (retry with back-off up to a budget,
-// then drop and count). Single is the node agent's: one key, so that every event asks
+// then drop and count; a webhook the API server could not call, soon). Single is the node agent's: one key, so that every event asks
 // for one sync of the whole node, at most one sync per minimum interval, a full one at
 // least every resync period, retried with back-off after a failure. Both report the
 // workqueue metrics of client-go on the registry given (NewQueueMetrics).
@@ -11,9 +11,11 @@ package workloop
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -24,6 +26,24 @@ import (
 
 // MaxRetries is the retry budget of one key before it is dropped until its next event.
 const MaxRetries = 15
+
+// A write the API server could not get past an admission webhook because it could not
+// call it (WebhookUnreachable: a replica on a Node that died, which the webhook's
+// Service lists until that Node is declared NotReady, tens of seconds later) is tried
+// again after WebhookRetry, not after the growing back-off: each call may reach another
+// replica. After WebhookRetries such retries in a row the back-off takes over: then
+// the webhook is down, not one replica.
+const (
+	WebhookRetry   = 200 * time.Millisecond
+	WebhookRetries = 10
+)
+
+// WebhookUnreachable reports whether err is the API server's failure to call an
+// admission webhook (an internal error "failed calling webhook"), as opposed to the
+// webhook's answer.
+func WebhookUnreachable(err error) bool {
+	return apierrors.IsInternalError(err) && strings.Contains(err.Error(), "failed calling webhook")
+}
 
 // SyncFunc reconciles one key ("name" or "namespace/name").
 type SyncFunc func(ctx context.Context, key string) error
@@ -39,6 +59,9 @@ type Loop struct {
 	errors ErrorCounter
 	// byName counts failed syncs by controller (NewQueueMetrics); may be nil.
 	byName ErrorCounter
+	// webhookRetries counts the WebhookRetry retries in a row of each key.
+	mu             sync.Mutex
+	webhookRetries map[string]int
 }
 
 // Config says where a loop reports.
@@ -57,9 +80,10 @@ func New(name string, sync SyncFunc, cfg Config) *Loop {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: name, MetricsProvider: cfg.Metrics}),
-		sync:   sync,
-		errors: cfg.Errors,
-		byName: syncErrorsOf(cfg.Metrics, name),
+		sync:           sync,
+		errors:         cfg.Errors,
+		byName:         syncErrorsOf(cfg.Metrics, name),
+		webhookRetries: map[string]int{},
 	}
 }
 
@@ -154,6 +178,7 @@ func (l *Loop) processNext(ctx context.Context) bool {
 func (l *Loop) handleErr(ctx context.Context, key string, err error) {
 	if err == nil {
 		l.queue.Forget(key)
+		l.countWebhookRetry(key, false)
 		return
 	}
 	if l.errors != nil {
@@ -163,13 +188,36 @@ func (l *Loop) handleErr(ctx context.Context, key string, err error) {
 		l.byName.Inc()
 	}
 	logger := klog.FromContext(ctx)
+	if WebhookUnreachable(err) {
+		if n := l.countWebhookRetry(key, true); n <= WebhookRetries {
+			logger.V(2).Info("Sync failed calling a webhook, retrying soon", "key", key, "retries", n, "err", err)
+			l.queue.AddAfter(key, WebhookRetry)
+			return
+		}
+	} else {
+		l.countWebhookRetry(key, false)
+	}
 	if n := l.queue.NumRequeues(key); n < MaxRetries {
 		logger.V(2).Info("Sync failed, retrying", "key", key, "retries", n, "err", err)
 		l.queue.AddRateLimited(key)
 		return
 	}
 	l.queue.Forget(key)
+	l.countWebhookRetry(key, false)
 	utilruntime.HandleErrorWithContext(ctx, err, "Dropping key out of the queue", "key", key)
+}
+
+// countWebhookRetry counts one more WebhookRetry retry of key and returns how many in a
+// row it made, or forgets them (another outcome).
+func (l *Loop) countWebhookRetry(key string, failed bool) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !failed {
+		delete(l.webhookRetries, key)
+		return 0
+	}
+	l.webhookRetries[key]++
+	return l.webhookRetries[key]
 }
 
 // Watch pairs an informer with the handler that maps its events to keys.

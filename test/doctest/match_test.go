@@ -184,6 +184,15 @@ func TestMatchLinesVary(t *testing.T) {
 	if _, err := Match(want, "10.225.51.20 dev eth0 lladdr 5e:1f:22:33:44:66 STALE\n", []string{"mac"}, bound); err == nil {
 		t.Error("another MAC matched a bound one")
 	}
+	route := []string{"10.225.53.5/32 unicast [node_a 2030-01-02 03:04:05.123] * (100) [AS64513i]"}
+	for _, printed := range []string{"2026-12-02 17:40:01.512]", "2026-12-02 17:41:09.007]"} {
+		if _, err := Match(route, "10.225.53.5/32       unicast [node_a "+printed+" * (100) [AS64513i]\n", []string{"time"}, bound); err != nil {
+			t.Errorf("time %s: %v", printed, err)
+		}
+	}
+	if _, err := Match(route, "10.225.53.5/32 unicast [node_a 2026-12-02 17:40:01.512] * (100) [AS64513i]\n", nil, bound); err == nil {
+		t.Error("another time matched without vary=time")
+	}
 	if _, err := Match([]string{"juneau_address_pool_available_addresses{pool=\"ext-pool\"} 93"},
 		"juneau_address_pool_available_addresses{pool=\"ext-pool\"} 91\n", []string{"number"}, Bindings{}); err != nil {
 		t.Errorf("number: %v", err)
