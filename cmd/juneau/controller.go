@@ -165,7 +165,9 @@ func newRecorder(ctx context.Context, kube kubernetes.Interface) (record.EventRe
 	scheme := runtime.NewScheme()
 	_ = kubescheme.AddToScheme(scheme)
 	_ = juneauscheme.AddToScheme(scheme)
-	b := record.NewBroadcaster(record.WithContext(ctx))
+	// Not stopped by ctx: a worker finishing its last sync after ctx ended may still
+	// record an Event; the caller stops the broadcaster once the controllers returned.
+	b := record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
 	b.StartStructuredLogging(3)
 	b.StartRecordingToSink(eventSink{EventSink: &typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")}, logger: klog.FromContext(ctx)})
 	return b.NewRecorder(scheme, corev1.EventSource{Component: "juneau-controller"}), b.Shutdown
