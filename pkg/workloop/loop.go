@@ -2,9 +2,10 @@
 //
 // Loop is a controller's: a named, typed, rate-limited queue of object keys, workers
 // that call a sync function, and one error policy (retry with back-off up to a budget,
-// then drop and count; a webhook the API server could not call, soon). Single is the node agent's: one key, so that every event asks
-// for one sync of the whole node, at most one sync per minimum interval, a full one at
-// least every resync period, retried with back-off after a failure. Both report the
+// then drop and count; a write a webhook could not be called for, soon). Single is the
+// node agent's: one key, so that every event asks for one sync of the whole node, at
+// most one sync per minimum interval, a full one at least every resync period, retried
+// with back-off after a failure. Both report the
 // workqueue metrics of client-go on the registry given (NewQueueMetrics).
 package workloop
 
