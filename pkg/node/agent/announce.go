@@ -21,7 +21,7 @@ import (
 // BGP is the node's BGP speaker (bgp.Speaker).
 type BGP interface {
 	SetPeers(peers []bgp.Peer)
-	SetAnnouncements(prefixes []netip.Prefix, communities map[netip.Prefix][]string) error
+	SetAnnouncements(prefixes []netip.Prefix, with map[netip.Prefix]bgp.PathAttributes) error
 	Status() bgp.Status
 	Changed() <-chan struct{}
 	// NextHop6 is the next hop of IPv6 announcements; invalid: none, so the Node
@@ -66,7 +66,7 @@ func (a *Agent) applyBGP(ctx context.Context, in Inputs, d Desired) (bgp.Status,
 			"fix", "give its external interface a global IPv6 address and restart the agent, or set --bgp-ipv6-next-hop")
 	}
 	a.speaker.SetPeers(d.BGP.Peers)
-	if err := a.speaker.SetAnnouncements(d.BGP.Announce, d.BGP.Communities); err != nil {
+	if err := a.speaker.SetAnnouncements(d.BGP.Announce, d.BGP.Attributes); err != nil {
 		return bgp.Status{}, err
 	}
 	st := a.speaker.Status()

@@ -35,9 +35,10 @@ type BGPDesired struct {
 	// naming it whose address it serves (the NAT mapping or the direct NIC's route is
 	// in place, as for ARP), IPv6 ones only while the speaker has an IPv6 next hop.
 	Announce []netip.Prefix
-	// Communities are the communities of the prefixes of Announce that have any (their
-	// BGPAdvertisement's spec.communities, docs/bgp.md#communities).
-	Communities map[netip.Prefix][]string
+	// Attributes are those of each prefix of Announce: its BGPAdvertisement's
+	// spec.communities (docs/bgp.md#communities) and the MED of its creation and
+	// generation (bgp.MEDOf).
+	Attributes map[netip.Prefix]bgp.PathAttributes
 	// NoIPv6NextHop are the /128s of the BGPAdvertisements naming this Node, served or
 	// not, while the speaker has no IPv6 next hop (Inputs.IPv6NextHop), sorted: the
 	// Node would have to announce them and cannot. Empty when it needs no next hop.
@@ -99,12 +100,10 @@ func computeBGP(in Inputs, served func(netip.Addr) bool) BGPDesired {
 			d.NoIPv6NextHop = append(d.NoIPv6NextHop, p)
 		case served(p.Addr()):
 			d.Announce = append(d.Announce, p)
-			if len(ad.Spec.Communities) > 0 {
-				if d.Communities == nil {
-					d.Communities = map[netip.Prefix][]string{}
-				}
-				d.Communities[p] = ad.Spec.Communities
+			if d.Attributes == nil {
+				d.Attributes = map[netip.Prefix]bgp.PathAttributes{}
 			}
+			d.Attributes[p] = bgp.PathAttributes{Communities: ad.Spec.Communities, MED: bgp.MEDOf(ad.CreationTimestamp.Time, ad.Generation)}
 		}
 	}
 	for _, l := range []*[]netip.Prefix{&d.Announce, &d.NoIPv6NextHop} {

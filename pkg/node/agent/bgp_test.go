@@ -78,7 +78,7 @@ func TestComputeBGP(t *testing.T) {
 			attachment("six", "node-a", "fd00:225:53::6", "fd00:244:1::6", v1alpha1.AttachmentAttached, true),
 		},
 		BGPAdvertisements: []*v1alpha1.BGPAdvertisement{
-			bgpAd("eip-b", "10.225.53.6", "node-a"), withCommunities(bgpAd("eip-a", "10.225.53.5", "node-a"), "65000:100", "65000:1:2"),
+			bgpAd("eip-b", "10.225.53.6", "node-a"), movedAt(withCommunities(bgpAd("eip-a", "10.225.53.5", "node-a"), "65000:100", "65000:1:2"), 3),
 			withCommunities(bgpAd("not-programmed", "10.225.53.7", "node-a"), "65000:7"), bgpAd("elsewhere", "10.225.53.8", "node-b"),
 			bgpAd("eip-six", "fd00:225:53::6", "node-a"), bgpAd("six-elsewhere", "fd00:225:53::8", "node-b"),
 		},
@@ -117,8 +117,16 @@ func TestComputeBGP(t *testing.T) {
 	if len(d.NoIPv6NextHop) != 0 {
 		t.Errorf("NoIPv6NextHop %v with a next hop", d.NoIPv6NextHop)
 	}
-	if want := map[netip.Prefix][]string{netip.MustParsePrefix("10.225.53.5/32"): {"65000:100", "65000:1:2"}}; !maps.EqualFunc(d.Communities, want, slices.Equal) {
-		t.Errorf("communities %v, want %v (those of the announced prefixes)", d.Communities, want)
+	created := in.BGPAdvertisements[1].CreationTimestamp.Time
+	want := map[netip.Prefix]bgp.PathAttributes{
+		netip.MustParsePrefix("10.225.53.5/32"):     {Communities: []string{"65000:100", "65000:1:2"}, MED: bgp.MEDOf(created, 3)},
+		netip.MustParsePrefix("10.225.53.6/32"):     {MED: bgp.MEDOf(time.Time{}, 1)},
+		netip.MustParsePrefix("fd00:225:53::6/128"): {MED: bgp.MEDOf(time.Time{}, 1)},
+	}
+	if !maps.EqualFunc(d.Attributes, want, func(a, b bgp.PathAttributes) bool {
+		return slices.Equal(a.Communities, b.Communities) && a.MED == b.MED
+	}) {
+		t.Errorf("attributes %v, want %v (those of the announced prefixes, MEDs from creation and generation)", d.Attributes, want)
 	}
 
 	// Without an IPv6 next hop, the /128s of this Node's advertisements (served or not)
@@ -194,11 +202,11 @@ type fakeSpeaker struct {
 	mu       sync.Mutex
 	peerSets [][]bgp.Peer
 	prefixes []netip.Prefix
-	// communities of the last SetAnnouncements.
-	communities map[netip.Prefix][]string
-	status      bgp.Status
-	changed     chan struct{}
-	nextHop6    netip.Addr
+	// attributes of the last SetAnnouncements.
+	attributes map[netip.Prefix]bgp.PathAttributes
+	status     bgp.Status
+	changed    chan struct{}
+	nextHop6   netip.Addr
 }
 
 func (s *fakeSpeaker) SetPeers(p []bgp.Peer) {
@@ -217,10 +225,10 @@ func (s *fakeSpeaker) SetPeers(p []bgp.Peer) {
 	s.status.Peers = peers
 }
 
-func (s *fakeSpeaker) SetAnnouncements(p []netip.Prefix, communities map[netip.Prefix][]string) error {
+func (s *fakeSpeaker) SetAnnouncements(p []netip.Prefix, with map[netip.Prefix]bgp.PathAttributes) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.prefixes, s.communities = p, communities
+	s.prefixes, s.attributes = p, with
 	return nil
 }
 
@@ -377,6 +385,13 @@ func TestApplyBGPWithoutIPv6NextHop(t *testing.T) {
 			t.Errorf("an error-level line: %s", line)
 		}
 	}
+}
+
+// movedAt: the advertisement was created an hour ago and moved generation-1 times.
+func movedAt(ad *v1alpha1.BGPAdvertisement, generation int64) *v1alpha1.BGPAdvertisement {
+	ad.CreationTimestamp = metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	ad.Generation = generation
+	return ad
 }
 
 func withCommunities(ad *v1alpha1.BGPAdvertisement, c ...string) *v1alpha1.BGPAdvertisement {

@@ -3,6 +3,7 @@ package bgp
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"slices"
 	"strings"
@@ -205,9 +206,42 @@ func importPolicy() (*api.Policy, *api.PolicyAssignment) {
 
 // attrs are the path attributes of one announcement besides ORIGIN and the next hop:
 // its communities, in their canonical order (community.Compare), space separated, so
-// that the value is comparable.
+// that the value is comparable, and its MULTI_EXIT_DISC (MEDOf).
 type attrs struct {
 	communities string
+	med         uint32
+}
+
+// PathAttributes are what a prefix is announced with besides ORIGIN and the next hop.
+type PathAttributes struct {
+	// Communities: standard "65000:100" or large "65000:1:2" (docs/bgp.md#communities).
+	Communities []string
+	// MED is the MULTI_EXIT_DISC (MEDOf).
+	MED uint32
+}
+
+// medEpoch: MEDOf counts from it.
+var medEpoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+// MEDOf is the MULTI_EXIT_DISC of the address of an advertisement created at created
+// whose spec is at generation generation: the later its creation, and for one
+// advertisement the more often it moved, the lower, so that among the paths of the
+// Nodes (one neighbour AS, whose MEDs routers compare) the path of the Node the address
+// went to last wins, while the path of a dead Node that had it before lingers until
+// its session ends (docs/bgp.md#the-newest-path-wins). It is the top of the range less
+// 16 for each second since medEpoch and one for each generation up to 15; it reaches 0
+// about 8 years after medEpoch and stays there. Every Node derives the same value from
+// the same object, across restarts of its agent.
+func MEDOf(created time.Time, generation int64) uint32 {
+	seconds := int64(created.Sub(medEpoch) / time.Second)
+	gen := min(max(generation, 0), 15)
+	switch {
+	case seconds < 0:
+		seconds = 0
+	case seconds >= math.MaxUint32>>4:
+		return 0
+	}
+	return math.MaxUint32 - uint32(seconds<<4|gen)
 }
 
 // attrsOf is the attrs of a list of communities (docs/bgp.md#communities), each once,
@@ -232,8 +266,8 @@ func attrsOf(list []string) (attrs, error) {
 	return attrs{communities: strings.Join(text, " ")}, errors.Join(errs...)
 }
 
-// pathAttributes are the COMMUNITIES (RFC 1997) and LARGE_COMMUNITY (RFC 8092)
-// attributes of a, none when it has no such community.
+// pathAttributes are the MULTI_EXIT_DISC, COMMUNITIES (RFC 1997) and LARGE_COMMUNITY
+// (RFC 8092) attributes of a, the last two only when it has such communities.
 func (a attrs) pathAttributes() []bgp.PathAttributeInterface {
 	var standard []uint32
 	var large []*bgp.LargeCommunity
@@ -247,7 +281,7 @@ func (a attrs) pathAttributes() []bgp.PathAttributeInterface {
 			standard = append(standard, c.Standard())
 		}
 	}
-	var out []bgp.PathAttributeInterface
+	out := []bgp.PathAttributeInterface{bgp.NewPathAttributeMultiExitDisc(a.med)}
 	if len(standard) > 0 {
 		out = append(out, bgp.NewPathAttributeCommunities(standard))
 	}

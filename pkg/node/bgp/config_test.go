@@ -1,6 +1,7 @@
 package bgp
 
 import (
+	"math"
 	"net/netip"
 	"slices"
 	"strings"
@@ -91,24 +92,26 @@ func TestPeerRequest(t *testing.T) {
 }
 
 func TestPathFor(t *testing.T) {
-	path, err := pathFor(netip.MustParsePrefix("10.225.53.7/32"), netip.Addr{}, attrs{})
+	path, err := pathFor(netip.MustParsePrefix("10.225.53.7/32"), netip.Addr{}, attrs{med: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if path.Family != bgp.RF_IPv4_UC || path.Nlri.String() != "10.225.53.7/32" {
 		t.Errorf("path %v for %s", path.Nlri, path.Family)
 	}
-	var origin, nexthop bool
+	var origin, nexthop, med bool
 	for _, a := range path.Attrs {
 		switch a := a.(type) {
 		case *bgp.PathAttributeOrigin:
 			origin = a.Value == bgp.BGP_ORIGIN_ATTR_TYPE_IGP
 		case *bgp.PathAttributeNextHop:
 			nexthop = a.Value == netip.IPv4Unspecified() // replaced by the session's address: next hop self
+		case *bgp.PathAttributeMultiExitDisc:
+			med = a.Value == 7
 		}
 	}
-	if !origin || !nexthop || len(path.Attrs) != 2 {
-		t.Errorf("attributes %v, want ORIGIN IGP and NEXT_HOP 0.0.0.0", path.Attrs)
+	if !origin || !nexthop || !med || len(path.Attrs) != 3 {
+		t.Errorf("attributes %v, want ORIGIN IGP, NEXT_HOP 0.0.0.0 and MULTI_EXIT_DISC 7", path.Attrs)
 	}
 	for _, bad := range []string{"10.225.53.0/24", "fd00::/64"} {
 		if _, err := pathFor(netip.MustParsePrefix(bad), netip.MustParseAddr("fd00:225:51::11"), attrs{}); err == nil {
@@ -231,6 +234,31 @@ func TestNextHop6(t *testing.T) {
 	}
 	if got := NextHop6(addrs[:3], nil); got.IsValid() {
 		t.Errorf("NextHop6 without a global on-link IPv6 address = %v", got)
+	}
+}
+
+func TestMEDOf(t *testing.T) {
+	if got := MEDOf(medEpoch.Add(-time.Hour), 0); got != math.MaxUint32 {
+		t.Errorf("before the epoch: %d, want the top of the range", got)
+	}
+	if got := MEDOf(medEpoch.Add(100*365*24*time.Hour), 3); got != 0 {
+		t.Errorf("a century later: %d, want 0", got)
+	}
+	created := time.Date(2026, time.December, 3, 4, 5, 6, 0, time.UTC)
+	first := MEDOf(created, 1)
+	for _, c := range []struct {
+		what string
+		med  uint32
+	}{
+		{"moved once (generation 2)", MEDOf(created, 2)},
+		{"created a second later", MEDOf(created.Add(time.Second), 1)},
+	} {
+		if c.med >= first {
+			t.Errorf("%s: MED %d, want below %d", c.what, c.med, first)
+		}
+	}
+	if MEDOf(created, 16) != MEDOf(created, 15) || MEDOf(created.Add(time.Second), 1) >= MEDOf(created, 40) {
+		t.Error("generations past 15 are not capped below the next second")
 	}
 }
 

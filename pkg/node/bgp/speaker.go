@@ -114,12 +114,12 @@ func (s *Speaker) SetPeers(peers []Peer) {
 func (s *Speaker) NextHop6() netip.Addr { return s.cfg.NextHop6 }
 
 // SetAnnouncements replaces the set of announced prefixes, each an IPv4 /32 or an IPv6
-// /128, announced with the communities communities lists for it (standard "65000:100"
-// or large "65000:1:2", docs/bgp.md#communities; none when absent). Other prefixes, and
-// IPv6 ones while the speaker has no IPv6 next hop (Config.NextHop6), are left out and
-// reported in the error, as are malformed communities (the prefix goes out without
-// them). A prefix whose communities change is announced again.
-func (s *Speaker) SetAnnouncements(prefixes []netip.Prefix, communities map[netip.Prefix][]string) error {
+// /128, announced with the attributes with gives it (no community and MED 0 when
+// absent). Other prefixes, and IPv6 ones while the speaker has no IPv6 next hop
+// (Config.NextHop6), are left out and reported in the error, as are malformed
+// communities (the prefix goes out without them). A prefix whose attributes change is
+// announced again.
+func (s *Speaker) SetAnnouncements(prefixes []netip.Prefix, with map[netip.Prefix]PathAttributes) error {
 	desired := make(map[netip.Prefix]attrs, len(prefixes))
 	var bad, noNextHop, badCommunities []string
 	for _, p := range prefixes {
@@ -129,10 +129,11 @@ func (s *Speaker) SetAnnouncements(prefixes []netip.Prefix, communities map[neti
 		case p.Addr().Is6() && !s.cfg.NextHop6.IsValid():
 			noNextHop = append(noNextHop, p.String())
 		default:
-			a, err := attrsOf(communities[p])
+			a, err := attrsOf(with[p].Communities)
 			if err != nil {
 				badCommunities = append(badCommunities, fmt.Sprintf("%s: %v", p, err))
 			}
+			a.med = with[p].MED
 			desired[p] = a
 		}
 	}

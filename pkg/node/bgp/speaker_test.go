@@ -477,8 +477,8 @@ func TestSpeakerCommunities(t *testing.T) {
 	sp := New(Config{RouterID: speakerID, Port: router.port, ConnectRetry: 2 * time.Second, NextHop6: netip.MustParseAddr("fd00:225:51::11")})
 	sp.SetPeers([]Peer{loopbackPeer("tor-a", router, 64513)})
 	v4, v6 := netip.MustParsePrefix("10.225.53.7/32"), netip.MustParsePrefix("fd00:225:53::7/128")
-	if err := sp.SetAnnouncements([]netip.Prefix{v4, v6, netip.MustParsePrefix("10.225.53.8/32")}, map[netip.Prefix][]string{
-		v4: {"65000:1:2", "65000:100", "65000:100"}, v6: {"4294967295:0:7", "0:1"},
+	if err := sp.SetAnnouncements([]netip.Prefix{v4, v6, netip.MustParsePrefix("10.225.53.8/32")}, map[netip.Prefix]PathAttributes{
+		v4: {Communities: []string{"65000:1:2", "65000:100", "65000:100"}}, v6: {Communities: []string{"4294967295:0:7", "0:1"}},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -486,7 +486,7 @@ func TestSpeakerCommunities(t *testing.T) {
 	router.waitCommunities(map[string]string{"10.225.53.7/32": "65000:100 65000:1:2", "fd00:225:53::7/128": "0:1 4294967295:0:7",
 		"10.225.53.8/32": ""})
 
-	if err := sp.SetAnnouncements([]netip.Prefix{v4, v6}, map[netip.Prefix][]string{v4: {"65001:7"}, v6: {"65001:7", "bad"}}); err == nil ||
+	if err := sp.SetAnnouncements([]netip.Prefix{v4, v6}, map[netip.Prefix]PathAttributes{v4: {Communities: []string{"65001:7"}}, v6: {Communities: []string{"65001:7", "bad"}}}); err == nil ||
 		!strings.Contains(err.Error(), "fd00:225:53::7/128") || !strings.Contains(err.Error(), `"bad"`) {
 		t.Errorf("a malformed community was not reported: %v", err)
 	}
