@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
@@ -23,6 +24,7 @@ import (
 	"github.com/loutres/juneau/pkg/controllers/elasticip"
 	"github.com/loutres/juneau/pkg/controllers/manager"
 	"github.com/loutres/juneau/pkg/controllers/podeip"
+	"github.com/loutres/juneau/pkg/controllers/webhookreplicas"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	juneauscheme "github.com/loutres/juneau/pkg/generated/clientset/versioned/scheme"
 )
@@ -45,6 +47,10 @@ type controllerOptions struct {
 	// statefulKinds are workload kinds ("group/Kind") whose Pods keep their automatic
 	// ElasticIP when re-created under the same name, besides apps/StatefulSet.
 	statefulKinds []string
+	// webhook* find and probe the webhook's replicas (pkg/controllers/webhookreplicas).
+	webhookNamespace, webhookSelector string
+	webhookPort, webhookProbeFailures int
+	webhookProbeInterval              time.Duration
 }
 
 func newControllerCommand(common *commonOptions) *cobra.Command {
@@ -69,6 +75,13 @@ func newControllerCommand(common *commonOptions) *cobra.Command {
 	fs.DurationVar(&o.resync, "resync-period", 10*time.Minute, "informer resync period")
 	fs.StringSliceVar(&o.statefulKinds, "stateful-workload-kinds", nil,
 		"workload kinds (group/Kind, e.g. apps.kruise.io/StatefulSet) whose Pods keep their automatic ElasticIP when re-created under the same name, besides apps/StatefulSet")
+	fs.StringVar(&o.webhookNamespace, "webhook-namespace", envOr("POD_NAMESPACE", "juneau-system"), "namespace of the webhook's replicas")
+	fs.StringVar(&o.webhookSelector, "webhook-selector", "app.kubernetes.io/name=juneau,app.kubernetes.io/component=webhook", "label selector of the webhook's replicas")
+	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "port the webhook's replicas serve on")
+	fs.DurationVar(&o.webhookProbeInterval, "webhook-probe-interval", 200*time.Millisecond,
+		"how often each Ready webhook replica's /healthz is asked (and each probe's timeout); 0 turns the probing off")
+	fs.IntVar(&o.webhookProbeFailures, "webhook-probe-failures", 3,
+		"missed probes in a row, while another replica answers, that get a webhook replica deleted (its Node died)")
 	return cmd
 }
 
@@ -150,9 +163,15 @@ func (o *controllerOptions) runControllers(ctx context.Context, kube kubernetes.
 	}
 	recorder, stopEvents := newRecorder(ctx, kube)
 	defer stopEvents()
+	selector, err := labels.Parse(o.webhookSelector)
+	if err != nil {
+		return fmt.Errorf("--webhook-selector: %w", err)
+	}
 	m, err := manager.New(manager.Config{
 		Kube: kube, Juneau: juneau, Recorder: recorder, Registerer: reg, Resync: o.resync,
 		LeaseNamespace: o.heartbeatNamespace, OrphanGrace: o.orphanGrace, StatefulKinds: kinds,
+		WebhookReplicas: webhookreplicas.Options{Namespace: o.webhookNamespace, Selector: selector, Port: o.webhookPort,
+			Interval: o.webhookProbeInterval, Failures: o.webhookProbeFailures},
 	})
 	if err != nil {
 		return err

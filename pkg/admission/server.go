@@ -116,6 +116,12 @@ func (s *Server) Run(ctx context.Context) error {
 			MinVersion:     tls.VersionTLS12,
 			GetCertificate: certs.GetCertificate,
 		},
+		// HTTP/1.1 only: over HTTP/2 the API server sends every review on one connection
+		// to one replica, and when that replica's Node dies every call times out until
+		// the connection's health check gives up (about 20 s). Over HTTP/1.1 a call that
+		// timed out closes its connection, and the next one dials any replica
+		// (docs/operations.md#a-node-dies).
+		Protocols: serverProtocols(),
 		// Requests keep the logger but not the cancellation of ctx: a review under way
 		// when shutdown starts is still answered.
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
@@ -139,4 +145,11 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("webhook server: %w", err)
 	}
 	return nil
+}
+
+// serverProtocols are the protocols the webhook serves: HTTP/1.1 alone.
+func serverProtocols() *http.Protocols {
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	return p
 }

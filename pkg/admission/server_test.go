@@ -134,6 +134,17 @@ func TestServer(t *testing.T) {
 		t.Errorf("review over TLS: %+v", review.Response)
 	}
 
+	// A client offering HTTP/2 first, as the API server does, is served HTTP/1.1: each
+	// review that times out takes its own connection with it (docs/operations.md#a-node-dies).
+	conn, err := tls.Dial("tcp", addr.String(), &tls.Config{RootCAs: roots, NextProtos: []string{"h2", "http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := conn.ConnectionState().NegotiatedProtocol; got != "http/1.1" {
+		t.Errorf("negotiated %q with a client offering h2, want http/1.1", got)
+	}
+	conn.Close()
+
 	// Rotation: the next handshake presents the new certificate.
 	certPEM, keyPEM, second := selfSigned(t, 2002)
 	replaceFile(t, keyFile, keyPEM)

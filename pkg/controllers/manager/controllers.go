@@ -1,6 +1,8 @@
 package manager
 
 import (
+	"context"
+
 	"github.com/loutres/juneau/pkg/controllers/attachment"
 	"github.com/loutres/juneau/pkg/controllers/elasticip"
 	"github.com/loutres/juneau/pkg/controllers/heartbeat"
@@ -8,6 +10,7 @@ import (
 	"github.com/loutres/juneau/pkg/controllers/networkinterface"
 	"github.com/loutres/juneau/pkg/controllers/podeip"
 	"github.com/loutres/juneau/pkg/controllers/pool"
+	"github.com/loutres/juneau/pkg/controllers/webhookreplicas"
 	"github.com/loutres/juneau/pkg/workloop"
 )
 
@@ -24,6 +27,7 @@ var controllers = []struct {
 	{network.ControllerName, (*Manager).networks},
 	{podeip.ControllerName, (*Manager).podElasticIPs},
 	{heartbeat.ControllerName, (*Manager).heartbeats},
+	{webhookreplicas.ControllerName, (*Manager).webhookReplicas},
 }
 
 // loop are the options every single-loop controller gets.
@@ -91,3 +95,17 @@ func (m *Manager) heartbeats() (runner, error) {
 		Advertisements: m.juneau.Juneau().V1alpha1().ARPAdvertisements(), Leases: m.leases.Coordination().V1().Leases(),
 	}, m.cfg.Recorder, heartbeat.Options{Options: m.loop(), Namespace: m.cfg.LeaseNamespace, Registerer: m.cfg.Registerer})
 }
+
+// webhookReplicas deletes webhook replicas the controller cannot reach; it runs nothing
+// when the probing is off.
+func (m *Manager) webhookReplicas() (runner, error) {
+	if m.cfg.WebhookReplicas.Interval <= 0 {
+		return idle{}, nil
+	}
+	return webhookreplicas.NewController(m.cfg.Kube, m.kube.Core().V1().Pods(), m.cfg.Recorder, m.cfg.WebhookReplicas), nil
+}
+
+// idle is a controller turned off.
+type idle struct{}
+
+func (idle) Run(context.Context, int) {}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/tenancy"
+	"github.com/loutres/juneau/pkg/controllers/webhookreplicas"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
 	"github.com/loutres/juneau/pkg/workloop"
@@ -42,6 +43,9 @@ type Config struct {
 	// StatefulKinds are the workload kinds, besides apps/StatefulSet, whose Pods keep
 	// their automatic ElasticIP when re-created under the same name.
 	StatefulKinds []schema.GroupKind
+	// WebhookReplicas find and probe the webhook's replicas; an Interval of 0 turns
+	// the probing off.
+	WebhookReplicas webhookreplicas.Options
 }
 
 // runner is a built controller.

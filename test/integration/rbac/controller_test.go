@@ -61,6 +61,8 @@ func TestControllerAccessTable(t *testing.T) {
 			lease("create", framework.SystemNamespace, ""),
 			// The node agents' heartbeat Leases, in their namespace.
 			lease("list", framework.NodeNamespace, ""), lease("watch", framework.NodeNamespace, ""),
+			// Webhook replicas that stopped answering (their Node died), in its own namespace.
+			{verb: "delete", resource: "pods", namespace: framework.SystemNamespace},
 		}, metricsReviews)
 	checkAccess(t, kube, true, allowed)
 
@@ -87,6 +89,7 @@ func TestControllerAccessTable(t *testing.T) {
 			lease("update", framework.NodeNamespace, v1alpha1.NodeLeasePrefix+"node-a"),
 			lease("create", framework.NodeNamespace, ""),
 			lease("list", framework.SystemNamespace, ""),
+			{verb: "delete", resource: "pods", namespace: "default"},
 		})
 	checkAccess(t, kube, false, denied)
 }

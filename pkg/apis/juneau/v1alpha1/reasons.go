@@ -119,6 +119,9 @@ const (
 const (
 	// EventAdvertisementMoved: another Node answers ARP for an ElasticIP.
 	EventAdvertisementMoved = "AdvertisementMoved"
+	// EventWebhookReplicaUnreachable: the controller deleted a webhook replica it could
+	// not reach (its Node died), so that the API server stops calling it.
+	EventWebhookReplicaUnreachable = "WebhookReplicaUnreachable"
 	// EventInvalidAnnotations: a Pod's juneau annotations cannot be read.
 	EventInvalidAnnotations = "InvalidAnnotations"
 	// EventHostNetwork: a host-network Pod asks for an automatic ElasticIP.
@@ -201,26 +204,27 @@ var severities = map[string]string{
 	ReasonNotRequested:                corev1.EventTypeNormal,
 	ReasonNoIPv6NextHop:               corev1.EventTypeWarning,
 
-	EventAdvertisementMoved:      corev1.EventTypeNormal,
-	EventInvalidAnnotations:      corev1.EventTypeWarning,
-	EventHostNetwork:             corev1.EventTypeWarning,
-	EventExternalNetworkNotFound: corev1.EventTypeWarning,
-	EventNoDefaultNetwork:        corev1.EventTypeWarning,
-	EventAmbiguousDefaultNetwork: corev1.EventTypeWarning,
-	EventElasticIPNameTaken:      corev1.EventTypeWarning,
-	EventAttachmentNameTaken:     corev1.EventTypeWarning,
-	EventElasticIPNotFound:       corev1.EventTypeWarning,
-	EventReleaseBlocked:          corev1.EventTypeWarning,
-	EventElasticIPCreated:        corev1.EventTypeNormal,
-	EventAllocated:               corev1.EventTypeNormal,
-	EventAttachmentCreated:       corev1.EventTypeNormal,
-	EventAttachmentDeleted:       corev1.EventTypeNormal,
-	EventReleaseScheduled:        corev1.EventTypeNormal,
-	EventReleaseCancelled:        corev1.EventTypeNormal,
-	EventReleased:                corev1.EventTypeNormal,
-	EventFailedCreate:            corev1.EventTypeWarning,
-	EventFailedUpdate:            corev1.EventTypeWarning,
-	EventFailedDelete:            corev1.EventTypeWarning,
+	EventAdvertisementMoved:        corev1.EventTypeNormal,
+	EventWebhookReplicaUnreachable: corev1.EventTypeWarning,
+	EventInvalidAnnotations:        corev1.EventTypeWarning,
+	EventHostNetwork:               corev1.EventTypeWarning,
+	EventExternalNetworkNotFound:   corev1.EventTypeWarning,
+	EventNoDefaultNetwork:          corev1.EventTypeWarning,
+	EventAmbiguousDefaultNetwork:   corev1.EventTypeWarning,
+	EventElasticIPNameTaken:        corev1.EventTypeWarning,
+	EventAttachmentNameTaken:       corev1.EventTypeWarning,
+	EventElasticIPNotFound:         corev1.EventTypeWarning,
+	EventReleaseBlocked:            corev1.EventTypeWarning,
+	EventElasticIPCreated:          corev1.EventTypeNormal,
+	EventAllocated:                 corev1.EventTypeNormal,
+	EventAttachmentCreated:         corev1.EventTypeNormal,
+	EventAttachmentDeleted:         corev1.EventTypeNormal,
+	EventReleaseScheduled:          corev1.EventTypeNormal,
+	EventReleaseCancelled:          corev1.EventTypeNormal,
+	EventReleased:                  corev1.EventTypeNormal,
+	EventFailedCreate:              corev1.EventTypeWarning,
+	EventFailedUpdate:              corev1.EventTypeWarning,
+	EventFailedDelete:              corev1.EventTypeWarning,
 }
 
 // EventType is the severity of a reason: corev1.EventTypeWarning or
