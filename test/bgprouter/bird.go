@@ -76,6 +76,9 @@ type Config struct {
 	Flood int
 	// BFD are the BFD timers and behaviour of the neighbors marked BFD.
 	BFD BFD
+	// PreferOlder: of two equally good paths the older wins (BIRD's `prefer older`),
+	// as FRR decides by default between eBGP paths, rather than the lower router ID.
+	PreferOlder bool
 }
 
 // hasBFD reports whether a neighbor runs BFD.
@@ -145,6 +148,9 @@ protocol bgp {{.Name}} {
 	passive on;
 	graceful restart on;
 	error wait time 1, 10;
+{{- if $.PreferOlder}}
+	prefer older on;
+{{- end}}
 {{- if eq .AS $.AS}}
 	direct;
 {{- end}}
@@ -229,6 +235,9 @@ func (b *BIRD) Command(args ...string) (string, error) {
 
 // Log is what BIRD printed so far.
 func (b *BIRD) Log() string { return b.proc.Output() }
+
+// Socket is BIRD's control socket, for birdc -s.
+func (b *BIRD) Socket() string { return b.socket }
 
 // Route is one route of BIRD's table.
 type Route struct {

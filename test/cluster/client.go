@@ -35,9 +35,18 @@ func (c *Cluster) ClientListenPacket(network, addr string) (net.PacketConn, erro
 
 // ClientGet does one HTTP GET from the external client and returns the body.
 func (c *Cluster) ClientGet(ctx context.Context, url string) (string, error) {
-	client := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{
-		DisableKeepAlives: true, DialContext: c.ClientDial,
-	}}
+	return GetFrom(ctx, c.ClientNS, url, 3*time.Second)
+}
+
+// GetFrom does one HTTP GET from the network namespace file ns (the external client, a
+// host a test added), within timeout, and returns the body.
+func GetFrom(ctx context.Context, ns, url string, timeout time.Duration) (string, error) {
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return inNamespace(ns, func() (net.Conn, error) {
+			return (&net.Dialer{Timeout: timeout}).DialContext(ctx, network, addr)
+		})
+	}
+	client := &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true, DialContext: dial}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return "", err

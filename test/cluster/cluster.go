@@ -54,6 +54,9 @@ type Options struct {
 	RepoRoot string
 	// Nodes to start; default node-a and node-b.
 	Nodes []string
+	// Spares are Nodes AddNode may start later (their credentials are made at start,
+	// when the API server reads its tokens).
+	Spares []string
 	// JuneauBinary and BoxBinary are statically linked builds of cmd/juneau and
 	// test/images/box.
 	JuneauBinary, BoxBinary string
@@ -106,8 +109,10 @@ type Cluster struct {
 	ca         *framework.CA
 	forwarder  *forwarder
 	registry   *imageRegistry
-	mu         sync.Mutex
-	procs      []*proc
+	// images are the images every Node has, for a Node AddNode starts.
+	images map[string]v1.Image
+	mu     sync.Mutex
+	procs  []*proc
 }
 
 func (c *Cluster) addProc(p *proc) {
@@ -239,6 +244,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := errors.Join(cpErr, <-errc); err != nil {
 		return nil, err
 	}
+	c.images = imgs
 	if c.registry, err = c.serveRegistry(ctx, imgs); err != nil {
 		return nil, err
 	}
@@ -247,80 +253,6 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	c.progress("%d Nodes Ready %s after start", len(c.Nodes), time.Since(start).Round(100*time.Millisecond))
 	return c, nil
-}
-
-// network creates the namespaces, the segment and the routes between them, in both
-// families.
-func (c *Cluster) network() error {
-	var err error
-	if c.SegmentNS, err = c.run.newNamespace("segment"); err != nil {
-		return err
-	}
-	if err := segment(c.SegmentNS); err != nil {
-		return err
-	}
-	if c.CPNS, err = c.run.newNamespace("control-plane"); err != nil {
-		return err
-	}
-	if err := plug(c.SegmentNS, c.CPNS, "cp", ControlPlaneIP+"/24", ControlPlaneIP6+"/64"); err != nil {
-		return err
-	}
-	if c.ClientNS, err = c.run.newNamespace("client"); err != nil {
-		return err
-	}
-	if err := plug(c.SegmentNS, c.ClientNS, "client", ClientIP+"/24", ClientIP6+"/64"); err != nil {
-		return err
-	}
-	id := strings.TrimPrefix(filepath.Base(c.Dir), runPrefix)
-	for i, name := range c.opts.Nodes {
-		n := &Node{Name: name, IP: nodeIP(i), IP6: nodeIP6(i), PodCIDR: nodePodCIDR(i), PodCIDR6: nodePodCIDR6(i),
-			Dir: c.run.path("nodes", name), index: i, cgroup: "juneau-" + id + "-" + name, c: c}
-		if n.NS, err = c.run.newNamespace(name); err != nil {
-			return err
-		}
-		if err := plug(c.SegmentNS, n.NS, fmt.Sprintf("n%d", i), n.IP+"/24", n.IP6+"/64"); err != nil {
-			return err
-		}
-		for _, key := range []string{"net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding"} {
-			if err := sysctl(n.NS, key, "1"); err != nil {
-				return err
-			}
-		}
-		c.Nodes = append(c.Nodes, n)
-	}
-	// The API server reaches webhook Pods, and every Node the others' Pods, through the
-	// Node owning the Pod CIDR (with flannel, the Nodes reach each other's Pods through
-	// its VXLAN devices and routes instead). The external client knows only the segment.
-	for _, n := range c.Nodes {
-		for _, r := range [][2]string{{n.PodCIDR, n.IP}, {n.PodCIDR6, n.IP6}} {
-			if err := route(c.CPNS, r[0], r[1]); err != nil {
-				return err
-			}
-		}
-		// Connections a Node itself opens to a Service (a hostNetwork Pod reaching the
-		// API server at 10.96.0.1) need a route before kube-proxy's DNAT rewrites their
-		// destination; where real Nodes use their default route, these use one for the
-		// Service ranges only.
-		for _, r := range [][2]string{{ServiceCIDR, ControlPlaneIP}, {ServiceCIDR6, ControlPlaneIP6}} {
-			if err := route(n.NS, r[0], r[1]); err != nil {
-				return err
-			}
-		}
-		if c.opts.CNI == CNIFlannel {
-			continue
-		}
-		for _, m := range c.Nodes {
-			if m == n {
-				continue
-			}
-			for _, r := range [][2]string{{m.PodCIDR, m.IP}, {m.PodCIDR6, m.IP6}} {
-				if err := route(n.NS, r[0], r[1]); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
 }
 
 // clients starts the forwarder, writes the credentials and builds the admin clients.
@@ -340,8 +272,8 @@ func (c *Cluster) clients() error {
 	if c.opts.CNI == CNIFlannel {
 		ids = append(ids, &identity{name: "flannel", user: flannelUser})
 	}
-	for _, n := range c.Nodes {
-		ids = append(ids, &identity{name: n.Name, user: "system:node:" + n.Name, groups: []string{"system:nodes"}})
+	for _, name := range append(slices.Clone(c.opts.Nodes), c.opts.Spares...) {
+		ids = append(ids, &identity{name: name, user: "system:node:" + name, groups: []string{"system:nodes"}})
 	}
 	if err := c.credentials(ids); err != nil {
 		return err
@@ -386,7 +318,7 @@ func (c *Cluster) startNodeRuntimes(ctx context.Context, imgs map[string]v1.Imag
 			return err
 		}
 	}
-	if err := c.loadImages(ctx, imgs); err != nil {
+	if err := c.loadImages(ctx, imgs, c.Nodes); err != nil {
 		return err
 	}
 	c.progress("containerd up on %d Nodes, images loaded (juneau: %s)", len(c.Nodes), c.JuneauImage)

@@ -52,15 +52,15 @@ func (c *Cluster) buildImages() (map[string]v1.Image, error) {
 	return all, nil
 }
 
-// loadImages writes the images as one archive and imports it into every Node's
+// loadImages writes the images as one archive and imports it into the Nodes'
 // containerd with ctr, as a user without a registry would.
-func (c *Cluster) loadImages(ctx context.Context, all map[string]v1.Image) error {
+func (c *Cluster) loadImages(ctx context.Context, all map[string]v1.Image, nodes []*Node) error {
 	archive := c.run.path("images.tar")
 	if err := images.WriteArchive(archive, all); err != nil {
 		return err
 	}
 	var g errgroup.Group
-	for _, n := range c.Nodes {
+	for _, n := range nodes {
 		g.Go(func() error { return n.importImages(ctx, archive) })
 	}
 	err := g.Wait()

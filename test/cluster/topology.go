@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
@@ -159,6 +160,13 @@ func plug(segPath, path, port string, cidrs ...string) error {
 	})
 }
 
+// PlugIntoSegment connects the network namespace at path, which the caller made and
+// removes (the veth goes with it), to the segment as eth0 with the addresses cidrs
+// and the bridge's end port: a host a test adds, such as a router.
+func (c *Cluster) PlugIntoSegment(path, port string, cidrs ...string) error {
+	return plug(c.SegmentNS, path, port, cidrs...)
+}
+
 // route adds a route to dst via gw inside the namespace at path.
 func route(path, dst, gw string) error {
 	_, ipnet, err := net.ParseCIDR(dst)
@@ -190,4 +198,95 @@ func inNamespace[T any](ns string, open func() (T, error)) (T, error) {
 		return err
 	})
 	return v, err
+}
+
+// network creates the namespaces, the segment and the routes between them, in both
+// families.
+func (c *Cluster) network() error {
+	var err error
+	if c.SegmentNS, err = c.run.newNamespace("segment"); err != nil {
+		return err
+	}
+	if err := segment(c.SegmentNS); err != nil {
+		return err
+	}
+	if c.CPNS, err = c.run.newNamespace("control-plane"); err != nil {
+		return err
+	}
+	if err := plug(c.SegmentNS, c.CPNS, "cp", ControlPlaneIP+"/24", ControlPlaneIP6+"/64"); err != nil {
+		return err
+	}
+	if c.ClientNS, err = c.run.newNamespace("client"); err != nil {
+		return err
+	}
+	if err := plug(c.SegmentNS, c.ClientNS, "client", ClientIP+"/24", ClientIP6+"/64"); err != nil {
+		return err
+	}
+	for i, name := range c.opts.Nodes {
+		n, err := c.nodeNetwork(i, name)
+		if err != nil {
+			return err
+		}
+		if err := c.routeNode(n, c.Nodes); err != nil {
+			return err
+		}
+		c.Nodes = append(c.Nodes, n)
+	}
+	return nil
+}
+
+// nodeNetwork makes the network namespace of Node i on the segment, forwarding in both
+// families.
+func (c *Cluster) nodeNetwork(i int, name string) (*Node, error) {
+	id := strings.TrimPrefix(filepath.Base(c.Dir), runPrefix)
+	n := &Node{Name: name, IP: nodeIP(i), IP6: nodeIP6(i), PodCIDR: nodePodCIDR(i), PodCIDR6: nodePodCIDR6(i),
+		Dir: c.run.path("nodes", name), index: i, cgroup: "juneau-" + id + "-" + name, c: c}
+	var err error
+	if n.NS, err = c.run.newNamespace(name); err != nil {
+		return nil, err
+	}
+	if err := plug(c.SegmentNS, n.NS, n.port(), n.IP+"/24", n.IP6+"/64"); err != nil {
+		return nil, err
+	}
+	for _, key := range []string{"net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding"} {
+		if err := sysctl(n.NS, key, "1"); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// routeNode adds the routes of Node n, whose peers are others: the API server reaches
+// webhook Pods, and every Node the others' Pods, through the Node owning the Pod CIDR
+// (with flannel, the Nodes reach each other's Pods through its VXLAN devices and routes
+// instead). The external client knows only the segment.
+func (c *Cluster) routeNode(n *Node, others []*Node) error {
+	for _, r := range [][2]string{{n.PodCIDR, n.IP}, {n.PodCIDR6, n.IP6}} {
+		if err := route(c.CPNS, r[0], r[1]); err != nil {
+			return err
+		}
+	}
+	// Connections a Node itself opens to a Service (a hostNetwork Pod reaching the API
+	// server at 10.96.0.1) need a route before kube-proxy's DNAT rewrites their
+	// destination; where real Nodes use their default route, these use one for the
+	// Service ranges only.
+	for _, r := range [][2]string{{ServiceCIDR, ControlPlaneIP}, {ServiceCIDR6, ControlPlaneIP6}} {
+		if err := route(n.NS, r[0], r[1]); err != nil {
+			return err
+		}
+	}
+	if c.opts.CNI == CNIFlannel {
+		return nil
+	}
+	for _, m := range others {
+		for _, pair := range [][2]*Node{{n, m}, {m, n}} {
+			from, to := pair[0], pair[1]
+			for _, r := range [][2]string{{to.PodCIDR, to.IP}, {to.PodCIDR6, to.IP6}} {
+				if err := route(from.NS, r[0], r[1]); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -39,14 +39,19 @@ func namespace(t *testing.T, c *cluster.Cluster, prefix string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if t.Failed() {
-			out, _ := c.KubectlRun(context.Background(), "", "-n", name, "get", "all,elasticip,elasticipattachment,networkinterface", "-o", "wide")
-			events, _ := c.KubectlRun(context.Background(), "", "-n", name, "get", "events", "--sort-by=.lastTimestamp")
-			t.Logf("namespace %s:\n%s\n%s", name, out, events)
-		}
+		showNamespace(t, c, name)
 		_ = c.Kube.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
 	return name
+}
+
+// showNamespace logs what the namespace holds and its Events when the test failed.
+func showNamespace(t *testing.T, c *cluster.Cluster, name string) {
+	if t.Failed() {
+		out, _ := c.KubectlRun(context.Background(), "", "-n", name, "get", "all,elasticip,elasticipattachment,networkinterface", "-o", "wide")
+		events, _ := c.KubectlRun(context.Background(), "", "-n", name, "get", "events", "--sort-by=.lastTimestamp")
+		t.Logf("namespace %s:\n%s\n%s", name, out, events)
+	}
 }
 
 // kubectl runs kubectl and fails the test on error.

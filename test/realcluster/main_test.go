@@ -41,7 +41,13 @@ var shared struct {
 	// logs follows the logs of juneau's containers from installed on.
 	logs      *componentLogs
 	installed time.Time
+	// hosts are the hosts a scenario added for the pages' in= steps, by name.
+	hosts map[string]docHost
 }
+
+// docHost is a host of the pages' in= steps: a network namespace, and a directory of
+// commands put first on PATH there (birdc for the router's control socket).
+type docHost struct{ ns, bin string }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -85,6 +91,7 @@ func TestRealCluster(t *testing.T) {
 		flannel bool
 	}{
 		{"docs", testDocs, true},
+		{"bgp-guide", testBGPGuide, false},
 		{"nat-and-direct", testNATAndDirect, false},
 		{"dual-stack", testDualStack, true},
 		{"neighbor-discovery-follows-the-pod", testNDPFollowsPod, true},
@@ -102,8 +109,9 @@ func TestRealCluster(t *testing.T) {
 		{"webhook-through-its-service", testWebhook, false},
 		{"node-rollout-under-traffic", testRollout, false},
 		{"nft-lists-the-rules", testNftListable, true},
-		// Last before the uninstall: the whole healthy run.
+		// The whole healthy run: the Node failure below makes juneau log what it must.
 		{"no-error-lines", testNoErrorLines, true},
+		{"node-failure", testNodeFailure, false},
 	} {
 		if c.CNI() == cluster.CNIFlannel && !tc.flannel {
 			continue
@@ -135,7 +143,7 @@ func start(t *testing.T) *cluster.Cluster {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		shared.c, shared.err = cluster.Start(ctx, cluster.Options{Kind: "test", RepoRoot: root, CNI: tierCNI(),
+		shared.c, shared.err = cluster.Start(ctx, cluster.Options{Kind: "test", RepoRoot: root, CNI: tierCNI(), Spares: []string{spareNode},
 			JuneauBinary: framework.JuneauBinary(t), BoxBinary: framework.BoxBinary(t),
 			Logs:     os.Getenv("JUNEAU_REALCLUSTER_LOGS"),
 			Progress: func(format string, args ...any) { t.Logf(format, args...) }})
