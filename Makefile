@@ -56,7 +56,8 @@ box:
 # (network namespaces, needs root) and end to end on simulated Nodes; then, alone, the
 # real-cluster tier (test/realcluster: kubelets, containerd, kube-proxy; juneau installed,
 # used and uninstalled with the steps of README.md and docs/, taken from the Markdown by
-# test/doctest) on a dual-stack cluster with ptp as the primary CNI, then its scenarios
+# test/doctest) on a dual-stack cluster with ptp as the primary CNI (its Node failure
+# times printed after it, docs/operations.md#a-node-dies), then its scenarios
 # for flannel on one with flannel (component logs kept in _output/realcluster-logs/ and
 # _output/realcluster-flannel-logs/); then every fuzzer for FUZZTIME. What they need is
 # made ready first, in parallel (hack/deps.sh test).
@@ -72,8 +73,9 @@ test: test-prereqs
 	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -Ev '$(OPS_TOOL_TESTS)'); status=$$?; \
 	if ! wait $$ops; then cat _output/ops-tools.log; exit 1; fi; exit $$status
 	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/chart/
-	$(TEST_ENV) JUNEAU_REALCLUSTER_LOGS=$(CURDIR)/_output/realcluster-logs \
+	$(TEST_ENV) JUNEAU_REALCLUSTER_LOGS=$(CURDIR)/_output/realcluster-logs JUNEAU_NODE_FAILURE_REPORT=$(CURDIR)/_output/node-failure.txt \
 		$(GO) test -count=1 -timeout $(REALCLUSTER_TIMEOUT) ./test/realcluster/
+	@cat _output/node-failure.txt
 	$(TEST_ENV) JUNEAU_REALCLUSTER_CNI=flannel JUNEAU_REALCLUSTER_LOGS=$(CURDIR)/_output/realcluster-flannel-logs \
 		$(GO) test -count=1 -timeout $(REALCLUSTER_TIMEOUT) ./test/realcluster/
 	$(MAKE) --no-print-directory fuzz
