@@ -22,9 +22,21 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
-// reviewTimeout bounds the work on one review, below the 5s the webhook is registered
-// with, so the API server gets our answer (even a failure) rather than a timeout.
+// reviewTimeout bounds the work on one review when the request does not say how long
+// its sender waits (see reviewBudget), and a live list shared by several reviews.
 const reviewTimeout = 4 * time.Second
+
+// reviewBudget is how long one review may take: a tenth less than the `timeout` the
+// API server puts in the URL of every call (the webhook's timeoutSeconds), so that it
+// gets our answer, even a failure, rather than a timeout of its own; reviewTimeout when
+// the parameter is absent, unreadable or longer.
+func reviewBudget(r *http.Request) time.Duration {
+	d, err := time.ParseDuration(r.URL.Query().Get("timeout"))
+	if err != nil || d <= 0 || d-d/10 > reviewTimeout {
+		return reviewTimeout
+	}
+	return d - d/10
+}
 
 // Handler answers AdmissionReview requests (admission.k8s.io/v1) by running the rules
 // of the object's kind.
@@ -130,7 +142,7 @@ func (p *pathHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeReview(w, http.StatusBadRequest, failedReview(uidOf(req), http.StatusBadRequest, err.Error()))
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), reviewTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), reviewBudget(r))
 	defer cancel()
 	writeReview(w, http.StatusOK, &admissionv1.AdmissionReview{
 		TypeMeta: reviewTypeMeta(),

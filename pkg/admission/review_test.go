@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -126,4 +127,21 @@ func TestHandlerDecisions(t *testing.T) {
 		req.Kind.Kind = "FutureKind"
 		allowed().check(t, review(f, PathJuneau, req))
 	})
+}
+
+// TestReviewBudget: a review ends before the API server stops waiting for it.
+func TestReviewBudget(t *testing.T) {
+	for query, want := range map[string]time.Duration{
+		"?timeout=2s":   1800 * time.Millisecond,
+		"?timeout=1s":   900 * time.Millisecond,
+		"?timeout=10s":  reviewTimeout,
+		"?timeout=0s":   reviewTimeout,
+		"?timeout=fast": reviewTimeout,
+		"":              reviewTimeout,
+	} {
+		r := httptest.NewRequest(http.MethodPost, PathJuneau+query, nil)
+		if got := reviewBudget(r); got != want {
+			t.Errorf("%q: %s, want %s", query, got, want)
+		}
+	}
 }

@@ -126,6 +126,13 @@ func (s *Server) Run(ctx context.Context) error {
 		// when shutdown starts is still answered.
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	// No keep-alive either: the API server picks a replica when it dials (the Service's
+	// endpoints, resolved per connection), so a connection it keeps idle to a replica
+	// whose Node then dies costs the next review sent on it the webhook's timeout, even
+	// after the replica left the endpoints. Every review closes its connection, and
+	// the next one dials a replica that is in the endpoints then. The price is a TLS
+	// handshake per review (ECDSA P-256: well under a millisecond).
+	srv.SetKeepAlivesEnabled(false)
 	errc := make(chan error, 1)
 	go func() {
 		logger.Info("Serving admission webhook", "address", addr.String())

@@ -95,7 +95,7 @@ func TestServer(t *testing.T) {
 
 	roots := x509.NewCertPool()
 	roots.AddCert(first)
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, DisableKeepAlives: true}}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
 	base := "https://" + addr.String()
 	get := func(path string) int {
 		t.Helper()
@@ -132,6 +132,11 @@ func TestServer(t *testing.T) {
 	resp.Body.Close()
 	if review.Response == nil || review.Response.Allowed || review.Response.UID != req.UID {
 		t.Errorf("review over TLS: %+v", review.Response)
+	}
+	// Connection: close, so the API server keeps no idle connection to this replica
+	// (docs/operations.md#a-node-dies).
+	if !resp.Close {
+		t.Error("the review's response keeps its connection open, want Connection: close")
 	}
 
 	// A client offering HTTP/2 first, as the API server does, is served HTTP/1.1: each

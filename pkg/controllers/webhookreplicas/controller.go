@@ -55,16 +55,15 @@ type Options struct {
 	Probe func(ctx context.Context, address string) error
 }
 
-// HealthzProbe is a Probe: GET https://<address>/healthz over a connection kept from
-// one round to the next, any HTTP answer counting. A replica is probed for
-// reachability, as the kubelet's HTTPS probes do, so its certificate is not verified
-// (nothing is sent that needs it); the webhook logs a handshake cut short, which a
-// bare TCP dial would be, so the probe completes it.
+// HealthzProbe is a Probe: GET https://<address>/healthz on a connection of its own
+// (the webhook closes every connection after one answer), any HTTP answer counting. A
+// replica is probed for reachability, as the kubelet's HTTPS probes do, so its
+// certificate is not verified (nothing is sent that needs it); the webhook logs a
+// handshake cut short, which a bare TCP dial would be, so the probe completes it.
 func HealthzProbe() func(ctx context.Context, address string) error {
 	client := &http.Client{Transport: &http.Transport{
-		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // reachability only, see above
-		MaxIdleConnsPerHost: 1,
-		IdleConnTimeout:     time.Minute,
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // reachability only, see above
+		DisableKeepAlives: true,
 	}}
 	return func(ctx context.Context, address string) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+address+"/healthz", nil)
@@ -108,7 +107,10 @@ func (c *Controller) Run(ctx context.Context, _ int) {
 	}
 	logger.Info("Probing webhook replicas", "namespace", c.opts.Namespace, "selector", c.opts.Selector.String(),
 		"port", c.opts.Port, "interval", c.opts.Interval, "failures", c.opts.Failures)
-	wait.UntilWithContext(ctx, c.Round, c.opts.Interval)
+	// A round starts every Interval, however long the last one took: a dead replica's
+	// probe takes the whole Interval to time out, and sliding rounds would then ask
+	// every 2 Intervals, taking twice as long to give up on it.
+	wait.NonSlidingUntilWithContext(ctx, c.Round, c.opts.Interval)
 }
 
 // Round probes every replica once, in parallel, and deletes those Decide gives up on.
