@@ -68,8 +68,8 @@ type Config struct {
 	// the IPv4 session, MP-BGP) and takes the /128s inside this prefix from it (BIRD
 	// only).
 	Accept6 netip.Prefix
-	// Kernel makes BIRD install the routes it learned into its namespace's routing
-	// table, so the router forwards to the nodes (BIRD only; bgpd runs without zebra).
+	// Kernel makes the router install the routes it learned into its namespace's routing
+	// table, so that it forwards to the nodes (FRR: zebra runs then).
 	Kernel bool
 	// Flood are routes BIRD sends to the neighbors marked Flood: /32s counted up from
 	// 10.240.0.0 (blackhole routes of its own, never installed anywhere).

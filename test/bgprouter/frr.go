@@ -27,15 +27,16 @@ const (
 	vtyshPath = "/usr/bin/vtysh"
 )
 
-// FRR is a running FRR bgpd. Without BFD it runs alone (no zebra: it learns routes and
-// installs none). With a neighbor marked BFD it runs with zebra and bfdd, as FRR's
-// BFD needs: bgpd asks zebra for BFD sessions and zebra relays to bfdd; zebra then
-// also installs the learned routes in the router's namespace.
+// FRR is a running FRR bgpd. Without BFD or Config.Kernel it runs alone (no zebra: it
+// learns routes and installs none). With Config.Kernel it runs with zebra, which
+// installs the learned routes in the router's namespace. With a neighbor marked BFD it
+// runs with zebra and bfdd, as FRR's BFD needs: bgpd asks zebra for BFD sessions and
+// zebra relays to bfdd.
 type FRR struct {
 	t      testing.TB
 	vtyDir string
 	proc   *netns.Process
-	// zebra and bfdd run with BFD only.
+	// zebra runs with BFD or Kernel, bfdd with BFD only.
 	zebra, bfdd *netns.Process
 }
 
@@ -109,14 +110,16 @@ func writeConf(t testing.TB, dir, name string, tmpl *template.Template, cfg Conf
 	return conf
 }
 
-// StartFRR writes the configuration and starts bgpd in ns (with zebra and bfdd when a
-// neighbor runs BFD); it returns once every daemon answers vtysh.
+// StartFRR writes the configuration and starts bgpd in ns (with zebra when a neighbor
+// runs BFD or cfg.Kernel is set, and bfdd when a neighbor runs BFD); it returns once
+// every daemon answers vtysh.
 func StartFRR(t testing.TB, ns *netns.NS, cfg Config) *FRR {
 	t.Helper()
 	require.File(t, bgpdPath)
 	require.File(t, vtyshPath)
+	withZebra := cfg.hasBFD() || cfg.Kernel
 	dir := t.TempDir()
-	if cfg.hasBFD() {
+	if withZebra {
 		dir = frrDir(t)
 	}
 	r := &FRR{t: t, vtyDir: dir}
@@ -134,9 +137,8 @@ func StartFRR(t testing.TB, ns *netns.NS, cfg Config) *FRR {
 	}
 	zserv := filepath.Join(dir, "zserv.api")
 	bgpdArgs := append(common("bgpd"), "-f", writeConf(t, dir, "bgpd.conf", frrConf, cfg))
-	if cfg.hasBFD() {
+	if withZebra {
 		require.File(t, zebraPath)
-		require.File(t, bfddPath)
 		// zebra first, serving its API, then bfdd and bgpd: a daemon that finds no zebra
 		// retries only seconds later, and bgpd asks for no BFD session meanwhile.
 		r.zebra = ns.Start(zebraPath, append(common("zebra"), "-z", zserv, "-f", writeConf(t, dir, "zebra.conf", zebraConf, cfg))...)
@@ -149,8 +151,11 @@ func StartFRR(t testing.TB, ns *netns.NS, cfg Config) *FRR {
 		}); err != nil {
 			t.Fatalf("zebra did not start: %v\n%s", err, r.zebra.Output())
 		}
-		r.bfdd = ns.Start(bfddPath, append(common("bfdd"), "-z", zserv, "--bfdctl", filepath.Join(dir, "bfdd.sock"),
-			"-f", writeConf(t, dir, "bfdd.conf", bfddConf, cfg))...)
+		if cfg.hasBFD() {
+			require.File(t, bfddPath)
+			r.bfdd = ns.Start(bfddPath, append(common("bfdd"), "-z", zserv, "--bfdctl", filepath.Join(dir, "bfdd.sock"),
+				"-f", writeConf(t, dir, "bfdd.conf", bfddConf, cfg))...)
+		}
 		bgpdArgs = append(bgpdArgs, "-z", zserv)
 	} else {
 		bgpdArgs = append(bgpdArgs, "-Z") // no zebra

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -165,6 +166,23 @@ func plug(segPath, path, port string, cidrs ...string) error {
 // and the bridge's end port: a host a test adds, such as a router.
 func (c *Cluster) PlugIntoSegment(path, port string, cidrs ...string) error {
 	return plug(c.SegmentNS, path, port, cidrs...)
+}
+
+// UnplugFromSegment removes the bridge's end port of a host PlugIntoSegment connected,
+// and with it the host's eth0, at once: the namespace's removal takes the veth along
+// only some time later, so a test that plugs a host again under the same port name
+// unplugs the first one itself. A port that is gone already is no error.
+func (c *Cluster) UnplugFromSegment(port string) error {
+	return withHandle(c.SegmentNS, func(h *netlink.Handle) error {
+		link, err := h.LinkByName(port)
+		if errors.As(err, new(netlink.LinkNotFoundError)) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return h.LinkDel(link)
+	})
 }
 
 // route adds a route to dst via gw inside the namespace at path.

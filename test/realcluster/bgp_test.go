@@ -88,6 +88,11 @@ func bgpHosts(t *testing.T, c *cluster.Cluster) (router, far *netns.NS) {
 	if err := c.PlugIntoSegment(router.Path(), "rtr", routerIP+"/24", routerIP6+"/64"); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := c.UnplugFromSegment("rtr"); err != nil {
+			t.Errorf("unplugging the router: %v", err)
+		}
+	})
 	router.Sysctl("net/ipv4/ip_forward", "1")
 	router.Sysctl("net/ipv6/conf/all/forwarding", "1")
 	far = netns.New(t, "far")
@@ -113,10 +118,10 @@ func bgpHosts(t *testing.T, c *cluster.Cluster) (router, far *netns.NS) {
 	return router, far
 }
 
-// removeBGPGuide deletes what docs/guide-bgp.md made, then waits until BIRD has no
+// removeBGPGuide deletes what docs/guide-bgp.md made, then waits until the router has no
 // session left and no route of the pools: the agents closed the sessions themselves
 // (Cease) before the router goes, so no Node reports a failed session.
-func removeBGPGuide(t *testing.T, c *cluster.Cluster, bird *bgprouter.BIRD, neighbors []bgprouter.Neighbor) {
+func removeBGPGuide(t *testing.T, c *cluster.Cluster, router bgprouter.Router, neighbors []bgprouter.Neighbor) {
 	for _, args := range [][]string{
 		{"delete", "elasticipattachment", "shop-eip-attach", "shop-eip6-attach", "--ignore-not-found"},
 		{"delete", "pod", "shop", "--ignore-not-found"},
@@ -130,16 +135,11 @@ func removeBGPGuide(t *testing.T, c *cluster.Cluster, bird *bgprouter.BIRD, neig
 		}
 	}
 	err := wait.PollUntilContextTimeout(testContext(t, time.Minute), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		for _, n := range neighbors {
-			if up, err := bird.Established(n.Name); err != nil || up {
-				return false, nil
-			}
-		}
-		routes, err := bird.Routes()
-		return err == nil && len(routes) == 0, nil
+		quiet, _ := router.Quiet(neighbors)
+		return quiet, nil
 	})
 	if err != nil {
-		show, _ := bird.Command("show", "protocols")
-		t.Errorf("after the guide's objects were deleted, BIRD still has sessions or routes: %v\n%s", err, show)
+		show, _ := router.Table()
+		t.Errorf("after the guide's objects were deleted, the router still has sessions or routes: %v\n%s\n%s", err, show, router.Log())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -68,6 +69,32 @@ func (s *steps) observe(ctx context.Context, c *cluster.Cluster, ns string, p *c
 		cond := meta.FindStatusCondition(ad.Status.Conditions, v1alpha1.ConditionAnswering)
 		s.seen("Answering", cond != nil && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == ad.Generation)
 	}
+}
+
+// stepWebhookOut: the dead Node's webhook replica left the ready endpoints.
+const stepWebhookOut = "webhook replica out of the endpoints"
+
+// observeWebhook looks once whether the webhook replica at ip, on the dead Node, is
+// still a ready endpoint of the webhook's Service: the API server dials it until then
+// (docs/operations.md#a-node-dies).
+func (s *steps) observeWebhook(ctx context.Context, c *cluster.Cluster, ip string) {
+	const step = stepWebhookOut
+	if ip == "" || s.has(step) {
+		return
+	}
+	list, err := c.Kube.DiscoveryV1().EndpointSlices(cluster.SystemNamespace).List(ctx,
+		metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=juneau-webhook"})
+	if err != nil {
+		return
+	}
+	for _, slice := range list.Items {
+		for _, ep := range slice.Endpoints {
+			if slices.Contains(ep.Addresses, ip) && (ep.Conditions.Ready == nil || *ep.Conditions.Ready) {
+				return
+			}
+		}
+	}
+	s.seen(step, true)
 }
 
 func (s *steps) has(name string) bool { _, ok := s.at[name]; return ok }

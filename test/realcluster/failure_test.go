@@ -40,8 +40,9 @@ type failoverCase struct {
 type failoverTimes struct {
 	// twinReady: the twin's new Pod Ready (no juneau: the scheduler's and the kubelet's
 	// own time); ready: the ElasticIP Pod's, readiness gate included; reply: the
-	// external client's first reply at the ElasticIP.
-	twinReady, ready, reply time.Duration
+	// external client's first reply at the ElasticIP; webhookOut: the dead Node's
+	// webhook replica out of the Service's ready endpoints.
+	twinReady, ready, reply, webhookOut time.Duration
 }
 
 // testNodeFailure: a Node that dies with an ElasticIP's Pod on it, and one of the
@@ -75,33 +76,17 @@ func testNodeFailure(t *testing.T, c *cluster.Cluster) {
 
 	results := map[string]failoverTimes{}
 	var order []string
-	var far string
-	var bird *bgprouter.BIRD
-	for _, fc := range []failoverCase{
-		{name: "arp-gratuitous-arp", network: "ext-net", garp: true},
-		{name: "arp-without-gratuitous-arp", network: "ext-net"},
-		{name: "bgp-bfd", network: "bgp-net", bfd: true},
-		{name: "bgp-without-bfd", network: "bgp-net"},
-	} {
-		client := c.ClientNS
-		if fc.network == "bgp-net" {
-			if far == "" {
-				far, bird = failoverRouter(t, c)
-			}
-			client = far
-		}
+	run := func(t *testing.T, fc failoverCase, client string, router bgprouter.Router) {
 		t.Run(fc.name, func(t *testing.T) {
-			if fc.network == "bgp-net" {
-				setBFD(t, c, fc.bfd)
-			} else {
-				setGratuitousARP(t, c, fc.garp)
-			}
 			table := func(string) {}
 			if fc.network == "bgp-net" {
+				setBFD(t, c, fc.bfd)
 				table = func(when string) {
-					out, err := bird.Command("show", "route", "all")
+					out, err := router.Table()
 					t.Logf("the router's table %s (%v):\n%s", when, err, out)
 				}
+			} else {
+				setGratuitousARP(t, c, fc.garp)
 			}
 			got := failover(t, c, n, others, fc, client, table)
 			results[fc.name] = got
@@ -127,11 +112,30 @@ func testNodeFailure(t *testing.T, c *cluster.Cluster) {
 			}
 		})
 	}
+	run(t, failoverCase{name: "arp-gratuitous-arp", network: "ext-net", garp: true}, c.ClientNS, nil)
+	run(t, failoverCase{name: "arp-without-gratuitous-arp", network: "ext-net"}, c.ClientNS, nil)
+	// bgp: BIRD with and without BFD, then FRR without BFD, which prefers the older of
+	// two eBGP paths by default and so keeps the dead Node's but for the MED. Each
+	// router runs in a subtest of its own, which removes it and bgp-net when it ends.
+	for _, kind := range []string{bgprouter.KindBIRD, bgprouter.KindFRR} {
+		t.Run(kind, func(t *testing.T) {
+			far, router := failoverRouter(t, c, kind)
+			prefix := "bgp"
+			if kind != bgprouter.KindBIRD {
+				prefix = kind
+			}
+			if kind == bgprouter.KindBIRD {
+				run(t, failoverCase{name: prefix + "-bfd", network: "bgp-net", bfd: true}, far, router)
+			}
+			run(t, failoverCase{name: prefix + "-without-bfd", network: "bgp-net"}, far, router)
+		})
+	}
 	var table strings.Builder
-	fmt.Fprintf(&table, "Node failure, times from the power-off:\n%-28s %10s %10s %10s\n", "case", "twinReady", "ready", "reply")
+	fmt.Fprintf(&table, "Node failure, times from the power-off:\n%-28s %10s %10s %10s %11s\n", "case", "twinReady", "ready", "reply", "webhookOut")
 	for _, name := range order {
 		r := results[name]
-		fmt.Fprintf(&table, "%-28s %10s %10s %10s\n", name, r.twinReady.Round(10*time.Millisecond), r.ready.Round(10*time.Millisecond), r.reply.Round(10*time.Millisecond))
+		fmt.Fprintf(&table, "%-28s %10s %10s %10s %11s\n", name, r.twinReady.Round(10*time.Millisecond),
+			r.ready.Round(10*time.Millisecond), r.reply.Round(10*time.Millisecond), r.webhookOut.Round(10*time.Millisecond))
 	}
 	t.Log(table.String())
 	// make test prints it after the tier: go test shows no log of a test that passed.
@@ -151,7 +155,7 @@ func failover(t *testing.T, c *cluster.Cluster, n *cluster.Node, others []*clust
 		kubectl(t, c, "", "delete", "namespace", ns, "--timeout=3m")
 	})
 	setCordon(t, c, true, others...)
-	webhookOnNode(t, c, n)
+	doomedWebhook := webhookOnNode(t, c, n)
 	kubectl(t, c, statefulSetYAML("survivor", `{juneau.loutres.me/pod-with-eip: "true", juneau.loutres.me/eip-external-network: `+fc.network+`}`, true)+
 		"---\n"+statefulSetYAML("twin", "{}", false), "-n", ns, "apply", "-f", "-")
 	waitForPod(t, c, ns, "survivor-0")
@@ -225,6 +229,7 @@ func failover(t *testing.T, c *cluster.Cluster, n *cluster.Node, others []*clust
 			if err == nil && p.UID != before[name] && name == "survivor-0" {
 				way.observe(ctx, c, ns, p, fc.network)
 			}
+			way.observeWebhook(ctx, c, doomedWebhook)
 			if err == nil && p.UID != before[name] && condition(p, corev1.PodReady) == corev1.ConditionTrue {
 				*at = time.Since(start)
 				continue
@@ -242,7 +247,7 @@ func failover(t *testing.T, c *cluster.Cluster, n *cluster.Node, others []*clust
 	if !ok {
 		t.Fatalf("the external client got no reply at %s from the re-created survivor-0", url)
 	}
-	got.reply = reply
+	got.reply, got.webhookOut = reply, way.at[stepWebhookOut]
 	t.Logf("the ElasticIP Pod's way back, from the power-off (first reply at %s):\n%s", reply.Round(10*time.Millisecond), way)
 	table("at the first reply")
 	powerOn(t, c, n)
@@ -250,11 +255,12 @@ func failover(t *testing.T, c *cluster.Cluster, n *cluster.Node, others []*clust
 	return got
 }
 
-// failoverRouter adds docs/guide-bgp.md's router and far client, with BIRD running BFD
-// (`bfd on`: a BFD failure drops the Node's routes at once) with every Node, the
+// failoverRouter adds docs/guide-bgp.md's router (BIRD or FRR: bgprouter.KindBIRD,
+// KindFRR) and far client, with BFD on the router's side with every Node (a BFD
+// failure drops the Node's routes at once) and the learned routes installed, the
 // network bgp-net and the BGPPeer tor; it returns the far client's namespace and the
-// router.
-func failoverRouter(t *testing.T, c *cluster.Cluster) (string, *bgprouter.BIRD) {
+// router. All of it goes when t ends.
+func failoverRouter(t *testing.T, c *cluster.Cluster, kind string) (string, bgprouter.Router) {
 	router, far := bgpHosts(t, c)
 	cfg := guideRouter(c)
 	for i := range cfg.Neighbors {
@@ -263,8 +269,8 @@ func failoverRouter(t *testing.T, c *cluster.Cluster) (string, *bgprouter.BIRD) 
 	// Without juneau's MEDs the older path, the dead Node's, would win here, as it
 	// does on FRR by default (docs/bgp.md#the-newest-path-wins).
 	cfg.PreferOlder = true
-	bird := bgprouter.StartBIRD(t, router, cfg)
-	t.Cleanup(func() { removeBGPGuide(t, c, bird, cfg.Neighbors) })
+	r := bgprouter.Start(t, kind, router, cfg)
+	t.Cleanup(func() { removeBGPGuide(t, c, r, cfg.Neighbors) })
 	kubectl(t, c, `apiVersion: juneau.loutres.me/v1alpha1
 kind: AddressPool
 metadata: {name: bgp-pool}
@@ -284,7 +290,7 @@ spec:
   myASN: 64513
   passwordSecretRef: {namespace: juneau-system, name: juneau-bgp-passwords, key: tor}
 `, "apply", "-f", "-")
-	return far.Path(), bird
+	return far.Path(), r
 }
 
 // setBFD sets or removes spec.bfd of the BGPPeer tor and waits until every Node's
@@ -364,7 +370,7 @@ func waitNodeUp(t *testing.T, c *cluster.Cluster, n *cluster.Node, replicas int3
 // webhookOnNode makes sure that one of the three webhook replicas runs on n, the other
 // Nodes cordoned: when none does (juneau's controller deleted the one that died with
 // n), one replica elsewhere is deleted, and the Deployment starts its replacement on n.
-func webhookOnNode(t *testing.T, c *cluster.Cluster, n *cluster.Node) {
+func webhookOnNode(t *testing.T, c *cluster.Cluster, n *cluster.Node) (ip string) {
 	t.Helper()
 	selector := metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=webhook"}
 	pods := c.Kube.CoreV1().Pods(cluster.SystemNamespace)
@@ -394,7 +400,9 @@ func webhookOnNode(t *testing.T, c *cluster.Cluster, n *cluster.Node) {
 		for _, p := range list.Items {
 			if p.DeletionTimestamp == nil && condition(&p, corev1.PodReady) == corev1.ConditionTrue {
 				ready++
-				onNode = onNode || p.Spec.NodeName == n.Name
+				if p.Spec.NodeName == n.Name {
+					onNode, ip = true, p.Status.PodIP
+				}
 			}
 		}
 		last = fmt.Sprintf("%d webhook replicas Ready, one on %s: %v", ready, n.Name, onNode)
@@ -403,6 +411,7 @@ func webhookOnNode(t *testing.T, c *cluster.Cluster, n *cluster.Node) {
 	if err != nil {
 		t.Fatalf("%s: %v", last, err)
 	}
+	return ip
 }
 
 // startedSince: the Pod is Ready and every container of it runs, started at since or
