@@ -74,8 +74,9 @@ test: test-prereqs
 	if ! wait $$ops; then cat _output/ops-tools.log; exit 1; fi; exit $$status
 	$(TEST_ENV) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/chart/
 	$(TEST_ENV) JUNEAU_REALCLUSTER_LOGS=$(CURDIR)/_output/realcluster-logs JUNEAU_NODE_FAILURE_REPORT=$(CURDIR)/_output/node-failure.txt \
+		JUNEAU_REACH_REPORT=$(CURDIR)/_output/time-to-reachable.txt \
 		$(GO) test -count=1 -timeout $(REALCLUSTER_TIMEOUT) ./test/realcluster/
-	@cat _output/node-failure.txt
+	@cat _output/time-to-reachable.txt _output/node-failure.txt
 	$(TEST_ENV) JUNEAU_REALCLUSTER_CNI=flannel JUNEAU_REALCLUSTER_LOGS=$(CURDIR)/_output/realcluster-flannel-logs \
 		$(GO) test -count=1 -timeout $(REALCLUSTER_TIMEOUT) ./test/realcluster/
 	$(MAKE) --no-print-directory fuzz

@@ -109,6 +109,7 @@ func TestRealCluster(t *testing.T) {
 		{"webhook-through-its-service", testWebhook, false},
 		{"node-rollout-under-traffic", testRollout, false},
 		{"nft-lists-the-rules", testNftListable, true},
+		{"time-to-reachable", testTimeToReachable, false},
 		// The whole healthy run: the Node failure below makes juneau log what it must.
 		{"no-error-lines", testNoErrorLines, true},
 		{"node-failure", testNodeFailure, false},
