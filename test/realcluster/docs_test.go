@@ -57,17 +57,16 @@ func docRunner(t *testing.T, c *cluster.Cluster, root, home string) (*doctest.Ru
 	path := filepath.Dir(c.Kubectl) + string(os.PathListSeparator) + os.Getenv("PATH")
 	r := &doctest.Runner{Root: root, Home: home, Exec: func(ctx context.Context, in, dir, script string) (string, error) {
 		var cmd *exec.Cmd
-		switch in {
-		case "":
+		cmdPath := path
+		switch h, host := shared.hosts[in]; {
+		case in == "":
 			cmd = exec.CommandContext(ctx, "sh", "-e", "-c", script)
-		case "client":
+		case in == "client":
 			cmd = exec.CommandContext(ctx, "nsenter", "--net="+c.ClientNS, "sh", "-e", "-c", script)
+		case host:
+			cmd = exec.CommandContext(ctx, "nsenter", "--net="+h.ns, "sh", "-e", "-c", script)
+			cmdPath = h.bin + string(os.PathListSeparator) + path
 		default:
-			if h, ok := shared.hosts[in]; ok {
-				cmd = exec.CommandContext(ctx, "nsenter", "--net="+h.ns, "sh", "-e", "-c", script)
-				cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "PATH="+h.bin+string(os.PathListSeparator)+path)
-				break
-			}
 			n := c.Node(in)
 			if n == nil {
 				return "", fmt.Errorf("no Node %q", in)
@@ -75,9 +74,7 @@ func docRunner(t *testing.T, c *cluster.Cluster, root, home string) (*doctest.Ru
 			return n.Output(ctx, "sh", "-e", "-c", script)
 		}
 		cmd.Dir = dir
-		if cmd.Env == nil {
-			cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "PATH="+path)
-		}
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "PATH="+cmdPath)
 		cmd.WaitDelay = 5 * time.Second
 		out, err := cmd.CombinedOutput()
 		return string(out), err

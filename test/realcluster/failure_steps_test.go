@@ -78,8 +78,7 @@ const stepWebhookOut = "webhook replica out of the endpoints"
 // still a ready endpoint of the webhook's Service: the API server dials it until then
 // (docs/operations.md#a-node-dies).
 func (s *steps) observeWebhook(ctx context.Context, c *cluster.Cluster, ip string) {
-	const step = stepWebhookOut
-	if ip == "" || s.has(step) {
+	if ip == "" || s.has(stepWebhookOut) {
 		return
 	}
 	list, err := c.Kube.DiscoveryV1().EndpointSlices(cluster.SystemNamespace).List(ctx,
@@ -94,7 +93,7 @@ func (s *steps) observeWebhook(ctx context.Context, c *cluster.Cluster, ip strin
 			}
 		}
 	}
-	s.seen(step, true)
+	s.seen(stepWebhookOut, true)
 }
 
 func (s *steps) has(name string) bool { _, ok := s.at[name]; return ok }

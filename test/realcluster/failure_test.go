@@ -50,10 +50,12 @@ type failoverTimes struct {
 // ElasticIP runs there, beside a twin StatefulSet without juneau; node-c is powered off
 // (its link down, every process of it SIGKILLed: cluster.Node.PowerOff) and at once
 // cordoned and both Pods force-deleted, as docs/operations.md#a-node-dies tells an
-// operator. Measured from the power-off: both new Pods Ready on another Node and the
-// external client's first reply at the ElasticIP. juneau may add at most 2 s to the
-// twin's time, and with gratuitous ARP the client is answered within 2 s of Ready. Then
-// node-c is powered on again for the next case, and removed at the end.
+// operator. Measured from the power-off: both new Pods Ready on another Node, the
+// external client's first reply at the ElasticIP, and the dead webhook replica's exit
+// from the endpoints. The ElasticIP Pod may be Ready at most 2 s plus the webhook's
+// timeout plus 1 s after the twin (the 2 s goal alone is logged), and with gratuitous
+// ARP or on bgp the client is answered within 2 s of Ready. Then node-c is powered on
+// again for the next case, and removed at the end.
 func testNodeFailure(t *testing.T, c *cluster.Cluster) {
 	ctx := testContext(t, 30*time.Minute)
 	n, err := c.AddNode(ctx, spareNode)
@@ -220,6 +222,7 @@ func failover(t *testing.T, c *cluster.Cluster, n *cluster.Node, others []*clust
 	way := newSteps(start)
 	ready := map[string]*time.Duration{"survivor-0": &got.ready, "twin-0": &got.twinReady}
 	err = wait.PollUntilContextTimeout(testContext(t, 4*time.Minute), 50*time.Millisecond, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
+		way.observeWebhook(ctx, c, doomedWebhook)
 		done := true
 		for name, at := range ready {
 			if *at != 0 {
@@ -229,7 +232,6 @@ func failover(t *testing.T, c *cluster.Cluster, n *cluster.Node, others []*clust
 			if err == nil && p.UID != before[name] && name == "survivor-0" {
 				way.observe(ctx, c, ns, p, fc.network)
 			}
-			way.observeWebhook(ctx, c, doomedWebhook)
 			if err == nil && p.UID != before[name] && condition(p, corev1.PodReady) == corev1.ConditionTrue {
 				*at = time.Since(start)
 				continue

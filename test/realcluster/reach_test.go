@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -94,32 +95,28 @@ func reachRound(t *testing.T, c *cluster.Cluster, ns string, i int) reachSample 
 	attachments := c.Juneau.JuneauV1alpha1().ElasticIPAttachments(ns)
 	ctx := testContext(t, 3*time.Minute)
 	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, len(reachKinds)+1)
+	var create errgroup.Group
 	for _, kind := range reachKinds {
-		wg.Go(func() {
+		create.Go(func() error {
 			_, err := pods.Create(ctx, reachPod(name(kind), kind), metav1.CreateOptions{})
-			errs <- err
+			return err
 		})
 	}
-	wg.Go(func() {
+	create.Go(func() error {
 		_, err := attachments.Create(ctx, &v1alpha1.ElasticIPAttachment{
 			ObjectMeta: metav1.ObjectMeta{Name: name("nat")},
 			Spec: v1alpha1.ElasticIPAttachmentSpec{ElasticIPRef: v1alpha1.ElasticIPReference{Name: natEIP},
 				TargetRef: v1alpha1.AttachmentTarget{NetworkInterfaceName: name("nat") + ".eth0"}},
 		}, metav1.CreateOptions{})
-		errs <- err
+		return err
 	})
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatalf("round %d: %v", i, err)
-		}
+	if err := create.Wait(); err != nil {
+		t.Fatalf("round %d: %v", i, err)
 	}
 	defer reachCleanup(t, c, ns, name, natEIP)
 
 	s := reachSample{ready: map[string]time.Duration{}, reply: map[string]time.Duration{}}
+	var wg sync.WaitGroup
 	var mu sync.Mutex
 	autoAddr := make(chan string, 1)
 	natAddrCh := make(chan string, 1)

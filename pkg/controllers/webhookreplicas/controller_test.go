@@ -133,8 +133,8 @@ func TestRoundDeletesTheUnreachable(t *testing.T) {
 	}
 }
 
-// TestHealthzProbe: against a TLS server the probe succeeds, twice over one connection,
-// and the server logs nothing (a bare TCP dial would leave "TLS handshake error" lines
+// TestHealthzProbe: against a TLS server the probe succeeds, twice, and the server
+// logs nothing (a bare TCP dial would leave "TLS handshake error" lines
 // in the webhook's log); against a server that does not answer in time it fails.
 func TestHealthzProbe(t *testing.T) {
 	var served atomic.Int32

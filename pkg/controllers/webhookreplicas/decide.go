@@ -3,20 +3,15 @@ package webhookreplicas
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/loutres/juneau/pkg/status"
 )
 
 // Probed reports whether a webhook replica is one the API server may call, so one to
 // probe: it has a Pod IP, is Ready (its endpoint is ready) and is not being deleted.
 func Probed(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil || p.Status.PodIP == "" {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	ready := status.PodCondition(p, string(corev1.PodReady))
+	return p.DeletionTimestamp == nil && p.Status.PodIP != "" && ready != nil && ready.Status == corev1.ConditionTrue
 }
 
 // Decide takes one round of probes of the replicas: misses counts, for each replica, the
