@@ -3,6 +3,7 @@
 package framework
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -79,26 +81,45 @@ func Start(ctx context.Context) (cp *ControlPlane, err error) {
 	return cp, nil
 }
 
+// startEtcd starts etcd on two free ports. Test binaries run in parallel, so a port
+// freePort found may be taken by another process before etcd binds it: etcd then
+// exits with "address already in use" and is started again on other ports.
 func (cp *ControlPlane) startEtcd(ctx context.Context) error {
-	clientPort, err := freePort()
-	if err != nil {
-		return err
+	for attempt := 1; ; attempt++ {
+		clientPort, err := pickPort()
+		if err != nil {
+			return err
+		}
+		peerPort, err := pickPort()
+		if err != nil {
+			return err
+		}
+		client := "http://127.0.0.1:" + strconv.Itoa(clientPort)
+		peer := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+		cp.etcdURL = client
+		cp.etcdArgs = []string{"--name=juneau-test",
+			"--data-dir=" + filepath.Join(cp.Dir, "etcd"),
+			"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+			"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
+			"--initial-cluster=juneau-test=" + peer,
+			"--unsafe-no-fsync", "--log-level=warn",
+		}
+		err = cp.runEtcd(ctx)
+		if err == nil || attempt == 3 || !cp.portTaken("etcd") {
+			return err
+		}
+		cp.etcd.stop(0)
 	}
-	peerPort, err := freePort()
-	if err != nil {
-		return err
-	}
-	client := "http://127.0.0.1:" + strconv.Itoa(clientPort)
-	peer := "http://127.0.0.1:" + strconv.Itoa(peerPort)
-	cp.etcdURL = client
-	cp.etcdArgs = []string{"--name=juneau-test",
-		"--data-dir=" + filepath.Join(cp.Dir, "etcd"),
-		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
-		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
-		"--initial-cluster=juneau-test=" + peer,
-		"--unsafe-no-fsync", "--log-level=warn",
-	}
-	return cp.runEtcd(ctx)
+}
+
+// pickPort picks the components' ports: freePort, or a port that is taken in a test.
+var pickPort = freePort
+
+// portTaken reports whether the component's log says a port it should listen on was
+// taken.
+func (cp *ControlPlane) portTaken(name string) bool {
+	log, err := os.ReadFile(cp.logPath(name))
+	return err == nil && bytes.Contains(log, []byte("address already in use"))
 }
 
 // runEtcd starts etcd with its command line and waits until it is healthy.
@@ -111,6 +132,10 @@ func (cp *ControlPlane) runEtcd(ctx context.Context) error {
 	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return waitFor(waitCtx, cp.etcd, "waiting for etcd", func(ctx context.Context) error {
+		// Each check is short: whoever else holds the port may never answer, and etcd's
+		// exit is seen between checks.
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
 		return httpOK(ctx, http.DefaultClient, cp.etcdURL+"/health")
 	})
 }
@@ -123,12 +148,10 @@ func (cp *ControlPlane) logPath(name string) string {
 	return filepath.Join(cp.Dir, fmt.Sprintf("%s-%d.log", name, cp.restarts))
 }
 
+// startAPIServer starts kube-apiserver on a free port, again on another one when the
+// port was taken before it bound it (as startEtcd).
 func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	cp.URL = "https://127.0.0.1:" + strconv.Itoa(port)
+	var err error
 	if cp.CA, err = NewCA("juneau-test-ca"); err != nil {
 		return err
 	}
@@ -157,9 +180,8 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 	if err := WriteRSAKey(saKey); err != nil {
 		return err
 	}
-	cp.apiserverArgs = []string{"--etcd-servers=" + cp.etcdURL,
+	args := []string{"--etcd-servers=" + cp.etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(port),
 		"--tls-cert-file=" + filepath.Join(cp.Dir, "serving.crt"),
 		"--tls-private-key-file=" + filepath.Join(cp.Dir, "serving.key"),
 		"--client-ca-file=" + filepath.Join(cp.Dir, "ca.crt"),
@@ -176,11 +198,24 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 		"--disable-admission-plugins=ServiceAccount",
 		"--cert-dir=" + filepath.Join(cp.Dir, "apiserver-certs"),
 	}
-	if err := cp.writeKubeconfig(token); err != nil {
-		return err
-	}
-	if err := cp.runAPIServer(ctx); err != nil {
-		return err
+	for attempt := 1; ; attempt++ {
+		port, err := pickPort()
+		if err != nil {
+			return err
+		}
+		cp.URL = "https://127.0.0.1:" + strconv.Itoa(port)
+		cp.apiserverArgs = append(slices.Clone(args), "--secure-port="+strconv.Itoa(port))
+		if err := cp.writeKubeconfig(token); err != nil {
+			return err
+		}
+		err = cp.runAPIServer(ctx)
+		if err == nil {
+			break
+		}
+		if attempt == 3 || !cp.portTaken("kube-apiserver") {
+			return err
+		}
+		cp.apiserver.stop(0)
 	}
 	if cp.Kube, err = kubernetes.NewForConfig(cp.Config); err != nil {
 		return err
@@ -203,6 +238,8 @@ func (cp *ControlPlane) runAPIServer(ctx context.Context) error {
 	waitCtx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	return waitFor(waitCtx, cp.apiserver, "waiting for kube-apiserver /readyz", func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second) // as in runEtcd
+		defer cancel()
 		return httpOK(ctx, httpClient, cp.URL+"/readyz")
 	})
 }
