@@ -2,6 +2,7 @@ package realcluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -33,10 +34,19 @@ spec: {externalNetwork: ext-net, ipFamily: IPv6}
 // ElasticIP eip directly: on eth0, or on the extra interface ext0 where the primary
 // CNI's eth0 cannot carry it (flannel's bridge: docs/guide-direct.md#which-primary-cnis-work).
 func directAnnotations(c *cluster.Cluster, eip string) string {
-	if c.DirectInterface() == "eth0" {
-		return `{juneau.loutres.me/elastic-ip: ` + eip + `}`
+	b, err := json.Marshal(directAnnotationMap(c, eip))
+	if err != nil {
+		panic(err)
 	}
-	return fmt.Sprintf(`{juneau.loutres.me/networks: '[{"interface":"%s","elasticIP":"%s"}]'}`, c.DirectInterface(), eip)
+	return string(b) // JSON is a YAML flow map
+}
+
+// directAnnotationMap is directAnnotations as a Pod's annotations.
+func directAnnotationMap(c *cluster.Cluster, eip string) map[string]string {
+	if c.DirectInterface() == "eth0" {
+		return map[string]string{v1alpha1.AnnotationElasticIP: eip}
+	}
+	return map[string]string{v1alpha1.AnnotationNetworks: fmt.Sprintf(`[{"interface":"%s","elasticIP":"%s"}]`, c.DirectInterface(), eip)}
 }
 
 // testDualStack: a dual-stack Pod with an IPv4 and an IPv6 ElasticIP by NAT (one

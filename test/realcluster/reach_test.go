@@ -38,19 +38,27 @@ func reachRounds(t *testing.T) int {
 
 // reachKinds are the Pods of a round, created at the same moment: plain (no juneau: the
 // scheduler's and the kubelet's own create → Ready), auto (an automatic ElasticIP,
-// juneau's readiness gate) and nat (an ElasticIP allocated beforehand, attached by an
-// ElasticIPAttachment created with the Pod, the readiness gate).
-var reachKinds = []string{"plain", "auto", "nat"}
+// juneau's readiness gate), nat (an ElasticIP allocated beforehand, attached by an
+// ElasticIPAttachment created with the Pod, the readiness gate) and direct (an ElasticIP
+// allocated beforehand, carried by the Pod's NIC, the readiness gate).
+var reachKinds = []string{"plain", "auto", "nat", "direct"}
+
+// reachEIPKinds are the kinds whose Pod answers the external client at an ElasticIP, and
+// preallocated the kinds whose ElasticIP is allocated before the round.
+var (
+	reachEIPKinds = reachKinds[1:]
+	preallocated  = []string{"nat", "direct"}
+)
 
 // reachSample is one round, from the moment the Pods were created: each Pod Ready, and
-// the external client's first reply at the auto and nat Pods' ElasticIPs.
+// the external client's first reply at the ElasticIPs (reachEIPKinds).
 type reachSample struct {
 	ready map[string]time.Duration
 	reply map[string]time.Duration
 }
 
-// testTimeToReachable: rounds of three Pods created at once (reachKinds), one round after
-// the other; prints create → Ready of each kind and create → first reply of the two
+// testTimeToReachable: rounds of four Pods created at once (reachKinds), one round after
+// the other; prints create → Ready of each kind and create → first reply of those
 // with an ElasticIP, p50/p90/p99/max over the rounds. Every Pod with an ElasticIP must
 // answer the external client by the time it is Ready, give or take the client's next
 // ARP request (the readiness gate's promise).
@@ -67,7 +75,7 @@ func testTimeToReachable(t *testing.T, c *cluster.Cluster) {
 		// The gate is True once the Node translates and answers ARP; a client that asked
 		// for the address before gets the answer at its next ARP request, up to a second
 		// later (ext-net sends no gratuitous ARP here).
-		for _, kind := range []string{"auto", "nat"} {
+		for _, kind := range reachEIPKinds {
 			if late := s.reply[kind] - s.ready[kind]; late > 1500*time.Millisecond {
 				t.Errorf("round %d: the %s Pod answered at its ElasticIP %s after it was Ready, want within 1.5s", i, kind, late)
 			}
@@ -87,9 +95,19 @@ func testTimeToReachable(t *testing.T, c *cluster.Cluster) {
 func reachRound(t *testing.T, c *cluster.Cluster, ns string, i int) reachSample {
 	t.Helper()
 	name := func(kind string) string { return fmt.Sprintf("%s-%d", kind, i) }
-	natEIP := name("nat") + "-eip"
-	kubectl(t, c, eipYAML(natEIP), "-n", ns, "apply", "-f", "-")
-	natAddr := waitEIPAddress(t, c, ns, natEIP)
+	eip := func(kind string) string { return name(kind) + "-eip" }
+	var eips string
+	for _, kind := range preallocated {
+		eips += eipYAML(eip(kind))
+	}
+	kubectl(t, c, eips, "-n", ns, "apply", "-f", "-")
+	probes := map[string]chan string{}
+	for _, kind := range reachEIPKinds {
+		probes[kind] = make(chan string, 1)
+	}
+	for _, kind := range preallocated {
+		probes[kind] <- waitEIPAddress(t, c, ns, eip(kind))
+	}
 
 	pods := c.Kube.CoreV1().Pods(ns)
 	attachments := c.Juneau.JuneauV1alpha1().ElasticIPAttachments(ns)
@@ -98,14 +116,14 @@ func reachRound(t *testing.T, c *cluster.Cluster, ns string, i int) reachSample 
 	var create errgroup.Group
 	for _, kind := range reachKinds {
 		create.Go(func() error {
-			_, err := pods.Create(ctx, reachPod(name(kind), kind), metav1.CreateOptions{})
+			_, err := pods.Create(ctx, reachPod(c, name(kind), kind, eip(kind)), metav1.CreateOptions{})
 			return err
 		})
 	}
 	create.Go(func() error {
 		_, err := attachments.Create(ctx, &v1alpha1.ElasticIPAttachment{
 			ObjectMeta: metav1.ObjectMeta{Name: name("nat")},
-			Spec: v1alpha1.ElasticIPAttachmentSpec{ElasticIPRef: v1alpha1.ElasticIPReference{Name: natEIP},
+			Spec: v1alpha1.ElasticIPAttachmentSpec{ElasticIPRef: v1alpha1.ElasticIPReference{Name: eip("nat")},
 				TargetRef: v1alpha1.AttachmentTarget{NetworkInterfaceName: name("nat") + ".eth0"}},
 		}, metav1.CreateOptions{})
 		return err
@@ -113,15 +131,11 @@ func reachRound(t *testing.T, c *cluster.Cluster, ns string, i int) reachSample 
 	if err := create.Wait(); err != nil {
 		t.Fatalf("round %d: %v", i, err)
 	}
-	defer reachCleanup(t, c, ns, name, natEIP)
+	defer reachCleanup(t, c, ns, name, eip)
 
 	s := reachSample{ready: map[string]time.Duration{}, reply: map[string]time.Duration{}}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	autoAddr := make(chan string, 1)
-	natAddrCh := make(chan string, 1)
-	natAddrCh <- natAddr
-	probes := map[string]chan string{"auto": autoAddr, "nat": natAddrCh}
 	for kind, addr := range probes {
 		wg.Go(func() {
 			if d, ok := firstReply(ctx, c.ClientNS, addr, "hello from "+name(kind), start); ok {
@@ -142,7 +156,7 @@ func reachRound(t *testing.T, c *cluster.Cluster, ns string, i int) reachSample 
 				continue
 			}
 			if a := p.Annotations[v1alpha1.AnnotationAllocatedEIPAddr]; kind == "auto" && a != "" && !sent {
-				autoAddr <- a
+				probes["auto"] <- a
 				sent = true
 			}
 			if condition(p, corev1.PodReady) == corev1.ConditionTrue {
@@ -162,8 +176,9 @@ func reachRound(t *testing.T, c *cluster.Cluster, ns string, i int) reachSample 
 	return s
 }
 
-// reachPod is the Pod of a kind (reachKinds) for a round.
-func reachPod(name, kind string) *corev1.Pod {
+// reachPod is the Pod of a kind (reachKinds) for a round; eip is the direct kind's
+// ElasticIP.
+func reachPod(c *cluster.Cluster, name, kind, eip string) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PodSpec{
@@ -175,10 +190,13 @@ func reachPod(name, kind string) *corev1.Pod {
 		return p
 	}
 	p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: v1alpha1.PodConditionElasticIP}}
-	if kind == "auto" {
+	switch kind {
+	case "auto":
 		// Follow: released with the Pod (a bare Pod's default keeps it 10 minutes).
 		p.Annotations = map[string]string{v1alpha1.AnnotationPodWithEIP: "true", v1alpha1.AnnotationEIPExternalNetwork: "ext-net",
 			v1alpha1.AnnotationReleaseStrategy: "Follow"}
+	case "direct":
+		p.Annotations = directAnnotationMap(c, eip)
 	}
 	return p
 }
@@ -238,7 +256,7 @@ func waitEIPAddress(t *testing.T, c *cluster.Cluster, ns, name string) string {
 // reachCleanup deletes a round's Pods, attachment and ElasticIPs, and waits until they
 // are gone (the addresses back in the pool), so that rounds neither overlap nor use the
 // pool up.
-func reachCleanup(t *testing.T, c *cluster.Cluster, ns string, name func(string) string, natEIP string) {
+func reachCleanup(t *testing.T, c *cluster.Cluster, ns string, name, eip func(string) string) {
 	ctx := testContext(t, 2*time.Minute)
 	pods := c.Kube.CoreV1().Pods(ns)
 	j := c.Juneau.JuneauV1alpha1()
@@ -254,8 +272,10 @@ func reachCleanup(t *testing.T, c *cluster.Cluster, ns string, name func(string)
 		_ = j.ElasticIPAttachments(ns).Delete(ctx, name("nat"), metav1.DeleteOptions{})
 		atts, err1 := j.ElasticIPAttachments(ns).List(ctx, metav1.ListOptions{})
 		if err1 == nil && len(atts.Items) == 0 {
-			_ = j.ElasticIPs(ns).Delete(ctx, natEIP, metav1.DeleteOptions{})
+			_ = j.ElasticIPs(ns).Delete(ctx, eip("nat"), metav1.DeleteOptions{})
 		}
+		// The direct one goes once its Pod has (the webhook refuses it before).
+		_ = j.ElasticIPs(ns).Delete(ctx, eip("direct"), metav1.DeleteOptions{})
 		left, err2 := pods.List(ctx, metav1.ListOptions{})
 		eips, err3 := j.ElasticIPs(ns).List(ctx, metav1.ListOptions{})
 		if err1 != nil || err2 != nil || err3 != nil {
@@ -289,5 +309,7 @@ func reachReport(samples []reachSample) string {
 	row("auto reply", func(s reachSample) time.Duration { return s.reply["auto"] })
 	row("nat Ready", func(s reachSample) time.Duration { return s.ready["nat"] })
 	row("nat reply", func(s reachSample) time.Duration { return s.reply["nat"] })
+	row("direct Ready", func(s reachSample) time.Duration { return s.ready["direct"] })
+	row("direct reply", func(s reachSample) time.Duration { return s.reply["direct"] })
 	return b.String()
 }
