@@ -39,7 +39,7 @@ func reachRounds(t *testing.T) int {
 // reachKinds are the Pods of a round, created at the same moment: plain (no juneau: the
 // scheduler's and the kubelet's own create → Ready), auto (an automatic ElasticIP,
 // juneau's readiness gate), nat (an ElasticIP allocated beforehand, attached by an
-// ElasticIPAttachment created with the Pod, the readiness gate) and direct (an ElasticIP
+// ElasticIPAttachment created right after the Pod, the readiness gate) and direct (an ElasticIP
 // allocated beforehand, carried by the Pod's NIC, the readiness gate).
 var reachKinds = []string{"plain", "auto", "nat", "direct"}
 
@@ -116,18 +116,19 @@ func reachRound(t *testing.T, c *cluster.Cluster, ns string, i int) reachSample 
 	var create errgroup.Group
 	for _, kind := range reachKinds {
 		create.Go(func() error {
-			_, err := pods.Create(ctx, reachPod(c, name(kind), kind, eip(kind)), metav1.CreateOptions{})
+			if _, err := pods.Create(ctx, reachPod(c, name(kind), kind, eip(kind)), metav1.CreateOptions{}); err != nil || kind != "nat" {
+				return err
+			}
+			// Right after its Pod, as kubectl apply of both does: the webhook refuses an
+			// attachment to a NetworkInterface whose Pod does not exist.
+			_, err := attachments.Create(ctx, &v1alpha1.ElasticIPAttachment{
+				ObjectMeta: metav1.ObjectMeta{Name: name("nat")},
+				Spec: v1alpha1.ElasticIPAttachmentSpec{ElasticIPRef: v1alpha1.ElasticIPReference{Name: eip("nat")},
+					TargetRef: v1alpha1.AttachmentTarget{NetworkInterfaceName: name("nat") + ".eth0"}},
+			}, metav1.CreateOptions{})
 			return err
 		})
 	}
-	create.Go(func() error {
-		_, err := attachments.Create(ctx, &v1alpha1.ElasticIPAttachment{
-			ObjectMeta: metav1.ObjectMeta{Name: name("nat")},
-			Spec: v1alpha1.ElasticIPAttachmentSpec{ElasticIPRef: v1alpha1.ElasticIPReference{Name: eip("nat")},
-				TargetRef: v1alpha1.AttachmentTarget{NetworkInterfaceName: name("nat") + ".eth0"}},
-		}, metav1.CreateOptions{})
-		return err
-	})
 	if err := create.Wait(); err != nil {
 		t.Fatalf("round %d: %v", i, err)
 	}
