@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 TEST_TIMEOUT ?= 40m
 
-.PHONY: all build box image test test-prereqs unit-test fuzz control-plane cni-plugins flannel ops-tools test-deps generate verify fmt-check vet demo sandbox sandbox-down sandbox-deps bench soak clean
+.PHONY: all build box image test test-prereqs unit-test fuzz control-plane cni-plugins flannel ops-tools kwok test-deps generate verify fmt-check vet demo sandbox sandbox-down sandbox-deps bench scale soak clean
 
 all: build
 
@@ -33,6 +33,11 @@ control-plane:
 # module proxy into ~/.cache/juneau when missing.
 ops-tools:
 	hack/build-ops-tools.sh >/dev/null
+
+# kwok, which simulates Nodes and their Pods for make scale, built from the Go module proxy
+# into ~/.cache/juneau when missing.
+kwok:
+	hack/build-kwok.sh >/dev/null
 
 # The reference CNI plugins (ptp, host-local, loopback) the tests use as the primary CNI.
 cni-plugins:
@@ -141,6 +146,15 @@ BENCH_FLAGS ?=
 bench: control-plane cni-plugins test-deps build
 	$(GO) build -o $(BIN_DIR)/bench ./bench
 	JUNEAU_BINARY=$(BIN_DIR)/juneau $(BIN_DIR)/bench $(BENCH_FLAGS)
+
+# Scale (not part of make test or make bench; an hour or more at the default sizes):
+# 1,000 Nodes simulated by kwok, Pods with automatic ElasticIPs up to 10,000, 30,000 and
+# 100,000, the controller and the webhook real (docs/performance.md#scale). SCALE_FLAGS
+# passes options, e.g. SCALE_FLAGS="-scale-sizes 1000,3000 -scale-nodes 100".
+SCALE_FLAGS ?=
+scale: control-plane kwok build
+	$(GO) build -o $(BIN_DIR)/bench ./bench
+	JUNEAU_BINARY=$(BIN_DIR)/juneau $(BIN_DIR)/bench -only scale $(SCALE_FLAGS)
 
 # Soak (not part of make test, at most 15 minutes): 10,000 ElasticIPs created, attached,
 # detached and deleted in rounds by test/soak; fails on a leaked claim, advertisement,

@@ -11,10 +11,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	juneauclient "github.com/loutres/juneau/pkg/generated/clientset/versioned"
@@ -47,6 +51,17 @@ func fastClient(e *env, cp *framework.ControlPlane) juneauclient.Interface {
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.QPS, cfg.Burst = apiQPS, apiBurst
 	c, err := juneauclient.NewForConfig(cfg)
+	if err != nil {
+		e.Fatal(err)
+	}
+	return c
+}
+
+// fastKube is a Kubernetes client on cp without client-side throttling worth the name.
+func fastKube(e *env, cp *framework.ControlPlane) kubernetes.Interface {
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.QPS, cfg.Burst = apiQPS, apiBurst
+	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		e.Fatal(err)
 	}
@@ -125,41 +140,44 @@ func createNetwork(e *env, cp *framework.ControlPlane, name string, addresses ..
 	}
 }
 
-// availableWatcher records when each ElasticIP of a namespace is first seen Available
-// (phase Available with an address) through a watch, the way a client would notice.
-type availableWatcher struct {
+// firstSeen records when each object of a watch is first seen in a wanted state, the
+// way a client would notice.
+type firstSeen struct {
 	mu   sync.Mutex
 	seen map[string]time.Time
 	want int
 	done chan struct{}
 }
 
-// watchAvailable starts watching namespace ns until want ElasticIPs were seen Available
-// or ctx ends. A watch the server closes is resumed from the last resource version.
-func watchAvailable(ctx context.Context, e *env, c juneauclient.Interface, ns string, want int) *availableWatcher {
-	w := &availableWatcher{seen: map[string]time.Time{}, want: want, done: make(chan struct{})}
-	eips := c.JuneauV1alpha1().ElasticIPs(ns)
-	list, err := eips.List(ctx, metav1.ListOptions{})
+// watchFirstSeen lists and watches through lw until want objects were seen with wanted
+// true, or ctx ends. A watch the server closes is resumed from the last resource version.
+func watchFirstSeen(ctx context.Context, e *env, lw cache.ListerWatcherWithContext, wanted func(runtime.Object) bool, want int) *firstSeen {
+	w := &firstSeen{seen: map[string]time.Time{}, want: want, done: make(chan struct{})}
+	list, err := lw.ListWithContext(ctx, metav1.ListOptions{})
 	if err != nil {
 		e.Fatal(err)
 	}
-	rv := list.ResourceVersion
+	lm, err := meta.ListAccessor(list)
+	if err != nil {
+		e.Fatal(err)
+	}
+	rv := lm.GetResourceVersion()
 	wctx, cancel := context.WithCancel(ctx)
 	e.Cleanup(cancel)
 	go func() {
 		defer close(w.done)
 		for wctx.Err() == nil {
-			wi, err := eips.Watch(wctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+			wi, err := lw.WatchWithContext(wctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 			if err != nil {
 				return
 			}
 			for ev := range wi.ResultChan() {
-				eip, ok := ev.Object.(*v1alpha1.ElasticIP)
-				if !ok {
+				m, err := meta.Accessor(ev.Object)
+				if err != nil {
 					continue
 				}
-				rv = eip.ResourceVersion
-				if (ev.Type == watch.Added || ev.Type == watch.Modified) && w.observe(eip) {
+				rv = m.GetResourceVersion()
+				if (ev.Type == watch.Added || ev.Type == watch.Modified) && wanted(ev.Object) && w.observe(m.GetName()) {
 					wi.Stop()
 					return
 				}
@@ -169,23 +187,20 @@ func watchAvailable(ctx context.Context, e *env, c juneauclient.Interface, ns st
 	return w
 }
 
-// observe records eip if it is Available for the first time; true once want were seen.
-func (w *availableWatcher) observe(eip *v1alpha1.ElasticIP) bool {
-	if eip.Status.Phase != v1alpha1.ElasticIPAvailable || eip.Status.Address == "" {
-		return false
-	}
+// observe records name if it is seen for the first time; true once want were seen.
+func (w *firstSeen) observe(name string) bool {
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, ok := w.seen[eip.Name]; !ok {
-		w.seen[eip.Name] = now
+	if _, ok := w.seen[name]; !ok {
+		w.seen[name] = now
 	}
 	return len(w.seen) >= w.want
 }
 
-// wait blocks until every ElasticIP was seen or the deadline passed, and returns when
-// each ElasticIP seen so far became Available.
-func (w *availableWatcher) wait(deadline time.Time) map[string]time.Time {
+// wait blocks until every object was seen or the deadline passed, and returns when each
+// object seen so far was first seen in the wanted state.
+func (w *firstSeen) wait(deadline time.Time) map[string]time.Time {
 	select {
 	case <-w.done:
 	case <-time.After(time.Until(deadline)):
@@ -193,6 +208,22 @@ func (w *availableWatcher) wait(deadline time.Time) map[string]time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return maps.Clone(w.seen)
+}
+
+// watchAvailable watches the ElasticIPs of namespace ns until want were seen Available
+// (phase Available with an address).
+func watchAvailable(ctx context.Context, e *env, c juneauclient.Interface, ns string, want int) *firstSeen {
+	eips := c.JuneauV1alpha1().ElasticIPs(ns)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return eips.List(ctx, o) },
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return eips.Watch(ctx, o)
+		},
+	}
+	return watchFirstSeen(ctx, e, lw, func(o runtime.Object) bool {
+		eip, ok := o.(*v1alpha1.ElasticIP)
+		return ok && eip.Status.Phase == v1alpha1.ElasticIPAvailable && eip.Status.Address != ""
+	}, want)
 }
 
 // usage reads the controller's RSS and CPU time.

@@ -5,9 +5,10 @@
 //	go run ./bench                      all seven benchmarks (make bench)
 //	go run ./bench -only datapath,arp   some of them
 //	go run ./bench -cpuprofile DIR      also write CPU profiles of the controller to DIR
+//	go run ./bench -only scale          the scale benchmark (make scale), never run by default
 //
 // Benchmarks: allocation (1), attach (2), datapath (3), sync (4), arp (5), memory (6),
-// bgp (7).
+// bgp (7); scale (8) only when named.
 // Everything runs in network namespaces and on a loopback control plane the benchmark
 // creates and removes, also on Ctrl-C. See docs/performance.md.
 package main
@@ -21,6 +22,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,20 +36,23 @@ import (
 type benchmark struct {
 	id, name, what string
 	run            func(ctx context.Context, e *env) []Row
+	// optIn: run only when -only names it (make scale), not by default (make bench).
+	optIn bool
 }
 
 // allBenchmarks lists the rows of the table in order.
 func allBenchmarks() []benchmark {
 	return []benchmark{
-		{"1", "allocation", "allocation against the API-write floor", benchAllocation},
-		{"1e", "allocator", "allocator memory: an IPv6 /64 against an IPv4 /16", benchAllocator},
-		{"1f", "allocation6", "allocation through the controller: an IPv6 /64 against an IPv4 /16", benchAllocation6},
-		{"2", "attach", "time to attach (pod-with-eip on the e2e harness)", benchAttach},
-		{"3", "datapath", "datapath: plain routing, juneau NAT, iptables DNAT/SNAT", benchDatapath},
-		{"4", "sync", "rule sync: juneau nftables vs iptables-restore", benchSync},
-		{"5", "arp", "ARP replies: juneau responder vs the kernel", benchARP},
-		{"6", "memory", "controller memory at 10,000 of each", benchMemory},
-		{"7", "bgp", "bgp network: Pod created → /32 in BIRD's table vs arp: → first ARP reply", benchBGP},
+		{"1", "allocation", "allocation against the API-write floor", benchAllocation, false},
+		{"1e", "allocator", "allocator memory: an IPv6 /64 against an IPv4 /16", benchAllocator, false},
+		{"1f", "allocation6", "allocation through the controller: an IPv6 /64 against an IPv4 /16", benchAllocation6, false},
+		{"2", "attach", "time to attach (pod-with-eip on the e2e harness)", benchAttach, false},
+		{"3", "datapath", "datapath: plain routing, juneau NAT, iptables DNAT/SNAT", benchDatapath, false},
+		{"4", "sync", "rule sync: juneau nftables vs iptables-restore", benchSync, false},
+		{"5", "arp", "ARP replies: juneau responder vs the kernel", benchARP, false},
+		{"6", "memory", "controller memory at 10,000 of each", benchMemory, false},
+		{"7", "bgp", "bgp network: Pod created → /32 in BIRD's table vs arp: → first ARP reply", benchBGP, false},
+		{"8", "scale", "scale: kwok Nodes, Pods with automatic ElasticIPs up to each size (make scale)", benchScale, true},
 	}
 }
 
@@ -55,8 +60,11 @@ func allBenchmarks() []benchmark {
 type config struct {
 	quick   bool
 	workers int
-	juneau  string // binary every juneau process runs
-	root    string // repository root
+	// scaleNodes and scaleSizes are the kwok Nodes and the sizes of the scale benchmark.
+	scaleNodes int
+	scaleSizes []int
+	juneau     string // binary every juneau process runs
+	root       string // repository root
 }
 
 // env is what one benchmark gets: its runner (a testing.TB for the test helpers), the
@@ -82,11 +90,13 @@ func main() {
 
 func run() int {
 	var (
-		only       = flag.String("only", "", "comma-separated benchmarks to run (allocation, allocator, allocation6, attach, datapath, sync, arp, memory, bgp); default all")
+		only       = flag.String("only", "", "comma-separated benchmarks to run (allocation, allocator, allocation6, attach, datapath, sync, arp, memory, bgp, scale); default all but scale")
 		quick      = flag.Bool("quick", false, "smaller sizes and shorter runs, to check that everything works (figures are not comparable)")
 		workers    = flag.Int("workers", 4, "controller workers per controller; the API-write floor uses as many writers")
 		profileDir = flag.String("cpuprofile", "", "write profiles of the measured phases to this directory: pprof CPU profiles of the controller and of in-process work, and perf data when perf is installed")
 		markdown   = flag.String("markdown", "", "also write the table as Markdown to this file")
+		scaleNodes = flag.Int("scale-nodes", 1000, "scale: simulated Nodes (kwok)")
+		scaleSizes = flag.String("scale-sizes", "10000,30000,100000", "scale: Pods with automatic ElasticIPs at each measurement, comma-separated, ascending")
 		plotDir    = flag.String("plots", "_output/bench-plots", "write SVG plots of the distributions and of cost against scale to this directory (relative to the repository); empty: none")
 	)
 	flag.Parse()
@@ -95,7 +105,11 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 2
 	}
-	cfg := config{quick: *quick, workers: *workers}
+	cfg := config{quick: *quick, workers: *workers, scaleNodes: *scaleNodes}
+	if cfg.scaleSizes, err = parseSizes(*scaleSizes); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -scale-sizes:", err)
+		return 2
+	}
 	if cfg.root, err = framework.RepoRoot(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
@@ -164,7 +178,7 @@ func run() int {
 func selectBenchmarks(only string) ([]benchmark, error) {
 	benchmarks := allBenchmarks()
 	if only == "" {
-		return benchmarks, nil
+		return slices.DeleteFunc(benchmarks, func(b benchmark) bool { return b.optIn }), nil
 	}
 	var out []benchmark
 	for _, name := range strings.Split(only, ",") {
@@ -173,6 +187,19 @@ func selectBenchmarks(only string) ([]benchmark, error) {
 			return nil, fmt.Errorf("unknown benchmark %q", name)
 		}
 		out = append(out, benchmarks[i])
+	}
+	return out, nil
+}
+
+// parseSizes reads a comma-separated list of ascending positive counts.
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || (len(out) > 0 && n <= out[len(out)-1]) {
+			return nil, fmt.Errorf("%q: want ascending positive counts", s)
+		}
+		out = append(out, n)
 	}
 	return out, nil
 }

@@ -19,6 +19,7 @@ const (
 	Bits                  // bits per second
 	Seconds               // a duration, stored in seconds
 	Bytes
+	Count // a number of things
 )
 
 // Quantity is a measured value with its unit.
@@ -32,6 +33,7 @@ func pps(v float64) Quantity            { return Quantity{v, Packets} }
 func bitsPerSecond(v float64) Quantity  { return Quantity{v, Bits} }
 func duration(d time.Duration) Quantity { return Quantity{d.Seconds(), Seconds} }
 func bytesQ(v float64) Quantity         { return Quantity{v, Bytes} }
+func count(v float64) Quantity          { return Quantity{v, Count} }
 
 func (q Quantity) String() string {
 	v := q.Value
@@ -44,6 +46,8 @@ func (q Quantity) String() string {
 		return scaled(v, "bit/s")
 	case Seconds:
 		return formatSeconds(v)
+	case Count:
+		return fmt.Sprintf("%.0f", v)
 	case Bytes:
 		if v < 10<<20 {
 			return fmt.Sprintf("%.0f KiB", v/(1<<10))

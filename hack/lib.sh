@@ -16,6 +16,9 @@ HELM_VERSION=v3.22.0
 PROMETHEUS_VERSION=v0.316.0
 JUNEAU_OPS_DIR=${JUNEAU_OPS_DIR:-${JUNEAU_CACHE_DIR}/ops-helm-${HELM_VERSION}-prometheus-${PROMETHEUS_VERSION}}
 export JUNEAU_OPS_DIR
+KWOK_VERSION=v0.8.0
+JUNEAU_KWOK_DIR=${JUNEAU_KWOK_DIR:-${JUNEAU_CACHE_DIR}/kwok-${KWOK_VERSION}}
+export JUNEAU_KWOK_DIR
 # The tools above, and the binaries hack/deps.sh builds for make demo and make test, are
 # compiled alike, so that what they share is compiled once on a fresh machine: the
 # standard library, and k8s.io/api, apimachinery and client-go, of which the juneau

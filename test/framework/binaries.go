@@ -138,3 +138,20 @@ func OpsTool(name string) (string, error) {
 	}
 	return p, nil
 }
+
+// KwokVersion is the kwok hack/build-kwok.sh builds (hack/lib.sh names the same).
+const KwokVersion = "v0.8.0"
+
+// Kwok returns the path of kwok built by hack/build-kwok.sh into $JUNEAU_KWOK_DIR or the
+// default cache.
+func Kwok() (string, error) {
+	dir, err := cacheDir("JUNEAU_KWOK_DIR", "kwok-"+KwokVersion)
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "kwok")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("kwok missing (run hack/build-kwok.sh or make scale): %w", err)
+	}
+	return p, nil
+}

@@ -91,3 +91,6 @@ func (cp *ControlPlane) etcdCall(ctx context.Context, path string, in, out any) 
 
 // APIServerPID is the process id of the running kube-apiserver.
 func (cp *ControlPlane) APIServerPID() int { return cp.apiserver.cmd.Process.Pid }
+
+// EtcdPID is the process id of the running etcd.
+func (cp *ControlPlane) EtcdPID() int { return cp.etcd.cmd.Process.Pid }
