@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
 	"github.com/loutres/juneau/pkg/apis/juneau/messages"
@@ -131,6 +133,15 @@ func (v *Validators) attachmentTarget(ctx context.Context, a *v1alpha1.ElasticIP
 	_, path := attachmentPaths()
 	name := a.Spec.TargetRef.NetworkInterfaceName
 	nic, err := v.r.nic(ctx, a.Namespace, name)
+	if errors.Is(err, errNoBudget) {
+		// Missing from the cache, and no live read left to confirm it: the cache's answer
+		// stands, as for a re-check, and the Pod decides (pendingNIC). Its annotations
+		// are what a NIC is made from, so a NIC the cache has not seen yet is judged
+		// the same way. Refusing instead turned every attachment made with its Pod into
+		// retries once the webhook read at its limit (docs/performance.md#scale).
+		klog.FromContext(ctx).V(2).Info("NetworkInterface not in the cache and the budget of live reads is spent; its Pod decides", "networkInterface", name)
+		nic, err = nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package admission
 import (
 	"testing"
 
+	"golang.org/x/time/rate"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -30,6 +31,14 @@ func TestElasticIPAttachmentRules(t *testing.T) {
 			setup: func(f *fixture) { base(f); f.live(nic("fresh", "eth0", "")) }, want: allowed()},
 		{name: "NIC pending: the Pod exists", obj: attachment("att", "e", "api.eth0"),
 			setup: func(f *fixture) { base(f); f.cached(pod("api", nil)) }, want: allowed()},
+		{name: "NIC pending, no live read left: the cached Pod decides", obj: attachment("att", "e", "api.eth0"),
+			setup: func(f *fixture) { base(f); f.cached(pod("api", nil)); f.v.r.live.limiter = rate.NewLimiter(0, 0) }, want: allowed()},
+		{name: "NIC pending, no live read left: the Pod's annotations still refuse", obj: attachment("att", "e", "api.eth0"),
+			setup: func(f *fixture) {
+				base(f)
+				f.cached(pod("api", map[string]string{v1alpha1.AnnotationElasticIP: "other"}))
+				f.v.r.live.limiter = rate.NewLimiter(0, 0)
+			}, want: invalid(`spec.targetRef.networkInterfaceName`, `ElasticIP "other" directly`)},
 		{name: "NIC pending: Pod with dots in its name", obj: attachment("att", "e", "api.v2.eth0"),
 			setup: func(f *fixture) { base(f); f.cached(pod("api.v2", nil)) }, want: allowed()},
 		{name: "NIC pending: extra interface of the Pod", obj: attachment("att", "e", "api.ext0"),
