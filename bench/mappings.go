@@ -60,6 +60,21 @@ func benchMappings(n int) []nft.Mapping {
 	return out
 }
 
+// scaledMappings returns n mappings for the sizes benchMappings cannot number (up to
+// 2^20): ElasticIPs from 10.230.0.1 on and Pod IPs from 10.236.0.1 on, carrying no
+// traffic; neither range exists anywhere.
+func scaledMappings(n int) []nft.Mapping {
+	base := func(b byte, i int) netip.Addr {
+		v := uint32(10)<<24 | uint32(b)<<16 | uint32(i+1)
+		return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+	}
+	out := make([]nft.Mapping, n)
+	for i := range out {
+		out[i] = nft.Mapping{ElasticIP: base(230, i), PodIP: base(236, i)}
+	}
+	return out
+}
+
 // benchMappings6 returns n IPv6 mappings, elasticIP6 ↔ podIP6 in the middle, the others
 // (2001:db8:52::/64, fd00:10:244:100::/64) carrying no traffic.
 func benchMappings6(n int) []nft.Mapping {

@@ -59,3 +59,17 @@ func TestIPTablesRestore(t *testing.T) {
 		t.Error("emptyNAT does not commit")
 	}
 }
+
+func TestScaledMappingsAreDistinct(t *testing.T) {
+	ms := scaledMappings(100000)
+	seen := map[netip.Addr]bool{}
+	for _, m := range ms {
+		if seen[m.ElasticIP] || seen[m.PodIP] {
+			t.Fatalf("%v reused", m)
+		}
+		seen[m.ElasticIP], seen[m.PodIP] = true, true
+	}
+	if last := ms[len(ms)-1]; last.ElasticIP.String() != "10.231.134.160" || last.PodIP.String() != "10.237.134.160" {
+		t.Errorf("last mapping %v", last)
+	}
+}

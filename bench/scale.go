@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -27,14 +28,15 @@ const scalePool = "10.128.0.0/14"
 type scaleStep struct {
 	n      int
 	batch  podBatch
+	floor  podBatch      // the same batch by the API-write floor
 	ctrl   procUsage     // the controller once idle after the batch
 	cpuPer time.Duration // controller CPU per allocation in the batch
-	// apiCPU, etcdCPU and webhookCPU are the other processes' CPU per allocation.
-	apiCPU, etcdCPU, webhookCPU time.Duration
-	reqs                        string    // API requests per allocation in the batch
-	api                         procUsage // kube-apiserver once the controller was idle
-	etcd                        procUsage
-	webhook                     string // the API server's admission webhook latency in the batch
+	// apiCPU, etcdCPU, webhookCPU and kwokCPU are the other processes' CPU per allocation.
+	apiCPU, etcdCPU, webhookCPU, kwokCPU time.Duration
+	reqs                                 string    // API requests per allocation in the batch
+	api                                  procUsage // kube-apiserver once the controller was idle
+	etcd                                 procUsage
+	webhook                              string // the API server's admission webhook latency in the batch
 	// synced is how long a restarted controller took to serve /readyz (caches synced);
 	// rewrites the writes it made, idle, for objects already correct.
 	synced   time.Duration
@@ -48,52 +50,95 @@ type scaleStep struct {
 // kwok's simulated Nodes, the real webhook and controller, and Pods with automatic
 // ElasticIPs created in batches up to each size; at each size the allocation rate and
 // latency, the controller's memory and CPU, the API requests per allocation, the
-// webhook's latency, the API server's and etcd's memory, and a controller restart.
+// webhook's latency, the API server's and etcd's memory, and a controller restart. The
+// API-write floor runs first, the same batches with the controller's writes made
+// directly (podFloor), on a cluster of its own that is gone before the controller's.
 func benchScale(ctx context.Context, e *env) []Row {
 	nodes, sizes := e.cfg.scaleNodes, e.cfg.scaleSizes
 	if e.cfg.quick {
 		nodes, sizes = min(nodes, 50), []int{500, 1500}
 	}
-	cp := startControlPlane(ctx, e)
-	kwok := startKwok(e, cp)
-	createKwokNodes(ctx, e, cp, kwok, nodes)
-	webhook, _ := cp.StartWebhook(e, cp.Kubeconfig)
-	const ns, network = "scale", "scale"
-	ensureNamespace(e, cp, ns)
-	createNetwork(e, cp, network, scalePool)
-	ctrl := startController(e, cp)
-	emptyAPI, emptyEtcd := pidUsage(e, cp.APIServerPID()), pidUsage(e, cp.EtcdPID())
-	e.Logf("with %d Nodes and no Pods: kube-apiserver RSS %s, etcd RSS %s", nodes, bytesQ(float64(emptyAPI.RSS)), bytesQ(float64(emptyEtcd.RSS)))
-	kube := fastKube(e, cp)
+	floor := floorSeries(ctx, e, nodes, sizes)
 
+	c := startScaleCluster(ctx, e, nodes)
+	ctrl := startController(e, c.cp)
+	emptyAPI, emptyEtcd := pidUsage(e, c.cp.APIServerPID()), pidUsage(e, c.cp.EtcdPID())
+	e.Logf("with %d Nodes and no Pods: kube-apiserver RSS %s, etcd RSS %s", nodes, bytesQ(float64(emptyAPI.RSS)), bytesQ(float64(emptyEtcd.RSS)))
 	var steps []scaleStep
 	have := 0
-	for _, n := range sizes {
-		s := scaleStep{n: n}
-		before, hBefore := requestCounts(e, cp), admissionHistogram(e, cp)
+	for i, n := range sizes {
+		s := scaleStep{n: n, floor: floor[i]}
+		before, hBefore := requestCounts(e, c.cp), admissionHistogram(e, c.cp)
 		u0 := ctrl.usage(e)
-		api0, etcd0, wh0 := pidUsage(e, cp.APIServerPID()), pidUsage(e, cp.EtcdPID()), pidUsage(e, webhook.PID())
+		api0, etcd0, wh0, kwok0 := pidUsage(e, c.cp.APIServerPID()), pidUsage(e, c.cp.EtcdPID()), pidUsage(e, c.webhook.PID()), pidUsage(e, c.kwok.PID())
 		prof := e.startProfile(ctrl.pid, "scale-controller-"+shortSize(n))
-		s.batch = createAutoPods(ctx, e, kube, ns, network, have, n, nodes)
+		s.batch = c.createAutoPods(ctx, e, have, n, nil)
 		s.ctrl = waitIdle(e, ctrl.pid, "controller", 15*time.Minute)
 		e.stopProfile(prof)
 		s.cpuPer = (s.ctrl.CPU - u0.CPU) / time.Duration(n-have)
-		s.reqs = requestsPer(before, requestCounts(e, cp), n-have)
-		s.webhook = admissionHistogram(e, cp).since(hBefore).summary()
-		s.api, s.etcd = pidUsage(e, cp.APIServerPID()), pidUsage(e, cp.EtcdPID())
+		s.reqs = requestsPer(before, requestCounts(e, c.cp), n-have)
+		s.webhook = admissionHistogram(e, c.cp).since(hBefore).summary()
+		s.api, s.etcd = pidUsage(e, c.cp.APIServerPID()), pidUsage(e, c.cp.EtcdPID())
 		per := func(a, b procUsage) time.Duration { return (b.CPU - a.CPU) / time.Duration(n-have) }
-		s.apiCPU, s.etcdCPU, s.webhookCPU = per(api0, s.api), per(etcd0, s.etcd), per(wh0, pidUsage(e, webhook.PID()))
+		s.apiCPU, s.etcdCPU = per(api0, s.api), per(etcd0, s.etcd)
+		s.webhookCPU, s.kwokCPU = per(wh0, pidUsage(e, c.webhook.PID())), per(kwok0, pidUsage(e, c.kwok.PID()))
 		have = n
 
-		ctrl, s.synced, s.rewrites, s.nWrites = restartIdle(e, cp, ctrl)
-		ctrl, s.resume = restartAllocating(ctx, e, cp, kube, ctrl, ns, network, n, nodes)
+		ctrl, s.synced, s.rewrites, s.nWrites = restartIdle(e, c.cp, ctrl)
+		ctrl, s.resume = c.restartAllocating(ctx, e, ctrl, n)
 		have++ // the probe Pod of the restart
-		e.Logf("N=%d: %.0f/s, p99 %s, controller RSS %s, restart synced in %s, %v writes, first allocation %s",
-			n, s.batch.rate(), percentile(s.batch.latencies, 99), bytesQ(float64(s.ctrl.RSS)), s.synced, s.nWrites, s.resume)
+		e.Logf("N=%d: %.0f/s (floor %.0f/s), p99 %s, controller RSS %s, restart synced in %s, %v writes, first allocation %s",
+			n, s.batch.rate(), s.floor.rate(), percentile(s.batch.latencies, 99), bytesQ(float64(s.ctrl.RSS)), s.synced, s.nWrites, s.resume)
 		steps = append(steps, s)
 	}
 	scalePlots(e, steps)
 	return scaleRows(steps, nodes, emptyAPI, emptyEtcd)
+}
+
+// scaleCluster is a control plane with kwok's Nodes, the webhook, and the network and
+// namespace of the Pods.
+type scaleCluster struct {
+	cp      *framework.ControlPlane
+	kwok    *framework.Component
+	webhook *framework.Webhook
+	kube    kubernetes.Interface
+	nodes   int
+}
+
+const scaleNS, scaleNetwork = "scale", "scale"
+
+func startScaleCluster(ctx context.Context, e *env, nodes int) *scaleCluster {
+	c := &scaleCluster{cp: startControlPlane(ctx, e), nodes: nodes}
+	c.kwok = startKwok(e, c.cp)
+	createKwokNodes(ctx, e, c.cp, c.kwok, nodes)
+	c.webhook, _ = c.cp.StartWebhook(e, c.cp.Kubeconfig)
+	ensureNamespace(e, c.cp, scaleNS)
+	createNetwork(e, c.cp, scaleNetwork, scalePool)
+	c.kube = fastKube(e, c.cp)
+	return c
+}
+
+func (c *scaleCluster) stop() {
+	c.webhook.Stop()
+	c.kwok.Stop()
+	c.cp.Stop()
+}
+
+// floorSeries runs the batches of the sizes with podFloor instead of a controller and
+// returns each batch; its cluster is stopped when it returns.
+func floorSeries(ctx context.Context, e *env, nodes int, sizes []int) []podBatch {
+	c := startScaleCluster(ctx, e, nodes)
+	defer c.stop()
+	f := newPodFloor(c.kube, fastClient(e, c.cp), scaleNetwork)
+	var out []podBatch
+	have := 0
+	for _, n := range sizes {
+		b := c.createAutoPods(ctx, e, have, n, f)
+		e.Logf("floor N=%d: %.0f/s, p99 %s", n, b.rate(), percentile(b.latencies, 99))
+		out = append(out, b)
+		have = n
+	}
+	return out
 }
 
 // pidUsage reads the usage of a process the benchmark started.
@@ -147,12 +192,13 @@ func watchAllocated(ctx context.Context, e *env, kube kubernetes.Interface, ns, 
 	}, want)
 }
 
-// createAutoPods creates the Pods from..to-1 with as many creators as the controller
-// has workers, and waits until each was seen with its address.
-func createAutoPods(ctx context.Context, e *env, kube kubernetes.Interface, ns, network string, from, to, nodes int) podBatch {
+// createAutoPods creates the Pods from..to-1 with twice as many creators as the
+// controller has workers, and waits until each was seen with its address. With a floor,
+// as many writers make the controller's writes for each Pod created.
+func (c *scaleCluster) createAutoPods(ctx context.Context, e *env, from, to int, floor *podFloor) podBatch {
 	n := to - from
 	batch := strconv.Itoa(to)
-	watcher := watchAllocated(ctx, e, kube, ns, batch, n)
+	watcher := watchAllocated(ctx, e, c.kube, scaleNS, batch, n)
 	starts := make([]time.Time, n)
 	creates := make([]time.Duration, n)
 	idx := make(chan int, n)
@@ -161,30 +207,48 @@ func createAutoPods(ctx context.Context, e *env, kube kubernetes.Interface, ns, 
 	}
 	close(idx)
 	b := podBatch{creates: creates, creators: 2 * e.cfg.workers}
-	var creators sync.WaitGroup
+	created := make(chan *corev1.Pod, n)
+	var creators, writers sync.WaitGroup
 	var firstErr error
 	var mu sync.Mutex
+	fail := func(err error) {
+		mu.Lock()
+		firstErr = cmp.Or(firstErr, err)
+		mu.Unlock()
+	}
 	begin := time.Now()
 	for range b.creators {
 		creators.Go(func() {
 			for i := range idx {
 				starts[i] = time.Now()
-				_, err := kube.CoreV1().Pods(ns).Create(ctx, autoPod(from+i, nodes, network, batch), metav1.CreateOptions{})
+				pod, err := c.kube.CoreV1().Pods(scaleNS).Create(ctx, autoPod(from+i, c.nodes, scaleNetwork, batch), metav1.CreateOptions{})
 				creates[i] = time.Since(starts[i])
 				if err != nil {
-					mu.Lock()
-					firstErr = err
-					mu.Unlock()
+					fail(fmt.Errorf("creating Pod %d: %w", from+i, err))
 					return
 				}
+				created <- pod
 			}
 		})
+		if floor != nil {
+			writers.Go(func() {
+				for pod := range created {
+					if err := floor.allocate(ctx, pod); err != nil {
+						fail(fmt.Errorf("floor writes for Pod %s: %w", pod.Name, err))
+						return
+					}
+				}
+			})
+		}
 	}
 	creators.Wait()
+	close(created)
+	writers.Wait()
 	if firstErr != nil {
-		e.Fatalf("creating Pods %d..%d: %v", from, to-1, firstErr)
+		e.Fatal(firstErr)
 	}
-	bound := max(2*time.Minute, time.Duration(n)*20*time.Millisecond)
+	// At least 10 allocations a second, or the run stops.
+	bound := max(2*time.Minute, time.Duration(n)*100*time.Millisecond)
 	seen := watcher.wait(begin.Add(bound))
 	b.n = len(seen)
 	var last time.Time
@@ -233,15 +297,15 @@ func restartIdle(e *env, cp *framework.ControlPlane, ctrl *controllerProcess) (*
 // restartAllocating stops the controller, creates one more Pod with an automatic
 // ElasticIP and starts the controller again: the time from the start to the Pod seen
 // with its address.
-func restartAllocating(ctx context.Context, e *env, cp *framework.ControlPlane, kube kubernetes.Interface, ctrl *controllerProcess, ns, network string, i, nodes int) (*controllerProcess, time.Duration) {
+func (c *scaleCluster) restartAllocating(ctx context.Context, e *env, ctrl *controllerProcess, i int) (*controllerProcess, time.Duration) {
 	ctrl.Stop()
 	batch := "probe-" + strconv.Itoa(i)
-	watcher := watchAllocated(ctx, e, kube, ns, batch, 1)
-	if _, err := kube.CoreV1().Pods(ns).Create(ctx, autoPod(i, nodes, network, batch), metav1.CreateOptions{}); err != nil {
+	watcher := watchAllocated(ctx, e, c.kube, scaleNS, batch, 1)
+	if _, err := c.kube.CoreV1().Pods(scaleNS).Create(ctx, autoPod(i, c.nodes, scaleNetwork, batch), metav1.CreateOptions{}); err != nil {
 		e.Fatal(err)
 	}
 	start := time.Now()
-	ctrl = startController(e, cp)
+	ctrl = startController(e, c.cp)
 	seen := watcher.wait(start.Add(10 * time.Minute))
 	at, ok := seen[scalePodName(i)]
 	if !ok {

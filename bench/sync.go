@@ -26,13 +26,13 @@ func benchSync(ctx context.Context, e *env) []Row {
 	}
 	mappings := benchMappings(n)
 
-	j := juneauSync(ctx, e, mappings, reps, changes)
+	j := juneauSync(ctx, e, mappings, reps, changes, true)
 	iFull, iChange := iptablesSync(e, iptablesRestoreBin, mappings, reps, changes/4)
 
 	e.plots.cdf("sync-change", "4. one mapping changed on top of 10,000", dist{"juneau nftables", j.change}, dist{"iptables-restore --noflush", iChange})
 	note := fmt.Sprintf("median of %d runs; baseline: iptables-restore (%s) of %d DNAT + %d SNAT rules, started from a thread in the namespace as kube-proxy would",
 		reps, iptablesVersion(), n, n)
-	return []Row{
+	return append([]Row{
 		{ID: "4a", What: "program 10,000 mappings from empty", Figure: duration(medianDuration(j.full)),
 			Baseline: duration(medianDuration(iFull)), BaselineWhat: "iptables-restore", Target: below(duration(time.Second)), Note: note},
 		{ID: "4b", What: "one change on top of 10,000 (median)", Figure: duration(medianDuration(j.change)),
@@ -43,7 +43,34 @@ func benchSync(ctx context.Context, e *env) []Row {
 				medianDuration(j.added).Round(time.Microsecond), percentile(j.added, 99).Round(time.Microsecond))},
 		{ID: "4c", What: "one change on top of 10,000 (p99)", Figure: duration(percentile(j.change, 99)),
 			Baseline: duration(percentile(iChange, 99)), BaselineWhat: "iptables-restore --noflush", Target: below(duration(5 * time.Millisecond))},
+	}, largeSyncRows(ctx, e, j)...)
+}
+
+// largeSyncRows (4d–4g) time the Programmer at 50,000 and 100,000 mappings, against its
+// own figures at 10,000 (j): the growth of a full sync and of one change. The goal of
+// one change at 100,000 is under 1 ms at the median.
+func largeSyncRows(ctx context.Context, e *env, j juneauTimes) []Row {
+	if e.cfg.quick {
+		return nil
 	}
+	var rows []Row
+	ids := [][2]string{{"4d", "4e"}, {"4f", "4g"}}
+	for i, n := range []int{50000, 100000} {
+		big := juneauSync(ctx, e, scaledMappings(n), 2, 100, false)
+		target := Target{}
+		if n == 100000 {
+			target = below(duration(time.Millisecond))
+		}
+		rows = append(rows,
+			Row{ID: ids[i][0], What: fmt.Sprintf("program %s mappings from empty", thousands(n)), Figure: duration(medianDuration(big.full)),
+				Baseline: duration(medianDuration(j.full)), BaselineWhat: "10,000, same run",
+				Note: fmt.Sprintf("median of %d runs; one change: p99 %s; CPU per change %s", len(big.full),
+					percentile(big.change, 99).Round(time.Microsecond), (big.user + big.system).Round(time.Microsecond))},
+			Row{ID: ids[i][1], What: fmt.Sprintf("one change on top of %s (median)", thousands(n)), Figure: duration(medianDuration(big.change)),
+				Baseline: duration(medianDuration(j.change)), BaselineWhat: "10,000, same run", Target: target},
+		)
+	}
+	return rows
 }
 
 // juneauTimes are the Programmer's timings.
@@ -55,7 +82,7 @@ type juneauTimes struct {
 
 // juneauSync times full syncs of mappings into an empty table, then single changes,
 // then single additions.
-func juneauSync(ctx context.Context, e *env, mappings []nft.Mapping, reps, changes int) (t juneauTimes) {
+func juneauSync(ctx context.Context, e *env, mappings []nft.Mapping, reps, changes int, profile bool) (t juneauTimes) {
 	ns := netns.New(e, "sync")
 	state := natState(mappings)
 	var p *nft.Programmer
@@ -78,7 +105,7 @@ func juneauSync(ctx context.Context, e *env, mappings []nft.Mapping, reps, chang
 	after := rusage(e)
 	t.user = (after.user - before.user) / time.Duration(changes)
 	t.system = (after.system - before.system) / time.Duration(changes)
-	if e.prof != nil {
+	if e.prof != nil && profile {
 		// Profiles come from an extra, uncounted series: recording every context
 		// switch slows the process down. More changes than the timed series, so
 		// that the CPU profile (100 samples a second) has something to show.
