@@ -46,26 +46,31 @@ func startControlPlane(ctx context.Context, e *env) *framework.ControlPlane {
 	return cp
 }
 
-// fastClient is a juneau client on cp without client-side throttling worth the name.
-func fastClient(e *env, cp *framework.ControlPlane) juneauclient.Interface {
+// fastConfig is cp's client configuration without client-side throttling worth the name.
+func fastConfig(cp *framework.ControlPlane) *rest.Config {
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.QPS, cfg.Burst = apiQPS, apiBurst
-	c, err := juneauclient.NewForConfig(cfg)
-	if err != nil {
-		e.Fatal(err)
-	}
-	return c
+	return cfg
+}
+
+// fastClient is a juneau client on cp without client-side throttling worth the name.
+func fastClient(e *env, cp *framework.ControlPlane) juneauclient.Interface {
+	return mustClient[juneauclient.Interface](e)(juneauclient.NewForConfig(fastConfig(cp)))
 }
 
 // fastKube is a Kubernetes client on cp without client-side throttling worth the name.
 func fastKube(e *env, cp *framework.ControlPlane) kubernetes.Interface {
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.QPS, cfg.Burst = apiQPS, apiBurst
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		e.Fatal(err)
+	return mustClient[kubernetes.Interface](e)(kubernetes.NewForConfig(fastConfig(cp)))
+}
+
+// mustClient ends the benchmark when a client cannot be made.
+func mustClient[C any](e *env) func(C, error) C {
+	return func(c C, err error) C {
+		if err != nil {
+			e.Fatal(err)
+		}
+		return c
 	}
-	return c
 }
 
 // controllerProcess is a running `juneau controller`.
