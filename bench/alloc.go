@@ -272,7 +272,7 @@ func allocPairs(ctx context.Context, e *env, sizes []int, rounds map[int]int, po
 	defer fcp.Stop()
 	ccp := startControlPlane(ctx, e)
 	defer ccp.Stop()
-	fclient, cclient := fastClient(e, fcp), fastClient(e, ccp)
+	fclient, cclient := fastClient(fcp), fastClient(ccp)
 	for _, n := range sizes {
 		createNetwork(e, ccp, fmt.Sprintf("alloc-%d", n), pools[n].String())
 	}
@@ -348,7 +348,7 @@ func logAlloc(e *env, what string, n int, r allocResult) {
 // of addresses are reserved, alternating rounds, and returns the medians.
 func occupancy(ctx context.Context, e *env, pool netip.Prefix, rounds, n int) (empty, full time.Duration, note string) {
 	cp := startControlPlane(ctx, e)
-	client := fastClient(e, cp)
+	client := fastClient(cp)
 	size := 1<<(32-pool.Bits()) - 2 // without network and broadcast addresses
 	reserved := size * 9 / 10
 	createNetwork(e, cp, "empty", emptyPool.String())

@@ -121,7 +121,7 @@ func benchAllocation6(ctx context.Context, e *env) []Row {
 	run := func(name, prefix string, family v1alpha1.IPFamily) familyRun {
 		cp := startControlPlane(ctx, e)
 		defer cp.Stop()
-		client := fastClient(e, cp)
+		client := fastClient(cp)
 		createNetwork(e, cp, name, prefix)
 		ensureNamespace(e, cp, name)
 		ctrl := startController(e, cp)

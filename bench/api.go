@@ -54,23 +54,13 @@ func fastConfig(cp *framework.ControlPlane) *rest.Config {
 }
 
 // fastClient is a juneau client on cp without client-side throttling worth the name.
-func fastClient(e *env, cp *framework.ControlPlane) juneauclient.Interface {
-	return mustClient[juneauclient.Interface](e)(juneauclient.NewForConfig(fastConfig(cp)))
+func fastClient(cp *framework.ControlPlane) juneauclient.Interface {
+	return juneauclient.NewForConfigOrDie(fastConfig(cp))
 }
 
 // fastKube is a Kubernetes client on cp without client-side throttling worth the name.
-func fastKube(e *env, cp *framework.ControlPlane) kubernetes.Interface {
-	return mustClient[kubernetes.Interface](e)(kubernetes.NewForConfig(fastConfig(cp)))
-}
-
-// mustClient ends the benchmark when a client cannot be made.
-func mustClient[C any](e *env) func(C, error) C {
-	return func(c C, err error) C {
-		if err != nil {
-			e.Fatal(err)
-		}
-		return c
-	}
+func fastKube(cp *framework.ControlPlane) kubernetes.Interface {
+	return kubernetes.NewForConfigOrDie(fastConfig(cp))
 }
 
 // controllerProcess is a running `juneau controller`.

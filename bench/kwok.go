@@ -46,7 +46,7 @@ func kwokNodeName(i int) string { return fmt.Sprintf("kwok-node-%d", i) }
 // createKwokNodes creates n Nodes and waits until kwok has turned every one Ready.
 func createKwokNodes(ctx context.Context, e *env, cp *framework.ControlPlane, kwok *framework.Component, n int) {
 	start := time.Now()
-	nodes := fastKube(e, cp).CoreV1().Nodes()
+	nodes := fastKube(cp).CoreV1().Nodes()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(32)
 	for i := range n {

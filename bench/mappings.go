@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/node/nft"
 )
 
@@ -64,13 +65,12 @@ func benchMappings(n int) []nft.Mapping {
 // 2^20): ElasticIPs from 10.230.0.1 on and Pod IPs from 10.236.0.1 on, carrying no
 // traffic; neither range exists anywhere.
 func scaledMappings(n int) []nft.Mapping {
-	base := func(b byte, i int) netip.Addr {
-		v := uint32(10)<<24 | uint32(b)<<16 | uint32(i+1)
-		return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
-	}
+	eips, pods := netip.MustParseAddr("10.230.0.0"), netip.MustParseAddr("10.236.0.0")
 	out := make([]nft.Mapping, n)
 	for i := range out {
-		out[i] = nft.Mapping{ElasticIP: base(230, i), PodIP: base(236, i)}
+		eip, _ := iprange.Add(eips, uint64(i+1))
+		pod, _ := iprange.Add(pods, uint64(i+1))
+		out[i] = nft.Mapping{ElasticIP: eip, PodIP: pod}
 	}
 	return out
 }

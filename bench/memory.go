@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
@@ -72,10 +71,7 @@ func informersMain(args []string) int {
 // populate creates n ElasticIPs (reserved and Available, as the controller leaves them),
 // n Pods with their addresses and n NetworkInterfaces, directly through the API.
 func populate(ctx context.Context, e *env, cp *framework.ControlPlane, ns, network string, n int) {
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.QPS, cfg.Burst = apiQPS, apiBurst
-	kube := kubernetes.NewForConfigOrDie(cfg)
-	juneau := juneauclient.NewForConfigOrDie(cfg)
+	kube, juneau := fastKube(cp), fastClient(cp)
 	idx := make(chan int, n)
 	for i := range n {
 		idx <- i

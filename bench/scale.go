@@ -114,7 +114,7 @@ func startScaleCluster(ctx context.Context, e *env, nodes int) *scaleCluster {
 	c.webhook, _ = c.cp.StartWebhook(e, c.cp.Kubeconfig)
 	ensureNamespace(e, c.cp, scaleNS)
 	createNetwork(e, c.cp, scaleNetwork, scalePool)
-	c.kube = fastKube(e, c.cp)
+	c.kube = fastKube(c.cp)
 	return c
 }
 
@@ -129,7 +129,7 @@ func (c *scaleCluster) stop() {
 func floorSeries(ctx context.Context, e *env, nodes int, sizes []int) []podBatch {
 	c := startScaleCluster(ctx, e, nodes)
 	defer c.stop()
-	f := newPodFloor(c.kube, fastClient(e, c.cp), scaleNetwork)
+	f := newPodFloor(c.kube, fastClient(c.cp), scaleNetwork)
 	var out []podBatch
 	have := 0
 	for _, n := range sizes {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	juneauclient "github.com/loutres/juneau/pkg/generated/clientset/versioned"
 )
@@ -40,9 +41,8 @@ func newPodFloor(kube kubernetes.Interface, juneau juneauclient.Interface, netwo
 
 // address hands out the next address of the pool.
 func (f *podFloor) address() string {
-	v := f.base.As4()
-	n := uint32(v[0])<<24 | uint32(v[1])<<16 | uint32(v[2])<<8 | uint32(v[3]) + f.next.Add(1)
-	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}).String()
+	a, _ := iprange.Add(f.base, uint64(f.next.Add(1)))
+	return a.String()
 }
 
 func (f *podFloor) allocate(ctx context.Context, pod *corev1.Pod) error {
