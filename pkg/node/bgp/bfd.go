@@ -96,7 +96,8 @@ func (s *Speaker) refreshBFD(logger klog.Logger, sess *session, st api.BfdSessio
 		return false
 	}
 	bfd := bfdStateOf(st)
-	if bfd == "" {
+	if bfd == "" || sess.fsm != bgp.BGP_FSM_ESTABLISHED {
+		// A read-back can still show the BFD state of a session that has since gone down.
 		bfd = v1alpha1.BFDDown
 	}
 	from := sess.bfdState()

@@ -189,7 +189,6 @@ func (s *Speaker) refreshStatus(ctx context.Context, srv *server.BgpServer) {
 		if err != nil || !ok {
 			continue
 		}
-		changed = s.refreshBFD(logger, sess, p.GetState().GetBfdState().GetSessionState()) || changed
 		established := p.GetState().GetSessionState() == api.PeerState_SESSION_STATE_ESTABLISHED
 		switch {
 		case established && sess.fsm != bgp.BGP_FSM_ESTABLISHED:
@@ -199,6 +198,7 @@ func (s *Speaker) refreshStatus(ctx context.Context, srv *server.BgpServer) {
 			changed = sess.peerEvent(bgp.BGP_FSM_IDLE, api.PeerState_DISCONNECT_REASON_UNSPECIFIED, "", now) || changed
 			poke(s.trigger)
 		}
+		changed = s.refreshBFD(logger, sess, p.GetState().GetBfdState().GetSessionState()) || changed
 		announced, announced6, syncing := 0, 0, p.GetGracefulRestart().GetLocalRestarting()
 		for _, af := range p.GetAfiSafis() {
 			n := int(af.GetState().GetAdvertised())

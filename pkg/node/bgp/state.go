@@ -107,6 +107,10 @@ func (s *session) peerEvent(fsm bgp.FSMState, reason api.PeerState_DisconnectRea
 	}
 	changed := s.announced != 0 || s.syncing
 	s.announced, s.announced6, s.syncing = 0, 0, false
+	if s.peer.BFD.Enabled && s.bfd != v1alpha1.BFDDown {
+		// GoBGP runs no BFD session for a session that is not Established.
+		s.bfd, changed = v1alpha1.BFDDown, true
+	}
 	if s.bfdReset != "" {
 		message := s.bfdReset
 		s.bfdReset = ""

@@ -8,6 +8,7 @@ import (
 
 	"github.com/osrg/gobgp/v4/api"
 	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+	"k8s.io/klog/v2"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
@@ -229,10 +230,17 @@ func TestSessionBFD(t *testing.T) {
 	if !s.bfdDown(false) || s.status().BFD != v1alpha1.BFDDown {
 		t.Errorf("BFD expiry: %+v", s.status())
 	}
+	// A read-back taken before the reset still shows GoBGP's BFD Up.
+	sp := &Speaker{}
+	sp.refreshBFD(klog.Background(), s, api.BfdSessionState_BFD_SESSION_STATE_UP)
 	s.peerEvent(bgp.BGP_FSM_IDLE, api.PeerState_DISCONNECT_REASON_NOTIFICATION_SENT,
 		"notification-sent code 6(cease) subcode 4(administrative reset)", t0.Add(2*time.Second))
-	if st := s.status(); st.State != v1alpha1.BGPSessionUnreachable || !strings.Contains(st.Message, "no BFD packet from the router") {
-		t.Errorf("after BFD reset the session: %+v, want Unreachable with BFD's reason", st)
+	if st := s.status(); st.State != v1alpha1.BGPSessionUnreachable || !strings.Contains(st.Message, "no BFD packet from the router") ||
+		st.BFD != v1alpha1.BFDDown {
+		t.Errorf("after BFD reset the session: %+v, want Unreachable, BFD Down, with BFD's reason", st)
+	}
+	if sp.refreshBFD(klog.Background(), s, api.BfdSessionState_BFD_SESSION_STATE_UP) || s.status().BFD != v1alpha1.BFDDown {
+		t.Errorf("a stale read-back of BFD Up for a session that is down: %+v, want BFD Down", s.status())
 	}
 	s.peerEvent(bgp.BGP_FSM_ESTABLISHED, api.PeerState_DISCONNECT_REASON_UNSPECIFIED, "", t0.Add(3*time.Second))
 	s.bfdDown(true)
