@@ -19,6 +19,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/cached"
 	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/apis/juneau/tenancy"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
@@ -103,9 +104,9 @@ func (f *fixture) indexerFor(o runtime.Object) interface{ Add(any) error } {
 	case *v1alpha1.BGPPeer:
 		return j.BGPPeers().Informer().GetIndexer()
 	case *corev1.Pod:
-		return transformed{f.kubeInf.Core().V1().Pods().Informer().GetIndexer(), trimPod}
+		return transformed{f.kubeInf.Core().V1().Pods().Informer().GetIndexer(), cached.Pod}
 	case *corev1.Node:
-		return transformed{f.kubeInf.Core().V1().Nodes().Informer().GetIndexer(), trimNode}
+		return transformed{f.kubeInf.Core().V1().Nodes().Informer().GetIndexer(), cached.Node}
 	case *corev1.Namespace:
 		return transformed{f.kubeInf.Core().V1().Namespaces().Informer().GetIndexer(), tenancy.TrimNamespace}
 	default:

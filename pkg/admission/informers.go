@@ -4,12 +4,12 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
+	"github.com/loutres/juneau/pkg/apis/juneau/cached"
 	"github.com/loutres/juneau/pkg/apis/juneau/tenancy"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
@@ -78,14 +78,14 @@ func New(kube kubernetes.Interface, juneau versioned.Interface,
 		return nil, fmt.Errorf("indexing NetworkInterfaces: %w", err)
 	}
 	pods := kubeInf.Core().V1().Pods().Informer()
-	if err := pods.SetTransform(trimPod); err != nil {
+	if err := pods.SetTransform(cached.Pod); err != nil {
 		return nil, fmt.Errorf("trimming cached Pods: %w", err)
 	}
 	if err := pods.AddIndexers(cache.Indexers{podByDirectElasticIP: podDirectElasticIPs}); err != nil {
 		return nil, fmt.Errorf("indexing Pods: %w", err)
 	}
 	nodes := kubeInf.Core().V1().Nodes().Informer()
-	if err := nodes.SetTransform(trimNode); err != nil {
+	if err := nodes.SetTransform(cached.Node); err != nil {
 		return nil, fmt.Errorf("trimming cached Nodes: %w", err)
 	}
 	namespaces := kubeInf.Core().V1().Namespaces().Informer()
@@ -130,45 +130,6 @@ func (v *Validators) HasSynced() bool {
 
 // InformersSynced are the HasSynced functions to wait for.
 func (v *Validators) InformersSynced() []cache.InformerSynced { return v.hasSynced }
-
-// trimPod keeps what the checks read of a Pod: identity, labels and annotations,
-// deletion, node, host networking and phase.
-func trimPod(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	return &corev1.Pod{
-		ObjectMeta: trimMeta(pod.ObjectMeta),
-		Spec:       corev1.PodSpec{NodeName: pod.Spec.NodeName, HostNetwork: pod.Spec.HostNetwork},
-		Status:     corev1.PodStatus{Phase: pod.Status.Phase},
-	}, nil
-}
-
-// trimNode keeps a Node's identity and addresses.
-func trimNode(obj any) (any, error) {
-	node, ok := obj.(*corev1.Node)
-	if !ok {
-		return obj, nil
-	}
-	return &corev1.Node{
-		ObjectMeta: trimMeta(node.ObjectMeta),
-		Status:     corev1.NodeStatus{Addresses: node.Status.Addresses},
-	}, nil
-}
-
-func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
-		Name:              m.Name,
-		Namespace:         m.Namespace,
-		UID:               m.UID,
-		ResourceVersion:   m.ResourceVersion,
-		CreationTimestamp: m.CreationTimestamp,
-		DeletionTimestamp: m.DeletionTimestamp,
-		Labels:            m.Labels,
-		Annotations:       m.Annotations,
-	}
-}
 
 // podDirectElasticIPs is the podByDirectElasticIP index function. Pods whose
 // annotations cannot be read name nothing: the controllers build no NICs for them.

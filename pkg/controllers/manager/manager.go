@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/cached"
 	"github.com/loutres/juneau/pkg/apis/juneau/tenancy"
 	"github.com/loutres/juneau/pkg/controllers/webhookreplicas"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
@@ -91,6 +92,13 @@ func New(cfg Config) (*Manager, error) {
 	// Of a Namespace, only its name and labels are read (the networks' namespaceSelectors).
 	if err := m.kube.Core().V1().Namespaces().Informer().SetTransform(tenancy.TrimNamespace); err != nil {
 		return nil, fmt.Errorf("trimming cached Namespaces: %w", err)
+	}
+	// Of Pods and Nodes, only what a controller reads (docs/performance.md#scale).
+	if err := m.kube.Core().V1().Pods().Informer().SetTransform(cached.Pod); err != nil {
+		return nil, fmt.Errorf("trimming cached Pods: %w", err)
+	}
+	if err := m.kube.Core().V1().Nodes().Informer().SetTransform(cached.Node); err != nil {
+		return nil, fmt.Errorf("trimming cached Nodes: %w", err)
 	}
 	for _, c := range controllers {
 		r, err := c.build(m)
