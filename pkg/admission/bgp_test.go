@@ -51,7 +51,7 @@ func TestBGPAdvertisementRules(t *testing.T) {
 			setup: func(f *fixture) { base(f); f.live(bgpAdvertisement("first", "bgp-net", "10.225.53.7", "node-b")) },
 			want:  invalid(`spec.address`, `BGPAdvertisement "first"`)},
 		{name: "an ARPAdvertisement of the address is another kind", obj: bgpAdvertisement("ad", "bgp-net", "10.225.53.7", "node-a"),
-			setup: func(f *fixture) { base(f); f.cached(advertisement("first", "net", "10.225.53.7", "node-b")) },
+			setup: func(f *fixture) { base(f); f.cached(arpAd("first", "net", "10.225.53.7", "node-b")) },
 			want:  allowed()},
 		{name: "the other advertisement is being deleted", obj: bgpAdvertisement("ad", "bgp-net", "10.225.53.7", "node-a"),
 			setup: func(f *fixture) {

@@ -47,7 +47,7 @@ func FuzzReviewBody(f *testing.F) {
 		request(f, admissionv1.Create, eip("e", "net", "10.225.51.7"), nil),
 		request(f, admissionv1.Create, attachment("att", "e", "web.eth0"), nil),
 		request(f, admissionv1.Create, pod("web", direct("e")), nil),
-		request(f, admissionv1.Create, advertisement("ad", "net", "10.225.51.7", "node-a"), nil),
+		request(f, admissionv1.Create, arpAd("ad", "net", "10.225.51.7", "node-a"), nil),
 		request(f, admissionv1.Create, claim("10.225.51.7", "a", ns, "e", "u"), nil),
 	}
 	for _, s := range seeds {

@@ -345,7 +345,7 @@ func claim(addr, poolName, consumerNS, consumerName, uid string) *v1alpha1.Alloc
 			Consumer: v1alpha1.ConsumerReference{Kind: v1alpha1.ConsumerKindElasticIP, Namespace: consumerNS, Name: consumerName, UID: uid}}}
 }
 
-func advertisement(name, net, addr, nodeName string) *v1alpha1.ARPAdvertisement {
+func arpAd(name, net, addr, nodeName string) *v1alpha1.ARPAdvertisement {
 	return &v1alpha1.ARPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.ARPAdvertisementSpec{ExternalNetwork: net, Address: addr, NodeName: nodeName}}
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
 	"github.com/loutres/juneau/pkg/apis/juneau/cached"
 	"github.com/loutres/juneau/pkg/apis/juneau/tenancy"
@@ -26,6 +27,8 @@ const (
 	attachmentByElasticIP = "juneau.admission.attachment.elasticip"
 	// attachmentByNIC: ElasticIPAttachments by spec.targetRef.networkInterfaceName.
 	attachmentByNIC = "juneau.admission.attachment.nic"
+	// adByAddress: ARPAdvertisements and BGPAdvertisements by spec.address.
+	adByAddress = "juneau.admission.advertisement.address"
 )
 
 // key is the "<namespace>/<name>" value of the namespaced indexes.
@@ -77,6 +80,12 @@ func New(kube kubernetes.Interface, juneau versioned.Interface,
 	})}); err != nil {
 		return nil, fmt.Errorf("indexing NetworkInterfaces: %w", err)
 	}
+	ads, bgpAds := j.ARPAdvertisements().Informer(), j.BGPAdvertisements().Informer()
+	for _, inf := range []cache.SharedIndexInformer{ads, bgpAds} {
+		if err := inf.AddIndexers(cache.Indexers{adByAddress: advertisement.ByAddress}); err != nil {
+			return nil, fmt.Errorf("indexing advertisements: %w", err)
+		}
+	}
 	pods := kubeInf.Core().V1().Pods().Informer()
 	if err := pods.SetTransform(cached.Pod); err != nil {
 		return nil, fmt.Errorf("trimming cached Pods: %w", err)
@@ -101,8 +110,8 @@ func New(kube kubernetes.Interface, juneau versioned.Interface,
 		eips:        j.ElasticIPs().Lister(),
 		attachments: attachments.GetIndexer(),
 		nics:        nics.GetIndexer(),
-		ads:         j.ARPAdvertisements().Lister(),
-		bgpAds:      j.BGPAdvertisements().Lister(),
+		ads:         ads.GetIndexer(),
+		bgpAds:      bgpAds.GetIndexer(),
 		bgpPeers:    j.BGPPeers().Lister(),
 		pods:        pods.GetIndexer(),
 		nodes:       kubeInf.Core().V1().Nodes().Lister(),
@@ -110,7 +119,7 @@ func New(kube kubernetes.Interface, juneau versioned.Interface,
 	}}
 	for _, inf := range []cache.SharedIndexInformer{
 		j.AddressPools().Informer(), j.ExternalNetworks().Informer(), j.ElasticIPs().Informer(),
-		attachments, nics, j.ARPAdvertisements().Informer(), j.BGPAdvertisements().Informer(), j.BGPPeers().Informer(), pods, nodes,
+		attachments, nics, ads, bgpAds, j.BGPPeers().Informer(), pods, nodes,
 		namespaces,
 	} {
 		v.hasSynced = append(v.hasSynced, inf.HasSynced)

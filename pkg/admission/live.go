@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"golang.org/x/time/rate"
 )
@@ -20,6 +21,13 @@ const (
 	// makes a live read or two, and only when its cache shows nothing in the way.
 	liveReadsPerSecond = 20
 	liveReadsBurst     = 50
+	// liveReadUnit is the API server's time one read of the budget stands for. A list
+	// that takes longer counts as that many reads: the API server scans every object
+	// of the kind (of the namespace) for a field selector, so a list costs it more as
+	// the objects grow, and more still when it is loaded. The budget thus bounds the
+	// time the webhook's live reads take from the API server per second, whatever the
+	// number of objects (docs/performance.md#scale).
+	liveReadUnit = 10 * time.Millisecond
 )
 
 // errNoBudget: the budget of live reads is spent. A re-check is then skipped (the
@@ -65,6 +73,26 @@ func (l *liveReads) allow(what string) bool {
 	}
 	l.metrics.liveRead(what, "read")
 	return true
+}
+
+// charge counts a live list that took took as the reads it stands for, beyond the one
+// allow took before it: the budget goes into debt, and the reads after it wait for it
+// to be paid back.
+func (l *liveReads) charge(took time.Duration) {
+	if l == nil {
+		return
+	}
+	if extra := min(int(took/liveReadUnit)-1, liveReadsBurst); extra > 0 {
+		l.limiter.ReserveN(time.Now(), extra)
+	}
+}
+
+// timed runs a live list and charges the budget for its time.
+func timed[T any](l *liveReads, list func() (T, error)) (T, error) {
+	start := time.Now()
+	got, err := list()
+	l.charge(time.Since(start))
+	return got, err
 }
 
 // sharedList returns the result of a list of kind that started after the call, made
@@ -114,7 +142,7 @@ func (l *liveReads) start(kind string, k *kindLists, list func(context.Context) 
 		// The list serves several reviews: it has its own deadline, not one caller's.
 		ctx, cancel := context.WithTimeout(context.Background(), reviewTimeout)
 		defer cancel()
-		r.items, r.err = list(ctx)
+		r.items, r.err = timed(l, func() (any, error) { return list(ctx) })
 		close(r.done)
 		l.mu.Lock()
 		defer l.mu.Unlock()

@@ -208,3 +208,32 @@ func TestHandlerSharesSlotsBetweenClients(t *testing.T) {
 		t.Errorf("%d slots still taken after every review ended", n)
 	}
 }
+
+// TestSlowListsCostMore: a list that takes the API server longer counts as that many
+// reads, so the reads left shrink with the time lists take, not only with their
+// number.
+func TestSlowListsCostMore(t *testing.T) {
+	reads := func(l *liveReads) int {
+		n := 0
+		for l.allow("ARPAdvertisements") {
+			n++
+		}
+		return n
+	}
+	if got := reads(newLiveReads()); got < liveReadsBurst || got > liveReadsBurst+1 {
+		t.Fatalf("a fresh budget allowed %d reads in a row, want the burst of %d", got, liveReadsBurst)
+	}
+	l := newLiveReads()
+	if !l.allow("ARPAdvertisements") {
+		t.Fatal("a fresh budget refused a read")
+	}
+	l.charge(30 * liveReadUnit)
+	// The list stood for 30 reads, one of them taken by allow.
+	if got, want := reads(l), liveReadsBurst-30; got < want || got > want+2 {
+		t.Errorf("after a list of %s, %d reads were left, want %d", 30*liveReadUnit, got, want)
+	}
+	l.charge(time.Hour)
+	if l.allow("ARPAdvertisements") {
+		t.Error("a read was allowed at once after a list that took an hour")
+	}
+}

@@ -41,8 +41,8 @@ type reader struct {
 	eips        listers.ElasticIPLister
 	attachments cache.Indexer
 	nics        cache.Indexer
-	ads         listers.ARPAdvertisementLister
-	bgpAds      listers.BGPAdvertisementLister
+	ads         cache.Indexer
+	bgpAds      cache.Indexer
 	bgpPeers    listers.BGPPeerLister
 	pods        cache.Indexer
 	nodes       corelisters.NodeLister
@@ -170,8 +170,10 @@ func (r *reader) claimsOfPool(ctx context.Context, pool string, limit int64) ([]
 	if !r.live.allow("AllocationClaims") {
 		return nil, false, fmt.Errorf("listing AllocationClaims of AddressPool %s: %w; retry", pool, errNoBudget)
 	}
-	list, err := r.juneau.JuneauV1alpha1().AllocationClaims().List(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("spec.addressPool", pool).String(), Limit: limit})
+	list, err := timed(r.live, func() (*v1alpha1.AllocationClaimList, error) {
+		return r.juneau.JuneauV1alpha1().AllocationClaims().List(ctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("spec.addressPool", pool).String(), Limit: limit})
+	})
 	if err != nil {
 		return nil, false, fmt.Errorf("listing AllocationClaims of AddressPool %s: %w", pool, err)
 	}
@@ -221,7 +223,9 @@ func selected[T, L any](ctx context.Context, l *liveReads, kind, field, value st
 	if !l.allow(kind) {
 		return nil, errNoBudget
 	}
-	got, err := list(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector(field, value).String(), Limit: selectedLimit})
+	got, err := timed(l, func() (*L, error) {
+		return list(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector(field, value).String(), Limit: selectedLimit})
+	})
 	if err != nil {
 		return nil, fmt.Errorf("listing %s with %s=%s: %w", kind, field, value, err)
 	}
@@ -247,8 +251,7 @@ func (r *reader) elasticIPsOn(ctx context.Context, network string, live bool) ([
 func (r *reader) advertisementsAt(ctx context.Context, address string, live bool) ([]*v1alpha1.ARPAdvertisement, error) {
 	keep := func(a *v1alpha1.ARPAdvertisement) bool { return a.Spec.Address == address }
 	if !live {
-		all, err := r.ads.List(labels.Everything())
-		return filter(all, keep), err
+		return byIndex[*v1alpha1.ARPAdvertisement](r.ads, adByAddress, address)
 	}
 	return selected(ctx, r.live, "ARPAdvertisements", "spec.address", address, r.juneau.JuneauV1alpha1().ARPAdvertisements().List,
 		func(l *v1alpha1.ARPAdvertisementList) []v1alpha1.ARPAdvertisement { return l.Items }, keep)
@@ -258,8 +261,7 @@ func (r *reader) advertisementsAt(ctx context.Context, address string, live bool
 func (r *reader) bgpAdvertisementsAt(ctx context.Context, address string, live bool) ([]*v1alpha1.BGPAdvertisement, error) {
 	keep := func(a *v1alpha1.BGPAdvertisement) bool { return a.Spec.Address == address }
 	if !live {
-		all, err := r.bgpAds.List(labels.Everything())
-		return filter(all, keep), err
+		return byIndex[*v1alpha1.BGPAdvertisement](r.bgpAds, adByAddress, address)
 	}
 	return selected(ctx, r.live, "BGPAdvertisements", "spec.address", address, r.juneau.JuneauV1alpha1().BGPAdvertisements().List,
 		func(l *v1alpha1.BGPAdvertisementList) []v1alpha1.BGPAdvertisement { return l.Items }, keep)

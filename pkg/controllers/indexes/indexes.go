@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -74,28 +75,20 @@ var funcs = map[string]cache.IndexFunc{
 		return []string{c.Spec.Consumer.UID}, nil
 	},
 	AdvertisementByOwnerUID: func(obj any) ([]string, error) {
-		ad, ok := advertisement(obj)
+		ad, ok := anAdvertisement(obj)
 		if !ok || ad.GetLabels()[v1alpha1.LabelOwnerUID] == "" {
 			return nil, nil
 		}
 		return []string{ad.GetLabels()[v1alpha1.LabelOwnerUID]}, nil
 	},
 	AdvertisementByOwner: func(obj any) ([]string, error) {
-		ad, ok := advertisement(obj)
+		ad, ok := anAdvertisement(obj)
 		if !ok || ad.GetAnnotations()[v1alpha1.AnnotationOwner] == "" {
 			return nil, nil
 		}
 		return []string{ad.GetAnnotations()[v1alpha1.AnnotationOwner]}, nil
 	},
-	AdvertisementByAddress: func(obj any) ([]string, error) {
-		switch ad := obj.(type) {
-		case *v1alpha1.ARPAdvertisement:
-			return []string{ad.Spec.Address}, nil
-		case *v1alpha1.BGPAdvertisement:
-			return []string{ad.Spec.Address}, nil
-		}
-		return nil, nil
-	},
+	AdvertisementByAddress: advertisement.ByAddress,
 	AdvertisementByNode: func(obj any) ([]string, error) {
 		ad, ok := obj.(*v1alpha1.ARPAdvertisement)
 		if !ok || ad.Spec.NodeName == "" {
@@ -112,8 +105,8 @@ var funcs = map[string]cache.IndexFunc{
 	},
 }
 
-// advertisement is obj as an advertisement of either kind.
-func advertisement(obj any) (metav1.Object, bool) {
+// anAdvertisement is obj as an advertisement of either kind.
+func anAdvertisement(obj any) (metav1.Object, bool) {
 	switch ad := obj.(type) {
 	case *v1alpha1.ARPAdvertisement:
 		return ad, true

@@ -161,3 +161,15 @@ func Protocol(a netip.Addr) string {
 	}
 	return "ARP"
 }
+
+// ByAddress is the index function, of every role's cache, of advertisements of either
+// kind by spec.address: the lookup of the rule "one advertisement per address".
+func ByAddress(obj any) ([]string, error) {
+	switch ad := obj.(type) {
+	case *v1alpha1.ARPAdvertisement:
+		return []string{ad.Spec.Address}, nil
+	case *v1alpha1.BGPAdvertisement:
+		return []string{ad.Spec.Address}, nil
+	}
+	return nil, nil
+}
