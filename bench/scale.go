@@ -75,6 +75,7 @@ func benchScale(ctx context.Context, e *env) []Row {
 		s.batch = c.createAutoPods(ctx, e, have, n, nil)
 		s.ctrl = waitIdle(e, ctrl.pid, "controller", 15*time.Minute)
 		e.stopProfile(prof)
+		e.heapProfile(ctrl.pid, "scale-controller-heap-"+shortSize(n))
 		s.cpuPer = (s.ctrl.CPU - u0.CPU) / time.Duration(n-have)
 		s.reqs = requestsPer(before, requestCounts(e, c.cp), n-have)
 		s.webhook = admissionHistogram(e, c.cp).since(hBefore).summary()
