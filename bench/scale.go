@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -61,6 +62,7 @@ func benchScale(ctx context.Context, e *env) []Row {
 	floor := floorSeries(ctx, e, nodes, sizes)
 
 	c := startScaleCluster(ctx, e, nodes)
+	c.startAgents(ctx, e, nil)
 	ctrl := startController(e, c.cp)
 	emptyAPI, emptyEtcd := pidUsage(e, c.cp.APIServerPID()), pidUsage(e, c.cp.EtcdPID())
 	e.Logf("with %d Nodes and no Pods: kube-apiserver RSS %s, etcd RSS %s", nodes, bytesQ(float64(emptyAPI.RSS)), bytesQ(float64(emptyEtcd.RSS)))
@@ -88,6 +90,7 @@ func benchScale(ctx context.Context, e *env) []Row {
 		ctrl, s.synced, s.rewrites, s.nWrites = restartIdle(e, c.cp, ctrl)
 		ctrl, s.resume = c.restartAllocating(ctx, e, ctrl, n)
 		have++ // the probe Pod of the restart
+		e.Logf("N=%d: %s; %s", n, c.agents, c.attached(ctx, e))
 		e.Logf("N=%d: %.0f/s (floor %.0f/s), p99 %s, controller RSS %s, restart synced in %s, %v writes, first allocation %s",
 			n, s.batch.rate(), s.floor.rate(), percentile(s.batch.latencies, 99), bytesQ(float64(s.ctrl.RSS)), s.synced, s.nWrites, s.resume)
 		steps = append(steps, s)
@@ -104,10 +107,12 @@ type scaleCluster struct {
 	webhook *framework.Webhook
 	kube    kubernetes.Interface
 	nodes   int
+	agents  *agentLoad
 }
 
 const scaleNS, scaleNetwork = "scale", "scale"
 
+// startScaleCluster starts the cluster; its agents' load starts with startAgents.
 func startScaleCluster(ctx context.Context, e *env, nodes int) *scaleCluster {
 	c := &scaleCluster{cp: startControlPlane(ctx, e), nodes: nodes}
 	c.kwok = startKwok(e, c.cp)
@@ -119,7 +124,31 @@ func startScaleCluster(ctx context.Context, e *env, nodes int) *scaleCluster {
 	return c
 }
 
+// startAgents starts the agents' load of the Nodes (see startAgentLoad).
+func (c *scaleCluster) startAgents(ctx context.Context, e *env, answered func(context.Context, *v1alpha1.ARPAdvertisement) error) {
+	c.agents = startAgentLoad(ctx, e, c.cp, c.nodes, answered)
+}
+
+// attached says how many of the ElasticIPs of the Pods are Attached (their address
+// answered on their Pod's Node), once the controller is idle.
+func (c *scaleCluster) attached(ctx context.Context, e *env) string {
+	list, err := fastClient(c.cp).JuneauV1alpha1().ElasticIPs(scaleNS).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		e.Fatal(err)
+	}
+	n := 0
+	for _, eip := range list.Items {
+		if meta.IsStatusConditionTrue(eip.Status.Conditions, v1alpha1.ConditionAttached) {
+			n++
+		}
+	}
+	return fmt.Sprintf("%d of %d ElasticIPs Attached", n, len(list.Items))
+}
+
 func (c *scaleCluster) stop() {
+	if c.agents != nil {
+		c.agents.stop()
+	}
 	c.webhook.Stop()
 	c.kwok.Stop()
 	c.cp.Stop()
@@ -131,11 +160,12 @@ func floorSeries(ctx context.Context, e *env, nodes int, sizes []int) []podBatch
 	c := startScaleCluster(ctx, e, nodes)
 	defer c.stop()
 	f := newPodFloor(c.kube, fastClient(c.cp), scaleNetwork)
+	c.startAgents(ctx, e, f.answered)
 	var out []podBatch
 	have := 0
 	for _, n := range sizes {
 		b := c.createAutoPods(ctx, e, have, n, f)
-		e.Logf("floor N=%d: %.0f/s, p99 %s", n, b.rate(), percentile(b.latencies, 99))
+		e.Logf("floor N=%d: %.0f/s, p99 %s; %s", n, b.rate(), percentile(b.latencies, 99), c.agents)
 		out = append(out, b)
 		have = n
 	}
