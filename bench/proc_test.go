@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 func TestStatusKB(t *testing.T) {
@@ -52,7 +55,14 @@ func TestChildProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	pid, err := childProcess("30", marker)
+	// Under load /proc may show the child's new command line a moment after Start.
+	var pid int
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) {
+			var err error
+			pid, err = childProcess("30", marker)
+			return err == nil, nil
+		})
 	if err != nil || pid != cmd.Process.Pid {
 		t.Fatalf("childProcess = %d, %v; want %d", pid, err, cmd.Process.Pid)
 	}
