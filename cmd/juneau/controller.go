@@ -59,7 +59,7 @@ func newControllerCommand(common *commonOptions) *cobra.Command {
 		Use:   "controller",
 		Short: "run the cluster-level controllers (leader-elected)",
 		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
+		RunE:  role(o.run),
 	}
 	fs := cmd.Flags()
 	fs.IntVar(&o.workers, "workers", 4, "workers per controller")

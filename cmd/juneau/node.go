@@ -26,7 +26,7 @@ func newNodeCommand(common *commonOptions) *cobra.Command {
 		Use:   "node",
 		Short: "run the node agent (NAT rules, ARP and NDP responders, direct NICs)",
 		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
+		RunE:  role(o.run),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&a.NodeName, "node-name", os.Getenv("NODE_NAME"), "name of this Node (default $NODE_NAME)")

@@ -53,7 +53,7 @@ them itself: it keeps a CA and a serving certificate in that Secret (creating or
 renewing them), writes the pair to those files, and sets the CA bundle of the
 --webhook-configuration.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
+		RunE: role(o.run),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.bindAddress, "bind-address", ":9443", "address (host:port) the TLS server listens on; it also serves /healthz and /readyz")
