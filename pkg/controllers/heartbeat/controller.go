@@ -79,7 +79,18 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 	c.Controller = workloop.NewController(ControllerName, c.sync, opts.Options)
 	err := c.Watch(
 		workloop.Watch{Informer: c.adverts, Handler: workloop.Funcs(c.onAdvertisement)},
-		workloop.Watch{Informer: inf.Leases.Informer(), Handler: workloop.Funcs(c.onLease)},
+		workloop.Watch{Informer: inf.Leases.Informer(), Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc: c.onLease,
+			UpdateFunc: func(old, cur any) {
+				if o, ok := old.(*coordinationv1.Lease); ok {
+					if n, ok := cur.(*coordinationv1.Lease); ok && Extends(o, n, c.Clock.Now()) {
+						return // its expiry check is due anyway: nothing to judge now
+					}
+				}
+				c.onLease(cur)
+			},
+			DeleteFunc: func(obj any) { c.onLease(workloop.Unwrap(obj)) },
+		}},
 	)
 	if err != nil {
 		return nil, err

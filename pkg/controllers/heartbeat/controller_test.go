@@ -148,3 +148,24 @@ juneau_node_agent_not_reporting{node="node-a"} 1
 		t.Errorf("node-a's agent not reporting, node-b's renewing: %v", err)
 	}
 }
+
+// TestExtends: only the renewal of a live Lease that moves its expiry no earlier skips
+// the sync; a Lease renewed after it expired, or one whose expiry comes sooner, is judged.
+func TestExtends(t *testing.T) {
+	live := heartbeat("node-a", t0.Add(-10*time.Second), 40)
+	for _, tc := range []struct {
+		name     string
+		old, cur *coordinationv1.Lease
+		want     bool
+	}{
+		{"renewed while alive", live, heartbeat("node-a", t0, 40), true},
+		{"unchanged", live, live, true},
+		{"renewed after expiring", heartbeat("node-a", t0.Add(-41*time.Second), 40), heartbeat("node-a", t0, 40), false},
+		{"duration shortened", live, heartbeat("node-a", t0.Add(-5*time.Second), 10), false},
+		{"renew time cleared", live, &coordinationv1.Lease{}, false},
+	} {
+		if got := Extends(tc.old, tc.cur, t0); got != tc.want {
+			t.Errorf("%s: Extends = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

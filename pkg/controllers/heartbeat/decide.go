@@ -73,3 +73,12 @@ func Unknown(ad *v1alpha1.ARPAdvertisement, hb Heartbeat, now time.Time) (cond *
 	}
 	return nil, 0
 }
+
+// Extends reports whether cur is a renewal of a Lease that old shows alive at now, one
+// that moves its expiry no earlier: the sync that judged old alive has its expiry check
+// due, which finds cur then, so the renewal itself needs no sync. Each agent renews every
+// 10 s, so with 1,000 Nodes this spares the controller 100 syncs a second.
+func Extends(old, cur *coordinationv1.Lease, now time.Time) bool {
+	before, after := Judge(old, "", "", now), Judge(cur, "", "", now)
+	return before.Alive && after.Alive && !after.Expires.Before(before.Expires)
+}
