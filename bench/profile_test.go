@@ -70,6 +70,16 @@ current-context: c
 	if _, err := p.stop(); err == nil {
 		t.Error("stopping twice succeeded")
 	}
+	heap, err := prof.heap(cmd.Process.Pid, "controller-heap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(heap); err != nil || !bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
+		t.Errorf("heap profile %s: %d bytes, %v; want a gzipped pprof profile", heap, len(data), err)
+	}
+	if text, err := os.ReadFile(heap + ".txt"); err != nil || !bytes.Contains(text, []byte("# runtime.MemStats")) {
+		t.Errorf("heap profile as text %s: %v; want it to end with the runtime's memory statistics", heap+".txt", err)
+	}
 }
 
 // TestNoProfiler: without -cpuprofile every profiling call does nothing.

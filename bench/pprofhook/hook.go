@@ -86,19 +86,31 @@ func (p *benchProfiler) stop(w http.ResponseWriter, _ *http.Request) {
 }
 
 // heap writes a heap profile (live objects after a collection) to the file the driver
-// names.
+// names, and beside it, in <file>.txt, the same profile as text, which ends with the
+// runtime's memory statistics (heap in use, idle and released, stacks, metadata): what
+// the resident set holds besides live objects.
 func heap(w http.ResponseWriter, r *http.Request) {
-	f, err := os.Create(r.URL.Query().Get("file"))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
+	file := r.URL.Query().Get("file")
 	runtime.GC()
-	err = pprof.Lookup("heap").WriteTo(f, 0)
+	for _, out := range []struct {
+		name  string
+		debug int
+	}{{file, 0}, {file + ".txt", 1}} {
+		if err := writeHeap(out.name, out.debug); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
+}
+
+func writeHeap(name string, debug int) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	err = pprof.Lookup("heap").WriteTo(f, debug)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-	}
+	return err
 }
