@@ -37,7 +37,9 @@ type scaleStep struct {
 	reqs                                 string    // API requests per allocation in the batch
 	api                                  procUsage // kube-apiserver once the controller was idle
 	etcd                                 procUsage
-	webhook                              string // the API server's admission webhook latency in the batch
+	// plainAPI and plainEtcd are the API server and etcd with the same Pods and no juneau.
+	plainAPI, plainEtcd procUsage
+	webhook             string // the API server's admission webhook latency in the batch
 	// synced is how long a restarted controller took to serve /readyz (caches synced);
 	// rewrites the writes it made, idle, for objects already correct.
 	synced   time.Duration
@@ -52,13 +54,15 @@ type scaleStep struct {
 // ElasticIPs created in batches up to each size; at each size the allocation rate and
 // latency, the controller's memory and CPU, the API requests per allocation, the
 // webhook's latency, the API server's and etcd's memory, and a controller restart. The
-// API-write floor runs first, the same batches with the controller's writes made
-// directly (podFloor), on a cluster of its own that is gone before the controller's.
+// same Pods without juneau run first, then the API-write floor, the same batches with
+// the controller's writes made directly (podFloor), each on a cluster of its own that is
+// gone before the next starts.
 func benchScale(ctx context.Context, e *env) []Row {
 	nodes, sizes := e.cfg.scaleNodes, e.cfg.scaleSizes
 	if e.cfg.quick {
 		nodes, sizes = min(nodes, 50), []int{500, 1500}
 	}
+	plainAPI, plainEtcd := plainSeries(ctx, e, nodes, sizes)
 	floor := floorSeries(ctx, e, nodes, sizes)
 
 	c := startScaleCluster(ctx, e, nodes)
@@ -69,14 +73,16 @@ func benchScale(ctx context.Context, e *env) []Row {
 	var steps []scaleStep
 	have := 0
 	for i, n := range sizes {
-		s := scaleStep{n: n, floor: floor[i]}
+		s := scaleStep{n: n, floor: floor[i], plainAPI: plainAPI[i], plainEtcd: plainEtcd[i]}
 		before, hBefore := requestCounts(e, c.cp), admissionHistogram(e, c.cp)
 		u0 := ctrl.usage(e)
 		api0, etcd0, wh0, kwok0 := pidUsage(e, c.cp.APIServerPID()), pidUsage(e, c.cp.EtcdPID()), pidUsage(e, c.webhook.PID()), pidUsage(e, c.kwok.PID())
 		prof := e.startProfile(ctrl.pid, "scale-controller-"+shortSize(n))
+		whProf := e.startProfile(c.webhook.PID(), "scale-webhook-"+shortSize(n))
 		s.batch = c.createAutoPods(ctx, e, have, n, nil)
 		s.ctrl = waitIdle(e, ctrl.pid, "controller", 15*time.Minute)
 		e.stopProfile(prof)
+		e.stopProfile(whProf)
 		e.heapProfile(ctrl.pid, "scale-controller-heap-"+shortSize(n))
 		s.cpuPer = (s.ctrl.CPU - u0.CPU) / time.Duration(n-have)
 		s.reqs = requestsPer(before, requestCounts(e, c.cp), n-have)
@@ -126,7 +132,7 @@ func startScaleCluster(ctx context.Context, e *env, nodes int) *scaleCluster {
 
 // startAgents starts the agents' load of the Nodes (see startAgentLoad).
 func (c *scaleCluster) startAgents(ctx context.Context, e *env, answered func(context.Context, *v1alpha1.ARPAdvertisement) error) {
-	c.agents = startAgentLoad(ctx, e, c.cp, c.nodes, answered)
+	c.agents = startAgentLoad(ctx, e, c.cp, scaleNS, c.nodes, answered)
 }
 
 // attached says how many of the ElasticIPs of the Pods are Attached (their address
@@ -172,6 +178,23 @@ func floorSeries(ctx context.Context, e *env, nodes int, sizes []int) []podBatch
 	return out
 }
 
+// plainSeries creates the same Pods without juneau, in the same batches, on a cluster
+// of its own with the same Nodes (and the webhook, which has nothing to review), and
+// reads the API server's and etcd's usage after each batch: the baseline of their memory.
+func plainSeries(ctx context.Context, e *env, nodes int, sizes []int) (api, etcd []procUsage) {
+	c := startScaleCluster(ctx, e, nodes)
+	defer c.stop()
+	have := 0
+	for _, n := range sizes {
+		b := c.createPlainPods(ctx, e, have, n)
+		api, etcd = append(api, pidUsage(e, c.cp.APIServerPID())), append(etcd, pidUsage(e, c.cp.EtcdPID()))
+		e.Logf("without juneau N=%d: %.0f Pods/s running; kube-apiserver RSS %s, etcd RSS %s", n, b.rate(),
+			bytesQ(float64(api[len(api)-1].RSS)), bytesQ(float64(etcd[len(etcd)-1].RSS)))
+		have = n
+	}
+	return api, etcd
+}
+
 // pidUsage reads the usage of a process the benchmark started.
 func pidUsage(e *env, pid int) procUsage {
 	u, err := readUsage(pid)
@@ -195,20 +218,24 @@ func (b podBatch) rate() float64 { return float64(b.n) / b.elapsed.Seconds() }
 // scalePodName names the i-th Pod of the benchmark.
 func scalePodName(i int) string { return "pod-" + strconv.Itoa(i) }
 
-// autoPod is the i-th Pod: an automatic ElasticIP of network, bound to one of the
-// nodes kwok Nodes in turn; batch labels the Pods created together.
+// autoPod is the i-th Pod: an automatic ElasticIP of network and juneau's readiness
+// gate, bound to one of the nodes kwok Nodes in turn; batch labels the Pods created
+// together.
 func autoPod(i, nodes int, network, batch string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: scalePodName(i), Labels: map[string]string{"batch": batch},
 			Annotations: map[string]string{v1alpha1.AnnotationPodWithEIP: "true", v1alpha1.AnnotationEIPExternalNetwork: network}},
 		Spec: corev1.PodSpec{NodeName: kwokNodeName(i % nodes),
-			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: v1alpha1.PodConditionElasticIP}},
+			Containers:     []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
 	}
 }
 
-// watchAllocated watches the Pods of ns labelled batch until want were seen with the
-// address of their automatic ElasticIP written back.
-func watchAllocated(ctx context.Context, e *env, kube kubernetes.Interface, ns, batch string, want int) *firstSeen {
+// allocated says the address of the Pod's automatic ElasticIP is written back on it.
+func allocated(p *corev1.Pod) bool { return p.Annotations[v1alpha1.AnnotationAllocatedEIPAddr] != "" }
+
+// watchPods watches the Pods of ns labelled batch until want were seen done.
+func watchPods(ctx context.Context, e *env, kube kubernetes.Interface, ns, batch string, want int, done func(*corev1.Pod) bool) *firstSeen {
 	pods := kube.CoreV1().Pods(ns)
 	sel := func(o metav1.ListOptions) metav1.ListOptions { o.LabelSelector = "batch=" + batch; return o }
 	lw := &cache.ListWatch{
@@ -219,7 +246,7 @@ func watchAllocated(ctx context.Context, e *env, kube kubernetes.Interface, ns, 
 	}
 	return watchFirstSeen(ctx, e, lw, func(o runtime.Object) bool {
 		p, ok := o.(*corev1.Pod)
-		return ok && p.Annotations[v1alpha1.AnnotationAllocatedEIPAddr] != ""
+		return ok && done(p)
 	}, want)
 }
 
@@ -227,9 +254,26 @@ func watchAllocated(ctx context.Context, e *env, kube kubernetes.Interface, ns, 
 // controller has workers, and waits until each was seen with its address. With a floor,
 // as many writers make the controller's writes for each Pod created.
 func (c *scaleCluster) createAutoPods(ctx context.Context, e *env, from, to int, floor *podFloor) podBatch {
+	return c.createPods(ctx, e, from, to, autoPod, allocated, floor)
+}
+
+// createPlainPods creates the Pods from..to-1 without juneau's annotations and gate, as
+// createAutoPods does, and waits until each runs.
+func (c *scaleCluster) createPlainPods(ctx context.Context, e *env, from, to int) podBatch {
+	plain := func(i, nodes int, network, batch string) *corev1.Pod {
+		p := autoPod(i, nodes, network, batch)
+		p.Annotations, p.Spec.ReadinessGates = nil, nil
+		return p
+	}
+	return c.createPods(ctx, e, from, to, plain, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }, nil)
+}
+
+// createPods creates the Pods from..to-1 made by mk and waits until each was seen done.
+func (c *scaleCluster) createPods(ctx context.Context, e *env, from, to int,
+	mk func(i, nodes int, network, batch string) *corev1.Pod, done func(*corev1.Pod) bool, floor *podFloor) podBatch {
 	n := to - from
 	batch := strconv.Itoa(to)
-	watcher := watchAllocated(ctx, e, c.kube, scaleNS, batch, n)
+	watcher := watchPods(ctx, e, c.kube, scaleNS, batch, n, done)
 	starts := make([]time.Time, n)
 	creates := make([]time.Duration, n)
 	idx := make(chan int, n)
@@ -252,7 +296,7 @@ func (c *scaleCluster) createAutoPods(ctx context.Context, e *env, from, to int,
 		creators.Go(func() {
 			for i := range idx {
 				starts[i] = time.Now()
-				pod, err := c.kube.CoreV1().Pods(scaleNS).Create(ctx, autoPod(from+i, c.nodes, scaleNetwork, batch), metav1.CreateOptions{})
+				pod, err := c.kube.CoreV1().Pods(scaleNS).Create(ctx, mk(from+i, c.nodes, scaleNetwork, batch), metav1.CreateOptions{})
 				creates[i] = time.Since(starts[i])
 				if err != nil {
 					fail(fmt.Errorf("creating Pod %d: %w", from+i, err))
@@ -294,7 +338,7 @@ func (c *scaleCluster) createAutoPods(ctx context.Context, e *env, from, to int,
 		}
 	}
 	if b.n < n {
-		e.Fatalf("only %d of %d Pods got their address within %s", b.n, n, bound)
+		e.Fatalf("only %d of %d Pods were done within %s", b.n, n, bound)
 	}
 	b.elapsed = last.Sub(begin)
 	return b
@@ -331,7 +375,7 @@ func restartIdle(e *env, cp *framework.ControlPlane, ctrl *controllerProcess) (*
 func (c *scaleCluster) restartAllocating(ctx context.Context, e *env, ctrl *controllerProcess, i int) (*controllerProcess, time.Duration) {
 	ctrl.Stop()
 	batch := "probe-" + strconv.Itoa(i)
-	watcher := watchAllocated(ctx, e, c.kube, scaleNS, batch, 1)
+	watcher := watchPods(ctx, e, c.kube, scaleNS, batch, 1, allocated)
 	if _, err := c.kube.CoreV1().Pods(scaleNS).Create(ctx, autoPod(i, c.nodes, scaleNetwork, batch), metav1.CreateOptions{}); err != nil {
 		e.Fatal(err)
 	}

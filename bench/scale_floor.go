@@ -132,8 +132,8 @@ func (f *podFloor) allocate(ctx context.Context, pod *corev1.Pod) error {
 			return err
 		}
 	}
-	cond, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{{Type: v1alpha1.PodConditionElasticIP,
-		Status: corev1.ConditionFalse, Reason: "Attaching", LastTransitionTime: metav1.Now()}}}})
+	cond, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{{Type: v1alpha1.PodConditionElasticIPAssigned,
+		Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonAssigned, Message: "floor", LastTransitionTime: metav1.Now()}}}})
 	_, err = f.kube.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, cond, metav1.PatchOptions{FieldManager: v1alpha1.FieldManagerController}, "status")
 	return err
 }

@@ -128,8 +128,10 @@ func scaleRows(steps []scaleStep, nodes int, emptyAPI, emptyEtcd procUsage) []Ro
 				Note: "until idle, Lease renewals left out: " + s.rewrites},
 			Row{ID: id("g"), What: "Pod create request p99 (webhook review included), " + at, Figure: duration(percentile(s.batch.creates, 99)),
 				Baseline: duration(percentile(s.batch.creates, 50)), BaselineWhat: "p50", Note: s.webhook},
-			Row{ID: id("h"), What: "kube-apiserver RSS, " + at, Figure: bytesQ(float64(s.api.RSS)), Baseline: bytesQ(float64(emptyAPI.RSS)), BaselineWhat: "the Nodes alone"},
-			Row{ID: id("i"), What: "etcd RSS, " + at, Figure: bytesQ(float64(s.etcd.RSS)), Baseline: bytesQ(float64(emptyEtcd.RSS)), BaselineWhat: "the Nodes alone"},
+			Row{ID: id("h"), What: "kube-apiserver RSS, " + at, Figure: bytesQ(float64(s.api.RSS)), Baseline: bytesQ(float64(s.plainAPI.RSS)), BaselineWhat: "the same Pods without juneau",
+				Note: "the Nodes alone: " + bytesQ(float64(emptyAPI.RSS)).String()},
+			Row{ID: id("i"), What: "etcd RSS, " + at, Figure: bytesQ(float64(s.etcd.RSS)), Baseline: bytesQ(float64(s.plainEtcd.RSS)), BaselineWhat: "the same Pods without juneau",
+				Note: "the Nodes alone: " + bytesQ(float64(emptyEtcd.RSS)).String()},
 		)
 	}
 	return rows
@@ -161,9 +163,11 @@ func scalePlots(e *env, steps []scaleStep) {
 			"p99": line(func(s scaleStep) float64 { return percentile(s.batch.latencies, 99).Seconds() })})
 	p.scale("scale-memory", "8. memory against N", "Pods with automatic ElasticIPs", "MiB", true,
 		map[string][]point{
-			"controller":     line(func(s scaleStep) float64 { return float64(s.ctrl.RSS) / (1 << 20) }),
-			"kube-apiserver": line(func(s scaleStep) float64 { return float64(s.api.RSS) / (1 << 20) }),
-			"etcd":           line(func(s scaleStep) float64 { return float64(s.etcd.RSS) / (1 << 20) })})
+			"controller":                    line(func(s scaleStep) float64 { return float64(s.ctrl.RSS) / (1 << 20) }),
+			"kube-apiserver":                line(func(s scaleStep) float64 { return float64(s.api.RSS) / (1 << 20) }),
+			"etcd":                          line(func(s scaleStep) float64 { return float64(s.etcd.RSS) / (1 << 20) }),
+			"kube-apiserver without juneau": line(func(s scaleStep) float64 { return float64(s.plainAPI.RSS) / (1 << 20) }),
+			"etcd without juneau":           line(func(s scaleStep) float64 { return float64(s.plainEtcd.RSS) / (1 << 20) })})
 	p.scale("scale-restart", "8. restarted controller → first allocation, against N", "Pods with automatic ElasticIPs", "seconds", true,
 		map[string][]point{
 			"first allocation": line(func(s scaleStep) float64 { return s.resume.Seconds() }),
