@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -92,4 +93,24 @@ func One(recorded []metav1.Condition, want metav1.Condition, now metav1.Time) (m
 	cur := *meta.FindStatusCondition(merged, want.Type)
 	have := meta.FindStatusCondition(recorded, want.Type)
 	return cur, have == nil || !equality.Semantic.DeepEqual(*have, cur)
+}
+
+// AnotherObject reports a patch whose metadata.uid no longer matches: the object of that
+// name was deleted and made again (a StatefulSet's Pod, a Pod re-created on another
+// Node). The API server answers such a patch as an invalid change of the immutable
+// metadata.uid; the writer's caches bring the newer object soon.
+func AnotherObject(err error) bool {
+	if !apierrors.IsInvalid(err) {
+		return false
+	}
+	var s apierrors.APIStatus
+	if !errors.As(err, &s) || s.Status().Details == nil {
+		return false
+	}
+	for _, c := range s.Status().Details.Causes {
+		if c.Field == "metadata.uid" {
+			return true
+		}
+	}
+	return false
 }

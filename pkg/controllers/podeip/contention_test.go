@@ -15,6 +15,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
 )
 
 // attachmentsOf lists the attachments of the ElasticIP in the fake API server.
@@ -141,7 +142,7 @@ func TestAnotherObjectIsARaceNotARefusal(t *testing.T) {
 	uid := apierrors.NewInvalid(gk, "db-0", field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), "new", "field is immutable")})
 	other := apierrors.NewInvalid(gk, "db-0", field.ErrorList{field.Invalid(field.NewPath("spec", "x"), "y", "bad")})
 	denied := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "db-0", errString("denied by the webhook"))
-	if !benign(uid) || refused(uid) && !anotherObject(uid) {
+	if !benign(uid) || refused(uid) && !status.AnotherObject(uid) {
 		t.Error("a patch of an earlier Pod's UID is not a race")
 	}
 	for _, err := range []error{other, denied} {

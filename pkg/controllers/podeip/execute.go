@@ -3,7 +3,6 @@ package podeip
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -68,7 +67,7 @@ func (x *executor) subject(obj runtime.Object) runtime.Object {
 // any other is retried with back-off, with a Warning Event saying so unless it only
 // lost a race.
 func (x *executor) fail(obj runtime.Object, reason, what string, err error) {
-	if refused(err) && !anotherObject(err) {
+	if refused(err) && !status.AnotherObject(err) {
 		x.refused = true
 		msg := fmt.Sprintf("%s was refused by the API server: %v. This is not retried until something it depends on changes; fix what the refusal names",
 			what, err)
@@ -93,28 +92,9 @@ func refused(err error) bool {
 }
 
 // benign reports a write that lost a race: the object is gone, changed, already made,
-// or is another object of the same name now (anotherObject).
+// or is another object of the same name now (status.AnotherObject).
 func benign(err error) bool {
-	return apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || anotherObject(err)
-}
-
-// anotherObject reports a patch whose metadata.uid no longer matches: the object of that
-// name was deleted and made again (a StatefulSet's Pod). The API server answers such a
-// patch as an invalid change of the immutable metadata.uid.
-func anotherObject(err error) bool {
-	if !apierrors.IsInvalid(err) {
-		return false
-	}
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) || status.Status().Details == nil {
-		return false
-	}
-	for _, c := range status.Status().Details.Causes {
-		if c.Field == "metadata.uid" {
-			return true
-		}
-	}
-	return false
+	return apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || status.AnotherObject(err)
 }
 
 func (x *executor) deleteAttachment() {

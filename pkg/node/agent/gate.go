@@ -7,6 +7,7 @@ import (
 	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -83,12 +84,19 @@ func (a *Agent) patchGate(ctx context.Context, r Readiness) error {
 		}
 		conds = append(conds, cond)
 	}
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": conds}})
+	// The Pod's UID guards the patch: a Pod of the same name made again (on another
+	// Node, perhaps) while this agent's cache still holds the old one is not touched.
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": r.Pod.UID},
+		"status": map[string]any{"conditions": conds}})
 	if err != nil {
 		return err
 	}
 	_, err = a.kube.CoreV1().Pods(r.Pod.Namespace).Patch(ctx, r.Pod.Name, types.StrategicMergePatchType, patch,
 		metav1.PatchOptions{FieldManager: v1alpha1.FieldManagerNode}, "status")
+	if apierrors.IsNotFound(err) || status.AnotherObject(err) {
+		klog.FromContext(ctx).V(2).Info("Pod gone or made again before its readiness gate was written", "pod", klog.KObj(r.Pod), "uid", r.Pod.UID)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("setting readiness gate of Pod %s/%s: %w", r.Pod.Namespace, r.Pod.Name, err)
 	}
