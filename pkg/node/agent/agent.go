@@ -125,6 +125,9 @@ type Agent struct {
 
 	loop   *workloop.Single
 	synced []cache.InformerSynced
+	// checker tells Compute what the NAT programmer keeps, from the change since the
+	// last sync (Inputs.Check).
+	checker nft.Checker
 
 	// Read and written by the loop's one worker only.
 	held       bool
@@ -329,7 +332,8 @@ func (a *Agent) sync(ctx context.Context) error {
 }
 
 func (a *Agent) inputs() (Inputs, error) {
-	in := Inputs{NodeName: a.cfg.NodeName, ExternalInterface: a.cfg.ExternalInterface, ClusterCIDRs: a.cfg.ClusterCIDRs, HostInterface: a.host}
+	in := Inputs{NodeName: a.cfg.NodeName, ExternalInterface: a.cfg.ExternalInterface, ClusterCIDRs: a.cfg.ClusterCIDRs, HostInterface: a.host,
+		Check: a.checker.Check}
 	if a.cfg.ExternalSubnets != nil {
 		in.ExternalSubnets = a.cfg.ExternalSubnets()
 	}
@@ -400,6 +404,8 @@ func (a *Agent) inputs() (Inputs, error) {
 // markAnswering writes the Answering condition on the advertisements this agent now
 // answers for (True) or refuses to (False, with why), with server-side apply so it owns
 // only that condition. It returns the advertisements whose condition it turned True.
+// names is sorted (Desired.Answering): looking each advertisement up in it stays
+// O(log n), where a scan made a sync quadratic in this Node's addresses.
 func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string, refused map[string]string) ([]string, error) {
 	var started []string
 	w := status.ARPAdvertisements(a.client, v1alpha1.FieldManagerNode, nil)
@@ -407,7 +413,7 @@ func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string, re
 		var want metav1.Condition
 		if why, ok := refused[ad.Name]; ok {
 			want = refusedCondition(why, ad.Generation)
-		} else if slices.Contains(names, ad.Name) {
+		} else if _, ok := slices.BinarySearch(names, ad.Name); ok {
 			want = answeringCondition(ad.Spec.Address, a.cfg.ExternalInterface, a.cfg.ExternalMAC, ad.Generation)
 		} else {
 			continue

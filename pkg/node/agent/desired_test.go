@@ -204,6 +204,29 @@ func BenchmarkComputeClusterWide(b *testing.B) {
 	}
 }
 
+// BenchmarkComputeOwn100k: the desired state of a Node holding 100,000 NAT attachments
+// answered by ARP (every one also an in-cluster mapping), with the agent's nft.Checker
+// warm: what every sync computes, whatever changed (docs/performance.md#scale).
+func BenchmarkComputeOwn100k(b *testing.B) {
+	var checker nft.Checker
+	in := Inputs{NodeName: "node-0", ExternalInterface: "ext0", Check: checker.Check}
+	for i := range 100000 {
+		eip := netip.AddrFrom4([4]byte{10, byte(230 + i>>16), byte(i >> 8), byte(i)}).String()
+		name := "a" + strconv.Itoa(i)
+		in.Attachments = append(in.Attachments, attachment(name, "node-0", eip,
+			netip.AddrFrom4([4]byte{10, byte(236 + i>>16), byte(i >> 8), byte(i)}).String(), v1alpha1.AttachmentAttached, true))
+		in.Advertisements = append(in.Advertisements, &v1alpha1.ARPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: v1alpha1.ARPAdvertisementSpec{Address: eip, NodeName: "node-0"}})
+	}
+	Compute(in)
+	b.ReportAllocs()
+	for b.Loop() {
+		if d := Compute(in); len(d.ARP) != 100000 || len(d.NAT.InCluster) != 100000 {
+			b.Fatalf("%d answered, %d in-cluster mappings", len(d.ARP), len(d.NAT.InCluster))
+		}
+	}
+}
+
 // TestComputeRefusesSubnetReservedAddresses: an advertisement of the external subnet's
 // network or broadcast address (IPv4), or of its Subnet-Router anycast address (IPv6),
 // is not answered, and says why; the neighbours are.

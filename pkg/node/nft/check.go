@@ -3,6 +3,8 @@ package nft
 import (
 	"maps"
 	"net/netip"
+	"slices"
+	"sync"
 )
 
 // Programmed is what Sync programs of a DesiredState: every mapping and direct NIC it
@@ -25,4 +27,49 @@ func Check(desired DesiredState) (Programmed, error) {
 		return Programmed{}, err
 	}
 	return Programmed{Mappings: maps.Clone(s.eip2vpc), Direct: maps.Clone(s.directOf)}, err
+}
+
+// Checker is Check for a caller that checks one desired state after another, each
+// close to the last (the node agent, at every sync): it keeps the index of the last
+// state and applies only the change to it, found as Sync finds it (the lists in the
+// same order make it cheap), so that a check on 100,000 mappings costs what the change
+// costs, where Check rebuilds the whole index (docs/performance.md#scale). Its answers
+// are Check's. Safe for concurrent use.
+type Checker struct {
+	mu           sync.Mutex
+	ix           *index
+	cfg          Config
+	prevM, prevC []Mapping
+	prevD        []DirectNIC
+}
+
+// Check is Check(desired), from the change since the last call.
+func (c *Checker) Check(desired DesiredState) (Programmed, error) {
+	if err := validConfig(desired.Config); err != nil {
+		return Programmed{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ix == nil || c.cfg.ExternalInterface != desired.ExternalInterface || !slices.Equal(c.cfg.ClusterCIDRs, desired.ClusterCIDRs) {
+		ix, err := newIndex(desired.Config)
+		if err != nil {
+			return Programmed{}, err
+		}
+		ix.apply(nil, desired.Mappings, nil, desired.Direct, nil, desired.InCluster)
+		c.ix = ix
+		c.cfg = Config{ExternalInterface: desired.ExternalInterface, ClusterCIDRs: slices.Clone(desired.ClusterCIDRs)}
+		c.prevM = append(c.prevM[:0], desired.Mappings...)
+		c.prevD = append(c.prevD[:0], desired.Direct...)
+		c.prevC = append(c.prevC[:0], desired.InCluster...)
+	} else {
+		wM, wD, wC := windowOf(c.prevM, desired.Mappings), windowOf(c.prevD, desired.Direct), windowOf(c.prevC, desired.InCluster)
+		c.ix.apply(c.prevM[wM.start:wM.oldEnd], desired.Mappings[wM.start:wM.newEnd],
+			c.prevD[wD.start:wD.oldEnd], desired.Direct[wD.start:wD.newEnd],
+			c.prevC[wC.start:wC.oldEnd], desired.InCluster[wC.start:wC.newEnd])
+		c.prevM = follow(c.prevM, desired.Mappings, wM)
+		c.prevD = follow(c.prevD, desired.Direct, wD)
+		c.prevC = follow(c.prevC, desired.InCluster, wC)
+	}
+	s := c.ix.s
+	return Programmed{Mappings: maps.Clone(s.eip2vpc), Direct: maps.Clone(s.directOf)}, c.ix.err()
 }

@@ -2,8 +2,11 @@ package nft
 
 import (
 	"errors"
+	"fmt"
 	"maps"
+	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"testing"
 )
 
@@ -34,5 +37,49 @@ func TestCheck(t *testing.T) {
 	d.ExternalInterface = ""
 	if got, err := Check(d); !errors.Is(err, ErrInvalidConfig) || len(got.Mappings) != 0 || len(got.Direct) != 0 {
 		t.Errorf("without an external interface: %+v, %v; want nothing and ErrInvalidConfig", got, err)
+	}
+}
+
+// TestCheckerAgreesWithCheck: a Checker fed one desired state after another, each a
+// small random change of the last (mappings and direct NICs added, removed, made to
+// conflict or malformed, the configuration changed or made invalid), answers every
+// time what Check answers for the same state.
+func TestCheckerAgreesWithCheck(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	addr := func() netip.Addr { return netip.AddrFrom4([4]byte{10, 225, 51, byte(rnd.IntN(24))}) }
+	pod := func() netip.Addr { return netip.AddrFrom4([4]byte{10, 244, 1, byte(rnd.IntN(24))}) }
+	d := DesiredState{Config: Config{ExternalInterface: "ext0"}}
+	var c Checker
+	for step := range 3000 {
+		switch k := rnd.IntN(10); {
+		case k < 4:
+			d.Mappings = slices.Insert(slices.Clone(d.Mappings), rnd.IntN(len(d.Mappings)+1), Mapping{ElasticIP: addr(), PodIP: pod()})
+		case k < 6 && len(d.Mappings) > 0:
+			i := rnd.IntN(len(d.Mappings))
+			d.Mappings = slices.Delete(slices.Clone(d.Mappings), i, i+1)
+		case k == 6:
+			d.Direct = append(slices.Clone(d.Direct), DirectNIC{HostInterface: fmt.Sprintf("veth%d", rnd.IntN(3)), Address: addr()})
+		case k == 7 && len(d.Direct) > 0:
+			d.Direct = slices.Clone(d.Direct[1:])
+		case k == 8:
+			d.InCluster = append(slices.Clone(d.InCluster), Mapping{ElasticIP: addr(), PodIP: pod()})
+			if rnd.IntN(4) == 0 {
+				d.InCluster = nil
+			}
+		default:
+			switch rnd.IntN(3) {
+			case 0:
+				d.ExternalInterface = []string{"ext0", "ext1", ""}[rnd.IntN(3)]
+			case 1:
+				d.ClusterCIDRs = []netip.Prefix{netip.PrefixFrom(pod(), 30)}
+			default:
+				d.Mappings = append(slices.Clone(d.Mappings), Mapping{ElasticIP: netip.IPv4Unspecified(), PodIP: pod()})
+			}
+		}
+		want, wantErr := Check(d)
+		got, err := c.Check(d)
+		if !maps.Equal(got.Mappings, want.Mappings) || !maps.Equal(got.Direct, want.Direct) || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Fatalf("step %d, %+v:\nChecker %+v, %v\nCheck   %+v, %v", step, d, got, err, want, wantErr)
+		}
 	}
 }
