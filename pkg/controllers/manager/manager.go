@@ -84,8 +84,8 @@ func New(cfg Config) (*Manager, error) {
 	m := &Manager{
 		cfg:    cfg,
 		queues: queues,
-		kube:   kubeinformers.NewSharedInformerFactoryWithOptions(cfg.Kube, cfg.Resync, kubeinformers.WithTransform(dropManagedFields)),
-		juneau: juneauinformers.NewSharedInformerFactoryWithOptions(cfg.Juneau, cfg.Resync, juneauinformers.WithTransform(dropManagedFields)),
+		kube:   kubeinformers.NewSharedInformerFactoryWithOptions(cfg.Kube, cfg.Resync, kubeinformers.WithTransform(cached.WithoutManagedFields)),
+		juneau: juneauinformers.NewSharedInformerFactoryWithOptions(cfg.Juneau, cfg.Resync, juneauinformers.WithTransform(cached.WithoutManagedFields)),
 		leases: kubeinformers.NewSharedInformerFactoryWithOptions(cfg.Kube, cfg.Resync, kubeinformers.WithNamespace(cfg.LeaseNamespace)),
 	}
 	m.factories = []factory{m.kube, m.juneau, m.leases}

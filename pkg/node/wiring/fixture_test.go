@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -164,6 +165,10 @@ type clients struct {
 func (cs clients) add(t *testing.T, obj runtime.Object) {
 	t.Helper()
 	tracker := cs.juneau.Tracker()
+	// As the API server sends them: the caches must drop this bookkeeping.
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}})
+	}
 	switch obj.(type) {
 	case *corev1.Pod, *corev1.Node, *networkingv1.ServiceCIDR:
 		tracker = cs.kube.Tracker()

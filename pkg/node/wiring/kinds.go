@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/cached"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
 	"github.com/loutres/juneau/pkg/node/agent"
@@ -51,7 +52,10 @@ var kinds = []kind{
 		return bind(f.onNode.Juneau().V1alpha1().ARPAdvertisements(), &l.Advertisements)
 	}},
 	{name: "Node", cache: func(f *factories, l *agent.Listers) cache.SharedIndexInformer {
-		return bind(f.kube.Core().V1().Nodes(), &l.Nodes)
+		inf := bind(f.kube.Core().V1().Nodes(), &l.Nodes)
+		// Not started yet, so this cannot fail.
+		_ = inf.SetTransform(cached.Node)
+		return inf
 	}},
 	{name: "ServiceCIDR", cache: func(f *factories, l *agent.Listers) cache.SharedIndexInformer {
 		return bind(f.kube.Networking().V1().ServiceCIDRs(), &l.ServiceCIDRs)
@@ -107,12 +111,18 @@ func newCaches(kube kubernetes.Interface, juneau versioned.Interface, nodeName s
 	onNode := func(lo *metav1.ListOptions) {
 		lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
 	}
+	// Every cache drops managedFields, the attachments' keep only what the agent reads,
+	// the Nodes' only their addresses and Pod CIDRs (cached.Node): with 100,000
+	// ElasticIPs and 1,000 Nodes in the cluster, what every agent caches of them whole
+	// is most of its memory (docs/performance.md#scale).
+	lean := cached.WithoutManagedFields
 	f := &factories{
 		attachments: juneauinformers.NewSharedInformerFactoryWithOptions(juneau, resync, juneauinformers.WithTransform(agent.TrimAttachment)),
-		onNode:      juneauinformers.NewSharedInformerFactoryWithOptions(juneau, resync, juneauinformers.WithTweakListOptions(onNode)),
-		juneau:      juneauinformers.NewSharedInformerFactory(juneau, resync),
-		kube:        kubeinformers.NewSharedInformerFactory(kube, resync),
-		pods:        kubeinformers.NewSharedInformerFactoryWithOptions(kube, resync, kubeinformers.WithTweakListOptions(onNode)),
+		onNode: juneauinformers.NewSharedInformerFactoryWithOptions(juneau, resync, juneauinformers.WithTweakListOptions(onNode),
+			juneauinformers.WithTransform(lean)),
+		juneau: juneauinformers.NewSharedInformerFactoryWithOptions(juneau, resync, juneauinformers.WithTransform(lean)),
+		kube:   kubeinformers.NewSharedInformerFactoryWithOptions(kube, resync, kubeinformers.WithTransform(lean)),
+		pods:   kubeinformers.NewSharedInformerFactoryWithOptions(kube, resync, kubeinformers.WithTweakListOptions(onNode), kubeinformers.WithTransform(lean)),
 	}
 	c := &caches{}
 	c.factories = append(c.factories, f.attachments, f.onNode, f.kube, f.pods, f.juneau)

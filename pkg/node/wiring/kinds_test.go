@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 )
@@ -45,7 +46,8 @@ func TestEveryKindIsDeclaredOnce(t *testing.T) {
 
 // TestEveryKindIsCachedAndSynced: once started, every kind's informer syncs, the CNI
 // server's source says so, the kinds of this Node alone are listed and watched with
-// the field selector spec.nodeName=<Node>, and attachments are cached trimmed.
+// the field selector spec.nodeName=<Node>, attachments are cached trimmed and no
+// object keeps its managedFields.
 func TestEveryKindIsCachedAndSynced(t *testing.T) {
 	cs := newClients(t, true)
 	c := newCaches(cs.kube, cs.juneau, nodeName, 0)
@@ -81,6 +83,13 @@ func TestEveryKindIsCachedAndSynced(t *testing.T) {
 		}
 	}
 
+	for i, k := range kinds {
+		for _, obj := range c.informers[i].GetStore().List() {
+			if m, err := meta.Accessor(obj); err != nil || m.GetManagedFields() != nil {
+				t.Errorf("%s %v cached with its managedFields (%v)", k.name, obj, err)
+			}
+		}
+	}
 	for _, name := range []string{"v4", "v6"} {
 		a, err := c.listers.Attachments.ElasticIPAttachments("default").Get(name)
 		if err != nil {

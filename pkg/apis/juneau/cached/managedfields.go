@@ -1,17 +1,18 @@
-package manager
+package cached
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 )
 
-// dropManagedFields is the transform of every informer of `juneau controller`: it drops
-// metadata.managedFields, the server-side apply bookkeeping that no controller reads and
-// that is often the largest part of an object (docs/performance.md, row 6). Writes stay
-// correct without it: an update that carries no managedFields leaves the server's as
-// they are, and patches and apply never send them. Objects without metadata pass
-// unchanged; trimming twice is trimming once.
-func dropManagedFields(obj any) (any, error) {
-	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
+// WithoutManagedFields is the transform of the caches that keep objects whole but for
+// metadata.managedFields: every informer of `juneau controller`, and the node agent's
+// (docs/performance.md#scale). Server-side apply's bookkeeping is read by no role and
+// is often the largest part of an object. Writes stay correct without it: an update
+// that carries no managedFields leaves the server's as they are, and patches and apply
+// never send them. Objects without metadata pass unchanged; trimming twice is trimming
+// once.
+func WithoutManagedFields(obj any) (any, error) {
+	if m, err := apimeta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
 		m.SetManagedFields(nil)
 	}
 	return obj, nil

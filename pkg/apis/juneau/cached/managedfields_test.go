@@ -1,4 +1,4 @@
-package manager
+package cached
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
-func TestDropManagedFieldsDropsOnlyManagedFields(t *testing.T) {
+func TestWithoutManagedFieldsDropsOnlyManagedFields(t *testing.T) {
 	eip := &v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{
 		Name: "web", Namespace: "default", UID: "u", ResourceVersion: "7", Finalizers: []string{"f"},
 		Annotations: map[string]string{"a": "b"}, Labels: map[string]string{"l": "v"},
@@ -19,7 +19,7 @@ func TestDropManagedFieldsDropsOnlyManagedFields(t *testing.T) {
 	want := eip.DeepCopy()
 	want.ManagedFields = nil
 	for range 2 {
-		out, err := dropManagedFields(eip)
+		out, err := WithoutManagedFields(eip)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,12 +30,12 @@ func TestDropManagedFieldsDropsOnlyManagedFields(t *testing.T) {
 		}
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}}}
-	if out, _ := dropManagedFields(pod); out.(*corev1.Pod).ManagedFields != nil {
+	if out, _ := WithoutManagedFields(pod); out.(*corev1.Pod).ManagedFields != nil {
 		t.Error("a Pod kept its managedFields")
 	}
 	// A delete tombstone and anything without metadata pass unchanged.
 	tomb := cache.DeletedFinalStateUnknown{Key: "default/web", Obj: eip}
-	if out, err := dropManagedFields(tomb); err != nil || out != any(tomb) {
+	if out, err := WithoutManagedFields(tomb); err != nil || out != any(tomb) {
 		t.Errorf("tombstone: %v, %v", out, err)
 	}
 }
