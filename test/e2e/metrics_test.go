@@ -89,7 +89,8 @@ func sample(body, name string, labels ...string) (sum float64, found bool) {
 
 // TestMetricsMove: what an operator reads during faults is exported by the controller,
 // the webhook and the agent, and moves with what happens: an ElasticIP attached to a
-// gated Pod, one refused by the webhook, ARP requests answered and dropped.
+// gated Pod, one refused by the webhook, ARP requests answered and dropped; and the
+// agent's syncs stop when nothing happens.
 func TestMetricsMove(t *testing.T) {
 	c, ns := setup(t)
 	ctx := testContext(t)
@@ -147,4 +148,21 @@ func TestMetricsMove(t *testing.T) {
 		})
 		t.Logf("%s: %s%v = %v", w.what, w.name, w.labels, v)
 	}
+
+	// Idle, the agent syncs on changes and at its resync period only: once the work
+	// above settled, its sync count grows by at most one (a resync) in 3 s. (Its BGP
+	// speaker told it of a change at every sync once, which brought a sync every
+	// 100 ms forever.)
+	var last float64
+	var lastAt time.Time
+	framework.EventuallyWithin(t, time.Minute, "the idle agent to stop syncing", func(context.Context) (bool, string) {
+		if !lastAt.IsZero() && time.Since(lastAt) < 3*time.Second {
+			return false, fmt.Sprintf("%v syncs", last)
+		}
+		v, _ := sample(agent(), "juneau_node_sync_duration_seconds_count")
+		quiet := !lastAt.IsZero() && v-last <= 1
+		why := fmt.Sprintf("%v syncs, %v more in %v", v, v-last, time.Since(lastAt).Round(time.Millisecond))
+		last, lastAt = v, time.Now()
+		return quiet, why
+	})
 }

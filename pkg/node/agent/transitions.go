@@ -233,13 +233,21 @@ func (a *Agent) logAnswering(ctx context.Context, in Inputs, d Desired, conditio
 			logger.Info("Answering NDP", "advertisement", klog.KRef("", name), "address", ad.Address)
 		}
 	}
+	// Indexed on first use: a Node that stops answering for many addresses at once looks
+	// each up, and a scan per lookup would be quadratic in the advertisements.
+	var byName map[string]*v1alpha1.ARPAdvertisement
 	lookup := func(name string) *adState {
-		for _, ad := range in.Advertisements {
-			if ad.Name == name {
-				return &adState{NodeName: ad.Spec.NodeName, Deleting: ad.DeletionTimestamp != nil, Refused: d.Refused[name]}
+		if byName == nil {
+			byName = make(map[string]*v1alpha1.ARPAdvertisement, len(in.Advertisements))
+			for _, ad := range in.Advertisements {
+				byName[ad.Name] = ad
 			}
 		}
-		return nil
+		ad, ok := byName[name]
+		if !ok {
+			return nil
+		}
+		return &adState{NodeName: ad.Spec.NodeName, Deleting: ad.DeletionTimestamp != nil, Refused: d.Refused[name]}
 	}
 	for _, s := range stoppedServing(in, d, prev, cur, lookup) {
 		if s.Address.Is4() {

@@ -103,8 +103,14 @@ func (s *Speaker) SetPeers(peers []Peer) {
 			at[r.peer.Name] = t
 		}
 	}
+	same := s.peersSet && maps.Equal(desired, s.peers) && slices.Equal(rejected, s.rejected)
 	s.peers, s.rejected, s.rejectedAt, s.peersSet = desired, rejected, at, true
 	s.mu.Unlock()
+	if same {
+		// The agent hands over its peers at every sync: telling it that nothing
+		// changed would bring its next sync, and that one the next, forever.
+		return
+	}
 	poke(s.trigger)
 	poke(s.changed)
 }

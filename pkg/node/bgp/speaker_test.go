@@ -344,6 +344,42 @@ func TestSpeakerConfigErrors(t *testing.T) {
 	}
 }
 
+// TestSetPeersChangedOnlyOnChange: SetPeers tells Changed (and the speaker's loop) when
+// the peers changed, and not when it is handed the same peers again, as the agent does
+// at every sync; a Changed for that would bring the agent's next sync, forever.
+func TestSetPeersChangedOnlyOnChange(t *testing.T) {
+	sp := New(Config{RouterID: speakerID})
+	changed := func() bool {
+		select {
+		case <-sp.Changed():
+			return true
+		default:
+			return false
+		}
+	}
+	tor := Peer{Name: "tor-a", Address: netip.MustParseAddr("127.0.0.1"), PeerASN: 64512, MyASN: 64513}
+	dup := Peer{Name: "tor-b", Address: tor.Address, PeerASN: 64512, MyASN: 64513}
+	steps := []struct {
+		peers []Peer
+		want  bool
+	}{
+		{nil, true}, // the first set, even empty
+		{nil, false},
+		{[]Peer{tor}, true},
+		{[]Peer{tor}, false},
+		{[]Peer{dup, tor}, true}, // tor-b rejected: same address
+		{[]Peer{tor, dup}, false},
+		{[]Peer{{Name: "tor-a", Address: tor.Address, PeerASN: 64514, MyASN: 64513}, dup}, true},
+		{nil, true},
+	}
+	for i, s := range steps {
+		sp.SetPeers(s.peers)
+		if got := changed(); got != s.want {
+			t.Errorf("step %d, peers %v: Changed %v, want %v", i, s.peers, got, s.want)
+		}
+	}
+}
+
 // TestSpeakerChanged: Changed fires when the status changes, e.g. a session comes up.
 func TestSpeakerChanged(t *testing.T) {
 	router := startRouter(t, 64512, 64513)
