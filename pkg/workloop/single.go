@@ -22,8 +22,11 @@ type FullSyncFunc func(ctx context.Context, full bool) error
 
 // SingleConfig tunes a Single. Zero values take the defaults.
 type SingleConfig struct {
-	// MinInterval is the least time between the starts of two syncs (default 100ms):
-	// a burst of events costs one sync.
+	// MinInterval is the least time between the starts of two syncs (default 10ms): a
+	// burst of events costs one sync. The gap is also at least twice the last sync's
+	// duration, so that a loop whose syncs grow long (a Node with 100,000 mappings)
+	// spends at most half its time syncing, however fast events come, while short
+	// syncs follow a change within MinInterval.
 	MinInterval time.Duration
 	// Resync is the period of full syncs (default 1m).
 	Resync time.Duration
@@ -38,7 +41,7 @@ type SingleConfig struct {
 
 // Single runs one sync function for a whole component (the node agent): every Trigger
 // asks for a sync; triggers arriving while one is queued or running coalesce into one;
-// syncs start at least MinInterval apart; a full sync comes at least every Resync
+// syncs start at least MinInterval, and twice the last sync's duration, apart; a full sync comes at least every Resync
 // (through AddAfter); a failed sync is retried with exponential back-off and makes the
 // next one full. The queue is a rate-limited workqueue of one key.
 type Single struct {
@@ -47,8 +50,10 @@ type Single struct {
 	cfg  SingleConfig
 
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[string]]
-	// Read and written by the one worker only.
+	// Read and written by the one worker only: the start of the last sync and of the
+	// last full one, and how long the last sync took.
 	last, lastFull time.Time
+	lastTook       time.Duration
 	failed         bool
 	// errors counts failed syncs by loop name (NewQueueMetrics); may be nil.
 	errors ErrorCounter
@@ -61,7 +66,7 @@ func NewSingle(name string, sync FullSyncFunc, cfg SingleConfig) *Single {
 			*d = v
 		}
 	}
-	def(&cfg.MinInterval, 100*time.Millisecond)
+	def(&cfg.MinInterval, 10*time.Millisecond)
 	def(&cfg.Resync, time.Minute)
 	def(&cfg.RetryBase, 100*time.Millisecond)
 	def(&cfg.RetryMax, 30*time.Second)
@@ -120,13 +125,15 @@ func (s *Single) processNext(ctx context.Context, q workqueue.TypedRateLimitingI
 	}
 	defer q.Done(key)
 	now := s.cfg.Clock.Now()
-	if wait := s.cfg.MinInterval - now.Sub(s.last); !s.last.IsZero() && wait > 0 {
+	if wait := max(s.cfg.MinInterval, 2*s.lastTook) - now.Sub(s.last); !s.last.IsZero() && wait > 0 {
 		q.AddAfter(key, wait)
 		return true
 	}
 	full := s.failed || s.lastFull.IsZero() || now.Sub(s.lastFull) >= s.cfg.Resync
 	s.last = now
-	if err := s.sync(ctx, full); err != nil {
+	err := s.sync(ctx, full)
+	s.lastTook = s.cfg.Clock.Since(now)
+	if err != nil {
 		s.failed = true
 		if s.errors != nil {
 			s.errors.Inc()

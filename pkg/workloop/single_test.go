@@ -30,7 +30,8 @@ type singleFixture struct {
 	t0    time.Time
 	loop  *Single
 	calls chan call
-	fail  chan bool // the result of the next calls: true fails
+	fail  chan bool          // the result of the next calls: true fails
+	took  chan time.Duration // how long the next calls take on the fake clock
 }
 
 const (
@@ -41,7 +42,8 @@ const (
 
 func newSingleFixture(t *testing.T, reg prometheus.Registerer) *singleFixture {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	f := &singleFixture{t: t, clock: clocktesting.NewFakeClock(t0), t0: t0, calls: make(chan call, 100), fail: make(chan bool, 100)}
+	f := &singleFixture{t: t, clock: clocktesting.NewFakeClock(t0), t0: t0, calls: make(chan call, 100), fail: make(chan bool, 100),
+		took: make(chan time.Duration, 100)}
 	var metrics workqueue.MetricsProvider
 	if reg != nil {
 		m, err := NewQueueMetrics(reg)
@@ -61,7 +63,13 @@ func newSingleFixture(t *testing.T, reg prometheus.Registerer) *singleFixture {
 			}
 		default:
 		}
-		f.calls <- call{at: f.clock.Now(), full: full}
+		at := f.clock.Now()
+		select {
+		case d := <-f.took:
+			f.clock.Step(d)
+		default:
+		}
+		f.calls <- call{at: at, full: full}
 		return err
 	}, SingleConfig{MinInterval: minInterval, Resync: resync, RetryBase: retryBase, RetryMax: time.Minute, Clock: f.clock, Metrics: metrics})
 	_, ctx := ktesting.NewTestContext(t)
@@ -140,6 +148,28 @@ func TestSingleRun(t *testing.T) {
 	// The queue reports on the registry it was given.
 	if got := counterValue(t, reg, "juneau_workqueue_adds_total", "single-test"); got < 4 {
 		t.Errorf("juneau_workqueue_adds_total{name=single-test} = %v, want the adds of the syncs", got)
+	}
+}
+
+// TestSingleGapFollowsSyncDuration: after a sync that took longer than half the
+// minimum interval, the next one waits twice its duration from its start, so that a
+// loop of long syncs spends at most half its time syncing.
+func TestSingleGapFollowsSyncDuration(t *testing.T) {
+	f := newSingleFixture(t, nil)
+	f.next(0) // the first, full sync
+	f.took <- time.Second
+	f.loop.Trigger()
+	long := f.next(minInterval)
+	f.loop.Trigger()
+	after := f.next(100 * time.Millisecond)
+	if gap := after.at.Sub(long.at); gap < 2*time.Second {
+		t.Errorf("the sync after one of 1s started %v after it, want at least 2s", gap)
+	}
+	// A short sync again: the minimum interval alone holds.
+	f.loop.Trigger()
+	short := f.next(minInterval / 10)
+	if gap := short.at.Sub(after.at); gap < minInterval || gap >= 2*time.Second {
+		t.Errorf("the sync after a short one started %v after it, want the minimum interval %v", gap, minInterval)
 	}
 }
 
