@@ -149,12 +149,15 @@ bench: control-plane cni-plugins test-deps build
 
 # Scale (not part of make test or make bench; an hour or more at the default sizes):
 # 1,000 Nodes simulated by kwok, Pods with automatic ElasticIPs up to 10,000, 30,000 and
-# 100,000, the controller and the webhook real (docs/performance.md#scale). SCALE_FLAGS
-# passes options, e.g. SCALE_FLAGS="-scale-sizes 1000,3000 -scale-nodes 100".
+# 100,000, the controller and the webhook real; then one real node agent with 10,000,
+# 50,000 and 100,000 mappings on its Node (docs/performance.md#scale). SCALE_FLAGS
+# passes options, e.g. SCALE_FLAGS="-scale-sizes 1000,3000 -scale-nodes 100
+# -agent-sizes 1000,5000"; SCALE_ONLY=agent-scale runs the agent's part alone.
 SCALE_FLAGS ?=
-scale: control-plane kwok build
+SCALE_ONLY ?= scale,agent-scale
+scale: control-plane cni-plugins test-deps kwok build
 	$(GO) build -o $(BIN_DIR)/bench ./bench
-	JUNEAU_BINARY=$(BIN_DIR)/juneau $(BIN_DIR)/bench -only scale $(SCALE_FLAGS)
+	JUNEAU_BINARY=$(BIN_DIR)/juneau $(BIN_DIR)/bench -only $(SCALE_ONLY) $(SCALE_FLAGS)
 
 # Soak (not part of make test, at most 15 minutes): 10,000 ElasticIPs created, attached,
 # detached and deleted in rounds by test/soak; fails on a leaked claim, advertisement,

@@ -83,16 +83,24 @@ func newARPTopology(e *env) *arpTopology {
 	tp.node.Addr(extIf, nodeIP.String()+"/24")
 	tp.client.Addr("eth0", clientIP.String()+"/24")
 	tp.node.MustDo(func() error { return sysctl.New().Apply(sysctl.ExternalInterface(extIf)) })
+	tp.openProbe(e)
+	return tp
+}
+
+// openProbe opens the client's packet socket for ARP, stamping arrivals.
+func (tp *arpTopology) openProbe(e *env) {
 	tp.client.MustDo(func() (err error) { tp.sock, err = pkt.Open("eth0", pkt.EtherTypeARP); return err })
 	e.Cleanup(func() { tp.sock.Close() })
 	if err := tp.sock.EnableTimestamps(); err != nil {
 		e.Fatal(err)
 	}
-	if err := tp.sock.SetReadTimeout(100 * time.Millisecond); err != nil {
+	if err := tp.sock.SetReadTimeout(probeTimeout); err != nil {
 		e.Fatal(err)
 	}
-	return tp
 }
+
+// probeTimeout is how long a probe waits for its reply.
+const probeTimeout = 100 * time.Millisecond
 
 // startResponder runs `bench responder` in the node's namespace and waits until it
 // answers.

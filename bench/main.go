@@ -53,6 +53,7 @@ func allBenchmarks() []benchmark {
 		{"6", "memory", "controller memory at 10,000 of each", benchMemory, false},
 		{"7", "bgp", "bgp network: Pod created → /32 in BIRD's table vs arp: → first ARP reply", benchBGP, false},
 		{"8", "scale", "scale: kwok Nodes, Pods with automatic ElasticIPs up to each size (make scale)", benchScale, true},
+		{"9", "agent-scale", "scale: one real node agent with the mappings of each size (make scale)", benchAgentScale, true},
 	}
 }
 
@@ -63,6 +64,8 @@ type config struct {
 	// scaleNodes and scaleSizes are the kwok Nodes and the sizes of the scale benchmark.
 	scaleNodes int
 	scaleSizes []int
+	// agentSizes are the mappings on the one Node of the agent-scale benchmark.
+	agentSizes []int
 	juneau     string // binary every juneau process runs
 	root       string // repository root
 }
@@ -90,13 +93,14 @@ func main() {
 
 func run() int {
 	var (
-		only       = flag.String("only", "", "comma-separated benchmarks to run (allocation, allocator, allocation6, attach, datapath, sync, arp, memory, bgp, scale); default all but scale")
+		only       = flag.String("only", "", "comma-separated benchmarks to run (allocation, allocator, allocation6, attach, datapath, sync, arp, memory, bgp, scale, agent-scale); default all but scale and agent-scale")
 		quick      = flag.Bool("quick", false, "smaller sizes and shorter runs, to check that everything works (figures are not comparable)")
 		workers    = flag.Int("workers", 4, "controller workers per controller; the API-write floor uses as many writers")
 		profileDir = flag.String("cpuprofile", "", "write profiles of the measured phases to this directory: pprof CPU profiles of the controller and of in-process work, and perf data when perf is installed")
 		markdown   = flag.String("markdown", "", "also write the table as Markdown to this file")
 		scaleNodes = flag.Int("scale-nodes", 1000, "scale: simulated Nodes (kwok)")
 		scaleSizes = flag.String("scale-sizes", "10000,30000,100000", "scale: Pods with automatic ElasticIPs at each measurement, comma-separated, ascending")
+		agentSizes = flag.String("agent-sizes", "10000,50000,100000", "agent-scale: mappings on the agent's Node at each measurement, comma-separated, ascending")
 		plotDir    = flag.String("plots", "_output/bench-plots", "write SVG plots of the distributions and of cost against scale to this directory (relative to the repository); empty: none")
 	)
 	flag.Parse()
@@ -108,6 +112,10 @@ func run() int {
 	cfg := config{quick: *quick, workers: *workers, scaleNodes: *scaleNodes}
 	if cfg.scaleSizes, err = parseSizes(*scaleSizes); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: -scale-sizes:", err)
+		return 2
+	}
+	if cfg.agentSizes, err = parseSizes(*agentSizes); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -agent-sizes:", err)
 		return 2
 	}
 	if cfg.root, err = framework.RepoRoot(); err != nil {
