@@ -24,10 +24,12 @@ type FullSyncFunc func(ctx context.Context, full bool) error
 type SingleConfig struct {
 	// MinInterval is the least time between the starts of two syncs (default 10ms): a
 	// burst of events costs one sync. The gap is also at least twice the last sync's
-	// duration, so that a loop whose syncs grow long (a Node with 100,000 mappings)
-	// spends at most half its time syncing, however fast events come, while short
-	// syncs follow a change within MinInterval.
-	MinInterval time.Duration
+	// duration, up to MaxInterval (default 1s), so that a loop whose syncs grow long (a
+	// Node with 100,000 mappings) spends at most about half its time syncing, however
+	// fast events come, while short syncs follow a change within MinInterval. The cap
+	// keeps a sync that was long for waiting on the API server (writing thousands of
+	// conditions) from holding the next one back for as long again.
+	MinInterval, MaxInterval time.Duration
 	// Resync is the period of full syncs (default 1m).
 	Resync time.Duration
 	// RetryBase and RetryMax bound the exponential back-off after failed syncs
@@ -41,7 +43,8 @@ type SingleConfig struct {
 
 // Single runs one sync function for a whole component (the node agent): every Trigger
 // asks for a sync; triggers arriving while one is queued or running coalesce into one;
-// syncs start at least MinInterval, and twice the last sync's duration, apart; a full sync comes at least every Resync
+// syncs start at least MinInterval, and twice the last sync's duration (up to
+// MaxInterval), apart; a full sync comes at least every Resync
 // (through AddAfter); a failed sync is retried with exponential back-off and makes the
 // next one full. The queue is a rate-limited workqueue of one key.
 type Single struct {
@@ -67,6 +70,7 @@ func NewSingle(name string, sync FullSyncFunc, cfg SingleConfig) *Single {
 		}
 	}
 	def(&cfg.MinInterval, 10*time.Millisecond)
+	def(&cfg.MaxInterval, time.Second)
 	def(&cfg.Resync, time.Minute)
 	def(&cfg.RetryBase, 100*time.Millisecond)
 	def(&cfg.RetryMax, 30*time.Second)
@@ -125,7 +129,8 @@ func (s *Single) processNext(ctx context.Context, q workqueue.TypedRateLimitingI
 	}
 	defer q.Done(key)
 	now := s.cfg.Clock.Now()
-	if wait := max(s.cfg.MinInterval, 2*s.lastTook) - now.Sub(s.last); !s.last.IsZero() && wait > 0 {
+	gap := max(s.cfg.MinInterval, min(2*s.lastTook, s.cfg.MaxInterval))
+	if wait := gap - now.Sub(s.last); !s.last.IsZero() && wait > 0 {
 		q.AddAfter(key, wait)
 		return true
 	}

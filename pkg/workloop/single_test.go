@@ -153,23 +153,29 @@ func TestSingleRun(t *testing.T) {
 
 // TestSingleGapFollowsSyncDuration: after a sync that took longer than half the
 // minimum interval, the next one waits twice its duration from its start, so that a
-// loop of long syncs spends at most half its time syncing.
+// loop of long syncs spends at most half its time syncing; never more than the maximum
+// interval (a sync long for waiting on the API server); after a short sync, the
+// minimum interval alone holds.
 func TestSingleGapFollowsSyncDuration(t *testing.T) {
 	f := newSingleFixture(t, nil)
 	f.next(0) // the first, full sync
-	f.took <- time.Second
-	f.loop.Trigger()
-	long := f.next(minInterval)
-	f.loop.Trigger()
-	after := f.next(100 * time.Millisecond)
-	if gap := after.at.Sub(long.at); gap < 2*time.Second {
-		t.Errorf("the sync after one of 1s started %v after it, want at least 2s", gap)
-	}
-	// A short sync again: the minimum interval alone holds.
-	f.loop.Trigger()
-	short := f.next(minInterval / 10)
-	if gap := short.at.Sub(after.at); gap < minInterval || gap >= 2*time.Second {
-		t.Errorf("the sync after a short one started %v after it, want the minimum interval %v", gap, minInterval)
+	for _, c := range []struct {
+		took, want time.Duration
+	}{
+		{300 * time.Millisecond, 600 * time.Millisecond},
+		{5 * time.Second, time.Second}, // MaxInterval: at once after it, not 10s after its start
+		{minInterval / 10, minInterval},
+	} {
+		f.took <- c.took
+		f.loop.Trigger()
+		long := f.next(minInterval)
+		f.loop.Trigger()
+		after := f.next(minInterval / 10)
+		// Between starts: the gap, or the sync itself when it took longer.
+		want := max(c.want, c.took)
+		if gap := after.at.Sub(long.at); gap < want || gap > want+minInterval {
+			t.Errorf("the sync after one of %v started %v after its start, want %v", c.took, gap, want)
+		}
 	}
 }
 
