@@ -23,7 +23,10 @@ type Runner struct {
 	dir      string
 	tmp      int
 	failed   bool
-	torn     bool
+	// teardown runs the cleanups once; a second caller (the benchmark's own end while
+	// Ctrl-C's teardown runs) waits for it, so the process exits only once everything
+	// is removed.
+	teardown sync.Once
 }
 
 // Abort is the panic value of Fatal and Fatalf.
@@ -86,20 +89,17 @@ func (r *Runner) setFailed() { r.mu.Lock(); r.failed = true; r.mu.Unlock() }
 // Teardown runs every cleanup once, newest first, then removes the temp dir. A cleanup
 // that panics does not stop the others.
 func (r *Runner) Teardown() {
-	r.mu.Lock()
-	if r.torn {
+	r.teardown.Do(func() {
+		r.mu.Lock()
+		cleanups := r.cleanups
+		r.cleanups = nil
 		r.mu.Unlock()
-		return
-	}
-	r.torn = true
-	cleanups := r.cleanups
-	r.cleanups = nil
-	r.mu.Unlock()
-	for i := len(cleanups) - 1; i >= 0; i-- {
-		func() {
-			defer func() { _ = recover() }()
-			cleanups[i]()
-		}()
-	}
-	_ = os.RemoveAll(r.dir)
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			func() {
+				defer func() { _ = recover() }()
+				cleanups[i]()
+			}()
+		}
+		_ = os.RemoveAll(r.dir)
+	})
 }
