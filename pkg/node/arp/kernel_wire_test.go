@@ -274,7 +274,7 @@ func TestKernelPathFullMapFallsBack(t *testing.T) {
 	many := func(extra ...string) []netip.Addr {
 		out := make([]netip.Addr, 0, maxKernelAddresses+1+len(extra))
 		for i := range maxKernelAddresses + 1 {
-			out = append(out, netip.AddrFrom4([4]byte{10, 226, byte(i >> 8), byte(i)}))
+			out = append(out, netip.AddrFrom4([4]byte{10, byte(226 + i>>16), byte(i >> 8), byte(i)}))
 		}
 		for _, e := range extra {
 			out = append(out, netip.MustParseAddr(e))
