@@ -357,6 +357,8 @@ func agentRows(runs []agentRun) []Row {
 }
 
 // waitFor polls cond every second until it holds, failing after timeout with its last word.
+// Not framework.EventuallyWithin: its 100 ms polls would list 100,000 advertisements ten
+// times a second.
 func waitFor(e *env, what string, timeout time.Duration, cond func() (bool, string)) {
 	var last string
 	err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(context.Context) (bool, error) {
