@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,11 +87,26 @@ func (w Writer[AC, O]) Write(ctx context.Context, obj Object, ac AC, old, cur []
 // written, and whether it differs from the recorded condition of its type. Writers that
 // own a single condition of an object (the node agent's Answering and Announced, the
 // heartbeat's Unknown) compare with it.
+//
+// It copies nothing and reflects on nothing (an agent compares every one of its
+// Node's advertisements at each sync): cur is the recorded condition with want's
+// status, reason, message and observed generation, its lastTransitionTime moved to now
+// only when the status flips, as Merge would make it (TestOneAgreesWithMerge).
 func One(recorded []metav1.Condition, want metav1.Condition, now metav1.Time) (metav1.Condition, bool) {
-	merged := Merge(recorded, []metav1.Condition{want}, now)
-	cur := *meta.FindStatusCondition(merged, want.Type)
 	have := meta.FindStatusCondition(recorded, want.Type)
-	return cur, have == nil || !equality.Semantic.DeepEqual(*have, cur)
+	if have == nil {
+		want.LastTransitionTime = now
+		return want, true
+	}
+	cur := *have
+	changed := false
+	if cur.Status != want.Status {
+		cur.Status, cur.LastTransitionTime, changed = want.Status, now, true
+	}
+	if cur.Reason != want.Reason || cur.Message != want.Message || cur.ObservedGeneration != want.ObservedGeneration {
+		cur.Reason, cur.Message, cur.ObservedGeneration, changed = want.Reason, want.Message, want.ObservedGeneration, true
+	}
+	return cur, changed
 }
 
 // AnotherObject reports a patch whose metadata.uid no longer matches: the object of that

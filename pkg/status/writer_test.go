@@ -8,7 +8,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
@@ -132,5 +134,47 @@ func TestOneKeepsTransitionTimeAndSaysWhetherItChanged(t *testing.T) {
 	}
 	if _, changed := One(nil, same, now); !changed {
 		t.Error("a first condition is a change")
+	}
+}
+
+// TestOneAgreesWithMerge: One returns what Merge makes of the one condition, and calls
+// it changed exactly when that differs from the recorded one (compared semantically),
+// over every combination of a recorded condition's fields against a wanted one's.
+func TestOneAgreesWithMerge(t *testing.T) {
+	then := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	now := metav1.NewTime(then.Add(time.Hour))
+	base := metav1.Condition{Type: "Answering", Status: metav1.ConditionTrue, Reason: "Answering", Message: "a", ObservedGeneration: 1}
+	variants := func(c metav1.Condition) []metav1.Condition {
+		var out []metav1.Condition
+		for _, status := range []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse} {
+			for _, reason := range []string{"Answering", "Refused"} {
+				for _, msg := range []string{"a", "b"} {
+					for _, gen := range []int64{1, 2} {
+						v := c
+						v.Status, v.Reason, v.Message, v.ObservedGeneration = status, reason, msg, gen
+						out = append(out, v)
+					}
+				}
+			}
+		}
+		return out
+	}
+	other := metav1.Condition{Type: "Other", Status: metav1.ConditionTrue, Reason: "Mine", LastTransitionTime: then}
+	recordedSets := [][]metav1.Condition{nil, {other}}
+	for _, r := range variants(base) {
+		r.LastTransitionTime = then
+		recordedSets = append(recordedSets, []metav1.Condition{other, r}, []metav1.Condition{r})
+	}
+	for _, recorded := range recordedSets {
+		for _, want := range variants(base) {
+			merged := Merge(recorded, []metav1.Condition{want}, now)
+			wantCur := *meta.FindStatusCondition(merged, want.Type)
+			have := meta.FindStatusCondition(recorded, want.Type)
+			wantChanged := have == nil || !equality.Semantic.DeepEqual(*have, wantCur)
+			cur, changed := One(recorded, want, now)
+			if !equality.Semantic.DeepEqual(cur, wantCur) || changed != wantChanged {
+				t.Errorf("One(%v, %v) = %v, %v; Merge makes %v, %v", recorded, want, cur, changed, wantCur, wantChanged)
+			}
+		}
 	}
 }
