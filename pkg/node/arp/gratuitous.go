@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -28,11 +29,15 @@ type announcement struct {
 
 // SetGratuitous names the addresses to announce with gratuitous ARP when the
 // responder starts answering for them (a later SetAddresses that adds them).
+// The same list as the last call's changes nothing and builds no set.
 func (r *Responder) SetGratuitous(addrs []netip.Addr) {
-	m := family.Addresses(addrs)
 	r.mu.Lock()
-	r.gratuitous = m
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	if slices.Equal(r.gratuitousGiven, addrs) {
+		return
+	}
+	r.gratuitousGiven = slices.Clone(addrs)
+	r.gratuitous = family.Addresses(addrs)
 }
 
 // Gratuitous is the number of gratuitous ARP replies sent.

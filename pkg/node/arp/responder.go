@@ -48,14 +48,16 @@ type Responder struct {
 	*core
 
 	// mu guards what gratuitous ARP needs: the addresses to announce when they
-	// start being answered, and the announcements due; and the kernel path.
-	mu         sync.Mutex
-	gratuitous map[netip.Addr]struct{}
-	pending    map[netip.Addr]*announcement
-	wake       chan struct{}
-	count      int
-	interval   time.Duration
-	announced  atomic.Uint64
+	// start being answered (and the list SetGratuitous was last given), and the
+	// announcements due; and the kernel path.
+	mu              sync.Mutex
+	gratuitous      map[netip.Addr]struct{}
+	gratuitousGiven []netip.Addr
+	pending         map[netip.Addr]*announcement
+	wake            chan struct{}
+	count           int
+	interval        time.Duration
+	announced       atomic.Uint64
 
 	// kernelOff is set by WithoutKernelPath, or once the kernel path failed in a
 	// way that will not mend (its address map is full).

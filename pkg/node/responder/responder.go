@@ -15,6 +15,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,8 +42,9 @@ type Responder struct {
 	family *Family
 	hooks  Hooks
 
-	// mu orders SetAddresses and the Changed hook.
+	// mu orders SetAddresses and the Changed hook; given is the list of its last call.
 	mu    sync.Mutex
+	given []netip.Addr
 	owned atomic.Pointer[map[netip.Addr]struct{}]
 
 	requests atomic.Uint64
@@ -63,10 +65,16 @@ func (r *Responder) Interface() string { return r.iface }
 
 // SetAddresses replaces the set of owned addresses; only the family's addresses
 // count. Safe to call at any time, also while Run is running.
+// The same list as the last call's (the agent gives every sync's, sorted) changes
+// nothing and costs one comparison: no set is built, no hook told.
 func (r *Responder) SetAddresses(addrs []netip.Addr) {
-	m := r.family.Addresses(addrs)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if slices.Equal(r.given, addrs) {
+		return
+	}
+	r.given = slices.Clone(addrs)
+	m := r.family.Addresses(addrs)
 	old := *r.owned.Swap(&m)
 	if r.hooks.Changed != nil {
 		r.hooks.Changed(old, m)
