@@ -136,7 +136,7 @@ type Agent struct {
 	syncedOnce bool
 	// The advertisements answered for and announced after the last sync of the lock
 	// holder (nil before its first), whose changes are logged.
-	answeringAds, announcingAds map[string]servedAd
+	answeringAds, announcingAds []servedAd
 }
 
 // Clients the agent writes with: the Answering condition and the Pod readiness gate.
@@ -312,7 +312,7 @@ func (a *Agent) sync(ctx context.Context) error {
 	if err := a.saveAnswered(slices.Concat(d.ARP, d.NDP)); err != nil {
 		return err
 	}
-	started, markErr := a.markAnswering(ctx, in, d.Answering, d.Refused)
+	started, markErr := a.markAnswering(ctx, in, d.answered, d.Refused)
 	a.logAnswering(ctx, in, d, started)
 	if markErr != nil {
 		return markErr
@@ -402,39 +402,48 @@ func (a *Agent) inputs() (Inputs, error) {
 }
 
 // markAnswering writes the Answering condition on the advertisements this agent now
-// answers for (True) or refuses to (False, with why), with server-side apply so it owns
-// only that condition. It returns the advertisements whose condition it turned True.
-// names is sorted (Desired.Answering): looking each advertisement up in it stays
-// O(log n), where a scan made a sync quadratic in this Node's addresses.
-func (a *Agent) markAnswering(ctx context.Context, in Inputs, names []string, refused map[string]string) ([]string, error) {
+// answers for (True: answered, as Compute lists them in Desired) or refuses to (False,
+// with why: refused), with server-side apply so it owns only that condition. It
+// returns the advertisements whose condition it turned True. It walks only those
+// advertisements, each compared with one condition made without an allocation: at
+// 100,000 on a Node, a sync that writes nothing costs milliseconds here.
+func (a *Agent) markAnswering(ctx context.Context, in Inputs, answered []answeredAd, refused map[string]string) ([]string, error) {
 	var started []string
 	w := status.ARPAdvertisements(a.client, v1alpha1.FieldManagerNode, nil)
-	for _, ad := range in.Advertisements {
-		var want metav1.Condition
-		if why, ok := refused[ad.Name]; ok {
-			want = refusedCondition(why, ad.Generation)
-		} else if _, ok := slices.BinarySearch(names, ad.Name); ok {
-			want = answeringCondition(ad.Spec.Address, a.cfg.ExternalInterface, a.cfg.ExternalMAC, ad.Generation)
-		} else {
-			continue
-		}
-		cur, changed := status.One(ad.Status.Conditions, want, metav1.NewTime(a.cfg.Clock.Now()))
+	now := metav1.NewTime(a.cfg.Clock.Now())
+	mark := func(ad *v1alpha1.ARPAdvertisement, want metav1.Condition) error {
+		cur, changed := status.One(ad.Status.Conditions, want, now)
 		if !changed {
-			continue
+			return nil
 		}
 		apply := applyv1alpha1.ARPAdvertisement(ad.Name).WithStatus(applyv1alpha1.ARPAdvertisementStatus().WithConditions(status.Apply(cur)))
 		written, err := w.Write(ctx, ad, apply, ad.Status.Conditions, []metav1.Condition{cur}, "answering", cur.Status)
-		if err != nil {
+		switch {
+		case err != nil:
+			return err
+		case !written:
+			// deleted since the cache saw it; its deletion reaches the cache next
+		case cur.Status != metav1.ConditionTrue:
+			klog.FromContext(ctx).Info("Not answering ARP", "advertisement", klog.KObj(ad), "address", ad.Spec.Address, "reason", cur.Reason, "message", cur.Message)
+		default:
+			started = append(started, ad.Name)
+		}
+		return nil
+	}
+	if len(refused) > 0 {
+		for _, ad := range in.Advertisements {
+			if why, ok := refused[ad.Name]; ok {
+				if err := mark(ad, refusedCondition(why, ad.Generation)); err != nil {
+					return started, err
+				}
+			}
+		}
+	}
+	answering := answeringConditions(a.cfg.ExternalInterface, a.cfg.ExternalMAC)
+	for _, x := range answered {
+		if err := mark(x.ad, answering(x.addr, x.ad.Generation)); err != nil {
 			return started, err
 		}
-		if !written {
-			continue // deleted since the cache saw it; its deletion reaches the cache next
-		}
-		if cur.Status != metav1.ConditionTrue {
-			klog.FromContext(ctx).Info("Not answering ARP", "advertisement", klog.KObj(ad), "address", ad.Spec.Address, "reason", cur.Reason, "message", cur.Message)
-			continue
-		}
-		started = append(started, ad.Name)
 	}
 	return started, nil
 }

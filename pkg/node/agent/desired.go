@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -78,8 +79,12 @@ type Desired struct {
 	// ARP are the IPv4 addresses the ARP replier answers for, NDP the IPv6 ones the
 	// NDP responder answers for, each sorted.
 	ARP, NDP []netip.Addr
-	// Answering are the advertisements (by name) this Node answers for, sorted.
+	// Answering are the advertisements (by name) this Node answers for, sorted by
+	// address, then name.
 	Answering []string
+	// answered are those advertisements with their addresses, in the same order: what
+	// marking them and logging what changed walk, without looking each up again.
+	answered []answeredAd
 	// Gratuitous are the addresses of ARP on networks with spec.gratuitousARP: the
 	// responder announces each when it starts answering for it. Sorted.
 	Gratuitous []netip.Addr
@@ -122,26 +127,57 @@ func Compute(in Inputs) Desired {
 		ExternalInterface: in.ExternalInterface,
 		ClusterCIDRs:      clusterCIDRs(in),
 	}}}
-	// Every attached attachment is an in-cluster mapping: sized once, not grown.
-	d.NAT.InCluster = make([]nft.Mapping, 0, len(in.Attachments))
+	// Every attached attachment is an in-cluster mapping; this Node's are its own
+	// mappings too, with their bandwidth limits. Both lists are sorted on every field,
+	// so that the caches' order (which they do not keep) never shows: one sort of the
+	// in-cluster ones, which this Node's follow in order (sorting each list took a
+	// third of a sync at 100,000 mappings).
+	type entry struct {
+		m         nft.Mapping
+		own       bool
+		bandwidth int32
+	}
+	entries := make([]entry, 0, len(in.Attachments))
+	own := 0
 	for _, a := range in.Attachments {
 		m, ok := attached(a)
 		if !ok {
 			continue
 		}
-		d.NAT.InCluster = append(d.NAT.InCluster, m)
+		e := entry{m: m}
 		if a.Status.NodeName == in.NodeName {
-			m.BandwidthMbps = in.bandwidth(a.Namespace, a.Spec.ElasticIPRef.Name)
-			d.NAT.Mappings = append(d.NAT.Mappings, m)
+			e.own, e.bandwidth = true, in.bandwidth(a.Namespace, a.Spec.ElasticIPRef.Name)
+			own++
+		}
+		entries = append(entries, e)
+	}
+	// The later fields are compared only on a tie (cmp.Or would compare them every time).
+	byEIP := func(a, b nft.Mapping) int {
+		if c := a.ElasticIP.Compare(b.ElasticIP); c != 0 {
+			return c
+		}
+		if c := a.PodIP.Compare(b.PodIP); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.BandwidthMbps, b.BandwidthMbps)
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return byEIP(a.m, b.m) })
+	d.NAT.InCluster = make([]nft.Mapping, len(entries))
+	if own > 0 {
+		d.NAT.Mappings = make([]nft.Mapping, 0, own)
+	}
+	for i, e := range entries {
+		d.NAT.InCluster[i] = e.m
+		if e.own {
+			e.m.BandwidthMbps = e.bandwidth
+			d.NAT.Mappings = append(d.NAT.Mappings, e.m)
 		}
 	}
-	// Sorted on every field, so that the lists' order (which the caches do not keep)
-	// never shows.
-	byEIP := func(a, b nft.Mapping) int {
-		return cmp.Or(a.ElasticIP.Compare(b.ElasticIP), a.PodIP.Compare(b.PodIP), cmp.Compare(a.BandwidthMbps, b.BandwidthMbps))
+	// Only two attachments of one ElasticIP and Pod IP with different limits are out
+	// of order here.
+	if !slices.IsSortedFunc(d.NAT.Mappings, byEIP) {
+		slices.SortFunc(d.NAT.Mappings, byEIP)
 	}
-	slices.SortFunc(d.NAT.Mappings, byEIP)
-	slices.SortFunc(d.NAT.InCluster, byEIP)
 	d.NAT.Direct = directNICs(in)
 	// Answer ARP only for addresses this Node can deliver now (a NAT mapping or a direct
 	// NIC's host route the programmer keeps): answering earlier, or for an address whose
@@ -158,6 +194,8 @@ func Compute(in Inputs) Desired {
 		_, direct := d.Programmed.Direct[a]
 		return nat || direct
 	}
+	// The cache holds this Node's advertisements only: sized once, not grown.
+	d.answered = make([]answeredAd, 0, len(in.Advertisements))
 	for _, ad := range in.Advertisements {
 		if ad.Spec.NodeName != in.NodeName || ad.DeletionTimestamp != nil {
 			continue
@@ -173,21 +211,34 @@ func Compute(in Inputs) Desired {
 			d.Refused[ad.Name] = why
 			continue
 		}
-		if addr = addr.Unmap(); addr.Is4() {
-			d.ARP = append(d.ARP, addr)
-		} else {
-			d.NDP = append(d.NDP, addr)
+		d.answered = append(d.answered, answeredAd{ad: ad, addr: addr.Unmap()})
+	}
+	// One sort, by address then name, orders the answers of both families and the
+	// gratuitous ones too: a sort per list took a sixth of a sync at 100,000.
+	slices.SortFunc(d.answered, func(a, b answeredAd) int {
+		if c := a.addr.Compare(b.addr); c != 0 {
+			return c
 		}
-		d.Answering = append(d.Answering, ad.Name)
-		if n := in.Networks[ad.Spec.ExternalNetwork]; n != nil && n.Spec.GratuitousARP && addr.Is4() {
-			d.Gratuitous = append(d.Gratuitous, addr)
+		return strings.Compare(a.ad.Name, b.ad.Name)
+	})
+	if len(d.answered) > 0 {
+		d.Answering = make([]string, len(d.answered))
+		d.ARP = make([]netip.Addr, 0, len(d.answered))
+	}
+	for i, x := range d.answered {
+		d.Answering[i] = x.ad.Name
+		if !x.addr.Is4() {
+			d.NDP = append(d.NDP, x.addr)
+			continue
+		}
+		d.ARP = append(d.ARP, x.addr)
+		if n := in.Networks[x.ad.Spec.ExternalNetwork]; n != nil && n.Spec.GratuitousARP {
+			d.Gratuitous = append(d.Gratuitous, x.addr)
 		}
 	}
 	for _, l := range []*[]netip.Addr{&d.ARP, &d.NDP, &d.Gratuitous} {
-		slices.SortFunc(*l, netip.Addr.Compare)
 		*l = slices.Compact(*l)
 	}
-	slices.Sort(d.Answering)
 	d.BGP = computeBGP(in, served)
 	return d
 }
@@ -284,11 +335,24 @@ func refusedCondition(why string, generation int64) metav1.Condition {
 // of addr: answered by ARP (IPv4) or NDP (IPv6).
 func answeringCondition(addr, iface, mac string, generation int64) metav1.Condition {
 	a, _ := netip.ParseAddr(addr)
-	proto := advertisement.Protocol(a)
-	return metav1.Condition{
-		Type: v1alpha1.ConditionAnswering, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAnswering,
-		Message:            "answering " + proto + " on interface " + iface + " with " + mac,
-		ObservedGeneration: generation,
+	return answeringConditions(iface, mac)(a, generation)
+}
+
+// answeringConditions makes the Answering conditions of one interface: they differ
+// only in the family of the address and the generation, so the two messages are made
+// once, not once per advertisement.
+func answeringConditions(iface, mac string) func(addr netip.Addr, generation int64) metav1.Condition {
+	message := func(proto string) string { return "answering " + proto + " on interface " + iface + " with " + mac }
+	arp, ndp := message("ARP"), message("NDP")
+	return func(addr netip.Addr, generation int64) metav1.Condition {
+		c := metav1.Condition{
+			Type: v1alpha1.ConditionAnswering, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAnswering,
+			Message: arp, ObservedGeneration: generation,
+		}
+		if advertisement.Protocol(addr) == "NDP" {
+			c.Message = ndp
+		}
+		return c
 	}
 }
 

@@ -235,7 +235,7 @@ func checkNothingTwice(t *testing.T, d Desired) {
 // a direct NIC) that a live advertisement of this Node names, sorted, once each.
 func checkARP(t *testing.T, in Inputs, d Desired) {
 	t.Helper()
-	var want []string
+	var answered []servedAd
 	var wantARP []netip.Addr
 	for _, ad := range in.Advertisements {
 		a, err := netip.ParseAddr(ad.Spec.Address)
@@ -243,11 +243,16 @@ func checkARP(t *testing.T, in Inputs, d Desired) {
 		_, nat := d.Programmed.Mappings[a]
 		_, direct := d.Programmed.Direct[a]
 		if ad.Spec.NodeName == fuzzNode && ad.DeletionTimestamp == nil && err == nil && (nat || direct) && reservedAddress(in, a) == "" {
-			want = append(want, ad.Name)
+			answered = append(answered, servedAd{Name: ad.Name, Address: a})
 			wantARP = append(wantARP, a)
 		}
 	}
-	slices.Sort(want)
+	// By address, then name.
+	slices.SortFunc(answered, compareServed)
+	var want []string
+	for _, ad := range answered {
+		want = append(want, ad.Name)
+	}
 	slices.SortFunc(wantARP, netip.Addr.Compare)
 	wantARP = slices.Compact(wantARP)
 	if !slices.Equal(d.Answering, want) || !slices.Equal(d.ARP, wantARP) {

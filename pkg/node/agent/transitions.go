@@ -24,38 +24,48 @@ type servedAd struct {
 	// Owner is the ElasticIP the advertisement was made for, when it says (labels).
 	Owner    advertisement.Owner
 	HasOwner bool
+	// obj is the advertisement, whose owner is read (into Owner) only when it stopped
+	// being served: reading it at every sync for every one was a tenth of a sync.
+	obj metav1.Object
+}
+
+// answeredAd is an advertisement this Node answers for (Desired.answered), with its
+// address.
+type answeredAd struct {
+	ad   *v1alpha1.ARPAdvertisement
+	addr netip.Addr
 }
 
 // answeredAds are the ARPAdvertisements this Node answers for (ARP or NDP:
-// Desired.Answering), by name.
-func answeredAds(in Inputs, d Desired) map[string]servedAd {
-	out := make(map[string]servedAd, len(d.Answering))
-	for _, ad := range in.Advertisements {
-		if _, ok := slices.BinarySearch(d.Answering, ad.Name); !ok {
-			continue
-		}
-		if addr, err := netip.ParseAddr(ad.Spec.Address); err == nil {
-			out[ad.Name] = newServedAd(ad, addr.Unmap())
-		}
+// Desired.Answering), in its order (compareServed); never nil.
+func answeredAds(d Desired) []servedAd {
+	out := make([]servedAd, len(d.answered))
+	for i, x := range d.answered {
+		out[i] = servedAd{Name: x.ad.Name, Address: x.addr, obj: x.ad}
 	}
 	return out
 }
 
 // announcedAds are the BGPAdvertisements whose prefix this Node announces
-// (BGPDesired.Announce), by name.
-func announcedAds(in Inputs, d Desired) map[string]servedAd {
-	out := make(map[string]servedAd, len(d.BGP.Announce))
+// (BGPDesired.Announce), sorted by compareServed; never nil.
+func announcedAds(in Inputs, d Desired) []servedAd {
+	out := make([]servedAd, 0, len(d.BGP.Announce))
 	for _, ad := range in.BGPAdvertisements {
 		if p, ok := announcedPrefix(in.NodeName, ad); ok && containsPrefix(d.BGP.Announce, p) {
-			out[ad.Name] = newServedAd(ad, p.Addr())
+			out = append(out, servedAd{Name: ad.Name, Address: p.Addr(), obj: ad})
 		}
 	}
+	slices.SortFunc(out, compareServed)
 	return out
 }
 
-func newServedAd(obj metav1.Object, addr netip.Addr) servedAd {
-	owner, ok := advertisement.OwnerOf(obj)
-	return servedAd{Name: obj.GetName(), Address: addr, Owner: owner, HasOwner: ok}
+// compareServed orders served advertisements by address, then name, as Compute
+// orders Desired.Answering.
+func compareServed(a, b servedAd) int {
+	if c := a.Address.Compare(b.Address); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
 }
 
 // adState is an advertisement as this Node's cache holds it now; nil when the cache
@@ -73,30 +83,45 @@ type stoppedAd struct {
 	Why string
 }
 
-// stoppedServing lists, sorted by name, the advertisements of prev that are not in cur,
-// each with why (whyStopped); lookup finds an advertisement in this Node's cache. A nil
-// prev (the first sync of this agent) stopped nothing.
-func stoppedServing(in Inputs, d Desired, prev, cur map[string]servedAd, lookup func(name string) *adState) []stoppedAd {
-	var out []stoppedAd
-	for name, ad := range prev {
-		if _, ok := cur[name]; ok {
-			continue
+// servedChanges compares two lists sorted by compareServed (answeredAds,
+// announcedAds) in one walk: the names only cur has (started) and the advertisements
+// only prev has (stopped); an advertisement whose address changed is in both.
+func servedChanges(prev, cur []servedAd) (started []string, stopped []servedAd) {
+	i, j := 0, 0
+	for i < len(prev) || j < len(cur) {
+		c := 0
+		switch {
+		case j == len(cur):
+			c = -1
+		case i == len(prev):
+			c = 1
+		default:
+			c = compareServed(prev[i], cur[j])
 		}
-		out = append(out, stoppedAd{servedAd: ad, Why: whyStopped(in, d, ad, lookup(name))})
+		switch {
+		case c < 0:
+			stopped = append(stopped, prev[i])
+			i++
+		case c > 0:
+			started = append(started, cur[j].Name)
+			j++
+		default:
+			i, j = i+1, j+1
+		}
 	}
-	slices.SortFunc(out, func(a, b stoppedAd) int { return strings.Compare(a.Name, b.Name) })
-	return out
+	return started, stopped
 }
 
-// startedServing lists, sorted, the names in cur that are not in prev.
-func startedServing(prev, cur map[string]servedAd) []string {
-	var out []string
-	for name := range cur {
-		if _, ok := prev[name]; !ok {
-			out = append(out, name)
+// stoppedServing says why each advertisement of stopped is no longer served
+// (whyStopped); lookup finds an advertisement in this Node's cache.
+func stoppedServing(in Inputs, d Desired, stopped []servedAd, lookup func(name string) *adState) []stoppedAd {
+	out := make([]stoppedAd, 0, len(stopped))
+	for _, ad := range stopped {
+		if ad.obj != nil {
+			ad.Owner, ad.HasOwner = advertisement.OwnerOf(ad.obj)
 		}
+		out = append(out, stoppedAd{servedAd: ad, Why: whyStopped(in, d, ad, lookup(ad.Name))})
 	}
-	slices.Sort(out)
 	return out
 }
 
@@ -212,25 +237,35 @@ func notServedWhy(in Inputs, d Desired, last servedAd) string {
 // the rest it answered for before (or its predecessor did).
 func (a *Agent) logAnswering(ctx context.Context, in Inputs, d Desired, conditionTrue []string) {
 	logger := klog.FromContext(ctx)
-	cur := answeredAds(in, d)
+	cur := answeredAds(d)
 	prev := a.answeringAds
 	a.answeringAds = cur
 	started := conditionTrue
+	var stopped []servedAd
 	if prev == nil {
 		logger.Info("Answering for the advertisements of this Node", "arp", len(d.ARP), "ndp", len(d.NDP))
 	} else {
-		started = append(slices.Clone(started), startedServing(prev, cur)...)
+		var back []string
+		back, stopped = servedChanges(prev, cur)
+		started = append(slices.Clone(started), back...)
 		slices.Sort(started)
 		started = slices.Compact(started)
 	}
+	var addrOf map[string]netip.Addr
+	if len(started) > 0 {
+		addrOf = make(map[string]netip.Addr, len(cur))
+		for _, ad := range cur {
+			addrOf[ad.Name] = ad.Address
+		}
+	}
 	for _, name := range started {
-		ad, ok := cur[name]
+		addr, ok := addrOf[name]
 		switch {
 		case !ok:
-		case ad.Address.Is4():
-			logger.Info("Answering ARP", "advertisement", klog.KRef("", name), "address", ad.Address)
+		case addr.Is4():
+			logger.Info("Answering ARP", "advertisement", klog.KRef("", name), "address", addr)
 		default:
-			logger.Info("Answering NDP", "advertisement", klog.KRef("", name), "address", ad.Address)
+			logger.Info("Answering NDP", "advertisement", klog.KRef("", name), "address", addr)
 		}
 	}
 	// Indexed on first use: a Node that stops answering for many addresses at once looks
@@ -249,7 +284,7 @@ func (a *Agent) logAnswering(ctx context.Context, in Inputs, d Desired, conditio
 		}
 		return &adState{NodeName: ad.Spec.NodeName, Deleting: ad.DeletionTimestamp != nil, Refused: d.Refused[name]}
 	}
-	for _, s := range stoppedServing(in, d, prev, cur, lookup) {
+	for _, s := range stoppedServing(in, d, stopped, lookup) {
 		if s.Address.Is4() {
 			logger.Info("Stopped answering ARP", "advertisement", klog.KRef("", s.Name), "address", s.Address, "reason", s.Why)
 		} else {
@@ -273,7 +308,11 @@ func (a *Agent) logAnnouncing(ctx context.Context, in Inputs, d Desired) {
 		}
 		return nil
 	}
-	for _, s := range stoppedServing(in, d, prev, cur, lookup) {
+	var stopped []servedAd
+	if prev != nil {
+		_, stopped = servedChanges(prev, cur)
+	}
+	for _, s := range stoppedServing(in, d, stopped, lookup) {
 		klog.FromContext(ctx).Info("Withdrawing BGP announcement", "advertisement", klog.KRef("", s.Name),
 			"prefix", netip.PrefixFrom(s.Address, s.Address.BitLen()), "reason", s.Why)
 	}

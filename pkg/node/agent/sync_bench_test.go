@@ -1,0 +1,88 @@
+package agent
+
+import (
+	"context"
+	"net/netip"
+	"strconv"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
+	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/node/nft"
+)
+
+// nopNAT programs nothing and accepts everything.
+type nopNAT struct{}
+
+func (nopNAT) Sync(context.Context, nft.DesiredState) error { return nil }
+func (nopNAT) Invalidate()                                  {}
+
+// steadyAgent is an agent on node-0 whose caches hold n ElasticIPs, each Attached by an
+// ElasticIPAttachment on this Node and advertised here by ARP, every Answering
+// condition already written: the Node of bench row 9 (docs/performance.md#scale) once
+// it has caught up. The NAT programmer is left out (its own rows measure it).
+func steadyAgent(tb testing.TB, n int) *Agent {
+	tb.Helper()
+	const mac = "02:00:00:00:00:01"
+	index := func() cache.Indexer { return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}) }
+	ads, attachments, eips := index(), index(), index()
+	for i := range n {
+		eip := netip.AddrFrom4([4]byte{10, byte(230 + i>>16), byte(i >> 8), byte(i)}).String()
+		name, uid := "e"+strconv.Itoa(i), types.UID("uid-"+strconv.Itoa(i))
+		add := func(c cache.Indexer, obj any) {
+			if err := c.Add(obj); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		add(attachments, attachment(name, "node-0", eip,
+			netip.AddrFrom4([4]byte{10, byte(236 + i>>16), byte(i >> 8), byte(i)}).String(), v1alpha1.AttachmentAttached, true))
+		add(eips, &v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: uid},
+			Status: v1alpha1.ElasticIPStatus{Address: eip, Phase: v1alpha1.ElasticIPAttached,
+				Attachment: &v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindElasticIPAttachment, Name: name}}})
+		cond := answeringCondition(eip, "ext0", mac, 1)
+		cond.LastTransitionTime = metav1.Now()
+		add(ads, &v1alpha1.ARPAdvertisement{
+			ObjectMeta: metav1.ObjectMeta{Name: "eip-default-" + name, Generation: 1,
+				Annotations: map[string]string{v1alpha1.AnnotationOwner: "default/" + name},
+				Labels:      map[string]string{v1alpha1.LabelOwnerUID: string(uid)}},
+			Spec:   v1alpha1.ARPAdvertisementSpec{Address: eip, NodeName: "node-0", ExternalNetwork: "external"},
+			Status: v1alpha1.ARPAdvertisementStatus{Conditions: []metav1.Condition{cond}},
+		})
+	}
+	return New(Config{NodeName: "node-0", ExternalInterface: "ext0", ExternalMAC: mac},
+		Clients{Juneau: fake.NewClientset()},
+		Listers{
+			Attachments:    listers.NewElasticIPAttachmentLister(attachments),
+			Advertisements: listers.NewARPAdvertisementLister(ads),
+			Nodes:          corelisters.NewNodeLister(index()),
+			ElasticIPs:     listers.NewElasticIPLister(eips),
+			Networks:       listers.NewExternalNetworkLister(index()),
+		}, nopNAT{}, fakeARP{}, fakeARP{}, nil, nil)
+}
+
+// BenchmarkSyncSteady100k: one sync of the agent of a Node holding 100,000 mappings
+// answered by ARP when nothing needs writing: what any one change costs this Node on
+// top of its own work (docs/performance.md#scale).
+func BenchmarkSyncSteady100k(b *testing.B) {
+	a := steadyAgent(b, 100000)
+	ctx := klog.NewContext(context.Background(), klog.Background().V(1))
+	if err := a.sync(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := a.sync(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if n, _ := a.Serving(); n != 100000 {
+		b.Fatalf("answering for %d advertisements, want 100000", n)
+	}
+}
