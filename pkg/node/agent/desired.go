@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -215,12 +214,7 @@ func Compute(in Inputs) Desired {
 	}
 	// One sort, by address then name, orders the answers of both families and the
 	// gratuitous ones too: a sort per list took a sixth of a sync at 100,000.
-	slices.SortFunc(d.answered, func(a, b answeredAd) int {
-		if c := a.addr.Compare(b.addr); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ad.Name, b.ad.Name)
-	})
+	slices.SortFunc(d.answered, func(a, b answeredAd) int { return byAddressThenName(a.addr, a.ad.Name, b.addr, b.ad.Name) })
 	if len(d.answered) > 0 {
 		d.Answering = make([]string, len(d.answered))
 		d.ARP = make([]netip.Addr, 0, len(d.answered))
@@ -331,16 +325,10 @@ func refusedCondition(why string, generation int64) metav1.Condition {
 	}
 }
 
-// answeringCondition is the Answering condition this agent writes on an advertisement
-// of addr: answered by ARP (IPv4) or NDP (IPv6).
-func answeringCondition(addr, iface, mac string, generation int64) metav1.Condition {
-	a, _ := netip.ParseAddr(addr)
-	return answeringConditions(iface, mac)(a, generation)
-}
-
-// answeringConditions makes the Answering conditions of one interface: they differ
-// only in the family of the address and the generation, so the two messages are made
-// once, not once per advertisement.
+// answeringConditions makes the Answering conditions this agent writes on the
+// advertisements it answers for on one interface, by ARP (IPv4) or NDP (IPv6): they
+// differ only in the family of the address and the generation, so the two messages are
+// made once, not once per advertisement.
 func answeringConditions(iface, mac string) func(addr netip.Addr, generation int64) metav1.Condition {
 	message := func(proto string) string { return "answering " + proto + " on interface " + iface + " with " + mac }
 	arp, ndp := message("ARP"), message("NDP")

@@ -318,10 +318,10 @@ func TestComputeIPv6(t *testing.T) {
 	if !slices.Equal(d.NAT.ClusterCIDRs, wantCIDRs) {
 		t.Errorf("cluster CIDRs = %v, want %v", d.NAT.ClusterCIDRs, wantCIDRs)
 	}
-	if c := answeringCondition("2001:db8::5", "ext0", "02:00:00:00:00:01", 3); c.Message != "answering NDP on interface ext0 with 02:00:00:00:00:01" {
+	if c := answeringConditions("ext0", "02:00:00:00:00:01")(a("2001:db8::5"), 3); c.Message != "answering NDP on interface ext0 with 02:00:00:00:00:01" {
 		t.Errorf("IPv6 Answering message %q", c.Message)
 	}
-	if c := answeringCondition("10.225.51.5", "ext0", "02:00:00:00:00:01", 3); c.Message != "answering ARP on interface ext0 with 02:00:00:00:00:01" {
+	if c := answeringConditions("ext0", "02:00:00:00:00:01")(a("10.225.51.5"), 3); c.Message != "answering ARP on interface ext0 with 02:00:00:00:00:01" {
 		t.Errorf("IPv4 Answering message %q", c.Message)
 	}
 }

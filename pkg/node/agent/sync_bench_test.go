@@ -33,20 +33,22 @@ func steadyAgent(tb testing.TB, n int) *Agent {
 	const mac = "02:00:00:00:00:01"
 	index := func() cache.Indexer { return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}) }
 	ads, attachments, eips := index(), index(), index()
-	for i := range n {
-		eip := netip.AddrFrom4([4]byte{10, byte(230 + i>>16), byte(i >> 8), byte(i)}).String()
-		name, uid := "e"+strconv.Itoa(i), types.UID("uid-"+strconv.Itoa(i))
-		add := func(c cache.Indexer, obj any) {
-			if err := c.Add(obj); err != nil {
-				tb.Fatal(err)
-			}
+	add := func(c cache.Indexer, obj any) {
+		if err := c.Add(obj); err != nil {
+			tb.Fatal(err)
 		}
+	}
+	answering := answeringConditions("ext0", mac)
+	for i := range n {
+		addr := netip.AddrFrom4([4]byte{10, byte(230 + i>>16), byte(i >> 8), byte(i)})
+		eip := addr.String()
+		name, uid := "e"+strconv.Itoa(i), types.UID("uid-"+strconv.Itoa(i))
 		add(attachments, attachment(name, "node-0", eip,
 			netip.AddrFrom4([4]byte{10, byte(236 + i>>16), byte(i >> 8), byte(i)}).String(), v1alpha1.AttachmentAttached, true))
 		add(eips, &v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: uid},
 			Status: v1alpha1.ElasticIPStatus{Address: eip, Phase: v1alpha1.ElasticIPAttached,
 				Attachment: &v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindElasticIPAttachment, Name: name}}})
-		cond := answeringCondition(eip, "ext0", mac, 1)
+		cond := answering(addr, 1)
 		cond.LastTransitionTime = metav1.Now()
 		add(ads, &v1alpha1.ARPAdvertisement{
 			ObjectMeta: metav1.ObjectMeta{Name: "eip-default-" + name, Generation: 1,

@@ -59,13 +59,16 @@ func announcedAds(in Inputs, d Desired) []servedAd {
 	return out
 }
 
-// compareServed orders served advertisements by address, then name, as Compute
-// orders Desired.Answering.
-func compareServed(a, b servedAd) int {
-	if c := a.Address.Compare(b.Address); c != 0 {
+// compareServed orders served advertisements as Compute orders Desired.Answering,
+// which servedChanges relies on.
+func compareServed(a, b servedAd) int { return byAddressThenName(a.Address, a.Name, b.Address, b.Name) }
+
+// byAddressThenName is the one order of answered and announced advertisements.
+func byAddressThenName(a netip.Addr, aName string, b netip.Addr, bName string) int {
+	if c := a.Compare(b); c != 0 {
 		return c
 	}
-	return strings.Compare(a.Name, b.Name)
+	return strings.Compare(aName, bName)
 }
 
 // adState is an advertisement as this Node's cache holds it now; nil when the cache
