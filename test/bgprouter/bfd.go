@@ -131,3 +131,41 @@ func (r *FRR) WaitBFD(addr, state string, timeout time.Duration) {
 		r.t.Fatalf("FRR's BFD session with %s is not %s: %v (%v)\n%s", addr, state, err, got, r.Log())
 	}
 }
+
+// BFDPacketsIn returns how many BFD control packets bfdd received from addr (`show bfd
+// peer ADDR counters json`).
+func (r *FRR) BFDPacketsIn(addr string) (uint64, error) {
+	out, err := r.daemonCommand("bfdd", "show bfd peer "+addr+" counters json")
+	if err != nil {
+		return 0, err
+	}
+	var c struct {
+		In uint64 `json:"control-packet-input"`
+	}
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		return 0, fmt.Errorf("decoding %q: %w", out, err)
+	}
+	return c.In, nil
+}
+
+// WaitBFDPackets polls until bfdd received n more BFD control packets from addr than
+// when it is called. FRR 8.4's bfdd takes the C bit of a packet from the bit where RFC
+// 5880 puts F (Final): until the neighbor sent a packet after its answer to bfdd's
+// poll (bfdd polls when a session comes up, to move to its configured timers), bfdd
+// believes the neighbor's BFD independent of its control plane
+// (docs/bgp.md#bfd-and-graceful-restart). A few packets after Up, that poll is over.
+func (r *FRR) WaitBFDPackets(addr string, n uint64, timeout time.Duration) {
+	r.t.Helper()
+	start, err := r.BFDPacketsIn(addr)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var got uint64
+	err = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		got, err = r.BFDPacketsIn(addr)
+		return err == nil && got >= start+n, nil
+	})
+	if err != nil {
+		r.t.Fatalf("bfdd received %d BFD packets from %s in %s, want %d: %v", got-start, addr, timeout, n, err)
+	}
+}

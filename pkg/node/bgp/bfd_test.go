@@ -317,6 +317,11 @@ func testFRRBFD(t *testing.T, checkControlPlane bool) {
 		t.Logf("agent restart: the route was in each of %d polls of FRR's table", polls)
 	}
 
+	if checkControlPlane {
+		// What FRR makes of the failure depends on the Node's last packet: not the
+		// answer to bfdd's poll after the restart (test/bgprouter: WaitBFDPackets).
+		frr.WaitBFDPackets(nodeAddr.String(), 3, 10*time.Second)
+	}
 	failed := killNode(t, sp, sg)
 	if checkControlPlane {
 		frr.WaitBFD(nodeAddr.String(), "Down", 10*time.Second)
