@@ -66,9 +66,13 @@ const (
 	// reported late, never dropped.
 	lostInterval = 5 * time.Second
 	// driftReceiveBuffer holds the notifications of our own largest
-	// transactions while the watcher reads them: a full sync of 10,000
-	// mappings, every one bandwidth-limited, queues about 7 MB at once.
-	driftReceiveBuffer = 32 << 20
+	// transactions while the watcher reads them, so that they are never lost
+	// (a loss is repaired by a full sync, which would cause another): a full
+	// sync of 100,000 own and 100,000 in-cluster mappings sends 700,000
+	// notifications, 58 MB, and overflowed a buffer of 32 MB while the watcher
+	// read them; two such syncs fit this one unread. The kernel takes memory
+	// for what waits to be read only.
+	driftReceiveBuffer = 256 << 20
 )
 
 // DriftWatcher reports changes to juneau's tables made by other processes, from
@@ -93,6 +97,9 @@ type DriftWatcher struct {
 	lostInterval  time.Duration
 	// joined, when set, is called once the socket receives notifications.
 	joined func()
+	// held, when set, keeps the reader from reading until it is closed (tests: what
+	// queues meanwhile must fit the receive buffer).
+	held chan struct{}
 }
 
 // NewDriftWatcher returns a watcher of the namespace of opts; it opens nothing
@@ -159,6 +166,13 @@ func (w *DriftWatcher) watch(ctx context.Context, report func(Drift)) error {
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
+		if w.held != nil {
+			select {
+			case <-w.held:
+			case <-stop:
+				return
+			}
+		}
 		for {
 			msgs, err := c.Receive()
 			select {
@@ -271,7 +285,7 @@ func (t *transactions) message(m netlink.Message) (Drift, bool) {
 		unix.NFT_MSG_NEWRULE, unix.NFT_MSG_DELRULE, unix.NFT_MSG_NEWSET, unix.NFT_MSG_DELSET,
 		unix.NFT_MSG_NEWSETELEM, unix.NFT_MSG_DELSETELEM, unix.NFT_MSG_NEWOBJ, unix.NFT_MSG_DELOBJ,
 		unix.NFT_MSG_NEWFLOWTABLE, unix.NFT_MSG_DELFLOWTABLE:
-		if family := m.Data[0]; (family == unix.NFPROTO_IPV4 || family == unix.NFPROTO_IPV6) && tableOf(m.Data[4:]) == TableName {
+		if family := m.Data[0]; (family == unix.NFPROTO_IPV4 || family == unix.NFPROTO_IPV6) && string(tableOf(m.Data[4:])) == TableName {
 			t.ours++
 		}
 	}
@@ -280,18 +294,20 @@ func (t *transactions) message(m netlink.Message) (Drift, bool) {
 
 // tableOf reads the table an object message names: attribute 1 of every kind
 // (NFTA_TABLE_NAME, NFTA_CHAIN_TABLE, NFTA_RULE_TABLE, NFTA_SET_TABLE,
-// NFTA_SET_ELEM_LIST_TABLE, NFTA_OBJ_TABLE, NFTA_FLOWTABLE_TABLE).
-func tableOf(attrs []byte) string {
-	ad, err := netlink.NewAttributeDecoder(attrs)
-	if err != nil {
-		return ""
-	}
-	for ad.Next() {
-		if ad.Type() == 1 {
-			return ad.String()
+// NFTA_SET_ELEM_LIST_TABLE, NFTA_OBJ_TABLE, NFTA_FLOWTABLE_TABLE), without a
+// copy: a full sync at scale sends hundreds of thousands of messages.
+func tableOf(attrs []byte) []byte {
+	for len(attrs) >= unix.NLA_HDRLEN {
+		n := int(binary.NativeEndian.Uint16(attrs))
+		if n < unix.NLA_HDRLEN || n > len(attrs) {
+			return nil
 		}
+		if binary.NativeEndian.Uint16(attrs[2:])&^(unix.NLA_F_NESTED|unix.NLA_F_NET_BYTEORDER) == 1 {
+			return bytes.TrimRight(attrs[unix.NLA_HDRLEN:n], "\x00")
+		}
+		attrs = attrs[min(len(attrs), (n+unix.NLA_ALIGNTO-1)&^(unix.NLA_ALIGNTO-1)):]
 	}
-	return ""
+	return nil
 }
 
 // genProcess reads the command name of a NEWGEN message (NFTA_GEN_PROC_NAME).

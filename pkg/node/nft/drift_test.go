@@ -3,6 +3,7 @@ package nft
 import (
 	"context"
 	"encoding/binary"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -237,8 +238,9 @@ func TestDriftWatcher(t *testing.T) {
 
 // TestDriftLostNotifications: when the watcher's socket overflows, the loss is
 // reported (someone may have changed the table unseen); with the default buffer, a
-// full sync of 10,000 mappings, every one bandwidth-limited (the largest transaction
-// the agent makes), loses nothing.
+// full sync of 100,000 own mappings, 10,000 of them bandwidth-limited, and 100,000
+// in-cluster ones (700,000 notifications), loses nothing: a loss is repaired by a
+// full sync, which at that size would lose notifications again.
 func TestDriftLostNotifications(t *testing.T) {
 	tp := newTopology(t, topologyOptions{})
 	rec := watchDrift(t, tp, func(w *DriftWatcher) { w.receiveBuffer = 4096 })
@@ -250,18 +252,28 @@ func TestDriftLostNotifications(t *testing.T) {
 	}
 
 	tp2 := newTopology(t, topologyOptions{})
-	rec2 := watchDrift(t, tp2, nil)
-	tp2.state.Mappings = scaleMappings(10000)
-	for i := range tp2.state.Mappings {
-		tp2.state.Mappings[i].BandwidthMbps = 100
+	held := make(chan struct{})
+	rec2 := watchDrift(t, tp2, func(w *DriftWatcher) { w.held = held })
+	tp2.state.Mappings, tp2.state.InCluster = make([]Mapping, 100000), make([]Mapping, 100000)
+	for i := range 100000 {
+		b := [3]byte{byte(i >> 16), byte(i >> 8), byte(i)}
+		tp2.state.Mappings[i] = Mapping{ElasticIP: netip.AddrFrom4([4]byte{10, 230 + b[0], b[1], b[2]}), PodIP: netip.AddrFrom4([4]byte{10, 244 + b[0], b[1], b[2]})}
+		tp2.state.InCluster[i] = Mapping{ElasticIP: netip.AddrFrom4([4]byte{10, 232 + b[0], b[1], b[2]}), PodIP: netip.AddrFrom4([4]byte{10, 246 + b[0], b[1], b[2]})}
+		if i < 10000 {
+			tp2.state.Mappings[i].BandwidthMbps = 100
+		}
 	}
-	tp2.prog.Invalidate()
-	tp2.sync(t)
+	tp2.state.ClusterCIDRs = append(tp2.state.ClusterCIDRs, netip.MustParsePrefix("10.244.0.0/14"))
+	for range 2 { // into the empty table, then replacing it
+		tp2.prog.Invalidate()
+		tp2.sync(t)
+	}
+	close(held) // every notification of both syncs waits in the socket
 	// A marker transaction of another process comes after every notification of the
 	// sync: once it is reported, nothing of the sync was.
 	touchTable(t, tp2)
 	if d := rec2.next(t); d.Lost || d.Changes != 2 {
-		t.Errorf("after a full sync of 10,000 limited mappings: %v, want only the marker", d)
+		t.Errorf("after two full syncs of 100,000 own and 100,000 in-cluster mappings: %v, want only the marker", d)
 	}
 }
 
@@ -270,4 +282,32 @@ func TestDriftLostNotifications(t *testing.T) {
 func touchTable(t *testing.T, tp *topology) {
 	t.Helper()
 	tp.node.MustRun("nft", "add chain ip "+TableName+" probe; delete chain ip "+TableName+" probe")
+}
+
+// TestTableOf reads the table name of object messages as netlink's attribute decoder
+// does, wherever attribute 1 stands, and nothing from malformed attributes.
+func TestTableOf(t *testing.T) {
+	for _, tc := range []struct {
+		attrs []netlink.Attribute
+		want  string
+	}{
+		{[]netlink.Attribute{{Type: 1, Data: []byte("juneau\x00")}}, "juneau"},
+		{[]netlink.Attribute{{Type: 2, Data: []byte("eip2vpc\x00")}, {Type: 1, Data: []byte("juneau\x00")}}, "juneau"},
+		{[]netlink.Attribute{{Type: 3, Data: []byte{1, 2, 3}}, {Type: 1, Data: []byte("kube-proxy\x00")}}, "kube-proxy"},
+		{[]netlink.Attribute{{Type: 1 | unix.NLA_F_NET_BYTEORDER, Data: []byte("juneau\x00")}}, "juneau"},
+		{[]netlink.Attribute{{Type: 2, Data: []byte("juneau\x00")}}, ""},
+	} {
+		b, err := netlink.MarshalAttributes(tc.attrs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(tableOf(b)); got != tc.want {
+			t.Errorf("tableOf(%v) = %q, want %q", tc.attrs, got, tc.want)
+		}
+	}
+	for _, bad := range [][]byte{nil, {1}, {3, 0, 1, 0}, {200, 0, 1, 0, 'j'}} {
+		if got := tableOf(bad); got != nil {
+			t.Errorf("tableOf(%v) = %q, want nothing", bad, got)
+		}
+	}
 }
