@@ -130,10 +130,14 @@ type Agent struct {
 	checker nft.Checker
 
 	// Read and written by the loop's one worker only.
-	held       bool
-	answered   []netip.Addr
-	saved      bool
-	syncedOnce bool
+	// lastRebuild is when the last sync that rebuilt the nftables table ended, and
+	// rebuildCost how long it took (rebuildDue).
+	lastRebuild time.Time
+	rebuildCost time.Duration
+	held        bool
+	answered    []netip.Addr
+	saved       bool
+	syncedOnce  bool
 	// The advertisements answered for and announced after the last sync of the lock
 	// holder (nil before its first), whose changes are logged.
 	answeringAds, announcingAds []servedAd
@@ -226,22 +230,49 @@ func (a *Agent) Run(ctx context.Context) error {
 	return nil
 }
 
-// syncOnce is one turn of the loop.
+// rebuildCostFactor bounds the time periodic full syncs spend rebuilding the nftables
+// table to 1% of the agent's: a periodic full sync rebuilds it only once as long as
+// the last rebuild took has passed a hundred times since. A Node's rebuild takes
+// milliseconds up to thousands of mappings, so it comes every resync period there;
+// 100,000 own and 100,000 in-cluster mappings take the programmer about 5 s to
+// rebuild, and a change that arrives meanwhile waits for it (docs/datapath.md).
+const rebuildCostFactor = 100
+
+// rebuildDue reports whether a periodic full sync is to rebuild the table.
+func (a *Agent) rebuildDue() bool {
+	return a.lastRebuild.IsZero() || a.cfg.Clock.Since(a.lastRebuild) >= rebuildCostFactor*a.rebuildCost
+}
+
+// syncOnce is one turn of the loop. A full one (the first, each periodic one and the
+// retry of a failed one) rebuilds the nftables table, the periodic ones unless the
+// last rebuild is too recent for its cost (rebuildDue): drift between them is
+// repaired when the kernel reports it (RepairDrift), and a failed sync makes the
+// programmer rebuild anyway.
 func (a *Agent) syncOnce(ctx context.Context, full bool) error {
 	holds := a.cfg.Holds == nil || a.cfg.Holds()
 	if !holds {
 		return a.standby(ctx)
 	}
+	rebuild := full && a.rebuildDue()
 	if !a.held {
 		// Whatever the programmer believes applied, another agent wrote since.
-		a.held, full = true, true
+		a.held, rebuild = true, true
 	}
-	if full {
+	if full && !rebuild {
+		klog.FromContext(ctx).V(2).Info("Periodic resync without rebuilding the nftables table: the last rebuild was recent for its cost",
+			"lastRebuild", a.lastRebuild, "took", a.rebuildCost)
+	}
+	if rebuild {
 		a.nat.Invalidate()
 	}
+	start := a.cfg.Clock.Now()
 	if err := a.sync(ctx); err != nil {
 		a.nat.Invalidate()
 		return err
+	}
+	if rebuild {
+		a.lastRebuild = a.cfg.Clock.Now()
+		a.rebuildCost = a.lastRebuild.Sub(start)
 	}
 	a.markSynced()
 	return nil

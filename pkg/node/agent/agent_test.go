@@ -208,3 +208,76 @@ func TestRepairDrift(t *testing.T) {
 		t.Errorf("juneau_node_drift_repairs_total by reason: %v, want %v", got, want)
 	}
 }
+
+// costlyNAT takes cost on the agent's clock to rebuild the table after Invalidate.
+type costlyNAT struct {
+	clk      *clocktesting.FakeClock
+	cost     time.Duration
+	invalid  bool
+	rebuilds int
+}
+
+func (n *costlyNAT) Sync(context.Context, nft.DesiredState) error {
+	if n.invalid {
+		n.clk.Step(n.cost)
+		n.invalid = false
+		n.rebuilds++
+	}
+	return nil
+}
+
+func (n *costlyNAT) Invalidate() { n.invalid = true }
+
+// TestPeriodicRebuildBoundedByCost: a periodic full sync rebuilds the table only once
+// a hundred times the last rebuild's duration has passed since it (every period for a
+// cheap rebuild), while drift and the datapath lock still rebuild it at once.
+func TestPeriodicRebuildBoundedByCost(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cost time.Duration
+		// rebuilt: whether each of ten periodic full syncs a minute apart rebuilds.
+		rebuilt []bool
+	}{
+		{"10ms", 10 * time.Millisecond, []bool{true, true, true, true, true, true, true, true, true, true}},
+		// 100 × 2 s = 200 s after a rebuild ends: the fourth periodic sync after it.
+		{"2s", 2 * time.Second, []bool{false, false, false, true, false, false, false, true, false, false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			nat := &costlyNAT{clk: clk, cost: tc.cost}
+			index := func() cache.Indexer { return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}) }
+			a := New(Config{NodeName: "node-a", ExternalInterface: "ext0", Resync: time.Minute, Clock: clk},
+				Clients{Juneau: fake.NewClientset()},
+				Listers{
+					Attachments:    listers.NewElasticIPAttachmentLister(index()),
+					Advertisements: listers.NewARPAdvertisementLister(index()),
+					Nodes:          corelisters.NewNodeLister(index()),
+				}, nat, fakeARP{}, fakeARP{}, nil, nil)
+			sync := func(full bool) bool {
+				t.Helper()
+				before := nat.rebuilds
+				if err := a.syncOnce(ctx, full); err != nil {
+					t.Fatal(err)
+				}
+				return nat.rebuilds > before
+			}
+			if !sync(true) {
+				t.Fatal("the first sync did not rebuild the table")
+			}
+			for i, want := range tc.rebuilt {
+				clk.Step(time.Minute)
+				if got := sync(true); got != want {
+					t.Errorf("periodic full sync %d (%v after the start): rebuilt %v, want %v", i+1, clk.Since(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), got, want)
+				}
+				if sync(false) {
+					t.Errorf("a triggered sync after periodic full sync %d rebuilt the table", i+1)
+				}
+			}
+			a.RepairDrift(ctx, nft.Drift{Processes: []string{"nft"}, Changes: 1})
+			if !sync(false) {
+				t.Error("the sync after drift did not rebuild the table")
+			}
+		})
+	}
+}

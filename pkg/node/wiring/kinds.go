@@ -1,8 +1,6 @@
 package wiring
 
 import (
-	"time"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	kubeinformers "k8s.io/client-go/informers"
@@ -106,8 +104,12 @@ type caches struct {
 	}
 }
 
-// newCaches makes the informers of every kind, started by start.
-func newCaches(kube kubernetes.Interface, juneau versioned.Interface, nodeName string, resync time.Duration) *caches {
+// newCaches makes the informers of every kind, started by start. They never resync:
+// each sync of the agent reads every cache, and the agent resyncs on its own period
+// (--resync-period); an informer resync would only hand the agent's one handler
+// every cached object again (300,000 of them at 100,000 mappings) to trigger a sync.
+func newCaches(kube kubernetes.Interface, juneau versioned.Interface, nodeName string) *caches {
+	const resync = 0
 	onNode := func(lo *metav1.ListOptions) {
 		lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
 	}

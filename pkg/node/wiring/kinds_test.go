@@ -16,7 +16,7 @@ import (
 // informer a kind, and the tests know each kind.
 func TestEveryKindIsDeclaredOnce(t *testing.T) {
 	cs := newClients(t, false)
-	c := newCaches(cs.kube, cs.juneau, nodeName, 0)
+	c := newCaches(cs.kube, cs.juneau, nodeName)
 	l := reflect.ValueOf(c.listers)
 	for i := range l.NumField() {
 		if l.Field(i).IsNil() {
@@ -50,7 +50,7 @@ func TestEveryKindIsDeclaredOnce(t *testing.T) {
 // object keeps its managedFields.
 func TestEveryKindIsCachedAndSynced(t *testing.T) {
 	cs := newClients(t, true)
-	c := newCaches(cs.kube, cs.juneau, nodeName, 0)
+	c := newCaches(cs.kube, cs.juneau, nodeName)
 	if c.direct.Synced() {
 		t.Error("the CNI server's source is synced before the informers start")
 	}
@@ -105,7 +105,7 @@ func TestEveryKindIsCachedAndSynced(t *testing.T) {
 // every kind from the caches.
 func TestInputsOfBothFamilies(t *testing.T) {
 	cs := newClients(t, true)
-	c := newCaches(cs.kube, cs.juneau, nodeName, 0)
+	c := newCaches(cs.kube, cs.juneau, nodeName)
 	a := standbyAgent(t, c, &responder{}, &responder{})
 	ctx := start(t, c, nil)
 	for i, k := range kinds {
@@ -126,7 +126,7 @@ func TestInputsOfBothFamilies(t *testing.T) {
 // ElasticIP and NDP for the IPv6 one that its caches attach on this Node.
 func TestStandbyAnswersBothFamilies(t *testing.T) {
 	cs := newClients(t, true)
-	c := newCaches(cs.kube, cs.juneau, nodeName, 0)
+	c := newCaches(cs.kube, cs.juneau, nodeName)
 	arp, ndp := &responder{}, &responder{}
 	ctx := start(t, c, standbyAgent(t, c, arp, ndp))
 	for _, r := range []struct {
@@ -145,7 +145,7 @@ func TestStandbyAnswersBothFamilies(t *testing.T) {
 // sync. The agent stands by and the clients start empty, so that nothing else does.
 func TestEventOfEveryKindTriggersSync(t *testing.T) {
 	cs := newClients(t, false)
-	c := newCaches(cs.kube, cs.juneau, nodeName, 0)
+	c := newCaches(cs.kube, cs.juneau, nodeName)
 	arp := &responder{}
 	ctx := start(t, c, standbyAgent(t, c, arp, &responder{}))
 	syncs := func() int { _, n := arp.answers(); return n }

@@ -97,7 +97,7 @@ func Run(ctx context.Context, o Options, p Process) error {
 		return err
 	}
 
-	c := newCaches(kube, juneau, o.NodeName, o.Resync)
+	c := newCaches(kube, juneau, o.NodeName)
 	nat := nft.NewProgrammer(nft.Options{})
 	a := agent.New(agent.Config{
 		NodeName: o.NodeName, ExternalInterface: iface, ExternalMAC: link.HardwareAddr.String(),
