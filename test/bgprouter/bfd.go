@@ -166,6 +166,6 @@ func (r *FRR) WaitBFDPackets(addr string, n uint64, timeout time.Duration) {
 		return err == nil && got >= start+n, nil
 	})
 	if err != nil {
-		r.t.Fatalf("bfdd received %d BFD packets from %s in %s, want %d: %v", got-start, addr, timeout, n, err)
+		r.t.Fatalf("bfdd's count of BFD packets from %s went from %d to %d in %s, want %d more: %v", addr, start, got, timeout, n, err)
 	}
 }
