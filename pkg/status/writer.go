@@ -54,6 +54,10 @@ type Writer[AC UIDApply[AC], O any] struct {
 	Recorder record.EventRecorder
 	// Events are the conditions whose changes are announced, in this order.
 	Events []Announced
+	// Wrote, when set, is told the object the API server returned for each write, so
+	// that the writer can recognise the watch event of its own write (the node agent's
+	// echoes); may be nil.
+	Wrote func(written metav1.Object)
 }
 
 // Write applies ac, the owner's fields of obj's status, with obj's UID, so a status
@@ -65,7 +69,7 @@ type Writer[AC UIDApply[AC], O any] struct {
 // watch events of the newer state bring it back.
 func (w Writer[AC, O]) Write(ctx context.Context, obj Object, ac AC, old, cur []metav1.Condition, keysAndValues ...any) (bool, error) {
 	logger := klog.FromContext(ctx)
-	_, err := w.Client(obj.GetNamespace()).ApplyStatus(ctx, ac.WithUID(obj.GetUID()),
+	out, err := w.Client(obj.GetNamespace()).ApplyStatus(ctx, ac.WithUID(obj.GetUID()),
 		metav1.ApplyOptions{FieldManager: w.FieldManager, Force: true})
 	switch {
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
@@ -73,6 +77,9 @@ func (w Writer[AC, O]) Write(ctx context.Context, obj Object, ac AC, old, cur []
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("writing status of %s %q: %w", w.Kind, klog.KObj(obj).String(), err)
+	}
+	if m, ok := any(out).(metav1.Object); ok && w.Wrote != nil {
+		w.Wrote(m)
 	}
 	if l := logger.V(2); l.Enabled() {
 		l.Info("Wrote "+w.Kind+" status", append([]any{"kind", w.Kind, "object", klog.KObj(obj)}, keysAndValues...)...)

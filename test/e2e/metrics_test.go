@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/test/framework"
 	"github.com/loutres/juneau/test/netns"
@@ -109,6 +112,14 @@ func TestMetricsMove(t *testing.T) {
 		t.Fatal("10.225.51.77 answered")
 	}
 
+	// A heartbeat of node-a (what a kubelet writes every few minutes): its conditions,
+	// which the agent's cache drops, so the update starts no sync.
+	heartbeat := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":%q}]}}`,
+		time.Now().UTC().Format(time.RFC3339))
+	if _, err := c.CP.Kube.CoreV1().Nodes().Patch(ctx, "node-a", types.StrategicMergePatchType, []byte(heartbeat), metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+
 	type want struct {
 		what   string
 		body   func() string
@@ -130,6 +141,10 @@ func TestMetricsMove(t *testing.T) {
 		{"webhook latency", hook, "juneau_webhook_request_duration_seconds_count", []string{`kind="ElasticIPAttachment"`}, true},
 		{"agent sync duration", agent, "juneau_node_sync_duration_seconds_count", nil, true},
 		{"agent mappings", agent, "juneau_node_nat_mappings", nil, true},
+		// The echoes of the Answering condition and the readiness gate it wrote, and the
+		// heartbeat above, started no sync.
+		{"agent: echoes of its own writes", agent, "juneau_node_updates_ignored_total", []string{`reason="own_write"`}, true},
+		{"agent: updates changing nothing kept", agent, "juneau_node_updates_ignored_total", []string{`reason="unchanged"`}, true},
 		{"agent reconcile errors", agent, "juneau_reconcile_errors_total", []string{`controller="node-agent"`}, false},
 		{"agent work queue", agent, "juneau_workqueue_adds_total", []string{`name="node-agent"`}, true},
 		{"ARP requests", agent, "juneau_node_arp_requests_total", nil, true},

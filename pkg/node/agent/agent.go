@@ -125,6 +125,8 @@ type Agent struct {
 
 	loop   *workloop.Single
 	synced []cache.InformerSynced
+	// echoes are the agent's own writes, whose watch events start no sync.
+	echoes echoes
 	// checker tells Compute what the NAT programmer keeps, from the change since the
 	// last sync (Inputs.Check).
 	checker nft.Checker
@@ -163,14 +165,11 @@ func New(cfg Config, clients Clients, l Listers, nat NAT, arp ARP, ndp NDP, host
 	return a
 }
 
-// Watch makes every event of an informer trigger a sync.
+// Watch makes the events of an informer trigger a sync: every one but an update that
+// changes nothing kept or is the echo of the agent's own write (handler).
 func (a *Agent) Watch(informers ...cache.SharedIndexInformer) error {
 	for _, inf := range informers {
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { a.Trigger() },
-			UpdateFunc: func(any, any) { a.Trigger() },
-			DeleteFunc: func(any) { a.Trigger() },
-		}); err != nil {
+		if _, err := inf.AddEventHandler(a.handler()); err != nil {
 			return err
 		}
 		a.synced = append(a.synced, inf.HasSynced)
@@ -249,6 +248,16 @@ func (a *Agent) rebuildDue() bool {
 // repaired when the kernel reports it (RepairDrift), and a failed sync makes the
 // programmer rebuild anyway.
 func (a *Agent) syncOnce(ctx context.Context, full bool) error {
+	a.echoes.begin()
+	defer func() {
+		wake, echoes := a.echoes.end(a.cfg.Clock.Now())
+		for range echoes {
+			a.metrics.ignoredUpdate(ignoredOwnWrite)
+		}
+		if wake {
+			a.Trigger()
+		}
+	}()
 	holds := a.cfg.Holds == nil || a.cfg.Holds()
 	if !holds {
 		return a.standby(ctx)
@@ -432,6 +441,9 @@ func (a *Agent) inputs() (Inputs, error) {
 	return in, nil
 }
 
+// wrote remembers an object the agent wrote, whose watch event is its echo.
+func (a *Agent) wrote(m metav1.Object) { a.echoes.wrote(m, a.cfg.Clock.Now()) }
+
 // markAnswering writes the Answering condition on the advertisements this agent now
 // answers for (True: answered, as Compute lists them in Desired) or refuses to (False,
 // with why: refused), with server-side apply so it owns only that condition. It
@@ -441,6 +453,7 @@ func (a *Agent) inputs() (Inputs, error) {
 func (a *Agent) markAnswering(ctx context.Context, in Inputs, answered []answeredAd, refused map[string]string) ([]string, error) {
 	var started []string
 	w := status.ARPAdvertisements(a.client, v1alpha1.FieldManagerNode, nil)
+	w.Wrote = a.wrote
 	now := metav1.NewTime(a.cfg.Clock.Now())
 	mark := func(ad *v1alpha1.ARPAdvertisement, want metav1.Condition) error {
 		cur, changed := status.One(ad.Status.Conditions, want, now)

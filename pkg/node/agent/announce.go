@@ -132,6 +132,7 @@ func (a *Agent) writeNodeStatus(ctx context.Context, in Inputs, st bgp.Status) e
 // whose condition changes, with server-side apply so the agent owns only that condition.
 func (a *Agent) markAnnounced(ctx context.Context, in Inputs, d Desired, st bgp.Status) error {
 	w := status.BGPAdvertisements(a.client, v1alpha1.FieldManagerNode, nil)
+	w.Wrote = a.wrote
 	for _, ad := range in.BGPAdvertisements {
 		prefix, ok := announcedPrefix(in.NodeName, ad)
 		if !ok {

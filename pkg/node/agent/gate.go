@@ -91,7 +91,7 @@ func (a *Agent) patchGate(ctx context.Context, r Readiness) error {
 	if err != nil {
 		return err
 	}
-	_, err = a.kube.CoreV1().Pods(r.Pod.Namespace).Patch(ctx, r.Pod.Name, types.StrategicMergePatchType, patch,
+	written, err := a.kube.CoreV1().Pods(r.Pod.Namespace).Patch(ctx, r.Pod.Name, types.StrategicMergePatchType, patch,
 		metav1.PatchOptions{FieldManager: v1alpha1.FieldManagerNode}, "status")
 	if apierrors.IsNotFound(err) || status.AnotherObject(err) {
 		klog.FromContext(ctx).V(2).Info("Pod gone or made again before its readiness gate was written", "pod", klog.KObj(r.Pod), "uid", r.Pod.UID)
@@ -100,6 +100,7 @@ func (a *Agent) patchGate(ctx context.Context, r Readiness) error {
 	if err != nil {
 		return fmt.Errorf("setting readiness gate of Pod %s/%s: %w", r.Pod.Namespace, r.Pod.Name, err)
 	}
+	a.wrote(written)
 	if r.Ready {
 		if old := status.PodCondition(r.Pod, r.Types[0]); old == nil || old.Status != corev1.ConditionTrue {
 			a.metrics.observePodReady(a.cfg.Clock.Since(r.Pod.CreationTimestamp.Time))

@@ -16,6 +16,7 @@ type Metrics struct {
 	errors   prometheus.Counter
 	podReady prometheus.Histogram
 	drift    *prometheus.CounterVec
+	ignored  *prometheus.CounterVec
 	sessions *prometheus.GaugeVec
 	prefixes prometheus.Gauge
 }
@@ -26,6 +27,15 @@ const (
 	driftChanged = "changed"
 	// driftLost: change notifications were lost, so a change may have gone unseen.
 	driftLost = "notifications_lost"
+)
+
+// Reasons of update events that start no sync (the reason label of
+// juneau_node_updates_ignored_total).
+const (
+	// ignoredUnchanged: nothing the caches keep changed (a Node's heartbeat).
+	ignoredUnchanged = "unchanged"
+	// ignoredOwnWrite: the echo of the agent's own write.
+	ignoredOwnWrite = "own_write"
 )
 
 // Counts reads ARP or NDP counters (arp.Responder, ndp.Responder).
@@ -57,6 +67,9 @@ func NewMetrics(reg prometheus.Registerer, arp ARPCounts, ndp Counts) (*Metrics,
 		drift: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "drift_repairs_total",
 			Help: "Full syncs made because another process changed juneau's nftables table (reason=changed) or change notifications were lost (reason=notifications_lost)."},
 			[]string{"reason"}),
+		ignored: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "updates_ignored_total",
+			Help: "Update events that started no sync: nothing kept changed (reason=unchanged), or the watch echoed the agent's own write (reason=own_write)."},
+			[]string{"reason"}),
 		sessions: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "juneau", Subsystem: "node", Name: "bgp_sessions",
 			Help: "BGP sessions of this node by state (Established, Connecting, or the last error)."}, []string{"state"}),
 		prefixes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "juneau", Subsystem: "node", Name: "bgp_prefixes_announced",
@@ -68,7 +81,10 @@ func NewMetrics(reg prometheus.Registerer, arp ARPCounts, ndp Counts) (*Metrics,
 	for _, r := range []string{driftChanged, driftLost} {
 		m.drift.WithLabelValues(r) // exported at 0 before the first repair
 	}
-	cols := []prometheus.Collector{m.mappings, m.duration, m.errors, m.podReady, m.drift, m.sessions, m.prefixes}
+	for _, r := range []string{ignoredUnchanged, ignoredOwnWrite} {
+		m.ignored.WithLabelValues(r)
+	}
+	cols := []prometheus.Collector{m.mappings, m.duration, m.errors, m.podReady, m.drift, m.ignored, m.sessions, m.prefixes}
 	if arp != nil {
 		cols = append(cols,
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "juneau", Subsystem: "node", Name: "arp_requests_total",
@@ -152,6 +168,13 @@ func (m *Metrics) observeBGP(st bgp.Status) {
 		m.sessions.WithLabelValues(string(s)).Set(float64(count[s]))
 	}
 	m.prefixes.Set(float64(len(st.Announced)))
+}
+
+func (m *Metrics) ignoredUpdate(reason string) {
+	if m == nil {
+		return
+	}
+	m.ignored.WithLabelValues(reason).Inc()
 }
 
 func (m *Metrics) driftRepair(reason string) {
