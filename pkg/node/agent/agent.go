@@ -127,6 +127,10 @@ type Agent struct {
 	synced []cache.InformerSynced
 	// echoes are the agent's own writes, whose watch events start no sync.
 	echoes echoes
+	// views keep what Compute derives of attachments and advertisements; rebuildViews
+	// asks the next inputs to rebuild them (a full sync).
+	views        views
+	rebuildViews bool
 	// checker tells Compute what the NAT programmer keeps, from the change since the
 	// last sync (Inputs.Check).
 	checker nft.Checker
@@ -140,9 +144,10 @@ type Agent struct {
 	answered    []netip.Addr
 	saved       bool
 	syncedOnce  bool
-	// The advertisements answered for and announced after the last sync of the lock
-	// holder (nil before its first), whose changes are logged.
-	answeringAds, announcingAds []servedAd
+	// The advertisements answered for (Desired.answered) and announced after the last
+	// sync of the lock holder (nil before its first), whose changes are logged.
+	answeringAds  []answeredAd
+	announcingAds []servedAd
 }
 
 // Clients the agent writes with: the Answering condition and the Pod readiness gate.
@@ -166,8 +171,11 @@ func New(cfg Config, clients Clients, l Listers, nat NAT, arp ARP, ndp NDP, host
 }
 
 // Watch makes the events of an informer trigger a sync: every one but an update that
-// changes nothing kept or is the echo of the agent's own write (handler).
+// changes nothing kept or is the echo of the agent's own write (handler). It is given
+// the informers of every kind the agent reads: from then on its views follow the
+// events of attachments, advertisements and ElasticIPs.
 func (a *Agent) Watch(informers ...cache.SharedIndexInformer) error {
+	a.views.enable()
 	for _, inf := range informers {
 		if _, err := inf.AddEventHandler(a.handler()); err != nil {
 			return err
@@ -258,6 +266,7 @@ func (a *Agent) syncOnce(ctx context.Context, full bool) error {
 			a.Trigger()
 		}
 	}()
+	a.rebuildViews = full
 	holds := a.cfg.Holds == nil || a.cfg.Holds()
 	if !holds {
 		return a.standby(ctx)
@@ -378,6 +387,10 @@ func (a *Agent) inputs() (Inputs, error) {
 		in.ExternalSubnets = a.cfg.ExternalSubnets()
 	}
 	var err error
+	if in.derived, err = a.views.update(a.listers, a.cfg.NodeName, a.rebuildViews); err != nil {
+		return in, err
+	}
+	a.rebuildViews = false
 	if a.listers.NICs != nil {
 		if in.NICs, err = a.listers.NICs.List(labels.Everything()); err != nil {
 			return in, err
@@ -389,14 +402,7 @@ func (a *Agent) inputs() (Inputs, error) {
 		}
 	}
 	if a.listers.ElasticIPs != nil {
-		eips, err := a.listers.ElasticIPs.List(labels.Everything())
-		if err != nil {
-			return in, err
-		}
-		in.ElasticIPs = make(map[string]*v1alpha1.ElasticIP, len(eips))
-		for _, e := range eips {
-			in.ElasticIPs[e.Namespace+"/"+e.Name] = e
-		}
+		in.ElasticIPs = elasticIPLister{a.listers.ElasticIPs}
 	}
 	if a.listers.Networks != nil {
 		nets, err := a.listers.Networks.List(labels.Everything())

@@ -44,8 +44,8 @@ type Inputs struct {
 	// HostInterface names the Node interface routing addr to a Pod (the direct NIC's
 	// host end), if any.
 	HostInterface func(addr netip.Addr) (string, bool)
-	// ElasticIPs by "<namespace>/<name>", for their bandwidth limits.
-	ElasticIPs map[string]*v1alpha1.ElasticIP
+	// ElasticIPs by "<namespace>/<name>", for their bandwidth limits; may be nil.
+	ElasticIPs ElasticIPSource
 	// Networks by name, for their spec.gratuitousARP.
 	Networks map[string]*v1alpha1.ExternalNetwork
 	// BGPPeers of the cluster (those selecting this Node are peered with) and the
@@ -65,6 +65,20 @@ type Inputs struct {
 	// or the agent's nft.Checker, which answers the same from the change since the
 	// last sync (a whole check of 100,000 mappings takes seconds).
 	Check func(nft.DesiredState) (nft.Programmed, error)
+	// derived is what the agent's views derived of Attachments and Advertisements;
+	// nil: Compute derives it from them.
+	derived *derived
+}
+
+// derived is what Compute derives of the attachments and advertisements, as the views
+// keep it (views).
+type derived struct {
+	// nat: the attached attachments' entries, sorted by mapping; own of them this Node's.
+	nat []natEntry
+	own int
+	// ads: the advertisements naming this Node with a usable address, sorted by
+	// address then name.
+	ads []answeredAd
 }
 
 // Desired is the whole datapath state of this Node.
@@ -130,37 +144,9 @@ func Compute(in Inputs) Desired {
 	// mappings too, with their bandwidth limits. Both lists are sorted on every field,
 	// so that the caches' order (which they do not keep) never shows: one sort of the
 	// in-cluster ones, which this Node's follow in order (sorting each list took a
-	// third of a sync at 100,000 mappings).
-	type entry struct {
-		m         nft.Mapping
-		own       bool
-		bandwidth int32
-	}
-	entries := make([]entry, 0, len(in.Attachments))
-	own := 0
-	for _, a := range in.Attachments {
-		m, ok := attached(a)
-		if !ok {
-			continue
-		}
-		e := entry{m: m}
-		if a.Status.NodeName == in.NodeName {
-			e.own, e.bandwidth = true, in.bandwidth(a.Namespace, a.Spec.ElasticIPRef.Name)
-			own++
-		}
-		entries = append(entries, e)
-	}
-	// The later fields are compared only on a tie (cmp.Or would compare them every time).
-	byEIP := func(a, b nft.Mapping) int {
-		if c := a.ElasticIP.Compare(b.ElasticIP); c != 0 {
-			return c
-		}
-		if c := a.PodIP.Compare(b.PodIP); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.BandwidthMbps, b.BandwidthMbps)
-	}
-	slices.SortFunc(entries, func(a, b entry) int { return byEIP(a.m, b.m) })
+	// third of a sync at 100,000 mappings). The agent's views hand them over sorted,
+	// patched from the change since the last sync (views).
+	entries, own := in.natEntries()
 	d.NAT.InCluster = make([]nft.Mapping, len(entries))
 	if own > 0 {
 		d.NAT.Mappings = make([]nft.Mapping, 0, own)
@@ -174,8 +160,8 @@ func Compute(in Inputs) Desired {
 	}
 	// Only two attachments of one ElasticIP and Pod IP with different limits are out
 	// of order here.
-	if !slices.IsSortedFunc(d.NAT.Mappings, byEIP) {
-		slices.SortFunc(d.NAT.Mappings, byEIP)
+	if !slices.IsSortedFunc(d.NAT.Mappings, byMapping) {
+		slices.SortFunc(d.NAT.Mappings, byMapping)
 	}
 	d.NAT.Direct = directNICs(in)
 	// Answer ARP only for addresses this Node can deliver now (a NAT mapping or a direct
@@ -193,28 +179,35 @@ func Compute(in Inputs) Desired {
 		_, direct := d.Programmed.Direct[a]
 		return nat || direct
 	}
-	// The cache holds this Node's advertisements only: sized once, not grown.
-	d.answered = make([]answeredAd, 0, len(in.Advertisements))
-	for _, ad := range in.Advertisements {
-		if ad.Spec.NodeName != in.NodeName || ad.DeletionTimestamp != nil {
+	// The candidates come sorted by address then name, which orders the answers of
+	// both families and the gratuitous ones too: a sort per list took a sixth of a sync
+	// at 100,000.
+	candidates := in.adCandidates()
+	d.answered = make([]answeredAd, 0, len(candidates))
+	// The candidates and this Node's mappings are both in address order: one walk finds
+	// which have a mapping, where a lookup of each in Programmed took a sixth of a sync
+	// at 100,000. Only when the programmer left some out (NATRejected) is it asked.
+	j := 0
+	for _, c := range candidates {
+		for j < len(d.NAT.Mappings) && d.NAT.Mappings[j].ElasticIP.Less(c.addr) {
+			j++
+		}
+		nat := j < len(d.NAT.Mappings) && d.NAT.Mappings[j].ElasticIP == c.addr
+		if nat && d.NATRejected != nil {
+			_, nat = d.Programmed.Mappings[c.addr]
+		}
+		if !nat && (len(d.Programmed.Direct) == 0 || !served(c.addr)) {
 			continue
 		}
-		addr, err := netip.ParseAddr(ad.Spec.Address)
-		if err != nil || addr.Zone() != "" || !served(addr.Unmap()) {
-			continue
-		}
-		if why := reservedAddress(in, addr.Unmap()); why != "" {
+		if why := reservedAddress(in, c.addr); why != "" {
 			if d.Refused == nil {
 				d.Refused = map[string]string{}
 			}
-			d.Refused[ad.Name] = why
+			d.Refused[c.ad.Name] = why
 			continue
 		}
-		d.answered = append(d.answered, answeredAd{ad: ad, addr: addr.Unmap()})
+		d.answered = append(d.answered, c)
 	}
-	// One sort, by address then name, orders the answers of both families and the
-	// gratuitous ones too: a sort per list took a sixth of a sync at 100,000.
-	slices.SortFunc(d.answered, func(a, b answeredAd) int { return byAddressThenName(a.addr, a.ad.Name, b.addr, b.ad.Name) })
 	if len(d.answered) > 0 {
 		d.Answering = make([]string, len(d.answered))
 		d.ARP = make([]netip.Addr, 0, len(d.answered))
@@ -398,8 +391,8 @@ func otherFamilyPodIPs(pods []*corev1.Pod, nic *v1alpha1.NetworkInterface, eip n
 }
 
 // bandwidth is the ElasticIP's spec.bandwidthMbps, 0 when unlimited or unknown.
-func (in Inputs) bandwidth(namespace, name string) int32 {
-	if eip := in.ElasticIPs[namespace+"/"+name]; eip != nil && eip.Spec.BandwidthMbps != nil {
+func (in *Inputs) bandwidth(namespace, name string) int32 {
+	if eip := elasticIPOf(in.ElasticIPs, namespace+"/"+name); eip != nil && eip.Spec.BandwidthMbps != nil {
 		return *eip.Spec.BandwidthMbps
 	}
 	return 0

@@ -62,7 +62,7 @@ func TestCompute(t *testing.T) {
 		ServiceCIDRs: []*networkingv1.ServiceCIDR{{Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.96.0.0/12", "fd00::/108"}}}},
 	}
 	limit := int32(5)
-	in.ElasticIPs = map[string]*v1alpha1.ElasticIP{"default/limited": {Spec: v1alpha1.ElasticIPSpec{BandwidthMbps: &limit}}}
+	in.ElasticIPs = ElasticIPMap{"default/limited": {Spec: v1alpha1.ElasticIPSpec{BandwidthMbps: &limit}}}
 	in.Attachments[1].Spec.ElasticIPRef.Name = "limited" // attachment "a" → 10.225.51.5
 	in.Networks = map[string]*v1alpha1.ExternalNetwork{
 		"announced": {Spec: v1alpha1.ExternalNetworkSpec{Type: v1alpha1.AdvertiseARP, GratuitousARP: true}},

@@ -23,8 +23,14 @@ const echoMemory = 10 * time.Minute
 // would otherwise start one more (docs/performance.md#scale).
 func (a *Agent) handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { a.Trigger() },
+		AddFunc: func(obj any) {
+			a.views.event(obj)
+			a.Trigger()
+		},
 		UpdateFunc: func(old, cur any) {
+			// The views take the new object even when it starts no sync: it is
+			// the one the next sync is to write on.
+			a.views.event(cur)
 			if sameButVersion(old, cur) {
 				a.metrics.ignoredUpdate(ignoredUnchanged)
 				return
@@ -36,7 +42,10 @@ func (a *Agent) handler() cache.ResourceEventHandler {
 				a.Trigger()
 			}
 		},
-		DeleteFunc: func(any) { a.Trigger() },
+		DeleteFunc: func(obj any) {
+			a.views.event(obj)
+			a.Trigger()
+		},
 	}
 }
 

@@ -65,7 +65,7 @@ func (c *choices) deleting() *metav1.Time {
 // addresses that collide, and status values no controller writes.
 func (c *choices) inputs() Inputs {
 	in := Inputs{NodeName: fuzzNode, ExternalInterface: "ext0", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
-		ElasticIPs: map[string]*v1alpha1.ElasticIP{}, ExternalSubnets: []netip.Prefix{netip.MustParsePrefix("10.225.51.2/24")}}
+		ElasticIPs: ElasticIPMap{}, ExternalSubnets: []netip.Prefix{netip.MustParsePrefix("10.225.51.2/24")}}
 	for i := range c.next() % 8 {
 		a := &v1alpha1.ElasticIPAttachment{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("att-%d", i), Namespace: c.pick("default", "other"), DeletionTimestamp: c.deleting()},
@@ -110,7 +110,7 @@ func (c *choices) inputs() Inputs {
 	// The API server's schema bounds bandwidthMbps; any bound value may be set.
 	for _, ns := range []string{"default", "other"} {
 		if c.flag() {
-			in.ElasticIPs[ns+"/limited"] = &v1alpha1.ElasticIP{Spec: v1alpha1.ElasticIPSpec{BandwidthMbps: ptr.To(int32(1 + c.next()%2*(nft.MaxBandwidthMbps-1)))}}
+			in.ElasticIPs.(ElasticIPMap)[ns+"/limited"] = &v1alpha1.ElasticIP{Spec: v1alpha1.ElasticIPSpec{BandwidthMbps: ptr.To(int32(1 + c.next()%2*(nft.MaxBandwidthMbps-1)))}}
 		}
 	}
 	// The host end of a direct NIC: every address whose last byte is odd is routed to a

@@ -17,7 +17,7 @@ import (
 type ReadinessInputs struct {
 	Pods       []*corev1.Pod                // Pods of this Node
 	NICs       []*v1alpha1.NetworkInterface // NetworkInterfaces of this Node
-	ElasticIPs map[string]*v1alpha1.ElasticIP
+	ElasticIPs ElasticIPSource
 	Networks   map[string]*v1alpha1.ExternalNetwork
 	// Routed reports whether the Node routes addr to a Pod (the direct NIC's host route).
 	Routed func(addr netip.Addr) bool
@@ -58,30 +58,47 @@ func gates(p *corev1.Pod) []string {
 // this Pod that its ElasticIP names as holder.
 func ComputeReadiness(in Inputs, d Desired, r ReadinessInputs) []Readiness {
 	var out []Readiness
+	var own map[string][]*v1alpha1.ElasticIPAttachment
 	for _, p := range r.Pods {
 		types := gates(p)
 		if len(types) == 0 || p.DeletionTimestamp != nil {
 			continue
 		}
-		pr := podReadiness(in, d, r, p)
+		if own == nil {
+			own = ownAttachments(in)
+		}
+		pr := podReadiness(in, d, r, p, own)
 		pr.Types = types
 		out = append(out, pr)
 	}
 	return out
 }
 
-func podReadiness(in Inputs, d Desired, r ReadinessInputs, p *corev1.Pod) Readiness {
+// ownAttachments are this Node's attachments (those of other Nodes serve in-cluster
+// clients only) by "<namespace>/<NetworkInterface name>": found once per sync, where a
+// walk of every attachment of the cluster for each gated Pod grew with their product.
+func ownAttachments(in Inputs) map[string][]*v1alpha1.ElasticIPAttachment {
+	out := map[string][]*v1alpha1.ElasticIPAttachment{}
+	for _, a := range in.Attachments {
+		if a.Status.NodeName == in.NodeName {
+			k := a.Namespace + "/" + a.Spec.TargetRef.NetworkInterfaceName
+			out[k] = append(out[k], a)
+		}
+	}
+	return out
+}
+
+// podReadiness is the gate of one Pod; own are ownAttachments(in).
+func podReadiness(in Inputs, d Desired, r ReadinessInputs, p *corev1.Pod, own map[string][]*v1alpha1.ElasticIPAttachment) Readiness {
 	var used []use
 	var missing []string
-	ownNIC := func(namespace, name string) bool {
-		return slices.ContainsFunc(r.NICs, func(n *v1alpha1.NetworkInterface) bool {
-			return n.Namespace == namespace && n.Name == name && n.Spec.PodRef.UID == string(p.UID)
-		})
-	}
-	for _, a := range in.Attachments {
-		if a.Status.NodeName != in.NodeName || a.Namespace != p.Namespace || !ownNIC(a.Namespace, a.Spec.TargetRef.NetworkInterfaceName) {
-			continue // attachments of other Nodes serve in-cluster clients only
+	var attachments []*v1alpha1.ElasticIPAttachment
+	for _, n := range r.NICs {
+		if n.Namespace == p.Namespace && n.Spec.PodRef.UID == string(p.UID) {
+			attachments = append(attachments, own[n.Namespace+"/"+n.Name]...)
 		}
+	}
+	for _, a := range attachments {
 		if a.Status.Phase != v1alpha1.AttachmentAttached || a.Status.ElasticIP == "" {
 			// Not the ElasticIP's user (yet): its Ready condition says why, in the words
 			// of the controller that decided; it has no address of the Pod's to answer for.
@@ -102,7 +119,7 @@ func podReadiness(in Inputs, d Desired, r ReadinessInputs, p *corev1.Pod) Readin
 		addr, _, _ := strings.Cut(nic.Status.Address, "/")
 		a, err := netip.ParseAddr(addr)
 		switch {
-		case !holdsDirectly(nic, r.ElasticIPs[nic.Namespace+"/"+nic.Spec.ElasticIP]):
+		case !holdsDirectly(nic, elasticIPOf(r.ElasticIPs, nic.Namespace+"/"+nic.Spec.ElasticIP)):
 			missing = append(missing, fmt.Sprintf("ElasticIP %q to name NetworkInterface %q as its holder", nic.Spec.ElasticIP, nic.Name))
 		case err != nil || r.Routed == nil || !r.Routed(a):
 			missing = append(missing, fmt.Sprintf("route of NetworkInterface %q", nic.Name))
@@ -115,7 +132,7 @@ func podReadiness(in Inputs, d Desired, r ReadinessInputs, p *corev1.Pod) Readin
 	var names []string
 	for _, u := range used {
 		names = append(names, fmt.Sprintf("%s (%s)", u.eip, u.addr))
-		if eip := r.ElasticIPs[p.Namespace+"/"+u.eip]; eip != nil {
+		if eip := elasticIPOf(r.ElasticIPs, p.Namespace+"/"+u.eip); eip != nil {
 			a, err := netip.ParseAddr(u.addr)
 			switch net := r.Networks[eip.Spec.ExternalNetwork]; {
 			case net == nil:

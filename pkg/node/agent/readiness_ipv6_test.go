@@ -31,7 +31,7 @@ func TestReadinessIPv6(t *testing.T) {
 			{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-dual-6"}, Spec: v1alpha1.ARPAdvertisementSpec{Address: "2001:db8::5", NodeName: "node-a"}},
 		}}
 	net := &v1alpha1.ExternalNetwork{ObjectMeta: metav1.ObjectMeta{Name: "ext-net"}, Spec: v1alpha1.ExternalNetworkSpec{Type: v1alpha1.AdvertiseARP}}
-	eips := map[string]*v1alpha1.ElasticIP{}
+	eips := ElasticIPMap{}
 	for _, n := range []string{"dual-4", "dual-6"} {
 		eips["default/"+n] = &v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: "default"}, Spec: v1alpha1.ElasticIPSpec{ExternalNetwork: "ext-net"}}
 	}

@@ -65,7 +65,7 @@ func TestComputeReadiness(t *testing.T) {
 		name   string
 		pod    *corev1.Pod
 		d      Desired
-		eips   map[string]*v1alpha1.ElasticIP
+		eips   ElasticIPMap
 		routed func(netip.Addr) bool
 		// announced: the /32s this Node's BGP speaker announces to an Established peer.
 		announced []string
@@ -74,35 +74,35 @@ func TestComputeReadiness(t *testing.T) {
 		types     []string
 	}{
 		{"NAT programmed and answered", gatedPod("nginx"), programmed,
-			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, nil, true, `nginx-eip (10.225.51.5)`, nil},
+			ElasticIPMap{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, nil, true, `nginx-eip (10.225.51.5)`, nil},
 		{"NAT programmed, ARP not yet", gatedPod("nginx"), Desired{NAT: programmed.NAT, Programmed: programmed.Programmed},
-			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, nil, false, `ARP answer for "10.225.51.5"`, nil},
+			ElasticIPMap{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, nil, false, `ARP answer for "10.225.51.5"`, nil},
 		{"NAT on a bgp network needs no ARP, but its announcement", gatedPod("nginx"), Desired{NAT: programmed.NAT, Programmed: programmed.Programmed},
-			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "bgp-net", "")}, nil, []string{"10.225.51.5"}, true, `nginx-eip`, nil},
+			ElasticIPMap{"default/nginx-eip": eip("nginx-eip", "bgp-net", "")}, nil, []string{"10.225.51.5"}, true, `nginx-eip`, nil},
 		{"NAT on a bgp network not announced to an Established peer", gatedPod("nginx"), programmed,
-			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "bgp-net", "")}, nil, []string{"10.225.51.6"}, false,
+			ElasticIPMap{"default/nginx-eip": eip("nginx-eip", "bgp-net", "")}, nil, []string{"10.225.51.6"}, false,
 			`waiting for BGP announcement of "10.225.51.5" to an Established peer`, nil},
 		{"direct on a bgp network, announced", gatedPod("web"), programmed,
-			map[string]*v1alpha1.ElasticIP{"default/web-eip": eip("web-eip", "bgp-net", "uid-web.eth0")}, routed, []string{"10.225.51.6"}, true, `web-eip (10.225.51.6)`, nil},
+			ElasticIPMap{"default/web-eip": eip("web-eip", "bgp-net", "uid-web.eth0")}, routed, []string{"10.225.51.6"}, true, `web-eip (10.225.51.6)`, nil},
 		{"direct on a bgp network, not announced", gatedPod("web"), programmed,
-			map[string]*v1alpha1.ElasticIP{"default/web-eip": eip("web-eip", "bgp-net", "uid-web.eth0")}, routed, nil, false,
+			ElasticIPMap{"default/web-eip": eip("web-eip", "bgp-net", "uid-web.eth0")}, routed, nil, false,
 			`BGP announcement of "10.225.51.6"`, nil},
 		{"NAT rules not applied", gatedPod("nginx"), Desired{ARP: programmed.ARP},
-			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, nil, false, `NAT of ElasticIPAttachment "nginx-attach"`, nil},
+			ElasticIPMap{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, nil, false, `NAT of ElasticIPAttachment "nginx-attach"`, nil},
 		{"an attachment to the NIC of an earlier Pod of the same name is not this Pod's", nginx2, programmed,
-			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, nil, false, "no ElasticIP is attached", nil},
+			ElasticIPMap{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, nil, false, "no ElasticIP is attached", nil},
 		{"the managed-cloud gate", aliyun, programmed,
-			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, nil, true, `nginx-eip (10.225.51.5)`,
+			ElasticIPMap{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, nil, true, `nginx-eip (10.225.51.5)`,
 			[]string{v1alpha1.PodConditionManagedCloudEIP}},
 		{"both gates", both, programmed,
-			map[string]*v1alpha1.ElasticIP{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, nil, true, `nginx-eip (10.225.51.5)`,
+			ElasticIPMap{"default/nginx-eip": eip("nginx-eip", "ext-net", "")}, nil, nil, true, `nginx-eip (10.225.51.5)`,
 			[]string{v1alpha1.PodConditionElasticIP, v1alpha1.PodConditionManagedCloudEIP}},
 		{"direct routed and answered", gatedPod("web"), programmed,
-			map[string]*v1alpha1.ElasticIP{"default/web-eip": eip("web-eip", "ext-net", "uid-web.eth0")}, routed, nil, true, `web-eip (10.225.51.6)`, nil},
+			ElasticIPMap{"default/web-eip": eip("web-eip", "ext-net", "uid-web.eth0")}, routed, nil, true, `web-eip (10.225.51.6)`, nil},
 		{"direct without the host route", gatedPod("web"), programmed,
-			map[string]*v1alpha1.ElasticIP{"default/web-eip": eip("web-eip", "ext-net", "uid-web.eth0")}, func(netip.Addr) bool { return false }, nil, false, `route of NetworkInterface "web.eth0"`, nil},
+			ElasticIPMap{"default/web-eip": eip("web-eip", "ext-net", "uid-web.eth0")}, func(netip.Addr) bool { return false }, nil, false, `route of NetworkInterface "web.eth0"`, nil},
 		{"direct, but the ElasticIP names another NIC of that name", gatedPod("web"), programmed,
-			map[string]*v1alpha1.ElasticIP{"default/web-eip": eip("web-eip", "ext-net", "uid-earlier")}, routed, nil, false,
+			ElasticIPMap{"default/web-eip": eip("web-eip", "ext-net", "uid-earlier")}, routed, nil, false,
 			`ElasticIP "web-eip" to name NetworkInterface "web.eth0" as its holder`, nil},
 		{"nothing attached", gatedPod("lonely"), programmed, nil, nil, nil, false, "no ElasticIP is attached", nil},
 	}
@@ -170,7 +170,7 @@ func TestReadinessTellsWhyItWaits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := Inputs{NodeName: "node-a", ExternalInterface: "ext0", Attachments: tc.atts}
 			r := ComputeReadiness(in, Compute(in), ReadinessInputs{Pods: []*corev1.Pod{tc.pod}, NICs: []*v1alpha1.NetworkInterface{nic},
-				ElasticIPs: map[string]*v1alpha1.ElasticIP{"default/p5-3": eip}, Networks: map[string]*v1alpha1.ExternalNetwork{"ext-net": arpNet}})
+				ElasticIPs: ElasticIPMap{"default/p5-3": eip}, Networks: map[string]*v1alpha1.ExternalNetwork{"ext-net": arpNet}})
 			if len(r) != 1 || r[0].Ready || r[0].Message != tc.want {
 				t.Fatalf("readiness %+v, want not ready with %q", r, tc.want)
 			}

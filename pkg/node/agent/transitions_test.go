@@ -29,14 +29,14 @@ import (
 func TestWhyStopped(t *testing.T) {
 	owner := advertisement.Owner{Namespace: "default", Name: "web-eip", UID: "uid-1"}
 	last := servedAd{Name: "eip-default-web-eip", Address: netip.MustParseAddr("10.225.51.6"), Owner: owner, HasOwner: true}
-	eip := func(mutate func(*v1alpha1.ElasticIP)) map[string]*v1alpha1.ElasticIP {
+	eip := func(mutate func(*v1alpha1.ElasticIP)) ElasticIPMap {
 		e := &v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-eip", UID: "uid-1"},
 			Status: v1alpha1.ElasticIPStatus{Phase: v1alpha1.ElasticIPAttached,
 				Attachment: &v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindElasticIPAttachment, Name: "web-attach"}}}
 		if mutate != nil {
 			mutate(e)
 		}
-		return map[string]*v1alpha1.ElasticIP{"default/web-eip": e}
+		return ElasticIPMap{"default/web-eip": e}
 	}
 	moved := attachment("web-attach", "node-b", "10.225.51.6", "10.244.2.6", v1alpha1.AttachmentAttached, true)
 	mapping := nft.Mapping{ElasticIP: netip.MustParseAddr("10.225.51.6"), PodIP: netip.MustParseAddr("10.244.1.6")}
@@ -123,7 +123,7 @@ func TestAnsweringTransitionsLogged(t *testing.T) {
 			attachment("a", "node-a", "10.225.51.5", "10.244.1.5", v1alpha1.AttachmentAttached, true),
 			attachment("b", "node-a", "10.225.51.6", "10.244.1.6", v1alpha1.AttachmentAttached, true),
 		},
-		ElasticIPs: map[string]*v1alpha1.ElasticIP{},
+		ElasticIPs: ElasticIPMap{},
 	}
 	step := func(conditionTrue ...string) string {
 		t.Helper()
@@ -252,7 +252,11 @@ func TestServedChangesAgreesWithSets(t *testing.T) {
 				wantStopped = append(wantStopped, ad)
 			}
 		}
-		started, stopped := servedChanges(prev, cur)
+		startedAds, stopped := servedChanges(prev, cur, compareServed)
+		var started []string
+		for _, ad := range startedAds {
+			started = append(started, ad.Name)
+		}
 		if !slices.Equal(started, wantStarted) || !slices.Equal(stopped, wantStopped) {
 			t.Fatalf("servedChanges(%v, %v) = %v, %v; want %v, %v", prev, cur, started, stopped, wantStarted, wantStopped)
 		}

@@ -1,0 +1,121 @@
+package agent
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+)
+
+// TestViewsAgreeWithCompute: after any sequence of adds, updates and deletes of
+// attachments (of this Node and others, attached or not, colliding on addresses),
+// advertisements and ElasticIPs (their limits), a sync's Compute over the views gives
+// exactly what Compute derives from the caches' lists — patched a few keys at a time,
+// past maxPatch (rebuilt), and rebuilt on demand.
+func TestViewsAgreeWithCompute(t *testing.T) {
+	const node = "node-a"
+	rng := rand.New(rand.NewPCG(1, 2))
+	index := func() cache.Indexer { return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}) }
+	atts, ads, eips := index(), index(), index()
+	l := Listers{
+		Attachments:    listers.NewElasticIPAttachmentLister(atts),
+		Advertisements: listers.NewARPAdvertisementLister(ads),
+		ElasticIPs:     listers.NewElasticIPLister(eips),
+	}
+	var v views
+	v.enable()
+	pick := func(options ...string) string { return options[rng.IntN(len(options))] }
+	addr := func() string {
+		return pick("10.225.51.5", "10.225.51.6", "10.225.51.7", "10.225.51.8", "fd00::5", "::ffff:10.225.51.5", "bogus", "fe80::1%eth0")
+	}
+	// put stores obj in c (or deletes it) and tells the views, as the informers do.
+	put := func(c cache.Indexer, obj any, del bool) {
+		var err error
+		if del {
+			err = c.Delete(obj)
+			if rng.IntN(2) == 0 {
+				key, _ := cache.MetaNamespaceKeyFunc(obj)
+				obj = cache.DeletedFinalStateUnknown{Key: key, Obj: obj}
+			}
+		} else {
+			err = c.Update(obj)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.event(obj)
+	}
+	mutate := func() {
+		name := fmt.Sprintf("e%d", rng.IntN(40))
+		del := rng.IntN(8) == 0
+		switch rng.IntN(3) {
+		case 0:
+			a := attachment(name, pick(node, "node-b", ""), addr(), pick("10.244.1.5", "10.244.1.6", "fd00:244::5"),
+				[]v1alpha1.AttachmentPhase{v1alpha1.AttachmentAttached, v1alpha1.AttachmentPending}[rng.IntN(2)], rng.IntN(4) != 0)
+			a.Spec.ElasticIPRef.Name = pick("e1", "e2", "e3", name)
+			if rng.IntN(10) == 0 {
+				a.DeletionTimestamp = &metav1.Time{}
+			}
+			put(atts, a, del)
+		case 1:
+			ad := &v1alpha1.ARPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-" + name},
+				Spec: v1alpha1.ARPAdvertisementSpec{Address: addr(), NodeName: pick(node, "node-b"), ExternalNetwork: "external"}}
+			if rng.IntN(10) == 0 {
+				ad.DeletionTimestamp = &metav1.Time{}
+			}
+			put(ads, ad, del)
+		default:
+			e := &v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: pick("e1", "e2", "e3", name)}}
+			if rng.IntN(2) == 0 {
+				e.Spec.BandwidthMbps = ptr.To(int32(rng.IntN(3) * 100))
+			}
+			put(eips, e, del)
+		}
+	}
+	busy := 0
+	for step := range 400 {
+		n := 1 + rng.IntN(4)
+		if step%50 == 49 {
+			n = maxPatch + 10
+		}
+		for range n {
+			mutate()
+		}
+		d, err := v.update(l, node, step%97 == 96)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := ElasticIPMap{}
+		in := Inputs{NodeName: node, ExternalInterface: "ext0", ElasticIPs: m}
+		for _, o := range atts.List() {
+			in.Attachments = append(in.Attachments, o.(*v1alpha1.ElasticIPAttachment))
+		}
+		for _, o := range ads.List() {
+			in.Advertisements = append(in.Advertisements, o.(*v1alpha1.ARPAdvertisement))
+		}
+		all, _ := l.ElasticIPs.List(labels.Everything())
+		for _, e := range all {
+			m[e.Namespace+"/"+e.Name] = e
+		}
+		want := Compute(in)
+		in.derived = d
+		got := Compute(in)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("step %d: Compute over the views differs from Compute over the lists:\n got %+v\nwant %+v", step, got, want)
+		}
+		if len(want.NAT.Mappings) > 0 && len(want.Answering) > 0 {
+			busy++
+		}
+	}
+	if busy < 150 {
+		t.Errorf("only %d of 400 steps had a mapping and an answer: the test exercises too little", busy)
+	}
+}
