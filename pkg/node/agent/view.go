@@ -35,9 +35,9 @@ type views struct {
 	d     derived
 	// nat: by attachment key, its entry (attached ones only) and, for this Node's, the
 	// key of its ElasticIP, whose limit is the entry's; ownByEIP: by ElasticIP key,
-	// the keys of this Node's attachments of it.
+	// the keys of this Node's attachments of it (one, but in a conflict).
 	nat      map[string]viewNAT
-	ownByEIP map[string]map[string]struct{}
+	ownByEIP map[string][]string
 	// ads: by name, the candidate of each advertisement that is one.
 	ads map[string]answeredAd
 }
@@ -111,7 +111,7 @@ func (v *views) update(l Listers, node string, rebuild bool) (*derived, error) {
 	}
 	// A changed ElasticIP changes the limit of this Node's attachments of it.
 	for k := range eips {
-		for a := range v.ownByEIP[k] {
+		for _, a := range v.ownByEIP[k] {
 			if attachments == nil {
 				attachments = map[string]struct{}{}
 			}
@@ -173,7 +173,7 @@ func (v *views) rebuild(l Listers, node string, bandwidth func(namespace, name s
 	}
 	v.d = derived{nat: make([]natEntry, 0, len(attachments))}
 	v.nat = make(map[string]viewNAT, len(attachments))
-	v.ownByEIP = map[string]map[string]struct{}{}
+	v.ownByEIP = make(map[string][]string, len(attachments))
 	for _, a := range attachments {
 		e, ok := v.natOf(a, node, bandwidth)
 		if !ok {
@@ -214,10 +214,7 @@ func (v *views) note(key string, n viewNAT) {
 	v.nat[key] = n
 	if n.e.own {
 		v.d.own++
-		if v.ownByEIP[n.eip] == nil {
-			v.ownByEIP[n.eip] = map[string]struct{}{}
-		}
-		v.ownByEIP[n.eip][key] = struct{}{}
+		v.ownByEIP[n.eip] = append(v.ownByEIP[n.eip], key)
 	}
 }
 
@@ -239,9 +236,11 @@ func (v *views) removeNAT(key string) {
 	v.d.nat = removeSorted(v.d.nat, n.e, byNATEntry)
 	if n.e.own {
 		v.d.own--
-		delete(v.ownByEIP[n.eip], key)
-		if len(v.ownByEIP[n.eip]) == 0 {
+		keys := slices.DeleteFunc(v.ownByEIP[n.eip], func(k string) bool { return k == key })
+		if len(keys) == 0 {
 			delete(v.ownByEIP, n.eip)
+		} else {
+			v.ownByEIP[n.eip] = keys
 		}
 	}
 }
