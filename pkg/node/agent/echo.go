@@ -18,9 +18,10 @@ const echoMemory = 10 * time.Minute
 // handler triggers a sync for every event that may change what a sync does. Not for an
 // update that changes nothing the caches keep (sameButVersion: a Node's heartbeat, its
 // status trimmed away by cached.Node), nor for the echo of the agent's own write (an
-// Answering or Announced condition, a readiness gate): each sync reads the whole state
-// of the Node, 0.3 s at 100,000 mappings, and the watch of every write the agent made
-// would otherwise start one more (docs/performance.md#scale).
+// Answering or Announced condition, a readiness gate): a sync still walks the Node's
+// whole state (50 ms at 100,000 mappings), and the watch of every write the agent made
+// would otherwise start one more (docs/performance.md#scale). Every event is told to
+// the views first, those that start no sync too.
 func (a *Agent) handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
@@ -29,7 +30,7 @@ func (a *Agent) handler() cache.ResourceEventHandler {
 		},
 		UpdateFunc: func(old, cur any) {
 			// The views take the new object even when it starts no sync: it is
-			// the one the next sync is to write on.
+			// the one the next sync writes on.
 			a.views.event(cur)
 			if sameButVersion(old, cur) {
 				a.metrics.ignoredUpdate(ignoredUnchanged)
