@@ -275,7 +275,29 @@ spec:
 	kubectl(t, c, box("orphan", "node-b")+natYAML("orphan"), "-n", ns, "apply", "-f", "-")
 
 	// Drift: another program adds an element to juneau's table on node-a; the agent
-	// repairs it.
+	// repairs it. First Prometheus scrapes node-a's agent as it runs now (the upgrade
+	// above may have replaced it): a repair counted before the series' first sample would
+	// start it at 1, and increase() over it, which the alert reads, would stay 0.
+	var agentA string
+	if err := wait.PollUntilContextTimeout(testContext(t, 2*time.Minute), time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.Kube.CoreV1().Pods(cluster.NodeNamespace).List(ctx, metav1.ListOptions{
+			LabelSelector: "app.kubernetes.io/component=node", FieldSelector: "spec.nodeName=node-a"})
+		var running []string
+		for _, p := range pods.Items {
+			if err == nil && p.DeletionTimestamp == nil && p.Status.Phase == "Running" {
+				running = append(running, p.Name)
+			}
+		}
+		if len(running) != 1 {
+			return false, nil
+		}
+		agentA = running[0]
+		return true, nil
+	}); err != nil {
+		t.Fatalf("node-a's agent: no one running Pod: %v", err)
+	}
+	requireSeries(t, prom, "node-a's agent scraped before the drift",
+		fmt.Sprintf(`juneau_node_drift_repairs_total{pod=%q,reason="changed"} == 0`, agentA))
 	if _, err := c.Node("node-a").Output(context.Background(), "nft", "add", "element", "ip", "juneau", "eip2vpc", "{ 10.225.51.199 : 10.244.1.199 }"); err != nil {
 		t.Fatal(err)
 	}
