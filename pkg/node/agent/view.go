@@ -99,16 +99,12 @@ func (v *views) update(l Listers, node string, rebuild bool) (*derived, error) {
 	if !on {
 		return nil, nil
 	}
-	bandwidth := func(namespace, name string) int32 {
-		if l.ElasticIPs == nil {
-			return 0
-		}
-		eip, err := l.ElasticIPs.ElasticIPs(namespace).Get(name)
-		if err != nil || eip.Spec.BandwidthMbps == nil {
-			return 0
-		}
-		return *eip.Spec.BandwidthMbps
+	// The limits as Compute reads them, from the agent's cache.
+	var limits ElasticIPSource
+	if l.ElasticIPs != nil {
+		limits = elasticIPLister{l.ElasticIPs}
 	}
+	bandwidth := (&Inputs{ElasticIPs: limits}).bandwidth
 	// A changed ElasticIP changes the limit of this Node's attachments of it.
 	for k := range eips {
 		for _, a := range v.ownByEIP[k] {
