@@ -486,14 +486,17 @@ func otherNodes(c *cluster.Cluster, n *cluster.Node) []*cluster.Node {
 }
 
 // removeSpare takes the spare Node out of the cluster as an operator retires a Node:
-// powered off, its Node object and Pods deleted, its routes gone from the others.
+// powered off, its Node object and Pods deleted, its routes gone from the others. The
+// Node object goes first: while it exists, the DaemonSet controller re-creates the
+// agent Pod deleted on it, and that Pod would be left to the Pod garbage collector
+// (a minute later), holding up the deletion of the agents' namespace at uninstall.
 func removeSpare(t *testing.T, c *cluster.Cluster, n *cluster.Node) {
 	if err := c.RemoveNode(n); err != nil {
 		t.Error(err)
 	}
+	kubectl(t, c, "", "delete", "node", n.Name)
 	if out, err := c.KubectlRun(testContext(t, 2*time.Minute), "", "delete", "pods", "--all-namespaces",
 		"--field-selector", "spec.nodeName="+n.Name, "--force", "--grace-period=0"); err != nil {
 		t.Errorf("deleting the Pods of %s: %v\n%s", n.Name, err, out)
 	}
-	kubectl(t, c, "", "delete", "node", n.Name)
 }
