@@ -5,6 +5,14 @@ BIN_DIR := $(CURDIR)/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 TEST_TIMEOUT ?= 40m
+# Every go command compiles as hack/lib.sh's builds do (statically linked, without debug
+# information), so that on a fresh machine go vet, the tests, juneau's binaries and the
+# Kubernetes binaries share one compile of each package they have in common (the standard
+# library, k8s.io/api, apimachinery, client-go) instead of compiling it twice.
+export CGO_ENABLED := 0
+ifeq ($(findstring -gcflags=all=-dwarf=false,$(GOFLAGS)),)
+export GOFLAGS := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false)
+endif
 
 .PHONY: all build box image test test-prereqs unit-test fuzz control-plane cni-plugins flannel ops-tools kwok test-deps generate verify fmt-check vet demo sandbox sandbox-down sandbox-deps bench scale soak clean
 
@@ -64,10 +72,12 @@ box:
 # test/doctest) on a dual-stack cluster with ptp as the primary CNI (its Node failure
 # times printed after it, docs/operations.md#a-node-dies), then its scenarios
 # for flannel on one with flannel (component logs kept in _output/realcluster-logs/ and
-# _output/realcluster-flannel-logs/); then every fuzzer for FUZZTIME. What they need is
-# made ready first, in parallel (hack/deps.sh test).
+# _output/realcluster-flannel-logs/); then every fuzzer for TEST_FUZZTIME (10 s: a short
+# pass beyond the seed corpora, which the unit tests replay; make fuzz explores longer).
+# What they need is made ready first, in parallel (hack/deps.sh test).
 TEST_ENV := JUNEAU_BINARY=$(BIN_DIR)/juneau JUNEAU_BOX_BINARY=$(BIN_DIR)/box JUNEAU_KUBECTL_PLUGIN=$(BIN_DIR)/kubectl-juneau
 REALCLUSTER_TIMEOUT ?= 30m
+TEST_FUZZTIME ?= 10s
 # helm, prometheus and promtool (hack/build-ops-tools.sh) are built, when missing, while
 # the packages that do not use them are tested: a cold build of the tools is mostly CPU,
 # most of those tests mostly wait. test/chart and the real-cluster tier run after it.
@@ -84,7 +94,7 @@ test: test-prereqs
 	@cat _output/time-to-reachable.txt _output/node-failure.txt
 	$(TEST_ENV) JUNEAU_REALCLUSTER_CNI=flannel JUNEAU_REALCLUSTER_LOGS=$(CURDIR)/_output/realcluster-flannel-logs \
 		$(GO) test -count=1 -timeout $(REALCLUSTER_TIMEOUT) ./test/realcluster/
-	$(MAKE) --no-print-directory fuzz
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 test-prereqs:
 	@VERSION=$(VERSION) hack/deps.sh test
