@@ -79,11 +79,12 @@ func testPrimaryNICCarriesElasticIP(t *testing.T, cniVersion string) {
 		t.Errorf("gateway neighbour = %v (%v), want the host end's MAC %v", mac, ok, f.node.MAC(hostVeth))
 	}
 
+	// eth0 carries the ElasticIP: the Pod has no address of its own to report.
 	plumbed, _ := f.agent.Reports()
 	if len(plumbed) != 1 || len(plumbed[0].Interfaces) != 1 ||
 		plumbed[0].Interfaces[0].HostInterface != hostVeth || plumbed[0].Interfaces[0].Address != eipWeb+"/32" ||
-		plumbed[0].ContainerID != f.conf.ContainerID || plumbed[0].Pod != podName {
-		t.Errorf("plumbed reports = %+v, want eth0 %s/32 on %s", plumbed, eipWeb, hostVeth)
+		plumbed[0].ContainerID != f.conf.ContainerID || plumbed[0].Pod != podName || len(plumbed[0].Addresses) != 0 {
+		t.Errorf("plumbed reports = %+v, want eth0 %s/32 on %s and no Pod address", plumbed, eipWeb, hostVeth)
 	}
 
 	f.checkDetectsMissingEIP(cniVersion)
@@ -129,6 +130,9 @@ func TestExtraNICCarriesElasticIP(t *testing.T) {
 	// eth0 keeps its cluster address (still the Pod IP) and route.
 	if len(res.IPs) != 1 || !netip.MustParsePrefix(podSubnet).Contains(netip.MustParseAddr(res.IPs[0].Address.IP.String())) {
 		t.Fatalf("result ips = %v, want the Pod's cluster address", res.IPs)
+	}
+	if plumbed, _ := f.agent.Reports(); len(plumbed) != 1 || !slices.Equal(plumbed[0].Addresses, []string{res.IPs[0].Address.IP.String()}) {
+		t.Errorf("plumbed reports = %+v, want the Pod's address %s (eth0 keeps it)", plumbed, res.IPs[0].Address.IP)
 	}
 	eth0 := addrs(t, f.pod, "eth0")
 	if len(eth0) != 1 || eth0[0].String() != res.IPs[0].Address.String() {
@@ -372,6 +376,11 @@ func TestNoDirectNICsPassesTheResultThrough(t *testing.T) {
 	}
 	if f.agent.Calls(podNS, podName) != 1 {
 		t.Errorf("agent asked %d times, want once", f.agent.Calls(podNS, podName))
+	}
+	// The agent learns the Pod's address from the ADD, before the kubelet reports it.
+	if plumbed, _ := f.agent.Reports(); len(plumbed) != 1 || len(plumbed[0].Interfaces) != 0 || plumbed[0].Pod != podName ||
+		!slices.Equal(plumbed[0].Addresses, []string{res.IPs[0].Address.IP.String()}) {
+		t.Errorf("plumbed reports = %+v, want one with the Pod's address %s and no NIC", plumbed, res.IPs[0].Address.IP)
 	}
 
 	// Byte for byte, through juneau alone: the output equals prevResult.

@@ -11,6 +11,7 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/directnic"
 	"github.com/loutres/juneau/pkg/apis/juneau/holder"
 	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
+	"github.com/loutres/juneau/pkg/apis/juneau/podaddr"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -34,6 +35,12 @@ func nicStatus(nic *v1alpha1.NetworkInterface, pod *corev1.Pod, eip *v1alpha1.El
 // address and is Ready as soon as the Pod has its IP (its sandbox network is up).
 func vpcStatus(nic *v1alpha1.NetworkInterface, pod *corev1.Pod) v1alpha1.NetworkInterfaceStatus {
 	ips := PodIPs(pod)
+	if len(ips) == 0 && pod != nil && string(pod.UID) == nic.Spec.PodRef.UID {
+		// The kubelet reports the IPs at its next look at the Pod, up to a second or
+		// more after its sandbox got them; the node agent wrote them from the CNI ADD.
+		// The status is the same either way, so the kubelet's report changes nothing.
+		ips = podaddr.FirstPerFamily(nic.Status.SandboxAddresses)
+	}
 	if len(ips) == 0 {
 		return pending(nic, v1alpha1.ReasonWaitingForPodIP,
 			fmt.Sprintf("Pod %q has no IP address yet", nic.Spec.PodRef.Name))
@@ -114,28 +121,7 @@ func PodIPs(pod *corev1.Pod) []netip.Addr {
 	for _, ip := range pod.Status.PodIPs {
 		candidates = append(candidates, ip.IP)
 	}
-	candidates = append(candidates, pod.Status.PodIP)
-	var v4, v6 netip.Addr
-	for _, s := range candidates {
-		a, err := netip.ParseAddr(s)
-		if err != nil || a.Zone() != "" {
-			continue
-		}
-		a = a.Unmap()
-		switch {
-		case a.Is4() && !v4.IsValid():
-			v4 = a
-		case a.Is6() && !v6.IsValid():
-			v6 = a
-		}
-	}
-	var out []netip.Addr
-	for _, a := range []netip.Addr{v4, v6} {
-		if a.IsValid() {
-			out = append(out, a)
-		}
-	}
-	return out
+	return podaddr.FirstPerFamily(append(candidates, pod.Status.PodIP))
 }
 
 func pending(nic *v1alpha1.NetworkInterface, reason, message string) v1alpha1.NetworkInterfaceStatus {

@@ -26,6 +26,12 @@ func testNIC(pod, iface, eip string) *v1alpha1.NetworkInterface {
 	}
 }
 
+// sandbox sets the NIC's status.sandboxAddresses, as the node agent writes them.
+func sandbox(nic *v1alpha1.NetworkInterface, addrs ...string) *v1alpha1.NetworkInterface {
+	nic.Status.SandboxAddresses = addrs
+	return nic
+}
+
 func podWithIP(ips ...string) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "pod-uid"}}
 	for _, ip := range ips {
@@ -110,6 +116,38 @@ func TestNICStatus(t *testing.T) {
 				s.Address, s.Addresses = "10.244.1.5/32", []string{"10.244.1.5/32"}
 				return s
 			}(),
+		},
+		{
+			name: "vpc eth0 before the kubelet reports the IPs the sandbox got: the node agent's sandboxAddresses",
+			nic:  sandbox(testNIC("web", "eth0", ""), "fd00:244::5", "bogus", "10.244.1.5", "10.244.1.6"),
+			pod:  podWithIP(),
+			want: func() v1alpha1.NetworkInterfaceStatus {
+				s := wantStatus(v1alpha1.NetworkInterfaceReady, metav1.ConditionTrue, v1alpha1.ReasonReady,
+					`addresses 10.244.1.5/32, fd00:244::5/128 of Pod "web"`)
+				s.Address, s.Addresses = "10.244.1.5/32", []string{"10.244.1.5/32", "fd00:244::5/128"}
+				return s
+			}(),
+		},
+		{
+			name: "vpc eth0 whose Pod reported its IP: the kubelet's report wins over sandboxAddresses",
+			nic:  sandbox(testNIC("web", "eth0", ""), "10.244.1.9"),
+			pod:  podWithIP("10.244.1.5"),
+			want: func() v1alpha1.NetworkInterfaceStatus {
+				s := wantStatus(v1alpha1.NetworkInterfaceReady, metav1.ConditionTrue, v1alpha1.ReasonReady, `address 10.244.1.5/32 of Pod "web"`)
+				s.Address, s.Addresses = "10.244.1.5/32", []string{"10.244.1.5/32"}
+				return s
+			}(),
+		},
+		{
+			name: "vpc eth0 of an earlier Pod of the same name: its sandboxAddresses are not the Pod's",
+			nic: func() *v1alpha1.NetworkInterface {
+				n := sandbox(testNIC("web", "eth0", ""), "10.244.1.9")
+				n.Spec.PodRef.UID = "earlier-pod-uid"
+				return n
+			}(),
+			pod: podWithIP(),
+			want: wantStatus(v1alpha1.NetworkInterfacePending, metav1.ConditionFalse, v1alpha1.ReasonWaitingForPodIP,
+				`Pod "web" has no IP address yet`),
 		},
 		{
 			name: "vpc eth0 of a dual-stack Pod: the IPv4 address first, both listed",

@@ -146,6 +146,7 @@ func (c *Controller) writeStatus(ctx context.Context, nic *v1alpha1.NetworkInter
 		}
 	}
 	merged := nicStatus(nic, pod, eip)
+	merged.SandboxAddresses = nic.Status.SandboxAddresses // the node agent's field
 	merged.Conditions = status.Merge(nic.Status.Conditions, merged.Conditions, metav1.NewTime(c.Clock.Now()))
 	if equality.Semantic.DeepEqual(merged, nic.Status) {
 		return nil

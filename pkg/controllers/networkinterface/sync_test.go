@@ -20,6 +20,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
 	"github.com/loutres/juneau/pkg/generated/informers/externalversions"
 )
@@ -214,6 +215,35 @@ func TestSyncCreatesNICsWithStatus(t *testing.T) {
 	f.sync("default/web")
 	if got := f.writes(); len(got) != 0 {
 		t.Errorf("idempotent sync wrote %v", got)
+	}
+}
+
+// TestSyncReadsTheSandboxAddresses: before the kubelet reports the Pod's IP, eth0 takes
+// its address from the sandbox addresses the node agent wrote, keeps that field (the
+// agent's), and the kubelet's report of the same IP writes nothing.
+func TestSyncReadsTheSandboxAddresses(t *testing.T) {
+	f := newFixture(t, []*corev1.Pod{testPod()})
+	f.sync("default/web")
+	_, err := f.client.JuneauV1alpha1().NetworkInterfaces("default").ApplyStatus(f.ctx,
+		applyv1alpha1.NetworkInterface("web.eth0", "default").WithStatus(applyv1alpha1.NetworkInterfaceStatus().WithSandboxAddresses("10.244.1.5")),
+		metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.refreshCache()
+	f.sync("default/web")
+	eth0 := f.nic("web.eth0")
+	if eth0.Status.Address != "10.244.1.5/32" || eth0.Status.Phase != v1alpha1.NetworkInterfaceReady ||
+		len(eth0.Status.SandboxAddresses) != 1 {
+		t.Errorf("eth0 status %+v, want Ready 10.244.1.5/32 with the agent's sandboxAddresses kept", eth0.Status)
+	}
+	for _, pod := range []*corev1.Pod{testPod(), runningPod()} {
+		f.setPod(pod)
+		f.refreshCache()
+		f.sync("default/web")
+		if got := f.writes(); len(got) != 0 {
+			t.Errorf("Pod IPs %v: the sync wrote %v, want nothing", pod.Status.PodIPs, got)
+		}
 	}
 }
 

@@ -2163,6 +2163,25 @@ func schema_pkg_apis_juneau_v1alpha1_NetworkInterfaceStatus(ref common.Reference
 							},
 						},
 					},
+					"sandboxAddresses": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "sandboxAddresses are the addresses the Pod's sandbox got on this interface, one per family, IPv4 first, as the juneau CNI plugin saw them at the end of its ADD and the node agent of the Pod's Node wrote them here (field manager juneau-node). The controller takes a Vpc NIC's address from them while the kubelet has not yet reported the Pod's IPs, so the ElasticIP is attached, translated and answered for before that report, and the readiness gate can be True in it (docs/reference.md#networkinterface). Once the Pod has IPs in its status, those win.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
 					"routes": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
@@ -110,6 +111,7 @@ func cmdAdd(args *skel.CmdArgs) error {
 	}
 	if len(nics) == 0 {
 		klog.FromContext(ctx).V(2).Info("No direct NICs, passing the primary result through")
+		notify(ctx, client.Plumbed, conf, args, pod, nil, primaryAddresses(conf.prev, args.IfName))
 		return printResult(conf.prev, conf.CNIVersion)
 	}
 	plans, err := buildPlan(args.ContainerID, args.IfName, nics)
@@ -124,7 +126,12 @@ func cmdAdd(args *skel.CmdArgs) error {
 	if err != nil {
 		return fmt.Errorf("Pod %q: %w", pod.String(), err)
 	}
-	notify(ctx, client.Plumbed, conf, args, pod, nicStates(done))
+	// The Pod's own addresses are reported when its eth0 keeps them (not direct).
+	var addrs []string
+	if !slices.ContainsFunc(done, func(p plumbed) bool { return p.Primary }) {
+		addrs = primaryAddresses(conf.prev, args.IfName)
+	}
+	notify(ctx, client.Plumbed, conf, args, pod, nicStates(done), addrs)
 	klog.FromContext(ctx).Info("Plumbed direct NICs", "nics", describe(done))
 	return printResult(res, conf.CNIVersion)
 }
@@ -213,7 +220,7 @@ func cmdDel(args *skel.CmdArgs) error {
 		return fmt.Errorf("Pod %q: %w", st.Namespace+"/"+st.Pod, err)
 	}
 	pod := podRef{Namespace: st.Namespace, Name: st.Pod, UID: podUID(st)}
-	notify(ctx, cniserver.NewClient(conf.AgentSocket).Unplumbed, conf, args, pod, st.NICs)
+	notify(ctx, cniserver.NewClient(conf.AgentSocket).Unplumbed, conf, args, pod, st.NICs, nil)
 	if err := store.remove(args.ContainerID, args.IfName); err != nil {
 		return err
 	}
@@ -316,8 +323,9 @@ func cmdStatus(args *skel.CmdArgs) error {
 
 // notify reports to the agent, best effort: a failure is logged, never returned.
 func notify(ctx context.Context, send func(context.Context, cniserver.Plumbing) error,
-	conf *Config, args *skel.CmdArgs, pod podRef, nics []nicState) {
-	p := cniserver.Plumbing{Namespace: pod.Namespace, Pod: pod.Name, UID: pod.UID, ContainerID: args.ContainerID}
+	conf *Config, args *skel.CmdArgs, pod podRef, nics []nicState, addresses []string) {
+	p := cniserver.Plumbing{Namespace: pod.Namespace, Pod: pod.Name, UID: pod.UID, ContainerID: args.ContainerID,
+		Addresses: addresses}
 	for _, n := range nics {
 		p.Interfaces = append(p.Interfaces, n.plumbedInterface())
 	}

@@ -42,6 +42,22 @@ func rewriteResult(prev *current.Result, ifName, sandbox string, nics []plumbed)
 	return res, nil
 }
 
+// primaryAddresses are the addresses the primary plugin gave the Pod's interface ifName
+// (those naming no interface included, as runtimes read them): what the runtime reports
+// as the Pod's IPs, which the node agent writes into its NetworkInterface before the
+// kubelet reports them (docs/reference.md#networkinterface).
+func primaryAddresses(prev *current.Result, ifName string) []string {
+	var out []string
+	for _, ip := range prev.IPs {
+		i := ip.Interface
+		if i != nil && (*i < 0 || *i >= len(prev.Interfaces) || prev.Interfaces[*i].Name != ifName || prev.Interfaces[*i].Sandbox == "") {
+			continue
+		}
+		out = append(out, ip.Address.IP.String())
+	}
+	return out
+}
+
 func rewritePrimary(res *current.Result, ifName string, n plumbed) error {
 	idx := -1
 	for i, iface := range res.Interfaces {

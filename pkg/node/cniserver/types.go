@@ -6,7 +6,7 @@
 // Protocol (HTTP/1.1 over the unix socket, JSON bodies):
 //
 //	GET  /v1/interfaces?namespace=<ns>&pod=<name>&uid=<uid>  → InterfacesResponse
-//	POST /v1/plumbed    Plumbing                               → 204 (after a successful ADD)
+//	POST /v1/plumbed    Plumbing                               → 204 (after every successful ADD)
 //	POST /v1/unplumbed  Plumbing                               → 204 (during DEL)
 //
 // Errors are answered with a non-2xx status and an ErrorResponse body.
@@ -79,6 +79,11 @@ type Plumbing struct {
 	ContainerID string    `json:"containerID"`
 	// Interfaces are the direct NICs concerned.
 	Interfaces []PlumbedInterface `json:"interfaces"`
+	// Addresses are, after an ADD, the Pod's own addresses as its primary plugin gave
+	// them (the runtime reports them as the Pod's IPs), when the Pod's eth0 does not
+	// carry an ElasticIP directly. The agent writes them into the Pod's eth0
+	// NetworkInterface (status.sandboxAddresses) before the kubelet reports them.
+	Addresses []string `json:"addresses,omitempty"`
 }
 
 // PlumbedInterface is one direct NIC the plugin plumbed.

@@ -21,6 +21,7 @@ import (
 	"github.com/loutres/juneau/pkg/node/handover"
 	"github.com/loutres/juneau/pkg/node/ndp"
 	"github.com/loutres/juneau/pkg/node/nft"
+	"github.com/loutres/juneau/pkg/node/sandboxaddr"
 	"github.com/loutres/juneau/pkg/node/shutdown"
 	"github.com/loutres/juneau/pkg/node/sysctl"
 	"github.com/loutres/juneau/pkg/workloop"
@@ -144,7 +145,7 @@ func Run(ctx context.Context, o Options, p Process) error {
 			logger.Info("Took over the datapath from the previous agent of this Node")
 			a.Trigger()
 		}
-		return o.holderTasks(runCtx, kube, a, nat, c.direct)
+		return o.holderTasks(runCtx, kube, a, nat, c.direct, sandboxaddr.New(o.NodeName, juneau, c.listers.NICs, c.listers.Pods))
 	})
 	err = g.Wait()
 	uninstall := false
@@ -239,7 +240,8 @@ func (o Options) useBGP(ctx context.Context, kube kubernetes.Interface, iface st
 }
 
 // holderTasks run while this agent holds the datapath lock, until ctx ends.
-func (o Options) holderTasks(ctx context.Context, kube kubernetes.Interface, a *agent.Agent, nat *nft.Programmer, direct cniserver.Source) error {
+func (o Options) holderTasks(ctx context.Context, kube kubernetes.Interface, a *agent.Agent, nat *nft.Programmer,
+	direct cniserver.Source, sandbox *sandboxaddr.Writer) error {
 	var h errgroup.Group
 	h.Go(func() error { o.heartbeat(kube).Run(ctx); return nil })
 	// In-cluster clients follow an ElasticIP that moves (pkg/node/nft/flows.go).
@@ -249,7 +251,10 @@ func (o Options) holderTasks(ctx context.Context, kube kubernetes.Interface, a *
 		return nft.NewDriftWatcher(nft.Options{}).Run(ctx, func(d nft.Drift) { a.RepairDrift(ctx, d) })
 	})
 	if o.CNISocket != "" {
-		h.Go(func() error { return cniserver.New(direct).Run(ctx, o.CNISocket) })
+		// A Pod's addresses reported by the CNI plugin are written for the controller,
+		// which attaches its ElasticIPs before the kubelet reports them.
+		h.Go(func() error { sandbox.Run(ctx); return nil })
+		h.Go(func() error { return cniserver.New(direct, cniserver.WithObserver(sandbox)).Run(ctx, o.CNISocket) })
 	}
 	return h.Wait()
 }

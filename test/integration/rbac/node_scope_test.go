@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,9 +57,10 @@ func newAgent(node string, cfg *rest.Config) agentOf {
 }
 
 // scopeFixtures are, for one Node, the objects its agent writes: an ARPAdvertisement, a
-// BGPAdvertisement and a Pod with the readiness gate, created by the administrator.
+// BGPAdvertisement, a Pod with the readiness gate and its eth0 NetworkInterface, created
+// by the administrator.
 type scopeFixtures struct {
-	arp, bgp, pod string
+	arp, bgp, pod, nic string
 }
 
 func newScopeFixtures(t *testing.T, cp *framework.ControlPlane, ns, node string, octet int) scopeFixtures {
@@ -66,6 +68,7 @@ func newScopeFixtures(t *testing.T, cp *framework.ControlPlane, ns, node string,
 	ctx := context.Background()
 	admin := cp.Juneau.JuneauV1alpha1()
 	f := scopeFixtures{arp: advertisement.PreferredName(ns, node), bgp: ns + "-" + node, pod: "web-" + node}
+	f.nic = v1alpha1.NetworkInterfaceName(f.pod, v1alpha1.DefaultInterface)
 	if _, err := admin.ARPAdvertisements().Create(ctx, &v1alpha1.ARPAdvertisement{
 		ObjectMeta: metav1.ObjectMeta{Name: f.arp},
 		Spec:       v1alpha1.ARPAdvertisementSpec{ExternalNetwork: "ext-net", Address: fmt.Sprintf("10.225.51.%d", octet), NodeName: node},
@@ -82,10 +85,18 @@ func newScopeFixtures(t *testing.T, cp *framework.ControlPlane, ns, node string,
 		_ = admin.ARPAdvertisements().Delete(context.Background(), f.arp, metav1.DeleteOptions{})
 		_ = admin.BGPAdvertisements().Delete(context.Background(), f.bgp, metav1.DeleteOptions{})
 	})
-	if _, err := cp.Kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+	pod, err := cp.Kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: f.pod},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/pause:1"}},
 			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: v1alpha1.PodConditionElasticIP}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.NetworkInterfaces(ns).Create(ctx, &v1alpha1.NetworkInterface{
+		ObjectMeta: metav1.ObjectMeta{Name: f.nic},
+		Spec: v1alpha1.NetworkInterfaceSpec{NodeName: node,
+			PodRef: v1alpha1.PodReference{Name: f.pod, UID: string(pod.UID), Interface: v1alpha1.DefaultInterface}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +137,17 @@ func (a agentOf) gate(ctx context.Context, ns, pod string) error {
 	}}}})
 	_, err := a.kube.CoreV1().Pods(ns).Patch(ctx, pod, types.StrategicMergePatchType, patch,
 		metav1.PatchOptions{FieldManager: v1alpha1.FieldManagerNode}, "status")
+	return err
+}
+
+// sandboxAddress is the address the agent of node writes as a Pod's sandbox address.
+func sandboxAddress(node string) string { return fmt.Sprintf("10.244.0.%d", node[len(node)-1]) }
+
+// sandbox writes a Pod's sandbox addresses into its NetworkInterface, as the agent does.
+func (a agentOf) sandbox(ctx context.Context, ns, nic string) error {
+	_, err := a.jn.JuneauV1alpha1().NetworkInterfaces(ns).ApplyStatus(ctx,
+		applyv1alpha1.NetworkInterface(nic, ns).WithStatus(applyv1alpha1.NetworkInterfaceStatus().WithSandboxAddresses(sandboxAddress(a.node))),
+		metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true})
 	return err
 }
 
@@ -170,6 +192,9 @@ func writesFor(ns, node string, f scopeFixtures) []write {
 		{"the readiness gate of Pod " + ns + "/" + f.pod,
 			func(ctx context.Context, a agentOf) error { return a.gate(ctx, ns, f.pod) },
 			onNode("Pod", ns+"/"+f.pod, node)},
+		{"the sandbox addresses of NetworkInterface " + ns + "/" + f.nic,
+			func(ctx context.Context, a agentOf) error { return a.sandbox(ctx, ns, f.nic) },
+			onNode("NetworkInterface", ns+"/"+f.nic, node)},
 		{"the heartbeat Lease of " + node,
 			func(ctx context.Context, a agentOf) error { return a.heartbeat(ctx, node) },
 			onNode("Lease", framework.NodeNamespace+"/"+v1alpha1.NodeLeasePrefix+node, node)},
@@ -260,25 +285,18 @@ func TestNodeScope(t *testing.T) {
 		if c := podCondition(pod, v1alpha1.PodConditionElasticIP); err != nil || c == nil || !strings.HasSuffix(c.Message, owner) {
 			t.Errorf("Pod %s: gate %+v (%v), want the one written by the agent of %s", f.pod, c, err, owner)
 		}
+		nic, err := admin.NetworkInterfaces(ns).Get(ctx, f.nic, metav1.GetOptions{})
+		if err != nil || !slices.Equal(nic.Status.SandboxAddresses, []string{sandboxAddress(owner)}) {
+			t.Errorf("NetworkInterface %s: sandboxAddresses %v (%v), want the one written by the agent of %s", f.nic, nic.Status.SandboxAddresses, err, owner)
+		}
 	}
 
-	// The status of NetworkInterfaces and ElasticIPAttachments names Nodes too, but only
-	// the controller writes it: RBAC refuses it to every agent before the policy is asked.
-	for _, write := range []func() error{
-		func() error {
-			_, err := agents["node-a"].jn.JuneauV1alpha1().NetworkInterfaces(ns).Patch(ctx, "web.eth0", types.MergePatchType,
-				[]byte(`{"status":{"phase":"Ready"}}`), metav1.PatchOptions{}, "status")
-			return err
-		},
-		func() error {
-			_, err := agents["node-a"].jn.JuneauV1alpha1().ElasticIPAttachments(ns).Patch(ctx, "web", types.MergePatchType,
-				[]byte(`{"status":{"nodeName":"node-a"}}`), metav1.PatchOptions{}, "status")
-			return err
-		},
-	} {
-		if err := write(); !apierrors.IsForbidden(err) || strings.Contains(err.Error(), nodeScopePolicy) {
-			t.Errorf("the agent of node-a writing a NetworkInterface's or attachment's status: err = %v, want RBAC's refusal", err)
-		}
+	// The status of ElasticIPAttachments names Nodes too, but only the controller writes
+	// it: RBAC refuses it to every agent before the policy is asked.
+	_, err := agents["node-a"].jn.JuneauV1alpha1().ElasticIPAttachments(ns).Patch(ctx, "web", types.MergePatchType,
+		[]byte(`{"status":{"nodeName":"node-a"}}`), metav1.PatchOptions{}, "status")
+	if !apierrors.IsForbidden(err) || strings.Contains(err.Error(), nodeScopePolicy) {
+		t.Errorf("the agent of node-a writing an attachment's status: err = %v, want RBAC's refusal", err)
 	}
 
 	// Leases of juneau-node other than the agents' heartbeats are on no Node: one named

@@ -155,6 +155,7 @@ func TestNodeAgentAccessTable(t *testing.T) {
 		juneau("patch", "arpadvertisements/status"),
 		juneau("patch", "bgpadvertisements/status"),
 		core("patch", "pods/status"),
+		juneau("patch", "networkinterfaces/status"),
 		// At SIGTERM: is its DaemonSet being deleted (an uninstall)?
 		access{verb: "get", group: "apps", resource: "daemonsets", namespace: framework.NodeNamespace, name: "juneau-node"},
 		// Its heartbeat Lease (the node-scope policy keeps it to its own).
@@ -184,11 +185,12 @@ func TestNodeAgentAccessTable(t *testing.T) {
 		// Nothing in juneau-system but the one Secret: no Lease, no DaemonSet.
 		access{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: framework.SystemNamespace},
 		access{verb: "get", group: "apps", resource: "daemonsets", namespace: framework.SystemNamespace, name: "juneau-node"})
-	for _, r := range []string{"elasticips/status", "allocationclaims/status", "elasticipattachments/status", "networkinterfaces/status", "addresspools/status", "externalnetworks/status"} {
+	for _, r := range []string{"elasticips/status", "allocationclaims/status", "elasticipattachments/status", "addresspools/status", "externalnetworks/status"} {
 		denied = append(denied, every(juneau, r, "update", "patch")...)
 	}
 	denied = append(denied,
 		juneau("update", "arpadvertisements/status"),
+		juneau("update", "networkinterfaces/status"),
 		juneau("list", "allocationclaims"), juneau("list", "addresspools"),
 		core("update", "pods/status"), core("patch", "pods"), core("create", "pods"), core("delete", "pods"),
 		core("update", "nodes"), core("patch", "nodes/status"), core("delete", "nodes"),

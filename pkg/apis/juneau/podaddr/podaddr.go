@@ -49,3 +49,29 @@ func Family(f v1alpha1.IPFamily) iprange.Family {
 	}
 	return iprange.IPv4
 }
+
+// FirstPerFamily are the first valid address of each family among candidates (unmapped,
+// without a zone; anything else skipped), IPv4 first: how the runtimes and the kubelet
+// pick a Pod's IPs from what its CNI plugin gave it, and how juneau reads them back.
+func FirstPerFamily(candidates []string) []netip.Addr {
+	var v4, v6 netip.Addr
+	for _, s := range candidates {
+		a, err := netip.ParseAddr(s)
+		if err != nil || a.Zone() != "" {
+			continue
+		}
+		switch a = a.Unmap(); {
+		case a.Is4() && !v4.IsValid():
+			v4 = a
+		case a.Is6() && !v6.IsValid():
+			v6 = a
+		}
+	}
+	var out []netip.Addr
+	for _, a := range []netip.Addr{v4, v6} {
+		if a.IsValid() {
+			out = append(out, a)
+		}
+	}
+	return out
+}

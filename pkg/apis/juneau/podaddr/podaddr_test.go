@@ -37,3 +37,21 @@ func TestOfAndOfFamily(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstPerFamily: the first valid address of each family, IPv4 first, mapped
+// addresses unmapped, zoned ones and anything else skipped.
+func TestFirstPerFamily(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want []netip.Addr
+	}{
+		{nil, nil},
+		{[]string{"", "bogus", "fe80::1%eth0"}, nil},
+		{[]string{"fd00::5", "10.0.0.1", "10.0.0.2", "fd00::6"}, []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("fd00::5")}},
+		{[]string{"::ffff:10.0.0.9", "fd00::5"}, []netip.Addr{netip.MustParseAddr("10.0.0.9"), netip.MustParseAddr("fd00::5")}},
+	} {
+		if got := FirstPerFamily(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("FirstPerFamily(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}

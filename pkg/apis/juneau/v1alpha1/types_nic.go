@@ -102,6 +102,17 @@ type NetworkInterfaceStatus struct {
 	// +optional
 	// +listType=atomic
 	Addresses []string `json:"addresses,omitempty"`
+	// sandboxAddresses are the addresses the Pod's sandbox got on this interface, one
+	// per family, IPv4 first, as the juneau CNI plugin saw them at the end of its ADD and
+	// the node agent of the Pod's Node wrote them here (field manager juneau-node). The
+	// controller takes a Vpc NIC's address from them while the kubelet has not yet
+	// reported the Pod's IPs, so the ElasticIP is attached, translated and answered for
+	// before that report, and the readiness gate can be True in it
+	// (docs/reference.md#networkinterface). Once the Pod has IPs in its status, those
+	// win.
+	// +optional
+	// +listType=atomic
+	SandboxAddresses []string `json:"sandboxAddresses,omitempty"`
 	// routes inside the Pod for a direct NIC.
 	// +optional
 	// +listType=atomic

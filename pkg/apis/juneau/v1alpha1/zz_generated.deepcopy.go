@@ -1132,6 +1132,11 @@ func (in *NetworkInterfaceStatus) DeepCopyInto(out *NetworkInterfaceStatus) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.SandboxAddresses != nil {
+		in, out := &in.SandboxAddresses, &out.SandboxAddresses
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Routes != nil {
 		in, out := &in.Routes, &out.Routes
 		*out = make([]Route, len(*in))

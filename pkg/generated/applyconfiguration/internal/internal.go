@@ -830,6 +830,12 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             namedType: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.RoutingRule
           elementRelationship: atomic
+    - name: sandboxAddresses
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
 - name: com.github.loutres.juneau.pkg.apis.juneau.v1alpha1.PodReference
   map:
     fields:

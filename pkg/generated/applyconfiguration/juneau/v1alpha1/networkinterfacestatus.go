@@ -38,6 +38,15 @@ type NetworkInterfaceStatusApplyConfiguration struct {
 	// IPv4/32 and IPv6/128. An ElasticIPAttachment translates to the one of its
 	// ElasticIP's family.
 	Addresses []string `json:"addresses,omitempty"`
+	// sandboxAddresses are the addresses the Pod's sandbox got on this interface, one
+	// per family, IPv4 first, as the juneau CNI plugin saw them at the end of its ADD and
+	// the node agent of the Pod's Node wrote them here (field manager juneau-node). The
+	// controller takes a Vpc NIC's address from them while the kubelet has not yet
+	// reported the Pod's IPs, so the ElasticIP is attached, translated and answered for
+	// before that report, and the readiness gate can be True in it
+	// (docs/reference.md#networkinterface). Once the Pod has IPs in its status, those
+	// win.
+	SandboxAddresses []string `json:"sandboxAddresses,omitempty"`
 	// routes inside the Pod for a direct NIC.
 	Routes []RouteApplyConfiguration `json:"routes,omitempty"`
 	// rules inside the Pod for a direct extra NIC.
@@ -74,6 +83,16 @@ func (b *NetworkInterfaceStatusApplyConfiguration) WithAddress(value string) *Ne
 func (b *NetworkInterfaceStatusApplyConfiguration) WithAddresses(values ...string) *NetworkInterfaceStatusApplyConfiguration {
 	for i := range values {
 		b.Addresses = append(b.Addresses, values[i])
+	}
+	return b
+}
+
+// WithSandboxAddresses adds the given value to the SandboxAddresses field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the SandboxAddresses field.
+func (b *NetworkInterfaceStatusApplyConfiguration) WithSandboxAddresses(values ...string) *NetworkInterfaceStatusApplyConfiguration {
+	for i := range values {
+		b.SandboxAddresses = append(b.SandboxAddresses, values[i])
 	}
 	return b
 }
