@@ -24,8 +24,8 @@ const (
 	PathReadyz = "/readyz"
 )
 
-// Server limits and timeouts. The API server gives a webhook at most 30s (ours is
-// registered with 5s), so nothing legitimate needs longer.
+// Server limits and timeouts. The API server gives a webhook at most 30s (ours are
+// registered with 2s, and 1s for Pods), so nothing legitimate needs longer.
 const (
 	// MaxRequestBytes bounds an AdmissionReview body: an object is at most ~1.5 MiB in
 	// etcd, and a review of an UPDATE carries two of them.

@@ -111,7 +111,7 @@ func TestChartValues(t *testing.T) {
 		"--set", "controller.replicas=3", "--set", "controller.logVerbosity=4",
 		"--set", "controller.extraArgs={--workers=8}",
 		"--set", "controller.nodeSelector.role=infra",
-		"--set", "webhook.failurePolicy=Ignore", "--set", "webhook.timeoutSeconds=9",
+		"--set", "webhook.failurePolicy=Ignore", "--set", "webhook.timeoutSeconds=9", "--set", "webhook.podsTimeoutSeconds=8",
 		"--set", "webhook.priorityClassName=system-cluster-critical",
 		"--set", "node.nodeSelector.juneau=yes", "--set", "node.tolerations=null",
 		"--set", "node.extraArgs={--cluster-cidr=10.244.0.0/16}",
@@ -186,8 +186,12 @@ func TestChartValues(t *testing.T) {
 	}
 	for _, w := range get(vwc, "webhooks").([]any) {
 		w := w.(map[string]any)
-		if w["failurePolicy"] != "Ignore" || js(w["timeoutSeconds"]) != "9" {
-			t.Errorf("webhook %v: failurePolicy %v timeoutSeconds %v, want Ignore and 9", w["name"], w["failurePolicy"], w["timeoutSeconds"])
+		want := "9"
+		if w["name"] == "pods.validate.juneau.loutres.me" {
+			want = "8"
+		}
+		if w["failurePolicy"] != "Ignore" || js(w["timeoutSeconds"]) != want {
+			t.Errorf("webhook %v: failurePolicy %v timeoutSeconds %v, want Ignore and %s", w["name"], w["failurePolicy"], w["timeoutSeconds"], want)
 		}
 	}
 	for _, ns := range []string{"juneau-system", "edge-node"} {
