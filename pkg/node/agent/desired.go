@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	networkingv1 "k8s.io/api/networking/v1"
 
@@ -68,6 +69,47 @@ type Inputs struct {
 	// derived is what the agent's views derived of Attachments and Advertisements;
 	// nil: Compute derives it from them.
 	derived *derived
+	// listers, set with derived, list Attachments and Advertisements for what reads
+	// them whole (AllAttachments, AllAdvertisements), which Inputs then leaves nil.
+	listers *Listers
+}
+
+// AllAttachments are Attachments, listed from the caches when Inputs was made without.
+func (in *Inputs) AllAttachments() ([]*v1alpha1.ElasticIPAttachment, error) {
+	if in.Attachments != nil || in.listers == nil {
+		return in.Attachments, nil
+	}
+	var err error
+	in.Attachments, err = in.listers.Attachments.List(labels.Everything())
+	return in.Attachments, err
+}
+
+// attachment is the attachment namespace/name of Attachments (read from the cache when
+// Inputs was made without them), nil when there is none.
+func (in *Inputs) attachment(namespace, name string) *v1alpha1.ElasticIPAttachment {
+	if in.Attachments == nil && in.listers != nil {
+		a, err := in.listers.Attachments.ElasticIPAttachments(namespace).Get(name)
+		if err != nil {
+			return nil
+		}
+		return a
+	}
+	for _, a := range in.Attachments {
+		if a.Namespace == namespace && a.Name == name {
+			return a
+		}
+	}
+	return nil
+}
+
+// AllAdvertisements are Advertisements, listed from the caches when Inputs was made without.
+func (in *Inputs) AllAdvertisements() ([]*v1alpha1.ARPAdvertisement, error) {
+	if in.Advertisements != nil || in.listers == nil {
+		return in.Advertisements, nil
+	}
+	var err error
+	in.Advertisements, err = in.listers.Advertisements.List(labels.Everything())
+	return in.Advertisements, err
 }
 
 // derived is what Compute derives of the attachments and advertisements, as the views
@@ -92,11 +134,9 @@ type Desired struct {
 	// ARP are the IPv4 addresses the ARP replier answers for, NDP the IPv6 ones the
 	// NDP responder answers for, each sorted.
 	ARP, NDP []netip.Addr
-	// Answering are the advertisements (by name) this Node answers for, sorted by
-	// address, then name.
-	Answering []string
-	// answered are those advertisements with their addresses, in the same order: what
-	// marking them and logging what changed walk, without looking each up again.
+	// answered are the advertisements this Node answers for with their addresses,
+	// sorted by address, then name (Answering): what marking them and logging what
+	// changed walk, without looking each up again.
 	answered []answeredAd
 	// Gratuitous are the addresses of ARP on networks with spec.gratuitousARP: the
 	// responder announces each when it starts answering for it. Sorted.
@@ -106,6 +146,16 @@ type Desired struct {
 	// Refused are the advertisements (by name) this Node will not answer for, with why:
 	// their address is the network or broadcast address of the external subnet.
 	Refused map[string]string
+}
+
+// Answering are the advertisements (by name) this Node answers for, sorted by address,
+// then name.
+func (d Desired) Answering() []string {
+	var out []string
+	for _, x := range d.answered {
+		out = append(out, x.ad.Name)
+	}
+	return out
 }
 
 // Answers reports whether this Node answers ARP or NDP for addr.
@@ -209,11 +259,9 @@ func Compute(in Inputs) Desired {
 		d.answered = append(d.answered, c)
 	}
 	if len(d.answered) > 0 {
-		d.Answering = make([]string, len(d.answered))
 		d.ARP = make([]netip.Addr, 0, len(d.answered))
 	}
-	for i, x := range d.answered {
-		d.Answering[i] = x.ad.Name
+	for _, x := range d.answered {
 		if !x.addr.Is4() {
 			d.NDP = append(d.NDP, x.addr)
 			continue

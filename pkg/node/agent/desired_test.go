@@ -99,8 +99,8 @@ func TestCompute(t *testing.T) {
 	if !slices.Equal(d.ARP, wantARP) {
 		t.Errorf("ARP = %v, want %v", d.ARP, wantARP)
 	}
-	if !slices.Equal(d.Answering, []string{"eip-default-a", "eip-default-b"}) {
-		t.Errorf("answering = %v", d.Answering)
+	if !slices.Equal(d.Answering(), []string{"eip-default-a", "eip-default-b"}) {
+		t.Errorf("answering = %v", d.Answering())
 	}
 	// Gratuitous ARP only for what this Node answers on a network asking for it.
 	if want := []netip.Addr{netip.MustParseAddr("10.225.51.6")}; !slices.Equal(d.Gratuitous, want) {
@@ -110,7 +110,7 @@ func TestCompute(t *testing.T) {
 
 func TestComputeEmpty(t *testing.T) {
 	d := Compute(Inputs{NodeName: "node-a", ExternalInterface: "ext0"})
-	if len(d.NAT.Mappings) != 0 || len(d.NAT.InCluster) != 0 || len(d.ARP) != 0 || len(d.Answering) != 0 {
+	if len(d.NAT.Mappings) != 0 || len(d.NAT.InCluster) != 0 || len(d.ARP) != 0 || len(d.Answering()) != 0 {
 		t.Errorf("empty inputs gave %+v", d)
 	}
 }
@@ -305,8 +305,8 @@ func TestComputeIPv6(t *testing.T) {
 	if !slices.Equal(d.ARP, []netip.Addr{a("10.225.51.5")}) || !slices.Equal(d.NDP, []netip.Addr{a("2001:db8::5")}) {
 		t.Errorf("ARP = %v, NDP = %v", d.ARP, d.NDP)
 	}
-	if !slices.Equal(d.Answering, []string{"eip-default-v4", "eip-default-v6"}) {
-		t.Errorf("answering = %v", d.Answering)
+	if !slices.Equal(d.Answering(), []string{"eip-default-v4", "eip-default-v6"}) {
+		t.Errorf("answering = %v", d.Answering())
 	}
 	if !d.Answers(a("2001:db8::5")) || d.Answers(a("2001:db8::6")) || !d.Answers(a("10.225.51.5")) {
 		t.Error("Answers disagrees with ARP and NDP")

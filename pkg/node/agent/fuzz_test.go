@@ -191,7 +191,7 @@ func checkOwnNode(t *testing.T, in Inputs, d Desired) {
 			t.Fatalf("direct NIC %v comes from no Ready NetworkInterface of %s holding an ElasticIP", n, fuzzNode)
 		}
 	}
-	for _, name := range d.Answering {
+	for _, name := range d.Answering() {
 		i := slices.IndexFunc(in.Advertisements, func(ad *v1alpha1.ARPAdvertisement) bool { return ad.Name == name })
 		if i < 0 || in.Advertisements[i].Spec.NodeName != fuzzNode || in.Advertisements[i].DeletionTimestamp != nil {
 			t.Fatalf("answering advertisement %q, which is not a live one of %s", name, fuzzNode)
@@ -255,8 +255,8 @@ func checkARP(t *testing.T, in Inputs, d Desired) {
 	}
 	slices.SortFunc(wantARP, netip.Addr.Compare)
 	wantARP = slices.Compact(wantARP)
-	if !slices.Equal(d.Answering, want) || !slices.Equal(d.ARP, wantARP) {
-		t.Fatalf("answering %v for %v, want %v for %v (programmed: %+v)", d.Answering, d.ARP, want, wantARP, d.Programmed)
+	if !slices.Equal(d.Answering(), want) || !slices.Equal(d.ARP, wantARP) {
+		t.Fatalf("answering %v for %v, want %v for %v (programmed: %+v)", d.Answering(), d.ARP, want, wantARP, d.Programmed)
 	}
 }
 

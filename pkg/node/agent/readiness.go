@@ -79,7 +79,8 @@ func ComputeReadiness(in Inputs, d Desired, r ReadinessInputs) []Readiness {
 // walk of every attachment of the cluster for each gated Pod grew with their product.
 func ownAttachments(in Inputs) map[string][]*v1alpha1.ElasticIPAttachment {
 	out := map[string][]*v1alpha1.ElasticIPAttachment{}
-	for _, a := range in.Attachments {
+	all, _ := in.AllAttachments() // a list of the cache fails only for a bad selector
+	for _, a := range all {
 		if a.Status.NodeName == in.NodeName {
 			k := a.Namespace + "/" + a.Spec.TargetRef.NetworkInterfaceName
 			out[k] = append(out[k], a)

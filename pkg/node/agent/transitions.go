@@ -158,13 +158,10 @@ func userWhy(in Inputs, o advertisement.Owner) string {
 	}
 	user := eip.Status.Attachment
 	if user.Kind == v1alpha1.AttachmentKindElasticIPAttachment {
-		i := slices.IndexFunc(in.Attachments, func(a *v1alpha1.ElasticIPAttachment) bool {
-			return a.Namespace == eip.Namespace && a.Name == user.Name
-		})
-		if i < 0 {
+		a := in.attachment(eip.Namespace, user.Name)
+		if a == nil {
 			return fmt.Sprintf("its ElasticIPAttachment %q was deleted", eip.Namespace+"/"+user.Name)
 		}
-		a := in.Attachments[i]
 		switch {
 		case a.DeletionTimestamp != nil:
 			return fmt.Sprintf("its ElasticIPAttachment %q is being deleted", eip.Namespace+"/"+user.Name)

@@ -111,7 +111,7 @@ func TestViewsAgreeWithCompute(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("step %d: Compute over the views differs from Compute over the lists:\n got %+v\nwant %+v", step, got, want)
 		}
-		if len(want.NAT.Mappings) > 0 && len(want.Answering) > 0 {
+		if len(want.NAT.Mappings) > 0 && len(want.Answering()) > 0 {
 			busy++
 		}
 	}

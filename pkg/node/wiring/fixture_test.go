@@ -66,13 +66,13 @@ var watched = map[string]watchedKind{
 					Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue}}},
 			}
 		},
-		inputs: func(in agent.Inputs) []string { return names(in.Attachments) }},
+		inputs: func(in agent.Inputs) []string { all, _ := in.AllAttachments(); return names(all) }},
 	"ARPAdvertisement": {resource: "arpadvertisements", onNode: true,
 		object: func(name string, v6 bool) runtime.Object {
 			return &v1alpha1.ARPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: name},
 				Spec: v1alpha1.ARPAdvertisementSpec{Address: family(v6, eip4, eip6), NodeName: nodeName}}
 		},
-		inputs: func(in agent.Inputs) []string { return names(in.Advertisements) }},
+		inputs: func(in agent.Inputs) []string { all, _ := in.AllAdvertisements(); return names(all) }},
 	"Node": {resource: "nodes",
 		object: func(name string, v6 bool) runtime.Object {
 			return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{
