@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -282,9 +283,12 @@ spec:
 	if err := wait.PollUntilContextTimeout(testContext(t, 2*time.Minute), time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		pods, err := c.Kube.CoreV1().Pods(cluster.NodeNamespace).List(ctx, metav1.ListOptions{
 			LabelSelector: "app.kubernetes.io/component=node", FieldSelector: "spec.nodeName=node-a"})
+		if err != nil {
+			return false, nil
+		}
 		var running []string
 		for _, p := range pods.Items {
-			if err == nil && p.DeletionTimestamp == nil && p.Status.Phase == "Running" {
+			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
 				running = append(running, p.Name)
 			}
 		}

@@ -76,12 +76,20 @@ type Inputs struct {
 
 // AllAttachments are Attachments, listed from the caches when Inputs was made without.
 func (in *Inputs) AllAttachments() ([]*v1alpha1.ElasticIPAttachment, error) {
-	if in.Attachments != nil || in.listers == nil {
+	if in.listers == nil {
 		return in.Attachments, nil
 	}
+	return listOnce(&in.Attachments, in.listers.Attachments.List)
+}
+
+// listOnce fills *have from list unless it holds something already.
+func listOnce[T any](have *[]T, list func(labels.Selector) ([]T, error)) ([]T, error) {
+	if *have != nil {
+		return *have, nil
+	}
 	var err error
-	in.Attachments, err = in.listers.Attachments.List(labels.Everything())
-	return in.Attachments, err
+	*have, err = list(labels.Everything())
+	return *have, err
 }
 
 // attachment is the attachment namespace/name of Attachments (read from the cache when
@@ -104,12 +112,10 @@ func (in *Inputs) attachment(namespace, name string) *v1alpha1.ElasticIPAttachme
 
 // AllAdvertisements are Advertisements, listed from the caches when Inputs was made without.
 func (in *Inputs) AllAdvertisements() ([]*v1alpha1.ARPAdvertisement, error) {
-	if in.Advertisements != nil || in.listers == nil {
+	if in.listers == nil {
 		return in.Advertisements, nil
 	}
-	var err error
-	in.Advertisements, err = in.listers.Advertisements.List(labels.Everything())
-	return in.Advertisements, err
+	return listOnce(&in.Advertisements, in.listers.Advertisements.List)
 }
 
 // derived is what Compute derives of the attachments and advertisements, as the views
