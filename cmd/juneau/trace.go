@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -53,7 +54,18 @@ func defaultMetricsURL() string {
 	return "https://" + net.JoinHostPort(host, "9091") + "/metrics"
 }
 
-func trace(ctx context.Context, w io.Writer, addr netip.Addr, stateDir, metricsURL, tokenFile string) error {
+// trace writes its report to out in one write, once whole: an exec's streams can lose
+// what comes first (kubectl juneau trace checks it came back whole, and asks again).
+func trace(ctx context.Context, out io.Writer, addr netip.Addr, stateDir, metricsURL, tokenFile string) error {
+	var buf bytes.Buffer
+	err := report(ctx, &buf, addr, stateDir, metricsURL, tokenFile)
+	if _, werr := out.Write(buf.Bytes()); err == nil {
+		err = werr
+	}
+	return err
+}
+
+func report(ctx context.Context, w io.Writer, addr netip.Addr, stateDir, metricsURL, tokenFile string) error {
 	p := nft.NewProgrammer(nft.Options{})
 	mappings, err := p.KernelMappings(ctx)
 	if err != nil {

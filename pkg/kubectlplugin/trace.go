@@ -56,19 +56,31 @@ func (c Clients) Trace(ctx context.Context, cfg *rest.Config, namespace, name st
 		return nil
 	}
 	fmt.Fprintf(w, "on Node %s (agent %s):\n", f.Node, f.Agent.Pod)
-	// `juneau trace` always prints; an exec that ends without error and without output
-	// lost its streams (seen on a loaded Node: the command ran, its output never came
-	// back), so it is asked again, a few times.
+	// `juneau trace` always prints its report whole, in one write; an exec that ends
+	// without error with less lost part of its streams (seen on a loaded Node: the
+	// command ran, its output, or its first line, never came back), so it is asked
+	// again, a few times.
 	var out []byte
 	err = nil
-	for try := 0; try < 3 && err == nil && len(out) == 0 && ctx.Err() == nil; try++ {
+	for try := 0; try < 3 && err == nil && !wholeTrace(out) && ctx.Err() == nil; try++ {
 		out, err = c.exec(ctx, cfg, f.Agent.Pod, []string{"juneau", "trace", eip.Status.Address})
 	}
-	if err == nil && len(out) == 0 {
-		err = fmt.Errorf("juneau trace in %s/%s printed nothing three times", c.NodeNamespace, f.Agent.Pod)
+	if err == nil && !wholeTrace(out) {
+		err = fmt.Errorf("juneau trace in %s/%s came back incomplete three times", c.NodeNamespace, f.Agent.Pod)
 	}
 	w.Write(out)
 	return err
+}
+
+// wholeTrace reports whether out is a whole report of `juneau trace`: its NAT, limit
+// and ARP or NDP lines, in that order, the NAT one first.
+func wholeTrace(out []byte) bool {
+	rest, ok := bytes.CutPrefix(out, []byte("nat: "))
+	if !ok {
+		return false
+	}
+	i := bytes.Index(rest, []byte("\nlimit: "))
+	return i >= 0 && (bytes.Contains(rest[i:], []byte("\narp: ")) || bytes.Contains(rest[i:], []byte("\nndp: ")))
 }
 
 func condText(conds []metav1.Condition, t string) string {
