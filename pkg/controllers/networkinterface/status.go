@@ -34,7 +34,7 @@ func nicStatus(nic *v1alpha1.NetworkInterface, pod *corev1.Pod, eip *v1alpha1.El
 // other interfaces of the Pod, so an extra NIC without an ElasticIP stays without an
 // address and is Ready as soon as the Pod has its IP (its sandbox network is up).
 func vpcStatus(nic *v1alpha1.NetworkInterface, pod *corev1.Pod) v1alpha1.NetworkInterfaceStatus {
-	ips := PodIPs(pod)
+	ips := podaddr.OfPod(pod)
 	if len(ips) == 0 && pod != nil && string(pod.UID) == nic.Spec.PodRef.UID {
 		// The kubelet reports the IPs at its next look at the Pod, up to a second or
 		// more after its sandbox got them; the node agent wrote them from the CNI ADD.
@@ -109,19 +109,6 @@ func directRouting(iface string, addr netip.Addr) ([]v1alpha1.Route, []v1alpha1.
 		return nil, nil
 	}
 	return directnic.Routing(primary, addr, directnic.RouteTable(addr))
-}
-
-// PodIPs are the Pod's addresses from status.podIPs (or status.podIP), at most one per
-// family, IPv4 first.
-func PodIPs(pod *corev1.Pod) []netip.Addr {
-	if pod == nil {
-		return nil
-	}
-	candidates := make([]string, 0, len(pod.Status.PodIPs)+1)
-	for _, ip := range pod.Status.PodIPs {
-		candidates = append(candidates, ip.IP)
-	}
-	return podaddr.FirstPerFamily(append(candidates, pod.Status.PodIP))
 }
 
 func pending(nic *v1alpha1.NetworkInterface, reason, message string) v1alpha1.NetworkInterfaceStatus {

@@ -3,6 +3,7 @@ package sandboxaddr
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,6 +37,8 @@ type fixture struct {
 	pods cache.Indexer
 	api  *fake.Clientset
 	ctx  context.Context
+	// later is how far the Writer's clock is ahead of the real one.
+	later atomic.Int64
 }
 
 func newFixture(t *testing.T, objs ...*v1alpha1.NetworkInterface) *fixture {
@@ -48,18 +51,19 @@ func newFixture(t *testing.T, objs ...*v1alpha1.NetworkInterface) *fixture {
 		api:  fake.NewClientset(),
 		ctx:  ctx,
 	}
+	f.w = New("node-a", f.api, listers.NewNetworkInterfaceLister(f.nics), corelisters.NewPodLister(f.pods), nil)
 	for _, n := range objs {
 		f.addNIC(t, n)
 	}
-	f.w = New("node-a", f.api, listers.NewNetworkInterfaceLister(f.nics), corelisters.NewPodLister(f.pods))
+	f.w.now = func() time.Time { return time.Now().Add(time.Duration(f.later.Load())) }
 	done := make(chan struct{})
 	go func() { f.w.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return f
 }
 
-// addNIC puts the NetworkInterface into the API and the cache, as the controller's
-// creation reaches both.
+// addNIC puts the NetworkInterface into the API and the cache, and hands the Writer
+// its event, as the controller's creation reaches all three.
 func (f *fixture) addNIC(t *testing.T, n *v1alpha1.NetworkInterface) {
 	t.Helper()
 	if _, err := f.api.JuneauV1alpha1().NetworkInterfaces(n.Namespace).Create(f.ctx, n, metav1.CreateOptions{}); err != nil {
@@ -68,6 +72,19 @@ func (f *fixture) addNIC(t *testing.T, n *v1alpha1.NetworkInterface) {
 	if err := f.nics.Add(n); err != nil {
 		t.Fatal(err)
 	}
+	f.w.handler().OnAdd(n, false)
+}
+
+// deleteNIC removes the NetworkInterface from the API and the cache, with its event.
+func (f *fixture) deleteNIC(t *testing.T, n *v1alpha1.NetworkInterface) {
+	t.Helper()
+	if err := f.api.JuneauV1alpha1().NetworkInterfaces(n.Namespace).Delete(f.ctx, n.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.nics.Delete(n); err != nil {
+		t.Fatal(err)
+	}
+	f.w.handler().OnDelete(n)
 }
 
 func (f *fixture) report(t *testing.T, pod, uid string, addrs ...string) {
@@ -105,7 +122,7 @@ func (f *fixture) idle(t *testing.T) int {
 	err := wait.PollUntilContextTimeout(f.ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		f.w.mu.Lock()
 		defer f.w.mu.Unlock()
-		return len(f.w.pending) == 0 && f.w.queue.Len() == 0, nil
+		return len(f.w.pending) == 0 && f.w.Loop.Len() == 0, nil
 	})
 	if err != nil {
 		t.Fatalf("the writer never went idle: %d reports pending", len(f.w.pending))
@@ -151,12 +168,7 @@ func TestWaitsForTheNetworkInterface(t *testing.T) {
 	f.report(t, "db", "pod-2", "10.244.1.7")
 	f.addNIC(t, nic("web", "pod-1", "node-a", ""))
 	f.waitFor(t, "web", []string{"10.244.1.5"})
-	if err := f.api.JuneauV1alpha1().NetworkInterfaces("default").Delete(f.ctx, "db.eth0", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.nics.Delete(nic("db", "earlier-pod", "node-a", "")); err != nil {
-		t.Fatal(err)
-	}
+	f.deleteNIC(t, nic("db", "earlier-pod", "node-a", ""))
 	f.addNIC(t, nic("db", "pod-2", "node-a", ""))
 	f.waitFor(t, "db", []string{"10.244.1.7"})
 }
@@ -186,6 +198,22 @@ func TestUnplumbedForgets(t *testing.T) {
 	if err := f.w.Unplumbed(f.ctx, cniserver.Plumbing{Namespace: "default", Pod: "web", UID: "pod-1"}); err != nil {
 		t.Fatal(err)
 	}
+	if n := f.idle(t); n != 0 {
+		t.Errorf("%d status writes, want none", n)
+	}
+	f.addNIC(t, nic("web", "pod-1", "node-a", ""))
+	if n := f.idle(t); n != 0 || len(f.sandboxAddresses(t, "web")) != 0 {
+		t.Errorf("%d status writes, sandboxAddresses %v: want none", n, f.sandboxAddresses(t, "web"))
+	}
+}
+
+// TestGivesUp: a report whose NetworkInterface did not come within giveUp is dropped;
+// the NetworkInterface coming later gets nothing.
+func TestGivesUp(t *testing.T) {
+	f := newFixture(t)
+	f.report(t, "web", "pod-1", "10.244.1.5")
+	f.later.Store(int64(giveUp))
+	f.w.Loop.Add("default/web") // as the report's own retry at giveUp does
 	if n := f.idle(t); n != 0 {
 		t.Errorf("%d status writes, want none", n)
 	}

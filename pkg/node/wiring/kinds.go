@@ -147,6 +147,16 @@ func newCaches(kube kubernetes.Interface, juneau versioned.Interface, nodeName s
 	return c
 }
 
+// informerOf is the informer of the kind named name (of kinds).
+func (c *caches) informerOf(name string) cache.SharedIndexInformer {
+	for i, k := range kinds {
+		if k.name == name {
+			return c.informers[i]
+		}
+	}
+	panic("no kind " + name)
+}
+
 // watch makes every event of every kind trigger a sync of a.
 func (c *caches) watch(a *agent.Agent) error { return a.Watch(c.informers...) }
 

@@ -111,6 +111,10 @@ func Run(ctx context.Context, o Options, p Process) error {
 	if err := c.watch(a); err != nil {
 		return err
 	}
+	sandbox := sandboxaddr.New(o.NodeName, juneau, c.listers.NICs, c.listers.Pods, queues)
+	if err := sandbox.WatchNetworkInterfaces(c.informerOf("NetworkInterface")); err != nil {
+		return err
+	}
 	// The BGP speaker stops after the shutdown decision, which tells it whether to
 	// withdraw its routes (uninstall) or leave them to graceful restart (docs/bgp.md).
 	speakerCtx, stopSpeaker := context.WithCancel(klog.NewContext(context.Background(), logger))
@@ -145,7 +149,7 @@ func Run(ctx context.Context, o Options, p Process) error {
 			logger.Info("Took over the datapath from the previous agent of this Node")
 			a.Trigger()
 		}
-		return o.holderTasks(runCtx, kube, a, nat, c.direct, sandboxaddr.New(o.NodeName, juneau, c.listers.NICs, c.listers.Pods))
+		return o.holderTasks(runCtx, kube, a, nat, c.direct, sandbox)
 	})
 	err = g.Wait()
 	uninstall := false

@@ -8,6 +8,8 @@ package podaddr
 import (
 	"net/netip"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/loutres/juneau/pkg/apis/juneau/iprange"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
@@ -74,4 +76,17 @@ func FirstPerFamily(candidates []string) []netip.Addr {
 		}
 	}
 	return out
+}
+
+// OfPod are the IPs the kubelet reported for the Pod (status.podIPs, then status.podIP),
+// one per family, IPv4 first (FirstPerFamily); none for a nil Pod or one without.
+func OfPod(pod *corev1.Pod) []netip.Addr {
+	if pod == nil {
+		return nil
+	}
+	candidates := make([]string, 0, len(pod.Status.PodIPs)+1)
+	for _, ip := range pod.Status.PodIPs {
+		candidates = append(candidates, ip.IP)
+	}
+	return FirstPerFamily(append(candidates, pod.Status.PodIP))
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
@@ -52,6 +54,26 @@ func TestFirstPerFamily(t *testing.T) {
 	} {
 		if got := FirstPerFamily(tc.in); !slices.Equal(got, tc.want) {
 			t.Errorf("FirstPerFamily(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestOfPod(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		pod  *corev1.Pod
+		want []netip.Addr
+	}{
+		{"nil", nil, nil},
+		{"no IPs yet", &corev1.Pod{}, nil},
+		{"podIP only", &corev1.Pod{Status: corev1.PodStatus{PodIP: "10.244.1.5"}}, []netip.Addr{netip.MustParseAddr("10.244.1.5")}},
+		{"dual stack, IPv6 first", &corev1.Pod{Status: corev1.PodStatus{PodIP: "fd00:244:1::5",
+			PodIPs: []corev1.PodIP{{IP: "fd00:244:1::5"}, {IP: "10.244.1.5"}}}},
+			[]netip.Addr{netip.MustParseAddr("10.244.1.5"), netip.MustParseAddr("fd00:244:1::5")}},
+		{"nothing valid", &corev1.Pod{Status: corev1.PodStatus{PodIPs: []corev1.PodIP{{IP: "bogus"}}}}, nil},
+	} {
+		if got := OfPod(c.pod); !slices.Equal(got, c.want) {
+			t.Errorf("%s: OfPod = %v, want %v", c.name, got, c.want)
 		}
 	}
 }
