@@ -26,17 +26,22 @@ import (
 // sends: a full table by mistake.
 const floodRoutes = 100000
 
-// maxFloodGrowth bounds the growth of node-a's agent's resident memory with the flood.
-const maxFloodGrowth = 0.3
+// maxFloodGrowth bounds the growth of node-a's agent's resident memory with the flood,
+// once the router is removed (the issue's goal); maxFloodPeak bounds the most it holds
+// during the flood, what GoBGP reads ahead before the limit trips (that of a Node
+// keeping the whole table is ~30% more).
+const (
+	maxFloodGrowth = 0.1
+	maxFloodPeak   = 0.3
+)
 
 // TestBGPAttributesWithBIRD: the pool's communities, standard and large, reach BIRD with
 // each /32 and follow a change of the pool; the sessions run with TTL security (GTSM)
 // on both sides; a second router that sends node-a 100,000 routes is disconnected and
 // reported, while node-a's session with the first router keeps its routes. node-a's
 // memory is measured: GoBGP parses and stores the UPDATEs already read when the limit
-// trips, so it grows by a few percent (the issue's goal is 10%, which runs met and
-// missed: docs/bgp.md#received-routes); the test fails beyond maxFloodGrowth, the
-// growth of a Node that kept the whole table.
+// trips, which the agent hands back to the kernel once it removed the router
+// (docs/bgp.md#received-routes).
 func TestBGPAttributesWithBIRD(t *testing.T) {
 	c, ns := setupBGP(t)
 	ctx := testContext(t)
@@ -85,6 +90,7 @@ func TestBGPAttributesWithBIRD(t *testing.T) {
 
 	// A second router sends node-a a full table by mistake.
 	before := agentRSS(t, nodeA.Agent)
+	resetPeakRSS(t, nodeA.Agent)
 	routesBefore, err := bird.Routes()
 	if err != nil {
 		t.Fatal(err)
@@ -130,22 +136,27 @@ func TestBGPAttributesWithBIRD(t *testing.T) {
 	if !bgprouter.SameSince(routesBefore[natRoute], routes[natRoute]) {
 		t.Errorf("BIRD relearned %s from node-a during the flood: since %s, then %s", natRoute, routesBefore[natRoute].Since, routes[natRoute].Since)
 	}
-	// Go returns the memory of the messages it parsed and dropped in the background:
-	// the figure that counts is the one it settles to, well before the minute after
-	// which node-a connects to the router again. The highest one seen is reported too.
+	// The agent hands what it parsed of the flood back to the kernel once it removed the
+	// router: the figure that counts is the one it settles to, well before the minute
+	// after which node-a connects to the router again. The most it held at once during
+	// the flood (VmHWM) is reported too.
 	refused := time.Now()
-	peak, after := 0, 0
-	// Sampled once a second until it settles within 10% or 30 s have passed; a figure
-	// that has not settled by then is judged as it is, so the poll's timeout is no error.
+	after := 0
+	// Sampled once a second until it settles within maxFloodGrowth or 30 s have passed;
+	// a figure that has not settled by then is judged as it is, so the poll's timeout is
+	// no error.
 	_ = wait.PollUntilContextTimeout(context.Background(), time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
 		after = agentRSS(t, nodeA.Agent)
-		peak = max(peak, after)
-		return float64(after) <= 1.1*float64(before), nil
+		return float64(after) <= (1+maxFloodGrowth)*float64(before), nil
 	})
-	t.Logf("node-a's agent: %d KiB resident before the flood, %d KiB %s after it was refused (%+.1f%%; highest seen %d KiB, %+.1f%%)",
+	peak := procStatus(t, nodeA.Agent, "VmHWM")
+	t.Logf("node-a's agent: %d KiB resident before the flood, %d KiB %s after it was refused (%+.1f%%); at most %d KiB during the flood (%+.1f%%)",
 		before, after, time.Since(refused).Round(time.Second), 100*float64(after-before)/float64(before), peak, 100*float64(peak-before)/float64(before))
 	if float64(after) > (1+maxFloodGrowth)*float64(before) {
 		t.Errorf("node-a's agent grew from %d KiB to %d KiB with a router sending %d routes, more than %.0f%%", before, after, floodRoutes, 100*maxFloodGrowth)
+	}
+	if float64(peak) > (1+maxFloodPeak)*float64(before) {
+		t.Errorf("node-a's agent held up to %d KiB (from %d KiB) while a router sent it %d routes, more than %.0f%% more", peak, before, floodRoutes, 100*maxFloodPeak)
 	}
 }
 
@@ -175,19 +186,29 @@ func waitAttributes(t *testing.T, bird *bgprouter.BIRD, prefix string, want, unw
 	return out
 }
 
-var vmRSS = regexp.MustCompile(`(?m)^VmRSS:\s+(\d+) kB$`)
-
-// agentRSS is the resident memory of a node agent, in KiB.
-func agentRSS(t *testing.T, agent *framework.Component) int {
+// procStatus is a figure of /proc/<pid>/status of a node agent, in KiB: VmRSS (resident
+// now) or VmHWM (the most resident since the last resetPeakRSS).
+func procStatus(t *testing.T, agent *framework.Component, field string) int {
 	t.Helper()
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", agent.PID()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := vmRSS.FindSubmatch(status)
+	m := regexp.MustCompile(`(?m)^` + field + `:\s+(\d+) kB$`).FindSubmatch(status)
 	if m == nil {
-		t.Fatalf("no VmRSS in /proc/%d/status", agent.PID())
+		t.Fatalf("no %s in /proc/%d/status", field, agent.PID())
 	}
 	n, _ := strconv.Atoi(string(m[1]))
 	return n
+}
+
+// agentRSS is the resident memory of a node agent, in KiB.
+func agentRSS(t *testing.T, agent *framework.Component) int { return procStatus(t, agent, "VmRSS") }
+
+// resetPeakRSS sets the agent's VmHWM to its resident memory now (proc(5), clear_refs 5).
+func resetPeakRSS(t *testing.T, agent *framework.Component) {
+	t.Helper()
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", agent.PID()), []byte("5"), 0); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -3,6 +3,7 @@ package bgp
 import (
 	"context"
 	"net/netip"
+	"runtime/debug"
 	"time"
 
 	"github.com/osrg/gobgp/v4/api"
@@ -154,6 +155,11 @@ func (s *Speaker) resetLimited(ctx context.Context, srv *server.BgpServer, retry
 			delete(st.bfd, l.addr)
 			logger.Info("Removed a BGP peer that sent too many routes", "peer", p.Name, "address", l.addr,
 				"maxPrefixes", MaxReceivedPrefixes, "retryAfter", retry)
+			// What GoBGP read of its UPDATEs before the limit tripped is garbage now:
+			// handed back to the kernel at once, not over the minutes the runtime's
+			// scavenger takes (docs/bgp.md#received-routes). A collection now and then
+			// is cheap beside a router that sends a full table.
+			go debug.FreeOSMemory()
 		}
 		if !l.due {
 			continue
