@@ -93,7 +93,8 @@ func testTimeToReachable(t *testing.T, c *cluster.Cluster) {
 		}
 		slices.Sort(late)
 		if m := late[len(late)/2]; m > 750*time.Millisecond {
-			t.Errorf("the %s Pods were Ready a median %s after the Pods without juneau of their rounds, want within 0.75s", kind, m.Round(time.Millisecond))
+			t.Errorf("the %s Pods were Ready a median %s after the Pods without juneau of their rounds, want within 0.75s (each round, sorted: %v)",
+				kind, m.Round(time.Millisecond), late)
 		}
 	}
 	report := reachReport(samples)
