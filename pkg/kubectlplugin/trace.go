@@ -56,10 +56,10 @@ func (c Clients) Trace(ctx context.Context, cfg *rest.Config, namespace, name st
 		return nil
 	}
 	fmt.Fprintf(w, "on Node %s (agent %s):\n", f.Node, f.Agent.Pod)
-	// `juneau trace` always prints its report whole, in one write; an exec that ends
-	// without error with less lost part of its streams (seen on a loaded Node: the
-	// command ran, its output, or its first line, never came back), so it is asked
-	// again, a few times.
+	// `juneau trace` always prints its report whole, in one write. An exec can still
+	// end without error while part of its output was lost (seen on a loaded Node: the
+	// command ran, but its output, or its first line, never came back), so an
+	// incomplete report is asked for again, a few times.
 	var out []byte
 	err = nil
 	for try := 0; try < 3 && err == nil && !wholeTrace(out) && ctx.Err() == nil; try++ {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -194,12 +193,15 @@ func procStatus(t *testing.T, agent *framework.Component, field string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^` + field + `:\s+(\d+) kB$`).FindSubmatch(status)
-	if m == nil {
-		t.Fatalf("no %s in /proc/%d/status", field, agent.PID())
+	for line := range strings.Lines(string(status)) {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			if n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB")); err == nil {
+				return n
+			}
+		}
 	}
-	n, _ := strconv.Atoi(string(m[1]))
-	return n
+	t.Fatalf("no %s in /proc/%d/status", field, agent.PID())
+	return 0
 }
 
 // agentRSS is the resident memory of a node agent, in KiB.

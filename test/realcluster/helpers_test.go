@@ -175,7 +175,7 @@ func readNodeState(ctx context.Context, n *cluster.Node) (nodeState, error) {
 // one kube-proxy flushed when its Service went (juneau's webhook's, at the uninstall) and
 // deletes only at a later sync of its own, which nothing may trigger for minutes. It
 // holds no rule, so it is left out of what an uninstall must restore.
-var staleKubeProxyChain = regexp.MustCompile(`\n\t(?:chain (?:service|endpoint|external)-[^\s{]+) \{\n\t\}\n`)
+var staleKubeProxyChain = regexp.MustCompile(`\n\tchain (?:service|endpoint|external)-[^\s{]+ \{\n\t\}\n`)
 
 // settledNodeStates reads every Node's state once kube-proxy has synced: two reads in a
 // row agree.

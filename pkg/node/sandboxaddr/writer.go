@@ -45,15 +45,15 @@ const giveUp = 30 * time.Second
 
 // Writer is the cniserver.Observer that writes the reported addresses: a work loop
 // keyed by Pod (namespace/name), fed by the reports and by the events of this Node's
-// NetworkInterfaces (Handler), so a report that came before its NetworkInterface is
-// written when that comes.
+// NetworkInterfaces (WatchNetworkInterfaces), so a report that came before its
+// NetworkInterface is written when that comes.
 type Writer struct {
 	node   string
 	status status.NetworkInterfaceWriter
 	nics   listers.NetworkInterfaceLister
 	pods   corelisters.PodLister
 	now    func() time.Time
-	*workloop.Controller
+	loop   *workloop.Controller
 
 	mu      sync.Mutex
 	pending map[string]report
@@ -74,14 +74,14 @@ func New(node string, client versioned.Interface, nics listers.NetworkInterfaceL
 		node: node, status: status.NetworkInterfaces(client, v1alpha1.FieldManagerNode, nil), nics: nics, pods: pods, now: time.Now,
 		pending: map[string]report{},
 	}
-	w.Controller = workloop.NewController("sandboxaddr", w.sync, workloop.Options{QueueMetrics: queues})
+	w.loop = workloop.NewController("sandboxaddr", w.sync, workloop.Options{QueueMetrics: queues})
 	return w
 }
 
 // WatchNetworkInterfaces has the events of the informer of this Node's
 // NetworkInterfaces bring back the reports that wait for them; Run waits for its cache.
 func (w *Writer) WatchNetworkInterfaces(nics cache.SharedIndexInformer) error {
-	return w.Watch(workloop.Watch{Informer: nics, Handler: w.handler()})
+	return w.loop.Watch(workloop.Watch{Informer: nics, Handler: w.handler()})
 }
 
 // handler: the eth0 NetworkInterface of a Pod with a report waiting is a reason to
@@ -97,7 +97,7 @@ func (w *Writer) handler() cache.ResourceEventHandler {
 		_, waiting := w.pending[k]
 		w.mu.Unlock()
 		if waiting {
-			w.Loop.Add(k)
+			w.loop.Loop.Add(k)
 		}
 	})
 }
@@ -113,8 +113,8 @@ func (w *Writer) Plumbed(ctx context.Context, p cniserver.Plumbing) error {
 	w.mu.Lock()
 	w.pending[k] = report{uid: p.UID, addrs: addrs, at: w.now()}
 	w.mu.Unlock()
-	w.Loop.Add(k)
-	w.Loop.AddAfter(k, giveUp) // to drop it if it is still waiting then
+	w.loop.Loop.Add(k)
+	w.loop.Loop.AddAfter(k, giveUp) // to drop it if it is still waiting then
 	return nil
 }
 
@@ -140,7 +140,7 @@ func Addresses(reported []string) []string {
 }
 
 // Run writes the reports, one at a time, until ctx ends.
-func (w *Writer) Run(ctx context.Context) { w.Controller.Run(ctx, 1) }
+func (w *Writer) Run(ctx context.Context) { w.loop.Run(ctx, 1) }
 
 // sync writes the Pod's newest report, if it still waits, when its NetworkInterface is
 // there; a failed write is retried by the loop.
@@ -157,11 +157,7 @@ func (w *Writer) sync(ctx context.Context, key string) error {
 			"pod", key, "addresses", r.addrs, "waited", giveUp)
 		return nil
 	}
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		w.forget(key, r)
-		return nil
-	}
+	ns, name, _ := cache.SplitMetaNamespaceKey(key) // a key the Writer made of both
 	done, err := w.apply(ctx, ns, name, r)
 	if err != nil {
 		return fmt.Errorf("writing the sandbox addresses %v of Pod %s into its NetworkInterface: %w", r.addrs, key, err)

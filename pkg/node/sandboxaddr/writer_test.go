@@ -122,7 +122,7 @@ func (f *fixture) idle(t *testing.T) int {
 	err := wait.PollUntilContextTimeout(f.ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		f.w.mu.Lock()
 		defer f.w.mu.Unlock()
-		return len(f.w.pending) == 0 && f.w.Loop.Len() == 0, nil
+		return len(f.w.pending) == 0 && f.w.loop.Loop.Len() == 0, nil
 	})
 	if err != nil {
 		t.Fatalf("the writer never went idle: %d reports pending", len(f.w.pending))
@@ -213,7 +213,7 @@ func TestGivesUp(t *testing.T) {
 	f := newFixture(t)
 	f.report(t, "web", "pod-1", "10.244.1.5")
 	f.later.Store(int64(giveUp))
-	f.w.Loop.Add("default/web") // as the report's own retry at giveUp does
+	f.w.loop.Loop.Add("default/web") // as the report's own retry at giveUp does
 	if n := f.idle(t); n != 0 {
 		t.Errorf("%d status writes, want none", n)
 	}
