@@ -51,6 +51,20 @@ func phase(ph corev1.PodPhase) func(*corev1.Pod) {
 	return func(p *corev1.Pod) { p.Status.Phase = ph }
 }
 
+// settingUp: the kubelet has not reported the Pod's IPs yet.
+func settingUp(p *corev1.Pod) { p.Status.PodIP, p.Status.PodIPs = "", nil }
+
+// gate lists juneau's readiness gate on the Pod, its condition of the given status (none
+// for "").
+func gate(st corev1.ConditionStatus) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: v1alpha1.PodConditionElasticIP}}
+		if st != "" {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: v1alpha1.PodConditionElasticIP, Status: st})
+		}
+	}
+}
+
 func terminating(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0} }
 
 func auto(kv ...string) map[string]string {

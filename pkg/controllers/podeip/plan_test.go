@@ -103,6 +103,11 @@ func TestPlanPod(t *testing.T) {
 	named := newPod("app", auto(v1alpha1.AnnotationPodEIPName, "shared"))
 	namedAlias := newPod("app", auto(v1alpha1.AliasPodEIPInstance, "shared"))
 	plain := newPod("web", nil)
+	gatedWeb := newPod("web", withEIP("ext-net"), settingUp, gate(corev1.ConditionFalse))
+	gateTrue := newPod("web", withEIP("ext-net"), settingUp, gate(corev1.ConditionTrue))
+	gatedWithIP := newPod("web", withEIP("ext-net"), gate(corev1.ConditionFalse))
+	gatedStale := newPod("web", withEIP("ext-net", v1alpha1.AnnotationAllocatedEIPName, "web", v1alpha1.AnnotationAllocatedEIPAddr, "10.225.51.9"),
+		settingUp, gate(""))
 	mark := t0.Add(-5 * time.Minute).Format(time.RFC3339)
 	oldMark := t0.Add(-11 * time.Minute).Format(time.RFC3339)
 	nets := []*v1alpha1.ExternalNetwork{network("ext-net", false), network("dflt", true)}
@@ -144,6 +149,24 @@ func TestPlanPod(t *testing.T) {
 		{name: "held: write back", w: world{pod: web, eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow", address("10.225.51.5"), heldBy(ownAttachment(web, "web")))},
 			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}, nics: []*v1alpha1.NetworkInterface{nicOf(web)}},
 			want: []string{"annotate web 10.225.51.5"}},
+		{name: "held, gated Pod being set up: written back once its gate is True", w: world{pod: gatedWeb,
+			eips: []*v1alpha1.ElasticIP{ownEIP(gatedWeb, "Follow", address("10.225.51.5"), heldBy(ownAttachment(gatedWeb, "web")))},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(gatedWeb, "web")}, nics: []*v1alpha1.NetworkInterface{nicOf(gatedWeb)}}},
+		{name: "held, gated Pod, gate True: write back", w: world{pod: gateTrue,
+			eips: []*v1alpha1.ElasticIP{ownEIP(gateTrue, "Follow", address("10.225.51.5"), heldBy(ownAttachment(gateTrue, "web")))},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(gateTrue, "web")}, nics: []*v1alpha1.NetworkInterface{nicOf(gateTrue)}},
+			want: []string{"annotate web 10.225.51.5"}},
+		{name: "held, gated Pod with its IP reported, gate False: write back", w: world{pod: gatedWithIP,
+			eips: []*v1alpha1.ElasticIP{ownEIP(gatedWithIP, "Follow", address("10.225.51.5"), heldBy(ownAttachment(gatedWithIP, "web")))},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(gatedWithIP, "web")}, nics: []*v1alpha1.NetworkInterface{nicOf(gatedWithIP)}},
+			want: []string{"annotate web 10.225.51.5"}},
+		{name: "gated Pod being set up carrying another address: changed at once", w: world{pod: gatedStale,
+			eips: []*v1alpha1.ElasticIP{ownEIP(gatedStale, "Follow", address("10.225.51.5"), heldBy(ownAttachment(gatedStale, "web")))},
+			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(gatedStale, "web")}, nics: []*v1alpha1.NetworkInterface{nicOf(gatedStale)}},
+			want: []string{"annotate web 10.225.51.5"}},
+		{name: "gated Pod being set up, no longer asking: removed at once", w: world{
+			pod: newPod("web", auto(v1alpha1.AnnotationPodWithEIP, "false", v1alpha1.AnnotationAllocatedEIPName, "web"), settingUp, gate(""))},
+			want: []string{"remove 7 annotations"}},
 		{name: "an address, but the attachment not picked yet: nothing written back", w: world{pod: web,
 			eips: []*v1alpha1.ElasticIP{ownEIP(web, "Follow", address("10.225.51.5"))},
 			atts: []*v1alpha1.ElasticIPAttachment{ownAttachment(web, "web")}, nics: []*v1alpha1.NetworkInterface{nicOf(web)}}},

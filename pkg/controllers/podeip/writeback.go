@@ -1,8 +1,14 @@
 package podeip
 
 import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/loutres/juneau/pkg/apis/juneau/annotations"
+	"github.com/loutres/juneau/pkg/apis/juneau/podaddr"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
 )
 
 // planAnnotations writes back what the Pod holds, and only that (docs/automatic.md#annotations):
@@ -14,7 +20,9 @@ import (
 // asking. A terminating Pod keeps what it has until it is gone (it still holds its
 // addresses then), and so does one whose annotations cannot be read. Whoever else
 // carries an address the controller writes loses it first (addressBook), so no two Pods
-// carry one address.
+// carry one address. A write-back that only adds to the Pod's annotations waits while
+// the kubelet sets up a gated Pod (gateFirst); one that removes or changes what the Pod
+// carries never waits.
 func (p *plan) planAnnotations(in inputs) {
 	if in.Pod == nil || in.State == podHolding {
 		return
@@ -42,7 +50,7 @@ func (p *plan) planAnnotations(in inputs) {
 			stale = true
 		}
 	}
-	if !stale {
+	if !stale || (onlyAdds(have, want) && gateFirst(in.Pod)) {
 		return
 	}
 	p.Annotations = map[string]*string{}
@@ -64,4 +72,37 @@ func writtenAddresses(patch map[string]*string) []string {
 		}
 	}
 	return out
+}
+
+// onlyAdds says every written-back key the Pod carries stays as it is.
+func onlyAdds(have, want map[string]string) bool {
+	return !slices.ContainsFunc(annotations.WrittenBack(), func(k string) bool {
+		got, had := have[k]
+		v, wanted := want[k]
+		return had && (!wanted || got != v)
+	})
+}
+
+// gateFirst says the write-back waits for the Pod's readiness gate: the Pod lists juneau's
+// gate, which is not True yet, and the kubelet has not reported its IPs, so it is still
+// setting up the Pod's sandbox and containers. An annotation written then reaches the
+// kubelet as an update of the Pod, which it keeps for its next look at the Pod, the one
+// after the containers start; that look then works from this copy of the Pod, without
+// the gate the node agent sets True meanwhile, and reports the Pod not Ready, and the
+// Pod is Ready only at the kubelet's look after that, a second later
+// (docs/automatic.md#what-the-controller-does). Written once the gate is True, the
+// annotations bring the kubelet the Pod with it; once the kubelet reported the IPs they
+// cost nothing (a Pod whose gate stays False, such as on a bgp network without an
+// Established peer, gets them then).
+func gateFirst(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil || len(podaddr.OfPod(pod)) > 0 {
+		return false
+	}
+	for _, t := range v1alpha1.PodConditionTypes() {
+		listed := slices.ContainsFunc(pod.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return string(g.ConditionType) == t })
+		if c := status.PodCondition(pod, t); listed && (c == nil || c.Status != corev1.ConditionTrue) {
+			return true
+		}
+	}
+	return false
 }
