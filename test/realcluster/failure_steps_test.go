@@ -18,7 +18,9 @@ import (
 )
 
 // steps records when each step of the ElasticIP Pod's way back was first seen, from the
-// power-off: the Pod scheduled, its IP, the ElasticIPAttachment Ready there, the
+// power-off (or, in time-to-reachable, from the Pod's creation): the Pod scheduled, its
+// IP, its NetworkInterface, the sandbox's addresses in it and it Ready, the
+// ElasticIPAttachment made for the Pod and Ready there, the
 // advertisement moved and Answering (arp) or Announced (bgp) from the new Node, the
 // ElasticIP Attached, the Pod's readiness gate, the Pod Ready.
 type steps struct {
@@ -44,13 +46,25 @@ func (s *steps) observe(ctx context.Context, c *cluster.Cluster, ns string, p *c
 	node := p.Spec.NodeName
 	s.seen("scheduled", node != "")
 	s.seen("pod IP", p.Status.PodIP != "")
+	if c := podCondition(p, corev1.PodReady); p.Status.PodIP != "" && c != nil && c.Status != corev1.ConditionTrue {
+		// What the kubelet said when it reported the IP without Ready.
+		s.seen(fmt.Sprintf("not Ready with the IP: %s: %s", c.Reason, c.Message), true)
+	}
 	s.seen("readiness gate", condition(p, v1alpha1.PodConditionElasticIP) == corev1.ConditionTrue)
 	s.seen("Ready", condition(p, corev1.PodReady) == corev1.ConditionTrue)
 	if node == "" {
 		return
 	}
 	j := c.Juneau.JuneauV1alpha1()
+	if nic, err := j.NetworkInterfaces(ns).Get(ctx, v1alpha1.NetworkInterfaceName(p.Name, v1alpha1.DefaultInterface), metav1.GetOptions{}); err == nil &&
+		nic.Spec.PodRef.UID == string(p.UID) {
+		s.seen("NetworkInterface", true)
+		s.seen("sandbox addresses", len(nic.Status.SandboxAddresses) > 0)
+		s.seen("NetworkInterface Ready", meta.IsStatusConditionTrue(nic.Status.Conditions, v1alpha1.ConditionReady))
+	}
 	if a, err := j.ElasticIPAttachments(ns).Get(ctx, p.Name, metav1.GetOptions{}); err == nil {
+		s.seen("attachment", a.Spec.TargetRef.NetworkInterfaceName == v1alpha1.NetworkInterfaceName(p.Name, v1alpha1.DefaultInterface) &&
+			slices.ContainsFunc(a.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == p.UID }))
 		s.seen("attachment Ready", a.Status.NodeName == node && meta.IsStatusConditionTrue(a.Status.Conditions, v1alpha1.ConditionReady))
 	}
 	if e, err := j.ElasticIPs(ns).Get(ctx, p.Name, metav1.GetOptions{}); err == nil {

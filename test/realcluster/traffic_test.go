@@ -209,10 +209,18 @@ func testReadinessGate(t *testing.T, c *cluster.Cluster) {
 }
 
 func condition(p *corev1.Pod, typ corev1.PodConditionType) corev1.ConditionStatus {
-	for _, c := range p.Status.Conditions {
-		if c.Type == typ {
-			return c.Status
-		}
+	if c := podCondition(p, typ); c != nil {
+		return c.Status
 	}
 	return ""
+}
+
+// podCondition is the Pod's condition of type typ, nil when it has none.
+func podCondition(p *corev1.Pod, typ corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == typ {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
 }
