@@ -53,13 +53,34 @@ func (pt *podTimes) fail(err error) {
 
 // watchPods records when each Pod of ns is first seen ready: juneau's readiness-gate
 // condition True for Pods that list it, the Ready condition for the others. It also
-// learns each automatic ElasticIP's address from the annotation written back.
+// learns each automatic ElasticIP's address, from the ElasticIP made for the Pod (as a
+// client told the address by the API would): the annotation written back on the Pod
+// comes only once its gate is True (docs/automatic.md#what-the-controller-does), so
+// it would hold back the first packet.
 func (pt *podTimes) watchPods(ctx context.Context, e *env, cp *framework.ControlPlane, ns string) {
 	w, err := cp.Kube.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		e.Fatal(err)
 	}
 	e.Cleanup(w.Stop)
+	eips, err := cp.Juneau.JuneauV1alpha1().ElasticIPs(ns).Watch(ctx, metav1.ListOptions{LabelSelector: v1alpha1.LabelPod})
+	if err != nil {
+		e.Fatal(err)
+	}
+	e.Cleanup(eips.Stop)
+	go func() {
+		for ev := range eips.ResultChan() {
+			eip, ok := ev.Object.(*v1alpha1.ElasticIP)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			if a, err := netip.ParseAddr(eip.Status.Address); err == nil {
+				pt.mu.Lock()
+				pt.target[eip.Labels[v1alpha1.LabelPod]] = a
+				pt.mu.Unlock()
+			}
+		}
+	}()
 	go func() {
 		for ev := range w.ResultChan() {
 			pod, ok := ev.Object.(*corev1.Pod)
@@ -67,11 +88,6 @@ func (pt *podTimes) watchPods(ctx context.Context, e *env, cp *framework.Control
 				continue
 			}
 			now := time.Now()
-			if a, err := netip.ParseAddr(pod.Annotations[v1alpha1.AnnotationAllocatedEIPAddr]); err == nil {
-				pt.mu.Lock()
-				pt.target[pod.Name] = a
-				pt.mu.Unlock()
-			}
 			want := corev1.PodReady
 			if len(pod.Spec.ReadinessGates) > 0 {
 				want = corev1.PodConditionType(v1alpha1.PodConditionElasticIP)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
 	"github.com/loutres/juneau/test/framework"
 )
 
@@ -231,8 +232,17 @@ func autoPod(i, nodes int, network, batch string) *corev1.Pod {
 	}
 }
 
-// allocated says the address of the Pod's automatic ElasticIP is written back on it.
-func allocated(p *corev1.Pod) bool { return p.Annotations[v1alpha1.AnnotationAllocatedEIPAddr] != "" }
+// allocated says the Pod is told it holds its automatic ElasticIP: its condition
+// elastic-ip-assigned True, or the address written back on it, whichever comes first
+// (the controller writes the address on a gated Pod only once the gate is True,
+// docs/automatic.md#what-the-controller-does; the floor writes it before the condition).
+func allocated(p *corev1.Pod) bool {
+	if p.Annotations[v1alpha1.AnnotationAllocatedEIPAddr] != "" {
+		return true
+	}
+	c := status.PodCondition(p, v1alpha1.PodConditionElasticIPAssigned)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
 
 // watchPods watches the Pods of ns labelled batch until want were seen done.
 func watchPods(ctx context.Context, e *env, kube kubernetes.Interface, ns, batch string, want int, done func(*corev1.Pod) bool) *firstSeen {
