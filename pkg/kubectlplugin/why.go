@@ -221,7 +221,7 @@ func Diagnose(f Facts) Diagnosis {
 	if d, broken := wireLink(&c, f); broken {
 		return d
 	}
-	if p := f.Pod; p != nil && hasGate(p) {
+	if p := f.Pod; p != nil && len(v1alpha1.GateTypesOf(p)) > 0 {
 		cond := podCondition(p, v1alpha1.PodConditionElasticIP)
 		if cond == nil || cond.Status != corev1.ConditionTrue {
 			msg := "not set yet"
@@ -334,15 +334,4 @@ func podCondition(p *corev1.Pod, t string) *corev1.PodCondition {
 		}
 	}
 	return nil
-}
-
-func hasGate(p *corev1.Pod) bool {
-	for _, g := range p.Spec.ReadinessGates {
-		for _, t := range v1alpha1.PodConditionTypes() {
-			if string(g.ConditionType) == t {
-				return true
-			}
-		}
-	}
-	return false
 }

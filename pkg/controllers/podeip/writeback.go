@@ -98,11 +98,8 @@ func gateFirst(pod *corev1.Pod) bool {
 	if pod.DeletionTimestamp != nil || len(podaddr.OfPod(pod)) > 0 {
 		return false
 	}
-	for _, t := range v1alpha1.PodConditionTypes() {
-		listed := slices.ContainsFunc(pod.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return string(g.ConditionType) == t })
-		if c := status.PodCondition(pod, t); listed && (c == nil || c.Status != corev1.ConditionTrue) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(v1alpha1.GateTypesOf(pod), func(t string) bool {
+		c := status.PodCondition(pod, t)
+		return c == nil || c.Status != corev1.ConditionTrue
+	})
 }

@@ -38,17 +38,6 @@ type Readiness struct {
 	Message string
 }
 
-// gates returns the readiness-gate condition types of juneau's gate that the Pod lists.
-func gates(p *corev1.Pod) []string {
-	var out []string
-	for _, t := range v1alpha1.PodConditionTypes() {
-		if slices.ContainsFunc(p.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return string(g.ConditionType) == t }) {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
 // ComputeReadiness decides the gate of every Pod of this Node that lists it (docs/reference.md#readiness-gate):
 // True only when each ElasticIP the Pod uses is programmed here — NAT mapping applied or
 // direct host route present — and, on an arp network, answered by this Node's ARP; on a
@@ -60,7 +49,7 @@ func ComputeReadiness(in Inputs, d Desired, r ReadinessInputs) []Readiness {
 	var out []Readiness
 	var own map[string][]*v1alpha1.ElasticIPAttachment
 	for _, p := range r.Pods {
-		types := gates(p)
+		types := v1alpha1.GateTypesOf(p)
 		if len(types) == 0 || p.DeletionTimestamp != nil {
 			continue
 		}
