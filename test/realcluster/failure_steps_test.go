@@ -14,6 +14,7 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
 	"github.com/loutres/juneau/test/cluster"
 )
 
@@ -46,7 +47,7 @@ func (s *steps) observe(ctx context.Context, c *cluster.Cluster, ns string, p *c
 	node := p.Spec.NodeName
 	s.seen("scheduled", node != "")
 	s.seen("pod IP", p.Status.PodIP != "")
-	if c := podCondition(p, corev1.PodReady); p.Status.PodIP != "" && c != nil && c.Status != corev1.ConditionTrue {
+	if c := status.PodCondition(p, string(corev1.PodReady)); p.Status.PodIP != "" && c != nil && c.Status != corev1.ConditionTrue {
 		// What the kubelet said when it reported the IP without Ready.
 		s.seen(fmt.Sprintf("not Ready with the IP: %s: %s", c.Reason, c.Message), true)
 	}

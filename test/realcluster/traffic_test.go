@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/status"
 	"github.com/loutres/juneau/test/cluster"
 	"github.com/loutres/juneau/test/images"
 )
@@ -209,18 +210,8 @@ func testReadinessGate(t *testing.T, c *cluster.Cluster) {
 }
 
 func condition(p *corev1.Pod, typ corev1.PodConditionType) corev1.ConditionStatus {
-	if c := podCondition(p, typ); c != nil {
+	if c := status.PodCondition(p, string(typ)); c != nil {
 		return c.Status
 	}
 	return ""
-}
-
-// podCondition is the Pod's condition of type typ, nil when it has none.
-func podCondition(p *corev1.Pod, typ corev1.PodConditionType) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == typ {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
 }
