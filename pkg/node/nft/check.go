@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+
+	"github.com/loutres/juneau/pkg/listdiff"
 )
 
 // Programmed is what Sync programs of a DesiredState: every mapping and direct NIC it
@@ -65,13 +67,13 @@ func (c *Checker) Check(desired DesiredState) (Programmed, error) {
 		c.prevD = append(c.prevD[:0], desired.Direct...)
 		c.prevC = append(c.prevC[:0], desired.InCluster...)
 	} else {
-		wM, wD, wC := windowOf(c.prevM, desired.Mappings), windowOf(c.prevD, desired.Direct), windowOf(c.prevC, desired.InCluster)
-		c.ix.apply(c.prevM[wM.start:wM.oldEnd], desired.Mappings[wM.start:wM.newEnd],
-			c.prevD[wD.start:wD.oldEnd], desired.Direct[wD.start:wD.newEnd],
-			c.prevC[wC.start:wC.oldEnd], desired.InCluster[wC.start:wC.newEnd])
-		c.prevM = follow(c.prevM, desired.Mappings, wM)
-		c.prevD = follow(c.prevD, desired.Direct, wD)
-		c.prevC = follow(c.prevC, desired.InCluster, wC)
+		wM, wD, wC := listdiff.Of(c.prevM, desired.Mappings), listdiff.Of(c.prevD, desired.Direct), listdiff.Of(c.prevC, desired.InCluster)
+		c.ix.apply(c.prevM[wM.Start:wM.OldEnd], desired.Mappings[wM.Start:wM.NewEnd],
+			c.prevD[wD.Start:wD.OldEnd], desired.Direct[wD.Start:wD.NewEnd],
+			c.prevC[wC.Start:wC.OldEnd], desired.InCluster[wC.Start:wC.NewEnd])
+		c.prevM = listdiff.Follow(c.prevM, desired.Mappings, wM)
+		c.prevD = listdiff.Follow(c.prevD, desired.Direct, wD)
+		c.prevC = listdiff.Follow(c.prevC, desired.InCluster, wC)
 	}
 	s := c.ix.s
 	return Programmed{Mappings: s.eip2vpc, Direct: s.directOf}, c.ix.err()

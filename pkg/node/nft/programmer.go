@@ -16,6 +16,8 @@ import (
 	mnl "github.com/mdlayher/netlink"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+
+	"github.com/loutres/juneau/pkg/listdiff"
 )
 
 // Options configure a Programmer.
@@ -172,14 +174,14 @@ func (p *Programmer) Sync(ctx context.Context, desired DesiredState) error {
 		err   error
 	)
 	full := p.ix == nil || !p.sameConfig(desired.Config)
-	var wM, wD, wC window
+	var wM, wD, wC listdiff.Window
 	if full {
 		stats, err = p.syncFull(desired)
 	} else {
-		wM, wD, wC = windowOf(p.prevM, desired.Mappings), windowOf(p.prevD, desired.Direct), windowOf(p.prevC, desired.InCluster)
-		dl := p.ix.apply(p.prevM[wM.start:wM.oldEnd], desired.Mappings[wM.start:wM.newEnd],
-			p.prevD[wD.start:wD.oldEnd], desired.Direct[wD.start:wD.newEnd],
-			p.prevC[wC.start:wC.oldEnd], desired.InCluster[wC.start:wC.newEnd])
+		wM, wD, wC = listdiff.Of(p.prevM, desired.Mappings), listdiff.Of(p.prevD, desired.Direct), listdiff.Of(p.prevC, desired.InCluster)
+		dl := p.ix.apply(p.prevM[wM.Start:wM.OldEnd], desired.Mappings[wM.Start:wM.NewEnd],
+			p.prevD[wD.Start:wD.OldEnd], desired.Direct[wD.Start:wD.NewEnd],
+			p.prevC[wC.Start:wC.OldEnd], desired.InCluster[wC.Start:wC.NewEnd])
 		if dl.empty() {
 			stats.Skipped = true
 		} else {
@@ -203,9 +205,9 @@ func (p *Programmer) Sync(ctx context.Context, desired DesiredState) error {
 	} else {
 		// Only what changed is copied (the rest is equal already): a sync
 		// costs no pass over the whole state beyond finding the change.
-		p.prevM = follow(p.prevM, desired.Mappings, wM)
-		p.prevD = follow(p.prevD, desired.Direct, wD)
-		p.prevC = follow(p.prevC, desired.InCluster, wC)
+		p.prevM = listdiff.Follow(p.prevM, desired.Mappings, wM)
+		p.prevD = listdiff.Follow(p.prevD, desired.Direct, wD)
+		p.prevC = listdiff.Follow(p.prevC, desired.InCluster, wC)
 	}
 	s := p.ix.s
 	stats.Mappings = len(s.eip2vpc)
