@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/loutres/juneau/pkg/listdiff"
 	"github.com/loutres/juneau/pkg/node/responder"
 )
 
@@ -29,15 +30,47 @@ type announcement struct {
 
 // SetGratuitous names the addresses to announce with gratuitous ARP when the
 // responder starts answering for them (a later SetAddresses that adds them).
-// The same list as the last call's changes nothing and builds no set.
+// The same list as the last call's changes nothing; a sorted list (the agent's)
+// is kept as it is given, copying only what changed, and looked up by binary search.
 func (r *Responder) SetGratuitous(addrs []netip.Addr) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if slices.Equal(r.gratuitousGiven, addrs) {
+	w := listdiff.Of(r.gratuitousGiven, addrs)
+	if w.Empty() {
 		return
 	}
-	r.gratuitousGiven = slices.Clone(addrs)
-	r.gratuitous = family.Addresses(addrs)
+	r.gratuitousGiven = listdiff.Follow(r.gratuitousGiven, addrs, w)
+	r.gratuitous = sortedAccepted(r.gratuitousGiven)
+}
+
+// sortedAccepted is addrs when it is strictly increasing and each address is as the
+// family's Accept gives it, else the family's addresses of addrs so ordered, in a
+// list of their own.
+func sortedAccepted(addrs []netip.Addr) []netip.Addr {
+	ok := true
+	for i, a := range addrs {
+		if b, accepted := family.Accept(a); !accepted || b != a || (i > 0 && addrs[i-1].Compare(a) >= 0) {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		return addrs
+	}
+	var out []netip.Addr
+	for _, a := range addrs {
+		if b, accepted := family.Accept(a); accepted {
+			out = append(out, b)
+		}
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return slices.Compact(out)
+}
+
+// wantsGratuitous reports whether SetGratuitous named a. r.mu is held.
+func (r *Responder) wantsGratuitous(a netip.Addr) bool {
+	_, ok := slices.BinarySearchFunc(r.gratuitous, a, netip.Addr.Compare)
+	return ok
 }
 
 // Gratuitous is the number of gratuitous ARP replies sent.
@@ -45,22 +78,18 @@ func (r *Responder) Gratuitous() uint64 { return r.announced.Load() }
 
 // schedule drops the announcements of the addresses no longer owned and adds
 // those of the addresses newly owned that SetGratuitous named. r.mu is held.
-func (r *Responder) schedule(old, owned map[netip.Addr]struct{}) {
-	for a := range r.pending {
-		if _, ok := owned[a]; !ok {
-			delete(r.pending, a) // no longer ours: nothing more to announce
-		}
+func (r *Responder) schedule(removed, added []netip.Addr) {
+	for _, a := range removed {
+		delete(r.pending, a) // no longer ours: nothing more to announce
 	}
-	added := false
-	for a := range owned {
-		_, had := old[a]
-		_, wanted := r.gratuitous[a]
-		if !had && wanted {
+	scheduled := false
+	for _, a := range added {
+		if r.wantsGratuitous(a) {
 			r.pending[a] = &announcement{left: r.count}
-			added = true
+			scheduled = true
 		}
 	}
-	if added {
+	if scheduled {
 		select {
 		case r.wake <- struct{}{}:
 		default:
@@ -103,10 +132,9 @@ func (r *Responder) announce(ctx context.Context, conn responder.Conn, ours net.
 func (r *Responder) sendDue(logger klog.Logger, conn responder.Conn, ours net.HardwareAddr, now time.Time) (time.Duration, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	owned := r.Owned()
 	var next time.Time
 	for a, p := range r.pending {
-		if _, ok := owned[a]; !ok {
+		if !r.Owns(a) {
 			delete(r.pending, a)
 			continue
 		}

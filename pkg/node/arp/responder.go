@@ -51,7 +51,7 @@ type Responder struct {
 	// start being answered (and the list SetGratuitous was last given), and the
 	// announcements due; and the kernel path.
 	mu              sync.Mutex
-	gratuitous      map[netip.Addr]struct{}
+	gratuitous      []netip.Addr
 	gratuitousGiven []netip.Addr
 	pending         map[netip.Addr]*announcement
 	wake            chan struct{}
@@ -134,7 +134,7 @@ const (
 // NewResponder returns a responder for the named interface owning no
 // address. It opens nothing until Run.
 func NewResponder(iface string, opts ...Option) *Responder {
-	r := &Responder{gratuitous: map[netip.Addr]struct{}{}, pending: map[netip.Addr]*announcement{},
+	r := &Responder{pending: map[netip.Addr]*announcement{},
 		wake: make(chan struct{}, 1), count: GratuitousCount, interval: GratuitousInterval, kernelBroken: make(chan struct{}, 1)}
 	r.core = responder.New(iface, &family, responder.Hooks{Changed: r.changed, Open: r.open})
 	for _, o := range opts {
@@ -155,11 +155,11 @@ func (r *Responder) Path() string {
 // changed follows SetAddresses (only IPv4 addresses count): it brings the kernel
 // path's address map up to date and schedules the gratuitous ARP of the addresses
 // newly owned that SetGratuitous named.
-func (r *Responder) changed(old, owned map[netip.Addr]struct{}) {
+func (r *Responder) changed(removed, added []netip.Addr) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.kern != nil && r.kernelErr == nil {
-		if err := r.kern.set(missing(owned, old), missing(old, owned)); err != nil {
+		if err := r.kern.set(as4(added), as4(removed)); err != nil {
 			r.kernelErr = err
 			select {
 			case r.kernelBroken <- struct{}{}:
@@ -167,16 +167,14 @@ func (r *Responder) changed(old, owned map[netip.Addr]struct{}) {
 			}
 		}
 	}
-	r.schedule(old, owned)
+	r.schedule(removed, added)
 }
 
-// missing lists the addresses of a that b lacks.
-func missing(a, b map[netip.Addr]struct{}) [][4]byte {
-	var out [][4]byte
-	for x := range a {
-		if _, ok := b[x]; !ok {
-			out = append(out, x.As4())
-		}
+// as4 is the IPv4 addresses as the kernel path's map keys them.
+func as4(addrs []netip.Addr) [][4]byte {
+	out := make([][4]byte, 0, len(addrs))
+	for _, a := range addrs {
+		out = append(out, a.As4())
 	}
 	return out
 }

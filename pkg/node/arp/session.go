@@ -52,7 +52,7 @@ func (r *Responder) startKernel(ifi *net.Interface) (*kernelPath, error) {
 		return nil, err
 	}
 	r.mu.Lock()
-	if err := k.set(missing(r.Owned(), nil), nil); err != nil { // every owned address
+	if err := k.set(as4(r.Owned()), nil); err != nil { // every owned address
 		r.mu.Unlock()
 		k.close()
 		return nil, fmt.Errorf("owned-address map: %w", err)

@@ -39,11 +39,13 @@ type Responder struct {
 	*core
 
 	// mu guards the socket's multicast memberships: the groups joined and
-	// the open socket (nil while none is).
+	// the open socket (nil while none is), and how many owned addresses each
+	// group has (wanted).
 	mu     sync.Mutex
 	conn   *packet.Conn
 	ifidx  int
 	joined map[[macLen]byte]struct{}
+	wanted map[[macLen]byte]int
 }
 
 // drops are the drop reasons (and failed sends) as the counters count them.
@@ -88,17 +90,36 @@ var family = responder.Family{
 // address. It opens nothing until Run. While Run runs, SetAddresses has the
 // socket join and leave the owned addresses' solicited-node groups.
 func NewResponder(iface string) *Responder {
-	r := &Responder{joined: map[[macLen]byte]struct{}{}}
+	r := &Responder{joined: map[[macLen]byte]struct{}{}, wanted: map[[macLen]byte]int{}}
 	r.core = responder.New(iface, &family, responder.Hooks{Changed: r.changed, Open: r.open})
 	return r
 }
 
-// changed follows SetAddresses: the open socket's memberships follow the owned
-// addresses.
-func (r *Responder) changed(_, _ map[netip.Addr]struct{}) {
+// changed follows SetAddresses: the groups of the addresses that changed are
+// counted, and the open socket joins a group when its first owned address comes and
+// leaves it when its last goes — work for what changed, not for every owned address.
+func (r *Responder) changed(removed, added []netip.Addr) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := r.syncGroups(); err != nil {
+	var touched [][macLen]byte
+	count := func(addrs []netip.Addr, n int) {
+		for _, a := range addrs {
+			g, ok := groupOf(a)
+			if !ok {
+				continue
+			}
+			if r.wanted[g] += n; r.wanted[g] <= 0 {
+				delete(r.wanted, g)
+			}
+			touched = append(touched, g)
+		}
+	}
+	count(removed, -1)
+	count(added, 1)
+	if len(touched) == 0 {
+		return
+	}
+	if err := r.syncGroups(touched); err != nil {
 		// The socket is broken; Run reopens it and joins again.
 		klog.Background().Error(err, "Joining solicited-node groups", "interface", r.Interface())
 	}
@@ -112,7 +133,7 @@ func (r *Responder) open(_ context.Context, ifi *net.Interface) (responder.Sessi
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.conn, r.ifidx, r.joined = c, ifi.Index, map[[macLen]byte]struct{}{}
-			return r.syncGroups()
+			return r.syncGroups(nil)
 		},
 		Close: func() {
 			r.mu.Lock()
@@ -122,35 +143,38 @@ func (r *Responder) open(_ context.Context, ifi *net.Interface) (responder.Sessi
 	}, nil
 }
 
-// groups are the Ethernet groups of the owned addresses' solicited-node
-// multicast addresses.
-func (r *Responder) groups() map[[macLen]byte]struct{} {
-	out := map[[macLen]byte]struct{}{}
-	for a := range r.Owned() {
-		g, err := ndp.SolicitedNodeMulticast(a)
-		if err == nil {
-			out[[macLen]byte(groupMAC(g))] = struct{}{}
-		}
+// groupOf is the Ethernet group of a's solicited-node multicast address.
+func groupOf(a netip.Addr) ([macLen]byte, bool) {
+	g, err := ndp.SolicitedNodeMulticast(a)
+	if err != nil {
+		return [macLen]byte{}, false
 	}
-	return out
+	return [macLen]byte(groupMAC(g)), true
 }
 
-// syncGroups makes the open socket's memberships match the owned addresses.
-// r.mu is held.
-func (r *Responder) syncGroups() error {
+// syncGroups makes the open socket's memberships of the groups touched match the
+// owned addresses, of every group when touched is nil (a new socket). r.mu is held.
+func (r *Responder) syncGroups(touched [][macLen]byte) error {
 	if r.conn == nil {
 		return nil
 	}
-	want := r.groups()
-	var errs []error
-	for g := range r.joined {
-		if _, ok := want[g]; !ok {
-			errs = append(errs, r.membership(unix.PACKET_DROP_MEMBERSHIP, g))
-			delete(r.joined, g)
+	if touched == nil {
+		for g := range r.joined {
+			touched = append(touched, g)
+		}
+		for g := range r.wanted {
+			touched = append(touched, g)
 		}
 	}
-	for g := range want {
-		if _, ok := r.joined[g]; !ok {
+	var errs []error
+	for _, g := range touched {
+		_, want := r.wanted[g]
+		_, have := r.joined[g]
+		switch {
+		case have && !want:
+			errs = append(errs, r.membership(unix.PACKET_DROP_MEMBERSHIP, g))
+			delete(r.joined, g)
+		case want && !have:
 			if err := r.membership(unix.PACKET_ADD_MEMBERSHIP, g); err != nil {
 				errs = append(errs, err)
 				continue

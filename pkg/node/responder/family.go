@@ -86,10 +86,11 @@ type Messages struct {
 
 // Hooks are a family's own work beside answering; nil ones do nothing.
 type Hooks struct {
-	// Changed is told that the owned addresses changed from old to owned; the
-	// calls are in the order of SetAddresses's, one at a time. Neither map is
-	// to be changed.
-	Changed func(old, owned map[netip.Addr]struct{})
+	// Changed is told which addresses stopped being owned (removed) and which
+	// started (added), as Accept gives them, once the set has changed; the calls
+	// are in the order of SetAddresses's, one at a time. Neither list is to be
+	// changed.
+	Changed func(removed, added []netip.Addr)
 	// Open is called each time the interface is found, before the socket is
 	// opened on it, with the context of Run (its logger names the interface).
 	Open func(ctx context.Context, ifi *net.Interface) (Session, error)

@@ -26,6 +26,8 @@ import (
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
+
+	"github.com/loutres/juneau/pkg/listdiff"
 )
 
 // retry is the back-off between attempts to (re)open the socket, e.g. while the
@@ -35,17 +37,23 @@ var retry = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Cap: 5 * t
 const macLen = 6
 
 // Responder answers one family's requests on one interface for a set of
-// addresses that can change at any time. The owned addresses are an immutable set
-// behind an atomic pointer: the read loop looks them up without a lock.
+// addresses that can change at any time. The owned addresses are a set behind a
+// read-write lock, changed in place by what changed: at 100,000 addresses, building
+// the set anew for one change took the agent's sync longer than the rest of it.
 type Responder struct {
 	iface  string
 	family *Family
 	hooks  Hooks
 
-	// mu orders SetAddresses and the Changed hook; given is the list of its last call.
-	mu    sync.Mutex
-	given []netip.Addr
-	owned atomic.Pointer[map[netip.Addr]struct{}]
+	// mu orders SetAddresses and the Changed hook; given is the list of its last call,
+	// and ordered says it is strictly increasing with every address as Accept gives
+	// it (what the agent gives): then one change is found in its window (listdiff).
+	mu      sync.Mutex
+	given   []netip.Addr
+	ordered bool
+	// ownedMu guards owned, changed by SetAddresses only.
+	ownedMu sync.RWMutex
+	owned   map[netip.Addr]struct{}
 
 	requests atomic.Uint64
 	replies  atomic.Uint64
@@ -56,7 +64,7 @@ type Responder struct {
 // It opens nothing until Run.
 func New(iface string, f *Family, h Hooks) *Responder {
 	r := &Responder{iface: iface, family: f, hooks: h, drops: make([]atomic.Uint64, len(f.Drops))}
-	r.owned.Store(&map[netip.Addr]struct{}{})
+	r.owned = map[netip.Addr]struct{}{}
 	return r
 }
 
@@ -66,23 +74,113 @@ func (r *Responder) Interface() string { return r.iface }
 // SetAddresses replaces the set of owned addresses; only the family's addresses
 // count. Safe to call at any time, also while Run is running.
 // The same list as the last call's (the agent gives every sync's, sorted) changes
-// nothing and costs one comparison: no set is built, no hook told.
+// nothing and costs one comparison: no set is built, no hook told. A sorted list
+// that differs from the last one in a few addresses costs those (and the
+// comparison); any other list, a set built anew.
 func (r *Responder) SetAddresses(addrs []netip.Addr) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if slices.Equal(r.given, addrs) {
+	w := listdiff.Of(r.given, addrs)
+	if w.Empty() {
 		return
 	}
-	r.given = slices.Clone(addrs)
-	m := r.family.Addresses(addrs)
-	old := *r.owned.Swap(&m)
+	var removed, added []netip.Addr
+	if r.ordered && r.canonical(addrs, w) {
+		removed, added = r.sortedChanges(r.given[w.Start:w.OldEnd], addrs[w.Start:w.NewEnd])
+		r.given = listdiff.Follow(r.given, addrs, w)
+	} else {
+		removed, added = r.setChanges(addrs)
+		r.given = slices.Clone(addrs)
+		r.ordered = r.canonical(r.given, listdiff.Window{NewEnd: len(r.given)})
+	}
+	if len(removed) == 0 && len(added) == 0 {
+		return
+	}
+	r.ownedMu.Lock()
+	for _, a := range removed {
+		delete(r.owned, a)
+	}
+	for _, a := range added {
+		r.owned[a] = struct{}{}
+	}
+	r.ownedMu.Unlock()
 	if r.hooks.Changed != nil {
-		r.hooks.Changed(old, m)
+		r.hooks.Changed(removed, added)
 	}
 }
 
-// Owned is the set of owned addresses, not to be changed.
-func (r *Responder) Owned() map[netip.Addr]struct{} { return *r.owned.Load() }
+// canonical reports whether addrs, equal to the last list given outside the window
+// w, is strictly increasing with each address as Accept gives it (or not the
+// family's) — looking only at the window and its two neighbours.
+func (r *Responder) canonical(addrs []netip.Addr, w listdiff.Window) bool {
+	for i := max(w.Start, 1); i < min(w.NewEnd+1, len(addrs)); i++ {
+		if addrs[i-1].Compare(addrs[i]) >= 0 {
+			return false
+		}
+	}
+	for _, a := range addrs[w.Start:w.NewEnd] {
+		if b, ok := r.family.Accept(a); ok && b != a {
+			return false
+		}
+	}
+	return true
+}
+
+// sortedChanges are the family's addresses of old not in new (removed) and of new
+// not in old (added), both lists strictly increasing: one merge.
+func (r *Responder) sortedChanges(old, new []netip.Addr) (removed, added []netip.Addr) {
+	i, j := 0, 0
+	for i < len(old) || j < len(new) {
+		switch {
+		case j == len(new) || (i < len(old) && old[i].Less(new[j])):
+			removed = r.appendAccepted(removed, old[i])
+			i++
+		case i == len(old) || new[j].Less(old[i]):
+			added = r.appendAccepted(added, new[j])
+			j++
+		default:
+			i, j = i+1, j+1
+		}
+	}
+	return removed, added
+}
+
+// setChanges compares the owned set with the family's addresses among addrs, built
+// whole.
+func (r *Responder) setChanges(addrs []netip.Addr) (removed, added []netip.Addr) {
+	m := r.family.Addresses(addrs)
+	r.ownedMu.RLock()
+	defer r.ownedMu.RUnlock()
+	for a := range r.owned {
+		if _, ok := m[a]; !ok {
+			removed = append(removed, a)
+		}
+	}
+	for a := range m {
+		if _, ok := r.owned[a]; !ok {
+			added = append(added, a)
+		}
+	}
+	return removed, added
+}
+
+func (r *Responder) appendAccepted(out []netip.Addr, a netip.Addr) []netip.Addr {
+	if a, ok := r.family.Accept(a); ok {
+		out = append(out, a)
+	}
+	return out
+}
+
+// Owned is a copy of the set of owned addresses.
+func (r *Responder) Owned() []netip.Addr {
+	r.ownedMu.RLock()
+	defer r.ownedMu.RUnlock()
+	out := make([]netip.Addr, 0, len(r.owned))
+	for a := range r.owned {
+		out = append(out, a)
+	}
+	return out
+}
 
 // Owns reports whether the responder answers for a.
 func (r *Responder) Owns(a netip.Addr) bool {
@@ -90,7 +188,9 @@ func (r *Responder) Owns(a netip.Addr) bool {
 	if !ok {
 		return false
 	}
-	_, ok = (*r.owned.Load())[a]
+	r.ownedMu.RLock()
+	defer r.ownedMu.RUnlock()
+	_, ok = r.owned[a]
 	return ok
 }
 

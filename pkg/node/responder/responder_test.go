@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"slices"
@@ -115,11 +117,13 @@ func mapsEqual(a, b map[string]uint64) bool {
 func TestSetAddresses(t *testing.T) {
 	var seen [][2]int
 	var r *Responder
-	r = New("ext0", &toy, Hooks{Changed: func(old, owned map[netip.Addr]struct{}) {
-		if len(r.Owned()) != len(owned) {
-			t.Error("Changed called before the set changed")
+	r = New("ext0", &toy, Hooks{Changed: func(removed, added []netip.Addr) {
+		for _, a := range added {
+			if !r.Owns(a) {
+				t.Error("Changed called before the set changed")
+			}
 		}
-		seen = append(seen, [2]int{len(old), len(owned)})
+		seen = append(seen, [2]int{len(removed), len(added)})
 	}})
 	a := netip.MustParseAddr("10.0.0.1")
 	r.SetAddresses([]netip.Addr{netip.MustParseAddr("::ffff:10.0.0.1"), netip.MustParseAddr("2001:db8::1")})
@@ -135,6 +139,75 @@ func TestSetAddresses(t *testing.T) {
 	r.SetAddresses([]netip.Addr{})
 	if !slices.Equal(seen, [][2]int{{0, 1}, {1, 0}}) {
 		t.Errorf("Changed saw %v", seen)
+	}
+}
+
+// TestSetAddressesChanges: over random lists — sorted ones changed a few addresses at
+// a time (the agent's), and now and then an unsorted one, duplicates and other
+// spellings included — the owned set is always the family's addresses of the last
+// list, and the changes told to Changed, applied in order, give that set.
+func TestSetAddressesChanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	told := map[netip.Addr]bool{}
+	r := New("ext0", &toy, Hooks{Changed: func(removed, added []netip.Addr) {
+		for _, a := range removed {
+			if !told[a] {
+				t.Fatalf("removed %v, which was not owned", a)
+			}
+			delete(told, a)
+		}
+		for _, a := range added {
+			if told[a] {
+				t.Fatalf("added %v, which was owned", a)
+			}
+			told[a] = true
+		}
+	}})
+	addr := func() netip.Addr {
+		if rng.IntN(10) == 0 {
+			return netip.MustParseAddr("2001:db8::1")
+		}
+		return netip.AddrFrom4([4]byte{10, 0, byte(rng.IntN(3)), byte(rng.IntN(256))})
+	}
+	var list []netip.Addr
+	for round := range 3000 {
+		switch k := rng.IntN(20); {
+		case k == 0: // any list
+			list = nil
+			for range rng.IntN(50) {
+				a := addr()
+				if rng.IntN(5) == 0 {
+					a = netip.AddrFrom16(a.As16()) // ::ffff:10.0.0.x, or the IPv6 one
+				}
+				list = append(list, a)
+			}
+		default: // a few sorted changes
+			for range 1 + rng.IntN(3) {
+				if len(list) > 0 && rng.IntN(2) == 0 {
+					i := rng.IntN(len(list))
+					list = slices.Delete(list, i, i+1)
+				} else {
+					list = append(list, addr())
+				}
+			}
+			slices.SortFunc(list, netip.Addr.Compare)
+			list = slices.Compact(list)
+		}
+		given := slices.Clone(list)
+		r.SetAddresses(given)
+		want := map[netip.Addr]bool{}
+		for _, a := range list {
+			if b, ok := toy.Accept(a); ok {
+				want[b] = true
+			}
+		}
+		owned := map[netip.Addr]bool{}
+		for _, a := range r.Owned() {
+			owned[a] = true
+		}
+		if !maps.Equal(owned, want) || !maps.Equal(told, want) {
+			t.Fatalf("round %d: owned %v, told %v, want %v", round, owned, told, want)
+		}
 	}
 }
 
@@ -220,5 +293,33 @@ func TestSessions(t *testing.T) {
 	})
 	if r.Replies() == 0 {
 		t.Error("no reply counted")
+	}
+}
+
+// BenchmarkSetAddressesOneChange100k: the agent's sync after one change on a Node
+// answering for 100,000 addresses hands the responder the whole sorted list with one
+// address more or less (docs/performance.md#scale).
+func BenchmarkSetAddressesOneChange100k(b *testing.B) {
+	const n = 100000
+	all := make([]netip.Addr, n)
+	for i := range all {
+		all[i] = netip.AddrFrom4([4]byte{10, byte(230 + i>>16), byte(i >> 8), byte(i)})
+	}
+	changes := 0
+	r := New("ext0", &toy, Hooks{Changed: func(removed, added []netip.Addr) { changes += len(removed) + len(added) }})
+	r.SetAddresses(all)
+	without := slices.Delete(slices.Clone(all), n/2, n/2+1)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if i%2 == 0 {
+			r.SetAddresses(without)
+		} else {
+			r.SetAddresses(all)
+		}
+		i++
+	}
+	if changes < n+i {
+		b.Fatalf("%d changes told for %d calls", changes, i)
 	}
 }
