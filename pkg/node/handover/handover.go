@@ -93,10 +93,9 @@ func (l *Lock) Acquire(ctx context.Context) error {
 
 // SaveAnswering writes the addresses answered for to dir, replacing the file atomically.
 func SaveAnswering(dir string, addrs []netip.Addr) error {
-	var b strings.Builder
+	b := make([]byte, 0, 16*len(addrs))
 	for _, a := range addrs {
-		b.WriteString(a.String())
-		b.WriteByte('\n')
+		b = append(a.AppendTo(b), '\n')
 	}
 	path := filepath.Join(dir, AnsweringFile)
 	tmp, err := os.CreateTemp(dir, "."+AnsweringFile+"-*")
@@ -104,7 +103,7 @@ func SaveAnswering(dir string, addrs []netip.Addr) error {
 		return fmt.Errorf("save answered addresses: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(b.String()); err != nil {
+	if _, err := tmp.Write(b); err != nil {
 		tmp.Close()
 		return fmt.Errorf("save answered addresses: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Two agents of one Node: the second stands by until the first lets go (flock locks
@@ -85,5 +87,53 @@ func TestAnsweringRoundTrip(t *testing.T) {
 	}
 	if got, err := LoadAnswering(dir); err != nil || !slices.Equal(got, want[:1]) {
 		t.Fatalf("damaged file: got %v, %v", got, err)
+	}
+}
+
+// TestSaver: Save returns at once; Run writes the last list handed over, also the one
+// handed over just before it stops; a failed write is told by the next Save.
+func TestSaver(t *testing.T) {
+	dir := t.TempDir()
+	s := NewSaver(dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	first := []netip.Addr{netip.MustParseAddr("10.225.51.5")}
+	if err := s.Save(first); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		got, err := LoadAnswering(dir)
+		return slices.Equal(got, first), err
+	}); err != nil {
+		t.Fatalf("the first list was not written: %v", err)
+	}
+	last := []netip.Addr{netip.MustParseAddr("10.225.51.6"), netip.MustParseAddr("2001:db8::6")}
+	for i := range 50 { // many lists in a row: the last one counts
+		if err := s.Save([]netip.Addr{netip.AddrFrom4([4]byte{10, 225, 52, byte(i)})}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Save(last); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-done
+	if got, err := LoadAnswering(dir); err != nil || !slices.Equal(got, last) {
+		t.Fatalf("after Run stopped the file holds %v (%v), want %v", got, err, last)
+	}
+
+	// A directory that cannot be written: the write fails, and the next Save says so.
+	broken := NewSaver(filepath.Join(dir, "missing"))
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	go broken.Run(ctx)
+	if err := broken.Save(first); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return broken.Save(first) != nil, nil
+	}); err != nil {
+		t.Fatal("a failed write was never told")
 	}
 }

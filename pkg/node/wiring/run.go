@@ -100,11 +100,13 @@ func Run(ctx context.Context, o Options, p Process) error {
 
 	c := newCaches(kube, juneau, o.NodeName)
 	nat := nft.NewProgrammer(nft.Options{})
+	saver := handover.NewSaver(o.StateDir)
+	g.Go(func() error { saver.Run(runCtx); return nil })
 	a := agent.New(agent.Config{
 		NodeName: o.NodeName, ExternalInterface: iface, ExternalMAC: link.HardwareAddr.String(),
 		ClusterCIDRs: cidrs, Resync: o.Resync, QueueMetrics: queues,
 		Holds:           lock.Held,
-		Answered:        func(addrs []netip.Addr) error { return handover.SaveAnswering(o.StateDir, addrs) },
+		Answered:        saver.Save,
 		Synced:          p.Ready,
 		ExternalSubnets: func() []netip.Prefix { return subnetsOf(iface) },
 	}, agent.Clients{Juneau: juneau, Kube: kube}, c.listers, nat, responder, ndpResponder, hostInterface, metrics)

@@ -1,0 +1,77 @@
+package handover
+
+import (
+	"context"
+	"net/netip"
+	"sync"
+
+	"k8s.io/klog/v2"
+)
+
+// Saver saves the answered addresses (SaveAnswering) beside the agent's sync instead
+// of in it: Save hands the latest list over and returns at once, and Run writes the
+// latest list handed over, one write at a time, lists handed over during a write
+// folded into the next. With 100,000 addresses a write takes milliseconds, which every
+// sync that changed one address spent before it could take the next change
+// (docs/performance.md#scale). A crash between a change and its write leaves the file
+// one change behind; the next agent answers for it until its first sync, as it would
+// for a file written just before the change.
+type Saver struct {
+	dir  string
+	wake chan struct{}
+
+	mu   sync.Mutex
+	next []netip.Addr
+	due  bool
+	err  error // of the last write
+}
+
+// NewSaver returns a Saver writing to dir; it writes nothing until Run.
+func NewSaver(dir string) *Saver {
+	return &Saver{dir: dir, wake: make(chan struct{}, 1)}
+}
+
+// Save hands addrs over to be written (kept, not copied: the caller does not change
+// it). It returns the error of the last write, nil when it succeeded or none was made.
+func (s *Saver) Save(addrs []netip.Addr) error {
+	s.mu.Lock()
+	s.next, s.due = addrs, true
+	err := s.err
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return err
+}
+
+// Run writes what Save hands over until ctx ends, and then what is still to write.
+func (s *Saver) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			s.write(ctx)
+			return
+		case <-s.wake:
+			s.write(ctx)
+		}
+	}
+}
+
+// write writes the list last handed over, if it is not written yet.
+func (s *Saver) write(ctx context.Context) {
+	s.mu.Lock()
+	addrs, due := s.next, s.due
+	s.due = false
+	s.mu.Unlock()
+	if !due {
+		return
+	}
+	err := SaveAnswering(s.dir, addrs)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Saving the answered addresses for the next agent", "dir", s.dir)
+	}
+	s.mu.Lock()
+	s.err = err
+	s.mu.Unlock()
+}
