@@ -70,7 +70,7 @@ type Config struct {
 	// after it is taken is full. nil: always held.
 	Holds func() bool
 	// Answered is told the addresses ARP is answered for whenever they change while
-	// the lock is held (handover.SaveAnswering); may be nil.
+	// the lock is held (handover.Saver); may be nil.
 	Answered func([]netip.Addr) error
 	// Synced is called once, after the first sync from synced caches; may be nil.
 	Synced func()
@@ -146,6 +146,9 @@ type Agent struct {
 	// sync of the lock holder (nil before its first), whose changes are logged.
 	answeringAds  []answeredAd
 	announcingAds []servedAd
+	// marked is the answered list of the last sync that found or made every Answering
+	// condition right, nil when a sync is to compare every one (markAnswering).
+	marked []answeredAd
 }
 
 // Clients the agent writes with: the Answering condition and the Pod readiness gate.
@@ -266,6 +269,11 @@ func (a *Agent) syncOnce(ctx context.Context, full bool) error {
 	}()
 	a.rebuildViews = full
 	holds := a.cfg.Holds == nil || a.cfg.Holds()
+	if full || !holds || !a.held {
+		// Compare every Answering condition: after a failure, periodically, and once
+		// the datapath lock is (again) this agent's.
+		a.marked = nil
+	}
 	if !holds {
 		return a.standby(ctx)
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"net/netip"
 	"slices"
+	"unique"
 
 	"k8s.io/client-go/tools/cache"
 
@@ -49,27 +50,32 @@ func byMapping(a, b nft.Mapping) int {
 	return cmp.Compare(a.BandwidthMbps, b.BandwidthMbps)
 }
 
-func byNATEntry(a, b natEntry) int { return byMapping(a.m, b.m) }
+// ownMapping is the mapping this Node translates for e, with its limit.
+func (e natEntry) ownMapping() nft.Mapping {
+	m := e.m
+	m.BandwidthMbps = e.bandwidth
+	return m
+}
 
-// natEntries are the natEntries of the attached attachments sorted by mapping (byMapping;
-// entries of one mapping in any order), and how many are this Node's: the view's when
-// Inputs has one, else derived from Attachments.
-func (in *Inputs) natEntries() ([]natEntry, int) {
+// mappings are the in-cluster mappings of the attached attachments and this Node's own
+// mappings, each sorted by byMapping: the views' when Inputs has them (shared with
+// the views until their next update, never copied), else derived from Attachments.
+func (in *Inputs) mappings() (inCluster, own []nft.Mapping) {
 	if in.derived != nil {
-		return in.derived.nat, in.derived.own
+		return in.derived.inCluster, in.derived.own
 	}
-	entries := make([]natEntry, 0, len(in.Attachments))
-	own := 0
+	inCluster = make([]nft.Mapping, 0, len(in.Attachments))
 	for _, a := range in.Attachments {
 		if e, ok := natEntryOf(in.NodeName, a, in.bandwidth); ok {
-			entries = append(entries, e)
+			inCluster = append(inCluster, e.m)
 			if e.own {
-				own++
+				own = append(own, e.ownMapping())
 			}
 		}
 	}
-	slices.SortFunc(entries, byNATEntry)
-	return entries, own
+	slices.SortFunc(inCluster, byMapping)
+	slices.SortFunc(own, byMapping)
+	return inCluster, own
 }
 
 // adCandidate is the advertisement with its address when it names this Node with a
@@ -83,7 +89,7 @@ func adCandidate(node string, ad *v1alpha1.ARPAdvertisement) (answeredAd, bool) 
 	if err != nil || addr.Zone() != "" {
 		return answeredAd{}, false
 	}
-	return answeredAd{ad: ad, addr: addr.Unmap()}, true
+	return answeredAd{ad: ad, addr: addr.Unmap(), network: unique.Make(ad.Spec.ExternalNetwork)}, true
 }
 
 func byAnsweredAd(a, b answeredAd) int {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -121,9 +122,9 @@ func (in *Inputs) AllAdvertisements() ([]*v1alpha1.ARPAdvertisement, error) {
 // derived is what Compute derives of the attachments and advertisements, as the views
 // keep it (views).
 type derived struct {
-	// nat: the attached attachments' entries, sorted by mapping; own of them this Node's.
-	nat []natEntry
-	own int
+	// inCluster: the attached attachments' mappings; own: this Node's, with their
+	// limits; each sorted by byMapping.
+	inCluster, own []nft.Mapping
 	// ads: the advertisements naming this Node with a usable address, sorted by
 	// address then name.
 	ads []answeredAd
@@ -131,6 +132,8 @@ type derived struct {
 
 // Desired is the whole datapath state of this Node.
 type Desired struct {
+	// NAT's mappings are the views' lists when Compute was given them (Inputs.derived):
+	// valid until the views' next update, and never to be written.
 	NAT nft.DesiredState
 	// Programmed is what the NAT programmer keeps of NAT (nft.Check): every side of a
 	// conflict (one ElasticIP attached to two Pods on this Node, say) is left out, and
@@ -198,27 +201,10 @@ func Compute(in Inputs) Desired {
 	}}}
 	// Every attached attachment is an in-cluster mapping; this Node's are its own
 	// mappings too, with their bandwidth limits. Both lists are sorted on every field,
-	// so that the caches' order (which they do not keep) never shows: one sort of the
-	// in-cluster ones, which this Node's follow in order (sorting each list took a
-	// third of a sync at 100,000 mappings). The agent's views hand them over sorted,
-	// patched from the change since the last sync (views).
-	entries, own := in.natEntries()
-	d.NAT.InCluster = make([]nft.Mapping, len(entries))
-	if own > 0 {
-		d.NAT.Mappings = make([]nft.Mapping, 0, own)
-	}
-	for i, e := range entries {
-		d.NAT.InCluster[i] = e.m
-		if e.own {
-			e.m.BandwidthMbps = e.bandwidth
-			d.NAT.Mappings = append(d.NAT.Mappings, e.m)
-		}
-	}
-	// Only two attachments of one ElasticIP and Pod IP with different limits are out
-	// of order here.
-	if !slices.IsSortedFunc(d.NAT.Mappings, byMapping) {
-		slices.SortFunc(d.NAT.Mappings, byMapping)
-	}
+	// so that the caches' order (which they do not keep) never shows. The agent's views
+	// keep both sorted, patched from the change since the last sync, and hand them over
+	// as they are: copying 100,000 of each took a fifth of a sync (views).
+	d.NAT.InCluster, d.NAT.Mappings = in.mappings()
 	d.NAT.Direct = directNICs(in)
 	// Answer ARP only for addresses this Node can deliver now (a NAT mapping or a direct
 	// NIC's host route the programmer keeps): answering earlier, or for an address whose
@@ -244,6 +230,7 @@ func Compute(in Inputs) Desired {
 	// which have a mapping, where a lookup of each in Programmed took a sixth of a sync
 	// at 100,000. Only when the programmer left some out (NATRejected) is it asked.
 	j := 0
+	reserved := reservedAddresses(in)
 	for _, c := range candidates {
 		for j < len(d.NAT.Mappings) && d.NAT.Mappings[j].ElasticIP.Less(c.addr) {
 			j++
@@ -255,7 +242,7 @@ func Compute(in Inputs) Desired {
 		if !nat && (len(d.Programmed.Direct) == 0 || !served(c.addr)) {
 			continue
 		}
-		if why := reservedAddress(in, c.addr); why != "" {
+		if why := whyReserved(reserved, c.addr); why != "" {
 			if d.Refused == nil {
 				d.Refused = map[string]string{}
 			}
@@ -267,13 +254,14 @@ func Compute(in Inputs) Desired {
 	if len(d.answered) > 0 {
 		d.ARP = make([]netip.Addr, 0, len(d.answered))
 	}
+	gratuitous := gratuitousNetworks(in.Networks)
 	for _, x := range d.answered {
 		if !x.addr.Is4() {
 			d.NDP = append(d.NDP, x.addr)
 			continue
 		}
 		d.ARP = append(d.ARP, x.addr)
-		if n := in.Networks[x.ad.Spec.ExternalNetwork]; n != nil && n.Spec.GratuitousARP {
+		if gratuitous.has(x.network) {
 			d.Gratuitous = append(d.Gratuitous, x.addr)
 		}
 	}
@@ -284,30 +272,84 @@ func Compute(in Inputs) Desired {
 	return d
 }
 
-// reservedAddress says why addr must not be answered for on the external segment, or ""
-// when it may be: it is an address of a subnet of the external interface that the
-// subnet keeps for itself — what iprange leaves out of automatic allocation: the network
-// and broadcast addresses of an IPv4 subnet (answering would claim the whole segment's
-// broadcast, or an address hosts treat as the network itself), the Subnet-Router anycast
-// address of an IPv6 one (answering would take the routers' address).
-func reservedAddress(in Inputs, addr netip.Addr) string {
+// reservedAddress is an address of a subnet of the external interface that the subnet
+// keeps for itself, with why no Node answers for it.
+type reservedAddress struct {
+	addr netip.Addr
+	why  string
+}
+
+// reservedAddresses are the addresses that must not be answered for on the external
+// segment, subnet by subnet: what iprange leaves out of automatic allocation — the
+// network and broadcast addresses of an IPv4 subnet (answering would claim the whole
+// segment's broadcast, or an address hosts treat as the network itself), the
+// Subnet-Router anycast address of an IPv6 one (answering would take the routers'
+// address). Found once per Compute, not once per advertisement.
+func reservedAddresses(in Inputs) []reservedAddress {
+	var out []reservedAddress
 	for _, p := range in.ExternalSubnets {
 		whole := iprange.FromPrefix(p.Masked())
 		auto, _ := whole.Auto()
-		if !whole.Contains(addr) || auto.Contains(addr) {
-			continue
+		for _, addr := range []netip.Addr{whole.First, whole.Last} {
+			if !whole.Contains(addr) || auto.Contains(addr) {
+				continue
+			}
+			what := "broadcast address"
+			switch {
+			case addr.Is6():
+				what = "Subnet-Router anycast address"
+			case addr == whole.First:
+				what = "network address"
+			}
+			out = append(out, reservedAddress{addr: addr, why: fmt.Sprintf("%s is the %s of %s on interface %s: no Node answers %s for it",
+				addr, what, p.Masked(), in.ExternalInterface, advertisement.Protocol(addr))})
 		}
-		what := "broadcast address"
-		switch {
-		case addr.Is6():
-			what = "Subnet-Router anycast address"
-		case addr == whole.First:
-			what = "network address"
+	}
+	return out
+}
+
+// whyReserved says why addr is one of reserved, or "" when it is none.
+func whyReserved(reserved []reservedAddress, addr netip.Addr) string {
+	for _, r := range reserved {
+		if r.addr == addr {
+			return r.why
 		}
-		return fmt.Sprintf("%s is the %s of %s on interface %s: no Node answers %s for it",
-			addr, what, p.Masked(), in.ExternalInterface, advertisement.Protocol(addr))
 	}
 	return ""
+}
+
+// networkSet is a set of ExternalNetworks by their interned names (answeredAd.network),
+// with the last answer kept: advertisements come in runs of one network, and looking
+// each one's network up read 100,000 advertisements from memory.
+type networkSet struct {
+	names      map[unique.Handle[string]]bool
+	last       unique.Handle[string]
+	lastAnswer bool
+}
+
+// gratuitousNetworks are the networks with spec.gratuitousARP.
+func gratuitousNetworks(networks map[string]*v1alpha1.ExternalNetwork) *networkSet {
+	s := &networkSet{}
+	for name, n := range networks {
+		if n.Spec.GratuitousARP {
+			if s.names == nil {
+				s.names = map[unique.Handle[string]]bool{}
+			}
+			s.names[unique.Make(name)] = true
+		}
+	}
+	return s
+}
+
+// has reports whether the network named n is in the set.
+func (s *networkSet) has(n unique.Handle[string]) bool {
+	if len(s.names) == 0 {
+		return false
+	}
+	if n != s.last {
+		s.last, s.lastAnswer = n, s.names[n]
+	}
+	return s.lastAnswer
 }
 
 // mapping is the NAT pair of an attachment translated on node, if any.

@@ -242,7 +242,7 @@ func checkARP(t *testing.T, in Inputs, d Desired) {
 		a = a.Unmap() // an IPv4-mapped spelling stands for the IPv4 address the NAT delivers
 		_, nat := d.Programmed.Mappings[a]
 		_, direct := d.Programmed.Direct[a]
-		if ad.Spec.NodeName == fuzzNode && ad.DeletionTimestamp == nil && err == nil && (nat || direct) && reservedAddress(in, a) == "" {
+		if ad.Spec.NodeName == fuzzNode && ad.DeletionTimestamp == nil && err == nil && (nat || direct) && whyReserved(reservedAddresses(in), a) == "" {
 			answered = append(answered, servedAd{Name: ad.Name, Address: a})
 			wantARP = append(wantARP, a)
 		}

@@ -43,8 +43,10 @@ func steadyAgent(tb testing.TB, n int) (*Agent, cache.Indexer) {
 		addr := netip.AddrFrom4([4]byte{10, byte(230 + i>>16), byte(i >> 8), byte(i)})
 		eip := addr.String()
 		name, uid := "e"+strconv.Itoa(i), types.UID("uid-"+strconv.Itoa(i))
-		add(attachments, attachment(name, "node-0", eip,
-			netip.AddrFrom4([4]byte{10, byte(236 + i>>16), byte(i >> 8), byte(i)}).String(), v1alpha1.AttachmentAttached, true))
+		att := attachment(name, "node-0", eip,
+			netip.AddrFrom4([4]byte{10, byte(236 + i>>16), byte(i >> 8), byte(i)}).String(), v1alpha1.AttachmentAttached, true)
+		att.Spec.ElasticIPRef.Name = name
+		add(attachments, att)
 		add(eips, &v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: uid},
 			Status: v1alpha1.ElasticIPStatus{Address: eip, Phase: v1alpha1.ElasticIPAttached,
 				Attachment: &v1alpha1.AttachmentReference{Kind: v1alpha1.AttachmentKindElasticIPAttachment, Name: name}}})

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"unique"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/listdiff"
 	"github.com/loutres/juneau/pkg/node/nft"
 )
 
@@ -34,6 +36,9 @@ type servedAd struct {
 type answeredAd struct {
 	ad   *v1alpha1.ARPAdvertisement
 	addr netip.Addr
+	// network is the advertisement's spec.externalNetwork, interned: read without
+	// reading the advertisement (Compute's gratuitous answers).
+	network unique.Handle[string]
 }
 
 // announcedAds are the BGPAdvertisements whose prefix this Node announces
@@ -236,7 +241,10 @@ func (a *Agent) logAnswering(ctx context.Context, in Inputs, d Desired, conditio
 	if prev == nil {
 		logger.Info("Answering for the advertisements of this Node", "arp", len(d.ARP), "ndp", len(d.NDP))
 	} else {
-		back, gone := servedChanges(prev, cur, byAnsweredAd)
+		// Only where the two lists differ (the rest is the same advertisements at the
+		// same addresses): comparing 100,000 by address and name took a sixth of a sync.
+		w := listdiff.Of(prev, cur)
+		back, gone := servedChanges(prev[w.Start:w.OldEnd], cur[w.Start:w.NewEnd], byAnsweredAd)
 		started = slices.Clone(started)
 		for _, x := range back {
 			started = append(started, x.ad.Name)

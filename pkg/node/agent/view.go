@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/node/nft"
 )
 
 // maxPatch is the most keys a sync patches into the views one by one: past it, they are
@@ -167,7 +168,7 @@ func (v *views) rebuild(l Listers, node string, bandwidth func(namespace, name s
 	if err != nil {
 		return err
 	}
-	v.d = derived{nat: make([]natEntry, 0, len(attachments))}
+	v.d = derived{inCluster: make([]nft.Mapping, 0, len(attachments))}
 	v.nat = make(map[string]viewNAT, len(attachments))
 	v.ownByEIP = make(map[string][]string, len(attachments))
 	for _, a := range attachments {
@@ -175,10 +176,14 @@ func (v *views) rebuild(l Listers, node string, bandwidth func(namespace, name s
 		if !ok {
 			continue
 		}
-		v.d.nat = append(v.d.nat, e.e)
+		v.d.inCluster = append(v.d.inCluster, e.e.m)
+		if e.e.own {
+			v.d.own = append(v.d.own, e.e.ownMapping())
+		}
 		v.note(a.Namespace+"/"+a.Name, e)
 	}
-	slices.SortFunc(v.d.nat, byNATEntry)
+	slices.SortFunc(v.d.inCluster, byMapping)
+	slices.SortFunc(v.d.own, byMapping)
 	v.d.ads = make([]answeredAd, 0, len(ads))
 	v.ads = make(map[string]answeredAd, len(ads))
 	for _, ad := range ads {
@@ -209,7 +214,6 @@ func (v *views) natOf(a *v1alpha1.ElasticIPAttachment, node string, bandwidth fu
 func (v *views) note(key string, n viewNAT) {
 	v.nat[key] = n
 	if n.e.own {
-		v.d.own++
 		v.ownByEIP[n.eip] = append(v.ownByEIP[n.eip], key)
 	}
 }
@@ -220,7 +224,10 @@ func (v *views) addNAT(key string, a *v1alpha1.ElasticIPAttachment, node string,
 		return
 	}
 	v.note(key, n)
-	v.d.nat = insertSorted(v.d.nat, n.e, byNATEntry)
+	v.d.inCluster = insertSorted(v.d.inCluster, n.e.m, byMapping)
+	if n.e.own {
+		v.d.own = insertSorted(v.d.own, n.e.ownMapping(), byMapping)
+	}
 }
 
 func (v *views) removeNAT(key string) {
@@ -229,9 +236,9 @@ func (v *views) removeNAT(key string) {
 		return
 	}
 	delete(v.nat, key)
-	v.d.nat = removeSorted(v.d.nat, n.e, byNATEntry)
+	v.d.inCluster = removeSorted(v.d.inCluster, n.e.m, byMapping)
 	if n.e.own {
-		v.d.own--
+		v.d.own = removeSorted(v.d.own, n.e.ownMapping(), byMapping)
 		keys := slices.DeleteFunc(v.ownByEIP[n.eip], func(k string) bool { return k == key })
 		if len(keys) == 0 {
 			delete(v.ownByEIP, n.eip)
