@@ -46,7 +46,18 @@ type Responder struct {
 	ifidx  int
 	joined map[[macLen]byte]struct{}
 	wanted map[[macLen]byte]int
+	// allMulti: the open socket takes every multicast frame instead of joining
+	// groups one by one (maxGroups).
+	allMulti bool
 }
+
+// maxGroups is the most solicited-node groups the socket joins one by one. Each join
+// walks the socket's list of memberships (net/packet's packet_mc_add), so joining n
+// groups costs n²: 20,000 took 3.5 s, and one more 5 ms. Past it the socket takes
+// every multicast frame of the interface (PACKET_MR_ALLMULTI), of which its filter
+// keeps the neighbor solicitations; it joins groups one by one again once they are
+// half as many (docs/performance.md#scale). A variable for the tests.
+var maxGroups = 1024
 
 // drops are the drop reasons (and failed sends) as the counters count them.
 var drops = [...]responder.Drop{
@@ -132,7 +143,7 @@ func (r *Responder) open(_ context.Context, ifi *net.Interface) (responder.Sessi
 		Run: func(_ context.Context, c *packet.Conn) error {
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			r.conn, r.ifidx, r.joined = c, ifi.Index, map[[macLen]byte]struct{}{}
+			r.conn, r.ifidx, r.joined, r.allMulti = c, ifi.Index, map[[macLen]byte]struct{}{}, false
 			return r.syncGroups(nil)
 		},
 		Close: func() {
@@ -153,10 +164,29 @@ func groupOf(a netip.Addr) ([macLen]byte, bool) {
 }
 
 // syncGroups makes the open socket's memberships of the groups touched match the
-// owned addresses, of every group when touched is nil (a new socket). r.mu is held.
+// owned addresses, of every group when touched is nil (a new socket); past maxGroups,
+// one membership of every multicast frame stands for them. r.mu is held.
 func (r *Responder) syncGroups(touched [][macLen]byte) error {
 	if r.conn == nil {
 		return nil
+	}
+	var errs []error
+	switch n := len(r.wanted); {
+	case !r.allMulti && n > maxGroups:
+		if err := r.membership(unix.PACKET_ADD_MEMBERSHIP, unix.PACKET_MR_ALLMULTI, [macLen]byte{}); err != nil {
+			return err
+		}
+		r.allMulti = true
+		for g := range r.joined {
+			errs = append(errs, r.membership(unix.PACKET_DROP_MEMBERSHIP, unix.PACKET_MR_MULTICAST, g))
+			delete(r.joined, g)
+		}
+		klog.Background().Info("Taking every multicast frame instead of joining each solicited-node group", "interface", r.Interface(), "groups", n, "most", maxGroups)
+		return errors.Join(errs...)
+	case r.allMulti && n > maxGroups/2:
+		return nil // every group's frames come already
+	case r.allMulti:
+		touched = nil // join them all, then stop taking every frame
 	}
 	if touched == nil {
 		for g := range r.joined {
@@ -166,32 +196,45 @@ func (r *Responder) syncGroups(touched [][macLen]byte) error {
 			touched = append(touched, g)
 		}
 	}
-	var errs []error
 	for _, g := range touched {
 		_, want := r.wanted[g]
 		_, have := r.joined[g]
 		switch {
 		case have && !want:
-			errs = append(errs, r.membership(unix.PACKET_DROP_MEMBERSHIP, g))
+			errs = append(errs, r.membership(unix.PACKET_DROP_MEMBERSHIP, unix.PACKET_MR_MULTICAST, g))
 			delete(r.joined, g)
 		case want && !have:
-			if err := r.membership(unix.PACKET_ADD_MEMBERSHIP, g); err != nil {
+			if err := r.membership(unix.PACKET_ADD_MEMBERSHIP, unix.PACKET_MR_MULTICAST, g); err != nil {
 				errs = append(errs, err)
 				continue
 			}
 			r.joined[g] = struct{}{}
 		}
 	}
+	if r.allMulti && len(errs) == 0 {
+		if err := r.membership(unix.PACKET_DROP_MEMBERSHIP, unix.PACKET_MR_ALLMULTI, [macLen]byte{}); err != nil {
+			return err
+		}
+		r.allMulti = false
+		klog.Background().Info("Joining each solicited-node group again", "interface", r.Interface(), "groups", len(r.wanted))
+	}
 	return errors.Join(errs...)
 }
 
-func (r *Responder) membership(op int, group [macLen]byte) error {
+// membership joins (PACKET_ADD_MEMBERSHIP) or leaves a multicast group, or all of
+// them (PACKET_MR_ALLMULTI, no group).
+func (r *Responder) membership(op, typ int, group [macLen]byte) error {
 	raw, err := r.conn.SyscallConn()
 	if err != nil {
 		return err
 	}
-	mreq := &unix.PacketMreq{Ifindex: int32(r.ifidx), Type: unix.PACKET_MR_MULTICAST, Alen: macLen}
-	copy(mreq.Address[:], group[:])
+	mreq := &unix.PacketMreq{Ifindex: int32(r.ifidx), Type: uint16(typ)}
+	what := "every multicast frame"
+	if typ == unix.PACKET_MR_MULTICAST {
+		mreq.Alen = macLen
+		copy(mreq.Address[:], group[:])
+		what = "group " + net.HardwareAddr(group[:]).String()
+	}
 	var serr error
 	if err := raw.Control(func(fd uintptr) {
 		serr = unix.SetsockoptPacketMreq(int(fd), unix.SOL_PACKET, op, mreq)
@@ -199,8 +242,7 @@ func (r *Responder) membership(op int, group [macLen]byte) error {
 		return err
 	}
 	if serr != nil {
-		return fmt.Errorf("%s group %s: %w", map[int]string{unix.PACKET_ADD_MEMBERSHIP: "join", unix.PACKET_DROP_MEMBERSHIP: "leave"}[op],
-			net.HardwareAddr(group[:]), serr)
+		return fmt.Errorf("%s %s: %w", map[int]string{unix.PACKET_ADD_MEMBERSHIP: "join", unix.PACKET_DROP_MEMBERSHIP: "leave"}[op], what, serr)
 	}
 	return nil
 }

@@ -175,3 +175,51 @@ func joined(t *testing.T, ns *netns.NS, group string) bool {
 	}
 	return false
 }
+
+var allMultiCount = regexp.MustCompile(`allmulti (\d+)`)
+
+// TestResponderTakesEveryMulticastFramePastMaxGroups: with more solicited-node groups
+// than maxGroups the socket takes every multicast frame (the interface in ALLMULTI, no
+// group joined one by one) and still answers; with half as many it joins each group
+// again and the interface leaves ALLMULTI.
+func TestResponderTakesEveryMulticastFramePastMaxGroups(t *testing.T) {
+	l := newLAN(t)
+	defer func(was int) { maxGroups = was }(maxGroups)
+	maxGroups = 2
+	const groupA, eipC = "3333ff000005", "2001:db8:51::8"
+	r := startResponder(t, l.node1, eipA, eipB, eipC)
+	mac1 := l.node1.MAC("ext0").String()
+	// The interface's count of all-multicast users (a socket's membership is not in
+	// its flags).
+	allMulti := func() bool {
+		out, err := l.node1.Output("ip", "-d", "link", "show", "ext0")
+		if err != nil {
+			t.Fatal(err, out)
+		}
+		m := allMultiCount.FindStringSubmatch(out)
+		return m != nil && m[1] != "0"
+	}
+	wantMode := func(every bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
+			func(context.Context) (bool, error) {
+				return allMulti() == every && joined(t, l.node1, groupA) == !every, nil
+			}); err != nil {
+			t.Fatalf("ALLMULTI %v and group %s joined %v; want ALLMULTI %v", allMulti(), groupA, joined(t, l.node1, groupA), every)
+		}
+	}
+	wantMode(true)
+	for _, ip := range []string{eipA, eipC} {
+		if got := l.ndiscAnswered(t, ip); !slices.Equal(got, []string{mac1}) {
+			t.Errorf("taking every multicast frame, answers for %s: %v, want node1's %s", ip, got, mac1)
+		}
+	}
+	r.SetAddresses(addrs(eipA))
+	wantMode(false)
+	if got := l.ndiscAnswered(t, eipA); !slices.Equal(got, []string{mac1}) {
+		t.Errorf("back to single groups, answers for %s: %v, want node1's %s", eipA, got, mac1)
+	}
+	if got := l.ndisc(t, eipC); len(got) != 0 {
+		t.Errorf("answers for %s, no longer owned: %v", eipC, got)
+	}
+}
