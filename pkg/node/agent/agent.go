@@ -70,7 +70,7 @@ type Config struct {
 	// after it is taken is full. nil: always held.
 	Holds func() bool
 	// Answered is told the addresses ARP is answered for whenever they change while
-	// the lock is held (handover.Saver); may be nil.
+	// the lock is held (handover.Saver), in a list it must not keep; may be nil.
 	Answered func([]netip.Addr) error
 	// Synced is called once, after the first sync from synced caches; may be nil.
 	Synced func()
@@ -149,6 +149,8 @@ type Agent struct {
 	// marked is the answered list of the last sync that found or made every Answering
 	// condition right, nil when a sync is to compare every one (markAnswering).
 	marked []answeredAd
+	// lastWindow is the last window of the answered list found (answeredSince).
+	lastWindow answeredWindow
 }
 
 // Clients the agent writes with: the Answering condition and the Pod readiness gate.
@@ -332,23 +334,25 @@ func (a *Agent) markSynced() {
 }
 
 // saveAnswered hands the answered addresses (those of ARP, then those of NDP) to
-// cfg.Answered when they changed.
+// cfg.Answered when they changed; a.answered keeps them in a list of its own, rewritten
+// in place.
 func (a *Agent) saveAnswered(arp, ndp []netip.Addr) error {
 	if a.cfg.Answered == nil || (a.saved && len(a.answered) == len(arp)+len(ndp) &&
 		slices.Equal(a.answered[:len(arp)], arp) && slices.Equal(a.answered[len(arp):], ndp)) {
 		return nil
 	}
-	addrs := slices.Concat(arp, ndp)
-	if err := a.cfg.Answered(addrs); err != nil {
+	a.answered, a.saved = append(append(a.answered[:0], arp...), ndp...), false
+	if err := a.cfg.Answered(a.answered); err != nil {
 		return err
 	}
-	a.answered, a.saved = addrs, true
+	a.saved = true
 	return nil
 }
 
 // sync computes the desired state from the caches and applies it.
 func (a *Agent) sync(ctx context.Context) error {
 	start := time.Now()
+	a.lastWindow = answeredWindow{}
 	in, err := a.inputs()
 	if err != nil {
 		return err

@@ -23,7 +23,7 @@ import (
 func (a *Agent) markAnswering(ctx context.Context, in Inputs, answered []answeredAd, refused map[string]string) (started []string, err error) {
 	todo := answered
 	if a.marked != nil {
-		w := listdiff.Of(a.marked, answered)
+		w := a.answeredSince(a.marked, answered)
 		todo = answered[w.Start:w.NewEnd]
 	}
 	a.marked = nil
@@ -74,4 +74,27 @@ func (a *Agent) markAnswering(ctx context.Context, in Inputs, answered []answere
 		}
 	}
 	return started, nil
+}
+
+// answeredSince is where the answered list cur differs from prev (listdiff), the last
+// answer remembered: markAnswering and logAnswering mostly compare the same two lists,
+// 100,000 advertisements each.
+func (a *Agent) answeredSince(prev, cur []answeredAd) listdiff.Window {
+	if m := &a.lastWindow; m.valid && sameList(m.prev, prev) && sameList(m.cur, cur) {
+		return m.w
+	}
+	a.lastWindow = answeredWindow{prev: prev, cur: cur, w: listdiff.Of(prev, cur), valid: true}
+	return a.lastWindow.w
+}
+
+// answeredWindow is the last answer of answeredSince.
+type answeredWindow struct {
+	prev, cur []answeredAd
+	w         listdiff.Window
+	valid     bool
+}
+
+// sameList reports whether x and y are the same list in memory (not only equal).
+func sameList(x, y []answeredAd) bool {
+	return len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0])
 }

@@ -31,7 +31,7 @@ func TestStandbyAnswersARPOnly(t *testing.T) {
 	synced := 0
 	a := New(Config{NodeName: "node-a", ExternalInterface: "ext0",
 		Holds:    held.Load,
-		Answered: func(addrs []netip.Addr) error { saved = append(saved, addrs); return nil },
+		Answered: func(addrs []netip.Addr) error { saved = append(saved, slices.Clone(addrs)); return nil },
 		Synced:   func() { synced++ },
 	}, Clients{Juneau: client}, ls, nat, arp, nil, nil, nil)
 

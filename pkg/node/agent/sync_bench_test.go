@@ -15,6 +15,8 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/node/arp"
+	"github.com/loutres/juneau/pkg/node/ndp"
 	"github.com/loutres/juneau/pkg/node/nft"
 )
 
@@ -27,7 +29,8 @@ func (nopNAT) Invalidate()                                  {}
 // steadyAgent is an agent on node-0 whose caches hold n ElasticIPs, each Attached by an
 // ElasticIPAttachment on this Node and advertised here by ARP, every Answering
 // condition already written: the Node of bench row 9 (docs/performance.md#scale) once
-// it has caught up. The NAT programmer is left out (its own rows measure it).
+// it has caught up. The NAT programmer is left out (its own rows measure it); the ARP
+// and NDP responders are the real ones, not running (no socket, no kernel path).
 func steadyAgent(tb testing.TB, n int) (*Agent, cache.Indexer) {
 	tb.Helper()
 	const mac = "02:00:00:00:00:01"
@@ -68,7 +71,7 @@ func steadyAgent(tb testing.TB, n int) (*Agent, cache.Indexer) {
 			Nodes:          corelisters.NewNodeLister(index()),
 			ElasticIPs:     listers.NewElasticIPLister(eips),
 			Networks:       listers.NewExternalNetworkLister(index()),
-		}, nopNAT{}, fakeARP{}, fakeARP{}, nil, nil)
+		}, nopNAT{}, arp.NewResponder("ext0"), ndp.NewResponder("ext0"), nil, nil)
 	a.views.enable() // as Watch does: the caches' changes are told to a.views
 	return a, attachments
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/listdiff"
 	"github.com/loutres/juneau/pkg/node/nft"
 )
 
@@ -243,7 +242,7 @@ func (a *Agent) logAnswering(ctx context.Context, in Inputs, d Desired, conditio
 	} else {
 		// Only where the two lists differ (the rest is the same advertisements at the
 		// same addresses): comparing 100,000 by address and name took a sixth of a sync.
-		w := listdiff.Of(prev, cur)
+		w := a.answeredSince(prev, cur)
 		back, gone := servedChanges(prev[w.Start:w.OldEnd], cur[w.Start:w.NewEnd], byAnsweredAd)
 		started = slices.Clone(started)
 		for _, x := range back {

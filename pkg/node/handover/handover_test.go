@@ -90,8 +90,9 @@ func TestAnsweringRoundTrip(t *testing.T) {
 	}
 }
 
-// TestSaver: Save returns at once; Run writes the last list handed over, also the one
-// handed over just before it stops; a failed write is told by the next Save.
+// TestSaver: Save returns at once and keeps no list of the caller's; Run writes the
+// last list handed over, also the one handed over just before it stops; a failed write
+// is told by the next Save.
 func TestSaver(t *testing.T) {
 	dir := t.TempDir()
 	s := NewSaver(dir)
@@ -114,9 +115,11 @@ func TestSaver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Save(last); err != nil {
+	handed := slices.Clone(last)
+	if err := s.Save(handed); err != nil {
 		t.Fatal(err)
 	}
+	handed[0] = netip.MustParseAddr("10.225.51.99") // the caller's list is its own again
 	cancel()
 	<-done
 	if got, err := LoadAnswering(dir); err != nil || !slices.Equal(got, last) {

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"k8s.io/klog/v2"
+
+	"github.com/loutres/juneau/pkg/listdiff"
 )
 
 // Saver saves the answered addresses (SaveAnswering) beside the agent's sync instead
@@ -20,10 +22,13 @@ type Saver struct {
 	dir  string
 	wake chan struct{}
 
+	// mu guards the list last handed over (a copy of it), whether it is written,
+	// and the error of the last write; buf is the writer's own copy.
 	mu   sync.Mutex
 	next []netip.Addr
 	due  bool
-	err  error // of the last write
+	err  error
+	buf  []netip.Addr
 }
 
 // NewSaver returns a Saver writing to dir; it writes nothing until Run.
@@ -31,11 +36,12 @@ func NewSaver(dir string) *Saver {
 	return &Saver{dir: dir, wake: make(chan struct{}, 1)}
 }
 
-// Save hands addrs over to be written (kept, not copied: the caller does not change
-// it). It returns the error of the last write, nil when it succeeded or none was made.
+// Save hands addrs over to be written: the Saver copies what differs from the last
+// list. It returns the error of the last write, nil when it succeeded or none was made.
 func (s *Saver) Save(addrs []netip.Addr) error {
 	s.mu.Lock()
-	s.next, s.due = addrs, true
+	s.next = listdiff.Follow(s.next, addrs, listdiff.Of(s.next, addrs))
+	s.due = true
 	err := s.err
 	s.mu.Unlock()
 	select {
@@ -61,13 +67,13 @@ func (s *Saver) Run(ctx context.Context) {
 // write writes the list last handed over, if it is not written yet.
 func (s *Saver) write(ctx context.Context) {
 	s.mu.Lock()
-	addrs, due := s.next, s.due
-	s.due = false
+	due := s.due
+	s.buf, s.due = append(s.buf[:0], s.next...), false
 	s.mu.Unlock()
 	if !due {
 		return
 	}
-	err := SaveAnswering(s.dir, addrs)
+	err := SaveAnswering(s.dir, s.buf)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Saving the answered addresses for the next agent", "dir", s.dir)
 	}
