@@ -237,7 +237,7 @@ func benchAgentScale(ctx context.Context, e *env) []Row {
 	cp := startControlPlane(ctx, e)
 	// A client fast enough that the Answering conditions of 100,000 advertisements take
 	// minutes to write, not the half hour of the default 50 requests a second.
-	c := harness.New(e, cp, harness.Options{Nodes: []string{agentScaleNode}, NoWebhook: true,
+	c := harness.New(e, cp, harness.Options{Nodes: []string{agentScaleNode}, NoWebhook: true, DualStack: e.cfg.agentIPv6,
 		AgentArgs: []string{"--kube-api-qps=1000", "--kube-api-burst=2000"}})
 	// The benchmark writes what the controller would; the controller would judge the
 	// attachments (they name no ElasticIP that exists) and undo them.
@@ -245,10 +245,15 @@ func benchAgentScale(ctx context.Context, e *env) []Row {
 	node := c.Nodes[agentScaleNode]
 	ensureNamespace(e, cp, agentScaleNS)
 	tp := &arpTopology{client: c.Client, node: node.NS}
+	mappings := scaledMappings
+	if e.cfg.agentIPv6 {
+		tp.ndp, tp.from, tp.own = true, netip.MustParseAddr(harness.ClientIP6), netip.MustParseAddr(node.IP6)
+		mappings = scaledMappings6
+	}
 	tp.openProbe(e)
 	j := fastClient(cp)
 	maxN := sizes[len(sizes)-1]
-	all := scaledMappings(maxN + agentChanges*len(sizes))
+	all := mappings(maxN + agentChanges*len(sizes))
 
 	var runs []agentRun
 	have := 0
@@ -276,7 +281,7 @@ func benchAgentScale(ctx context.Context, e *env) []Row {
 			}
 			at, ok := tp.firstReply(e, all[i].ElasticIP, time.Minute)
 			if !ok {
-				e.Fatalf("no ARP reply for %s within a minute of its attachment", all[i].ElasticIP)
+				e.Fatalf("no reply for %s within a minute of its attachment", all[i].ElasticIP)
 			}
 			r.change = append(r.change, at.Sub(written))
 		}
@@ -314,20 +319,25 @@ func benchAgentScale(ctx context.Context, e *env) []Row {
 			}
 		}
 		r.writesWhat = requestsPer(before, after, 1)
-		e.Logf("%d mappings: grow %s, full sync after reboot %s, RSS %s (before the reboot %s), change p50 %s p99 %s (agent sync mean %s), ARP p99 %s (kernel %s), %d lost; the restart's requests: %s",
+		e.Logf("%d mappings: grow %s, full sync after reboot %s, RSS %s (before the reboot %s), change p50 %s p99 %s (agent sync mean %s), reply p99 %s (kernel %s), %d lost; the restart's requests: %s",
 			n, r.grow.Round(time.Second), r.full.Round(time.Millisecond), bytesQ(float64(r.rss)), bytesQ(float64(r.rssBefore)),
 			medianDuration(r.change), percentile(r.change, 99), r.syncMean, percentile(r.arpJuneau, 99), percentile(r.arpKern, 99), r.lost, r.writesWhat)
 		runs = append(runs, r)
 	}
-	return agentRows(runs)
+	return agentRows(runs, e.cfg.agentIPv6)
 }
 
-// agentRows are the rows of row 9, the first size the baseline of the others.
-func agentRows(runs []agentRun) []Row {
+// agentRows are the rows of row 9, the first size the baseline of the others; with
+// IPv6 mappings (answered by NDP) their IDs end in "-ipv6".
+func agentRows(runs []agentRun, ipv6 bool) []Row {
 	var rows []Row
 	first := runs[0]
+	proto, suffix := "ARP", ""
+	if ipv6 {
+		proto, suffix = "NDP", "-ipv6"
+	}
 	for i, r := range runs {
-		id := func(k int) string { return fmt.Sprintf("9%c", 'a'+i*4+k) }
+		id := func(k int) string { return fmt.Sprintf("9%c%s", 'a'+i*4+k, suffix) }
 		size := thousands(r.n)
 		base := func(q Quantity) (Quantity, string) {
 			if i == 0 {
@@ -341,14 +351,14 @@ func agentRows(runs []agentRun) []Row {
 		arpBase := duration(percentile(r.arpKern, 99))
 		rows = append(rows,
 			Row{ID: id(0), What: fmt.Sprintf("agent: full sync after a reboot, %s mappings", size), Figure: duration(r.full), Baseline: full, BaselineWhat: fullWhat,
-				Note: fmt.Sprintf("the Node's namespace and agent killed and started again with %s ElasticIPAttachments Attached on it and as many ARPAdvertisements; from the agent's start to every mapping programmed (juneau_node_nat_mappings) and %d addresses spread over them answering ARP; writes of the restarted agent other than its Lease: %.0f (all requests of the reboot: %s); writing the mappings and their Answering conditions took %s",
-					size, agentSample, r.writes, r.writesWhat, r.grow.Round(time.Second))},
+				Note: fmt.Sprintf("the Node's namespace and agent killed and started again with %s ElasticIPAttachments Attached on it and as many ARPAdvertisements; from the agent's start to every mapping programmed (juneau_node_nat_mappings) and %d addresses spread over them answering %s; writes of the restarted agent other than its Lease: %.0f (all requests of the reboot: %s); writing the mappings and their Answering conditions took %s",
+					size, agentSample, proto, r.writes, r.writesWhat, r.grow.Round(time.Second))},
 			Row{ID: id(1), What: fmt.Sprintf("agent: RSS with %s mappings", size), Figure: bytesQ(float64(r.rss)), Baseline: rss, BaselineWhat: rssWhat,
 				Note: fmt.Sprintf("after the full sync, once idle; before the reboot (after writing the Answering conditions) %s", bytesQ(float64(r.rssBefore)))},
 			Row{ID: id(2), What: fmt.Sprintf("agent: one change on %s mappings (median)", size), Figure: duration(medianDuration(r.change)), Baseline: change, BaselineWhat: changeWhat,
-				Note: fmt.Sprintf("%d new mappings one after another, each from its attachment's status write (Attached, Ready) returning to the first ARP reply for its address, asked every millisecond: watch, sync of the whole state, nftables, ARP; p99 %s; the agent's mean sync (juneau_node_sync_duration_seconds) over them %s",
-					len(r.change), percentile(r.change, 99).Round(time.Microsecond), r.syncMean.Round(time.Microsecond))},
-			Row{ID: id(3), What: fmt.Sprintf("agent: ARP reply p99, %s addresses", size), Figure: duration(percentile(r.arpJuneau, 99)), Baseline: arpBase, BaselineWhat: "kernel, own address",
+				Note: fmt.Sprintf("%d new mappings one after another, each from its attachment's status write (Attached, Ready) returning to the first %s reply for its address, asked every millisecond: watch, sync, nftables, %s; p99 %s; the agent's mean sync (juneau_node_sync_duration_seconds) over them %s",
+					len(r.change), proto, proto, percentile(r.change, 99).Round(time.Microsecond), r.syncMean.Round(time.Microsecond))},
+			Row{ID: id(3), What: fmt.Sprintf("agent: %s reply p99, %s addresses", proto, size), Figure: duration(percentile(r.arpJuneau, 99)), Baseline: arpBase, BaselineWhat: "kernel, own address",
 				Note: fmt.Sprintf("2,000 requests for %d addresses spread over the %s, alternating with requests for the Node's own address answered by the kernel; p50 %s (kernel %s); %d lost",
 					agentSample, size, percentile(r.arpJuneau, 50).Round(time.Microsecond), percentile(r.arpKern, 50).Round(time.Microsecond), r.lost)},
 		)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -13,6 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/mdlayher/ndp"
 	"github.com/vishvananda/netlink"
 
 	"github.com/loutres/juneau/bench/pkt"
@@ -75,6 +77,66 @@ func advertised(n int) []netip.Addr {
 type arpTopology struct {
 	client, node *netns.NS
 	sock         *pkt.Socket // client side: sends requests, receives replies
+	// ndp asks by Neighbor Discovery (IPv6 addresses) instead of ARP, from the client's
+	// address from; own is the node's address, answered by the kernel (the baseline).
+	// Zero: ARP, from clientIP, the kernel answering for nodeIP.
+	ndp       bool
+	from, own netip.Addr
+}
+
+// kernelAddr is the node's own address, which the kernel answers for.
+func (tp *arpTopology) kernelAddr() netip.Addr {
+	if tp.own.IsValid() {
+		return tp.own
+	}
+	return nodeIP
+}
+
+// request is the frame asking for target: an ARP request, or a neighbor solicitation
+// to target's solicited-node group.
+func (tp *arpTopology) request(target netip.Addr) []byte {
+	mac := tp.client.MAC("eth0")
+	if !tp.ndp {
+		return pkt.ARPRequestFrame(mac, clientIP, target)
+	}
+	return nsFrame(mac, tp.from, target)
+}
+
+// nsFrame is a neighbor solicitation from (mac, from) for target, sent to target's
+// solicited-node group as a host resolving target does.
+func nsFrame(mac net.HardwareAddr, from, target netip.Addr) []byte {
+	group, err := ndp.SolicitedNodeMulticast(target)
+	if err != nil {
+		panic(err) // the benchmark's own IPv6 addresses
+	}
+	msg, err := ndp.MarshalMessageChecksum(&ndp.NeighborSolicitation{TargetAddress: target,
+		Options: []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Source, Addr: mac}}}, from, group)
+	if err != nil {
+		panic(err)
+	}
+	g := group.As16()
+	eth := append([]byte{0x33, 0x33, g[12], g[13], g[14], g[15]}, mac...)
+	eth = append(eth, 0x86, 0xdd)
+	return append(eth, netns.BuildIPv6(from, group, netns.ProtoICMPv6, 255, msg)...)
+}
+
+// isReply reports whether frame answers the request for target: an ARP reply from it,
+// or a neighbor advertisement of it.
+func (tp *arpTopology) isReply(frame []byte, target netip.Addr) bool {
+	if !tp.ndp {
+		a, ok := netns.ParseARP(frame)
+		return ok && a.Op == pkt.ARPReply && a.SenderIP == target
+	}
+	p, ok := netns.ParseFrame6(frame)
+	if !ok || p.Next != netns.ProtoICMPv6 {
+		return false
+	}
+	m, err := ndp.ParseMessage(p.Payload)
+	if err != nil {
+		return false
+	}
+	na, ok := m.(*ndp.NeighborAdvertisement)
+	return ok && na.TargetAddress == target
 }
 
 func newARPTopology(e *env) *arpTopology {
@@ -87,9 +149,13 @@ func newARPTopology(e *env) *arpTopology {
 	return tp
 }
 
-// openProbe opens the client's packet socket for ARP, stamping arrivals.
+// openProbe opens the client's packet socket for ARP (or IPv6), stamping arrivals.
 func (tp *arpTopology) openProbe(e *env) {
-	tp.client.MustDo(func() (err error) { tp.sock, err = pkt.Open("eth0", pkt.EtherTypeARP); return err })
+	proto := uint16(pkt.EtherTypeARP)
+	if tp.ndp {
+		proto = 0x86dd
+	}
+	tp.client.MustDo(func() (err error) { tp.sock, err = pkt.Open("eth0", proto); return err })
 	e.Cleanup(func() { tp.sock.Close() })
 	if err := tp.sock.EnableTimestamps(); err != nil {
 		e.Fatal(err)
@@ -127,7 +193,7 @@ func (tp *arpTopology) startResponder(e *env, n int, path string) *netns.Process
 // probe asks for target and returns the time from just before the request was sent to
 // the kernel's arrival stamp of the reply.
 func (tp *arpTopology) probe(target netip.Addr) (time.Duration, bool) {
-	frame := pkt.ARPRequestFrame(tp.client.MAC("eth0"), clientIP, target)
+	frame := tp.request(target)
 	buf := make([]byte, 1514)
 	sent := time.Now()
 	if err := tp.sock.Send(frame); err != nil {
@@ -138,8 +204,7 @@ func (tp *arpTopology) probe(target netip.Addr) (time.Duration, bool) {
 		if err != nil {
 			return 0, false
 		}
-		a, ok := netns.ParseARP(buf[:n])
-		if ok && a.Op == pkt.ARPReply && a.SenderIP == target && !at.IsZero() {
+		if tp.isReply(buf[:n], target) && !at.IsZero() {
 			return at.Sub(sent), true
 		}
 	}
@@ -154,14 +219,14 @@ func (tp *arpTopology) latencies(e *env, targets []netip.Addr, count int) (junea
 		} else {
 			lost++
 		}
-		if d, ok := tp.probe(nodeIP); ok {
+		if d, ok := tp.probe(tp.kernelAddr()); ok {
 			kernel = append(kernel, d)
 		} else {
 			lost++
 		}
 	}
 	if len(juneau) == 0 || len(kernel) == 0 {
-		e.Fatalf("no ARP replies: %d from juneau, %d from the kernel", len(juneau), len(kernel))
+		e.Fatalf("no replies: %d from juneau, %d from the kernel", len(juneau), len(kernel))
 	}
 	return juneau, kernel, lost
 }

@@ -64,8 +64,10 @@ type config struct {
 	// scaleNodes and scaleSizes are the kwok Nodes and the sizes of the scale benchmark.
 	scaleNodes int
 	scaleSizes []int
-	// agentSizes are the mappings on the one Node of the agent-scale benchmark.
+	// agentSizes are the mappings on the one Node of the agent-scale benchmark, and
+	// agentIPv6 makes them IPv6 ones (answered by NDP).
 	agentSizes []int
+	agentIPv6  bool
 	juneau     string // binary every juneau process runs
 	root       string // repository root
 }
@@ -101,6 +103,7 @@ func run() int {
 		scaleNodes = flag.Int("scale-nodes", 1000, "scale: simulated Nodes (kwok)")
 		scaleSizes = flag.String("scale-sizes", "10000,30000,100000", "scale: Pods with automatic ElasticIPs at each measurement, comma-separated, ascending")
 		agentSizes = flag.String("agent-sizes", "10000,50000,100000", "agent-scale: mappings on the agent's Node at each measurement, comma-separated, ascending")
+		agentIPv6  = flag.Bool("agent-ipv6", false, "agent-scale: IPv6 mappings, answered by NDP (rows 9-ipv6), instead of IPv4 ones answered by ARP")
 		plotDir    = flag.String("plots", "_output/bench-plots", "write SVG plots of the distributions and of cost against scale to this directory (relative to the repository); empty: none")
 	)
 	flag.Parse()
@@ -109,7 +112,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 2
 	}
-	cfg := config{quick: *quick, workers: *workers, scaleNodes: *scaleNodes}
+	cfg := config{quick: *quick, workers: *workers, scaleNodes: *scaleNodes, agentIPv6: *agentIPv6}
 	if cfg.scaleSizes, err = parseSizes(*scaleSizes); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: -scale-sizes:", err)
 		return 2

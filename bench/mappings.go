@@ -75,6 +75,19 @@ func scaledMappings(n int) []nft.Mapping {
 	return out
 }
 
+// scaledMappings6 returns n IPv6 mappings, ElasticIPs from 2001:db8:52::1 and Pod IPs
+// from fd00:10:244:100::1 on.
+func scaledMappings6(n int) []nft.Mapping {
+	eips, pods := netip.MustParseAddr("2001:db8:52::"), netip.MustParseAddr("fd00:10:244:100::")
+	out := make([]nft.Mapping, n)
+	for i := range out {
+		eip, _ := iprange.Add(eips, uint64(i+1))
+		pod, _ := iprange.Add(pods, uint64(i+1))
+		out[i] = nft.Mapping{ElasticIP: eip, PodIP: pod}
+	}
+	return out
+}
+
 // benchMappings6 returns n IPv6 mappings, elasticIP6 ↔ podIP6 in the middle, the others
 // (2001:db8:52::/64, fd00:10:244:100::/64) carrying no traffic.
 func benchMappings6(n int) []nft.Mapping {

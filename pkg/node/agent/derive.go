@@ -146,3 +146,37 @@ func (s elasticIPLister) ElasticIP(key string) *v1alpha1.ElasticIP {
 	}
 	return eip
 }
+
+// networkSet is a set of ExternalNetworks by their interned names (answeredAd.network),
+// with the last answer kept: advertisements come in runs of one network, and looking
+// each one's network up read 100,000 advertisements from memory.
+type networkSet struct {
+	names      map[unique.Handle[string]]bool
+	last       unique.Handle[string]
+	lastAnswer bool
+}
+
+// gratuitousNetworks are the networks with spec.gratuitousARP.
+func gratuitousNetworks(networks map[string]*v1alpha1.ExternalNetwork) *networkSet {
+	s := &networkSet{}
+	for name, n := range networks {
+		if n.Spec.GratuitousARP {
+			if s.names == nil {
+				s.names = map[unique.Handle[string]]bool{}
+			}
+			s.names[unique.Make(name)] = true
+		}
+	}
+	return s
+}
+
+// has reports whether the network named n is in the set.
+func (s *networkSet) has(n unique.Handle[string]) bool {
+	if len(s.names) == 0 {
+		return false
+	}
+	if n != s.last {
+		s.last, s.lastAnswer = n, s.names[n]
+	}
+	return s.lastAnswer
+}
