@@ -26,9 +26,10 @@ type SingleConfig struct {
 	// burst of events costs one sync. The gap is also at least twice the last sync's
 	// duration, up to MaxInterval (default 1s), so that a loop whose syncs grow long (a
 	// Node with 100,000 mappings) spends at most about half its time syncing, however
-	// fast events come, while short syncs follow a change within MinInterval. The cap
-	// keeps a sync that was long for waiting on the API server (writing thousands of
-	// conditions) from holding the next one back for as long again.
+	// fast events come, while short syncs follow a change within MinInterval. Time the
+	// sync spent waiting for another process (Waited: an API request) does not count:
+	// the gap bounds the loop's own work. The cap keeps a sync that was long anyway from
+	// holding the next one back for as long again.
 	MinInterval, MaxInterval time.Duration
 	// Resync is the period of full syncs (default 1m).
 	Resync time.Duration
@@ -58,6 +59,8 @@ type Single struct {
 	last, lastFull time.Time
 	lastTook       time.Duration
 	failed         bool
+	// waited is what the sync under way reported waiting for (Waited).
+	waited time.Duration
 	// errors counts failed syncs by loop name (NewQueueMetrics); may be nil.
 	errors ErrorCounter
 }
@@ -98,6 +101,11 @@ func stopping(ctx context.Context, err error) bool {
 	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ctx.Err()))
 }
 
+// Waited tells the loop that the sync under way spent d waiting for another process
+// (an API request), which the gap before the next sync does not count. Called by the
+// sync function only.
+func (s *Single) Waited(d time.Duration) { s.waited += d }
+
 // Trigger asks for a sync. Before Run it does nothing: Run starts with a sync anyway.
 func (s *Single) Trigger() {
 	if q := s.queue.Load(); q != nil {
@@ -135,9 +143,9 @@ func (s *Single) processNext(ctx context.Context, q workqueue.TypedRateLimitingI
 		return true
 	}
 	full := s.failed || s.lastFull.IsZero() || now.Sub(s.lastFull) >= s.cfg.Resync
-	s.last = now
+	s.last, s.waited = now, 0
 	err := s.sync(ctx, full)
-	s.lastTook = s.cfg.Clock.Since(now)
+	s.lastTook = max(0, s.cfg.Clock.Since(now)-s.waited)
 	if err != nil {
 		s.failed = true
 		if s.errors != nil {

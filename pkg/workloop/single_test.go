@@ -32,6 +32,8 @@ type singleFixture struct {
 	calls chan call
 	fail  chan bool          // the result of the next calls: true fails
 	took  chan time.Duration // how long the next calls take on the fake clock
+	// waited: how much of it the next calls report waiting for another process
+	waited chan time.Duration
 }
 
 const (
@@ -43,7 +45,7 @@ const (
 func newSingleFixture(t *testing.T, reg prometheus.Registerer) *singleFixture {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	f := &singleFixture{t: t, clock: clocktesting.NewFakeClock(t0), t0: t0, calls: make(chan call, 100), fail: make(chan bool, 100),
-		took: make(chan time.Duration, 100)}
+		took: make(chan time.Duration, 100), waited: make(chan time.Duration, 100)}
 	var metrics workqueue.MetricsProvider
 	if reg != nil {
 		m, err := NewQueueMetrics(reg)
@@ -67,6 +69,11 @@ func newSingleFixture(t *testing.T, reg prometheus.Registerer) *singleFixture {
 		select {
 		case d := <-f.took:
 			f.clock.Step(d)
+		default:
+		}
+		select {
+		case d := <-f.waited:
+			f.loop.Waited(d)
 		default:
 		}
 		f.calls <- call{at: at, full: full}
@@ -154,19 +161,23 @@ func TestSingleRun(t *testing.T) {
 // TestSingleGapFollowsSyncDuration: after a sync that took longer than half the
 // minimum interval, the next one waits twice its duration from its start, so that a
 // loop of long syncs spends at most half its time syncing; never more than the maximum
-// interval (a sync long for waiting on the API server); after a short sync, the
-// minimum interval alone holds.
+// interval; after a short sync, the minimum interval alone holds. What the sync spent
+// waiting for another process (Waited) does not count.
 func TestSingleGapFollowsSyncDuration(t *testing.T) {
 	f := newSingleFixture(t, nil)
 	f.next(0) // the first, full sync
 	for _, c := range []struct {
-		took, want time.Duration
+		took, waited, want time.Duration
 	}{
-		{300 * time.Millisecond, 600 * time.Millisecond},
-		{5 * time.Second, time.Second}, // MaxInterval: at once after it, not 10s after its start
-		{minInterval / 10, minInterval},
+		{300 * time.Millisecond, 0, 600 * time.Millisecond},
+		{5 * time.Second, 0, time.Second}, // MaxInterval: at once after it, not 10s after its start
+		{minInterval / 10, 0, minInterval},
+		// 100ms of its own work: 200ms, so at once after it (800ms without Waited)
+		{400 * time.Millisecond, 300 * time.Millisecond, 200 * time.Millisecond},
+		{400 * time.Millisecond, 400 * time.Millisecond, minInterval}, // all of it another process's
 	} {
 		f.took <- c.took
+		f.waited <- c.waited
 		f.loop.Trigger()
 		long := f.next(minInterval)
 		f.loop.Trigger()
@@ -174,7 +185,7 @@ func TestSingleGapFollowsSyncDuration(t *testing.T) {
 		// Between starts: the gap, or the sync itself when it took longer.
 		want := max(c.want, c.took)
 		if gap := after.at.Sub(long.at); gap < want || gap > want+minInterval {
-			t.Errorf("the sync after one of %v started %v after its start, want %v", c.took, gap, want)
+			t.Errorf("the sync after one of %v (%v waiting) started %v after its start, want %v", c.took, c.waited, gap, want)
 		}
 	}
 }

@@ -467,5 +467,15 @@ func (a *Agent) inputs() (Inputs, error) {
 	return in, nil
 }
 
+// waitedSince tells the loop that the sync waited for the API server since asked (one
+// request): the gap before the next sync counts the agent's own work, not the API
+// server's (workloop.Single.Waited). A change that comes while a sync writes conditions
+// no longer waits as long again after it.
+func (a *Agent) waitedSince(asked time.Time) {
+	if a.loop != nil {
+		a.loop.Waited(a.cfg.Clock.Since(asked))
+	}
+}
+
 // wrote remembers an object the agent wrote, whose watch event is its echo.
 func (a *Agent) wrote(m metav1.Object) { a.echoes.wrote(m, a.cfg.Clock.Now()) }

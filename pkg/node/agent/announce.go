@@ -119,8 +119,10 @@ func (a *Agent) writeNodeStatus(ctx context.Context, in Inputs, st bgp.Status) e
 		WithOwnerReferences(applymetav1.OwnerReference().WithAPIVersion("v1").WithKind("Node").WithName(node.Name).WithUID(node.UID)).
 		WithStatus(applyv1alpha1.BGPNodeState().WithPeersConfigured(want.PeersConfigured).WithPeersEstablished(want.PeersEstablished).
 			WithPeers(peers...))
-	if _, err := a.client.JuneauV1alpha1().BGPNodeStatuses().Apply(ctx, obj,
-		metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true}); err != nil {
+	asked := a.cfg.Clock.Now()
+	_, err := a.client.JuneauV1alpha1().BGPNodeStatuses().Apply(ctx, obj, metav1.ApplyOptions{FieldManager: v1alpha1.FieldManagerNode, Force: true})
+	a.waitedSince(asked)
+	if err != nil {
 		return fmt.Errorf("writing BGPNodeStatus %q: %w", a.cfg.NodeName, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Updated BGPNodeStatus", "configured", want.PeersConfigured, "established", want.PeersEstablished)
@@ -151,7 +153,9 @@ func (a *Agent) markAnnounced(ctx context.Context, in Inputs, d Desired, st bgp.
 			continue
 		}
 		apply := applyv1alpha1.BGPAdvertisement(ad.Name).WithStatus(applyv1alpha1.BGPAdvertisementStatus().WithConditions(status.Apply(cur)))
+		asked := a.cfg.Clock.Now()
 		written, err := w.Write(ctx, ad, apply, ad.Status.Conditions, []metav1.Condition{cur}, "announced", cur.Status)
+		a.waitedSince(asked)
 		if err != nil {
 			return err
 		}

@@ -41,7 +41,9 @@ func (a *Agent) markAnswering(ctx context.Context, in Inputs, answered []answere
 			return nil
 		}
 		apply := applyv1alpha1.ARPAdvertisement(ad.Name).WithStatus(applyv1alpha1.ARPAdvertisementStatus().WithConditions(status.Apply(cur)))
+		asked := a.cfg.Clock.Now()
 		written, err := w.Write(ctx, ad, apply, ad.Status.Conditions, []metav1.Condition{cur}, "answering", cur.Status)
+		a.waitedSince(asked)
 		switch {
 		case err != nil:
 			return err

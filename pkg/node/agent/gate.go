@@ -91,8 +91,10 @@ func (a *Agent) patchGate(ctx context.Context, r Readiness) error {
 	if err != nil {
 		return err
 	}
+	asked := a.cfg.Clock.Now()
 	written, err := a.kube.CoreV1().Pods(r.Pod.Namespace).Patch(ctx, r.Pod.Name, types.StrategicMergePatchType, patch,
 		metav1.PatchOptions{FieldManager: v1alpha1.FieldManagerNode}, "status")
+	a.waitedSince(asked)
 	if apierrors.IsNotFound(err) || status.AnotherObject(err) {
 		klog.FromContext(ctx).V(2).Info("Pod gone or made again before its readiness gate was written", "pod", klog.KObj(r.Pod), "uid", r.Pod.UID)
 		return nil
