@@ -44,8 +44,8 @@ type SingleConfig struct {
 
 // Single runs one sync function for a whole component (the node agent): every Trigger
 // asks for a sync; triggers arriving while one is queued or running coalesce into one;
-// syncs start at least MinInterval, and twice the last sync's duration (up to
-// MaxInterval), apart; a full sync comes at least every Resync
+// syncs start at least MinInterval, and twice the last sync's duration less its
+// waits (Waited; up to MaxInterval), apart; a full sync comes at least every Resync
 // (through AddAfter); a failed sync is retried with exponential back-off and makes the
 // next one full. The queue is a rate-limited workqueue of one key.
 type Single struct {
