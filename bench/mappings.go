@@ -65,20 +65,18 @@ func benchMappings(n int) []nft.Mapping {
 // 2^20): ElasticIPs from 10.230.0.1 on and Pod IPs from 10.236.0.1 on, carrying no
 // traffic; neither range exists anywhere.
 func scaledMappings(n int) []nft.Mapping {
-	eips, pods := netip.MustParseAddr("10.230.0.0"), netip.MustParseAddr("10.236.0.0")
-	out := make([]nft.Mapping, n)
-	for i := range out {
-		eip, _ := iprange.Add(eips, uint64(i+1))
-		pod, _ := iprange.Add(pods, uint64(i+1))
-		out[i] = nft.Mapping{ElasticIP: eip, PodIP: pod}
-	}
-	return out
+	return mappingsFrom(netip.MustParseAddr("10.230.0.0"), netip.MustParseAddr("10.236.0.0"), n)
 }
 
 // scaledMappings6 returns n IPv6 mappings, ElasticIPs from 2001:db8:52::1 and Pod IPs
 // from fd00:10:244:100::1 on.
 func scaledMappings6(n int) []nft.Mapping {
-	eips, pods := netip.MustParseAddr("2001:db8:52::"), netip.MustParseAddr("fd00:10:244:100::")
+	return mappingsFrom(netip.MustParseAddr("2001:db8:52::"), netip.MustParseAddr("fd00:10:244:100::"), n)
+}
+
+// mappingsFrom returns n mappings, the i-th from the i-th address after eips to the
+// i-th after pods.
+func mappingsFrom(eips, pods netip.Addr, n int) []nft.Mapping {
 	out := make([]nft.Mapping, n)
 	for i := range out {
 		eip, _ := iprange.Add(eips, uint64(i+1))
