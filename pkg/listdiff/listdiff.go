@@ -34,6 +34,34 @@ func Changed[T comparable](old, new []T) (removed, added []T) {
 	return old[w.Start:w.OldEnd], new[w.Start:w.NewEnd]
 }
 
+// Sorted compares two lists sorted by cmp in one walk: the elements only old has
+// (removed) and those only new has (added). Elements cmp ties are the same element.
+func Sorted[T any](old, new []T, cmp func(a, b T) int) (removed, added []T) {
+	i, j := 0, 0
+	for i < len(old) || j < len(new) {
+		c := 0
+		switch {
+		case j == len(new):
+			c = -1
+		case i == len(old):
+			c = 1
+		default:
+			c = cmp(old[i], new[j])
+		}
+		switch {
+		case c < 0:
+			removed = append(removed, old[i])
+			i++
+		case c > 0:
+			added = append(added, new[j])
+			j++
+		default:
+			i, j = i+1, j+1
+		}
+	}
+	return removed, added
+}
+
 // Follow turns old into a copy of new by rewriting only the window w of the two: a
 // change to one entry among 10,000 copies one entry, not 10,000.
 func Follow[T any](old, new []T, w Window) []T {

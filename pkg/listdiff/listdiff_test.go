@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -96,6 +97,54 @@ func BenchmarkOf10k(b *testing.B) {
 	for b.Loop() {
 		if w := Of(old, new); w.Start != 5000 {
 			b.Fatal(w)
+		}
+	}
+}
+
+// TestSortedAgreesWithSets: over random sorted lists of named entries (a name at most
+// once per list, at any address), Sorted finds exactly what set differences find: an
+// entry whose address changed is removed and added.
+func TestSortedAgreesWithSets(t *testing.T) {
+	type named struct {
+		name string
+		at   int
+	}
+	byAtThenName := func(a, b named) int {
+		if a.at != b.at {
+			return a.at - b.at
+		}
+		return strings.Compare(a.name, b.name)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	random := func() []named {
+		out := []named{}
+		seen := map[string]bool{}
+		for range rng.IntN(12) {
+			x := named{name: "n" + strconv.Itoa(rng.IntN(10)), at: rng.IntN(4)}
+			if !seen[x.name] {
+				seen[x.name] = true
+				out = append(out, x)
+			}
+		}
+		slices.SortFunc(out, byAtThenName)
+		return out
+	}
+	for range 2000 {
+		old, new := random(), random()
+		var wantRemoved, wantAdded []named
+		for _, x := range old {
+			if !slices.Contains(new, x) {
+				wantRemoved = append(wantRemoved, x)
+			}
+		}
+		for _, x := range new {
+			if !slices.Contains(old, x) {
+				wantAdded = append(wantAdded, x)
+			}
+		}
+		removed, added := Sorted(old, new, byAtThenName)
+		if !slices.Equal(removed, wantRemoved) || !slices.Equal(added, wantAdded) {
+			t.Fatalf("Sorted(%v, %v) = %v, %v; want %v, %v", old, new, removed, added, wantRemoved, wantAdded)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/listdiff"
 	"github.com/loutres/juneau/pkg/node/nft"
 )
 
@@ -54,7 +55,7 @@ func announcedAds(in Inputs, d Desired) []servedAd {
 }
 
 // compareServed orders served advertisements as Compute orders Desired.Answering,
-// which servedChanges relies on.
+// which comparing two of them in one walk (listdiff.Sorted) relies on.
 func compareServed(a, b servedAd) int { return byAddressThenName(a.Address, a.Name, b.Address, b.Name) }
 
 // byAddressThenName is the one order of answered and announced advertisements.
@@ -78,35 +79,6 @@ type adState struct {
 type stoppedAd struct {
 	servedAd
 	Why string
-}
-
-// servedChanges compares two lists sorted by cmp (Desired.answered, announcedAds) in
-// one walk: the elements only cur has (started) and those only prev has (stopped); an
-// advertisement whose address changed is in both.
-func servedChanges[T any](prev, cur []T, cmp func(a, b T) int) (started, stopped []T) {
-	i, j := 0, 0
-	for i < len(prev) || j < len(cur) {
-		c := 0
-		switch {
-		case j == len(cur):
-			c = -1
-		case i == len(prev):
-			c = 1
-		default:
-			c = cmp(prev[i], cur[j])
-		}
-		switch {
-		case c < 0:
-			stopped = append(stopped, prev[i])
-			i++
-		case c > 0:
-			started = append(started, cur[j])
-			j++
-		default:
-			i, j = i+1, j+1
-		}
-	}
-	return started, stopped
 }
 
 // stoppedServing says why each advertisement of stopped is no longer served
@@ -243,7 +215,8 @@ func (a *Agent) logAnswering(ctx context.Context, in Inputs, d Desired, conditio
 		// Only where the two lists differ (the rest is the same advertisements at the
 		// same addresses): comparing 100,000 by address and name took a sixth of a sync.
 		w := a.answeredSince(prev, cur)
-		back, gone := servedChanges(prev[w.Start:w.OldEnd], cur[w.Start:w.NewEnd], byAnsweredAd)
+		// An advertisement whose address changed is in both.
+		gone, back := listdiff.Sorted(prev[w.Start:w.OldEnd], cur[w.Start:w.NewEnd], byAnsweredAd)
 		started = slices.Clone(started)
 		for _, x := range back {
 			started = append(started, x.ad.Name)
@@ -337,7 +310,7 @@ func (a *Agent) logAnnouncing(ctx context.Context, in Inputs, d Desired) {
 	}
 	var stopped []servedAd
 	if prev != nil {
-		_, stopped = servedChanges(prev, cur, compareServed)
+		stopped, _ = listdiff.Sorted(prev, cur, compareServed)
 	}
 	for _, s := range stoppedServing(in, d, stopped, lookup) {
 		klog.FromContext(ctx).Info("Withdrawing BGP announcement", "advertisement", klog.KRef("", s.Name),

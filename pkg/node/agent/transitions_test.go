@@ -3,10 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"net/netip"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -216,49 +213,5 @@ func TestMarkAnsweringSkipsDeletedAdvertisement(t *testing.T) {
 	}
 	if len(started) != 1 || started[0] != here.Name {
 		t.Errorf("started %v, want only %s", started, here.Name)
-	}
-}
-
-// TestServedChangesAgreesWithSets: the one-walk comparison of two sorted lists finds
-// what a comparison of sets finds, over random lists of advertisements (an
-// advertisement whose address changed counts as stopped and started).
-func TestServedChangesAgreesWithSets(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	random := func() []servedAd {
-		out := []servedAd{}
-		seen := map[string]bool{}
-		for range rng.IntN(12) {
-			ad := servedAd{Name: "ad-" + strconv.Itoa(rng.IntN(10)), Address: netip.AddrFrom4([4]byte{10, 225, 51, byte(rng.IntN(4))})}
-			if !seen[ad.Name] {
-				seen[ad.Name] = true
-				out = append(out, ad)
-			}
-		}
-		slices.SortFunc(out, compareServed)
-		return out
-	}
-	for range 2000 {
-		prev, cur := random(), random()
-		in := func(l []servedAd, ad servedAd) bool { return slices.Contains(l, ad) }
-		var wantStarted []string
-		var wantStopped []servedAd
-		for _, ad := range cur {
-			if !in(prev, ad) {
-				wantStarted = append(wantStarted, ad.Name)
-			}
-		}
-		for _, ad := range prev {
-			if !in(cur, ad) {
-				wantStopped = append(wantStopped, ad)
-			}
-		}
-		startedAds, stopped := servedChanges(prev, cur, compareServed)
-		var started []string
-		for _, ad := range startedAds {
-			started = append(started, ad.Name)
-		}
-		if !slices.Equal(started, wantStarted) || !slices.Equal(stopped, wantStopped) {
-			t.Fatalf("servedChanges(%v, %v) = %v, %v; want %v, %v", prev, cur, started, stopped, wantStarted, wantStopped)
-		}
 	}
 }

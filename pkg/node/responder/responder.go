@@ -127,22 +127,10 @@ func (r *Responder) canonical(addrs []netip.Addr, w listdiff.Window) bool {
 }
 
 // sortedChanges are the family's addresses of old not in new (removed) and of new
-// not in old (added), both lists strictly increasing: one merge.
+// not in old (added), both lists strictly increasing: one walk.
 func (r *Responder) sortedChanges(old, new []netip.Addr) (removed, added []netip.Addr) {
-	i, j := 0, 0
-	for i < len(old) || j < len(new) {
-		switch {
-		case j == len(new) || (i < len(old) && old[i].Less(new[j])):
-			removed = r.appendAccepted(removed, old[i])
-			i++
-		case i == len(old) || new[j].Less(old[i]):
-			added = r.appendAccepted(added, new[j])
-			j++
-		default:
-			i, j = i+1, j+1
-		}
-	}
-	return removed, added
+	removed, added = listdiff.Sorted(old, new, netip.Addr.Compare)
+	return r.accepted(removed), r.accepted(added)
 }
 
 // setChanges compares the owned set with the family's addresses among addrs, built
@@ -164,11 +152,12 @@ func (r *Responder) setChanges(addrs []netip.Addr) (removed, added []netip.Addr)
 	return removed, added
 }
 
-func (r *Responder) appendAccepted(out []netip.Addr, a netip.Addr) []netip.Addr {
-	if a, ok := r.family.Accept(a); ok {
-		out = append(out, a)
-	}
-	return out
+// accepted keeps the family's addresses of addrs, in place.
+func (r *Responder) accepted(addrs []netip.Addr) []netip.Addr {
+	return slices.DeleteFunc(addrs, func(a netip.Addr) bool {
+		_, ok := r.family.Accept(a)
+		return !ok
+	})
 }
 
 // Owned is a copy of the set of owned addresses.
