@@ -22,6 +22,7 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/listdiff"
 	"github.com/loutres/juneau/pkg/node/nft"
 	"github.com/loutres/juneau/pkg/workloop"
 )
@@ -146,11 +147,9 @@ type Agent struct {
 	// sync of the lock holder (nil before its first), whose changes are logged.
 	answeringAds  []answeredAd
 	announcingAds []servedAd
-	// marked is the answered list of the last sync that found or made every Answering
-	// condition right, nil when a sync is to compare every one (markAnswering).
-	marked []answeredAd
-	// lastWindow is the last window of the answered list found (answeredSince).
-	lastWindow answeredWindow
+	// allMarked: the last sync found or made the Answering condition of every
+	// advertisement it answered for (answeringAds) right.
+	allMarked bool
 }
 
 // Clients the agent writes with: the Answering condition and the Pod readiness gate.
@@ -274,7 +273,7 @@ func (a *Agent) syncOnce(ctx context.Context, full bool) error {
 	if full || !holds || !a.held {
 		// Compare every Answering condition: after a failure, periodically, and once
 		// the datapath lock is (again) this agent's.
-		a.marked = nil
+		a.allMarked = false
 	}
 	if !holds {
 		return a.standby(ctx)
@@ -352,7 +351,6 @@ func (a *Agent) saveAnswered(arp, ndp []netip.Addr) error {
 // sync computes the desired state from the caches and applies it.
 func (a *Agent) sync(ctx context.Context) error {
 	start := time.Now()
-	a.lastWindow = answeredWindow{}
 	in, err := a.inputs()
 	if err != nil {
 		return err
@@ -374,8 +372,17 @@ func (a *Agent) sync(ctx context.Context) error {
 	if err := a.saveAnswered(d.ARP, d.NDP); err != nil {
 		return err
 	}
-	started, markErr := a.markAnswering(ctx, in, d.answered, d.Refused)
-	a.logAnswering(ctx, in, d, started)
+	// The Answering conditions and the log look only where the answered list changed
+	// since the last sync (listdiff): an advertisement whose cached object is the same
+	// holds the condition found right then.
+	since := listdiff.Of(a.answeringAds, d.answered)
+	toMark := d.answered
+	if a.allMarked {
+		toMark = d.answered[since.Start:since.NewEnd]
+	}
+	started, markErr := a.markAnswering(ctx, in, toMark, d.Refused)
+	a.allMarked = markErr == nil
+	a.logAnswering(ctx, in, d, since, started)
 	if markErr != nil {
 		return markErr
 	}

@@ -8,30 +8,17 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	applyv1alpha1 "github.com/loutres/juneau/pkg/generated/applyconfiguration/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/listdiff"
 	"github.com/loutres/juneau/pkg/status"
 )
 
 // markAnswering writes the Answering condition on the advertisements this agent now
 // answers for (True: answered, as Compute lists them in Desired) or refuses to (False,
 // with why: refused), with server-side apply so it owns only that condition. It
-// returns the advertisements whose condition it turned True. Of the answered ones it
-// compares only those that differ from the answered list of the last sync that found
-// every condition right (a.marked; listdiff): an advertisement whose cached object did
-// not change since holds the condition found right then. A full sync (a.marked nil)
-// compares every one, each with one condition made without an allocation.
-func (a *Agent) markAnswering(ctx context.Context, in Inputs, answered []answeredAd, refused map[string]string) (started []string, err error) {
-	todo := answered
-	if a.marked != nil {
-		w := a.answeredSince(a.marked, answered)
-		todo = answered[w.Start:w.NewEnd]
-	}
-	a.marked = nil
-	defer func() {
-		if err == nil {
-			a.marked = answered
-		}
-	}()
+// returns the advertisements whose condition it turned True. It compares the answered
+// advertisements it is given (sync gives those that changed since a sync that found
+// every condition right), each with one condition made without an allocation.
+func (a *Agent) markAnswering(ctx context.Context, in Inputs, answered []answeredAd, refused map[string]string) ([]string, error) {
+	var started []string
 	w := status.ARPAdvertisements(a.client, v1alpha1.FieldManagerNode, nil)
 	w.Wrote = a.wrote
 	now := metav1.NewTime(a.cfg.Clock.Now())
@@ -70,33 +57,10 @@ func (a *Agent) markAnswering(ctx context.Context, in Inputs, answered []answere
 		}
 	}
 	answering := answeringConditions(a.cfg.ExternalInterface, a.cfg.ExternalMAC)
-	for _, x := range todo {
+	for _, x := range answered {
 		if err := mark(x.ad, answering(x.addr, x.ad.Generation)); err != nil {
 			return started, err
 		}
 	}
 	return started, nil
-}
-
-// answeredSince is where the answered list cur differs from prev (listdiff), the last
-// answer remembered: markAnswering and logAnswering mostly compare the same two lists,
-// 100,000 advertisements each.
-func (a *Agent) answeredSince(prev, cur []answeredAd) listdiff.Window {
-	if m := &a.lastWindow; m.valid && sameList(m.prev, prev) && sameList(m.cur, cur) {
-		return m.w
-	}
-	a.lastWindow = answeredWindow{prev: prev, cur: cur, w: listdiff.Of(prev, cur), valid: true}
-	return a.lastWindow.w
-}
-
-// answeredWindow is the last answer of answeredSince.
-type answeredWindow struct {
-	prev, cur []answeredAd
-	w         listdiff.Window
-	valid     bool
-}
-
-// sameList reports whether x and y are the same list in memory (not only equal).
-func sameList(x, y []answeredAd) bool {
-	return len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0])
 }

@@ -200,8 +200,9 @@ func notServedWhy(in Inputs, d Desired, last servedAd) string {
 // (its Answering condition turned True: conditionTrue, or it came back since the last
 // sync) and each it stopped answering for, with why. The first sync of the lock holder
 // logs only the conditions it turned True, and one line with how many it answers for:
-// the rest it answered for before (or its predecessor did).
-func (a *Agent) logAnswering(ctx context.Context, in Inputs, d Desired, conditionTrue []string) {
+// the rest it answered for before (or its predecessor did). since is where d's
+// answered list differs from the last sync's (listdiff).
+func (a *Agent) logAnswering(ctx context.Context, in Inputs, d Desired, since listdiff.Window, conditionTrue []string) {
 	logger := klog.FromContext(ctx)
 	// Compute made d.answered for this sync alone: it is kept, not copied.
 	cur := d.answered
@@ -214,9 +215,8 @@ func (a *Agent) logAnswering(ctx context.Context, in Inputs, d Desired, conditio
 	} else {
 		// Only where the two lists differ (the rest is the same advertisements at the
 		// same addresses): comparing 100,000 by address and name took a sixth of a sync.
-		w := a.answeredSince(prev, cur)
 		// An advertisement whose address changed is in both.
-		gone, back := listdiff.Sorted(prev[w.Start:w.OldEnd], cur[w.Start:w.NewEnd], byAnsweredAd)
+		gone, back := listdiff.Sorted(prev[since.Start:since.OldEnd], cur[since.Start:since.NewEnd], byAnsweredAd)
 		started = slices.Clone(started)
 		for _, x := range back {
 			started = append(started, x.ad.Name)

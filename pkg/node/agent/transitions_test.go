@@ -18,6 +18,7 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
+	"github.com/loutres/juneau/pkg/listdiff"
 	"github.com/loutres/juneau/pkg/node/nft"
 )
 
@@ -125,7 +126,8 @@ func TestAnsweringTransitionsLogged(t *testing.T) {
 	step := func(conditionTrue ...string) string {
 		t.Helper()
 		before := len(logs.String())
-		a.logAnswering(ctx, in, Compute(in), conditionTrue)
+		d := Compute(in)
+		a.logAnswering(ctx, in, d, listdiff.Of(a.answeringAds, d.answered), conditionTrue)
 		return logs.String()[before:]
 	}
 	// First sync: a summary, and the condition it turned True.
