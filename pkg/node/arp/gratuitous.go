@@ -40,31 +40,7 @@ func (r *Responder) SetGratuitous(addrs []netip.Addr) {
 		return
 	}
 	r.gratuitousGiven = listdiff.Follow(r.gratuitousGiven, addrs, w)
-	r.gratuitous = sortedAccepted(r.gratuitousGiven)
-}
-
-// sortedAccepted is addrs when it is strictly increasing and each address is as the
-// family's Accept gives it, else the family's addresses of addrs so ordered, in a
-// list of their own.
-func sortedAccepted(addrs []netip.Addr) []netip.Addr {
-	ok := true
-	for i, a := range addrs {
-		if b, accepted := family.Accept(a); !accepted || b != a || (i > 0 && addrs[i-1].Compare(a) >= 0) {
-			ok = false
-			break
-		}
-	}
-	if ok {
-		return addrs
-	}
-	var out []netip.Addr
-	for _, a := range addrs {
-		if b, accepted := family.Accept(a); accepted {
-			out = append(out, b)
-		}
-	}
-	slices.SortFunc(out, netip.Addr.Compare)
-	return slices.Compact(out)
+	r.gratuitous = family.Sorted(r.gratuitousGiven)
 }
 
 // wantsGratuitous reports whether SetGratuitous named a. r.mu is held.

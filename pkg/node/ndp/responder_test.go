@@ -183,9 +183,11 @@ var allMultiCount = regexp.MustCompile(`allmulti (\d+)`)
 // group joined one by one) and still answers; with half as many it joins each group
 // again and the interface leaves ALLMULTI.
 func TestResponderTakesEveryMulticastFramePastMaxGroups(t *testing.T) {
-	l := newLAN(t)
-	defer func(was int) { maxGroups = was }(maxGroups)
+	// Restored after the responder stops (cleanups run last first).
+	was := maxGroups
+	t.Cleanup(func() { maxGroups = was })
 	maxGroups = 2
+	l := newLAN(t)
 	const groupA, eipC = "3333ff000005", "2001:db8:51::8"
 	r := startResponder(t, l.node1, eipA, eipB, eipC)
 	mac1 := l.node1.MAC("ext0").String()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"slices"
 
 	"github.com/mdlayher/packet"
 	"golang.org/x/net/bpf"
@@ -71,6 +72,30 @@ func (f *Family) Addresses(addrs []netip.Addr) map[netip.Addr]struct{} {
 		}
 	}
 	return m
+}
+
+// Sorted is the family's addresses among addrs as Accept gives them, strictly
+// increasing: addrs itself when it is so already (the agent's lists), else a list of
+// its own.
+func (f *Family) Sorted(addrs []netip.Addr) []netip.Addr {
+	ok := true
+	for i, a := range addrs {
+		if b, accepted := f.Accept(a); !accepted || b != a || (i > 0 && addrs[i-1].Compare(a) >= 0) {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		return addrs
+	}
+	var out []netip.Addr
+	for _, a := range addrs {
+		if b, accepted := f.Accept(a); accepted {
+			out = append(out, b)
+		}
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return slices.Compact(out)
 }
 
 // Messages are a family's log lines.

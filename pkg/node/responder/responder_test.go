@@ -296,6 +296,26 @@ func TestSessions(t *testing.T) {
 	}
 }
 
+// TestFamilySorted: a sorted list of the family's addresses as Accept gives them is
+// returned as it is; any other gives the family's addresses, accepted, sorted, once each.
+func TestFamilySorted(t *testing.T) {
+	addrs := func(s ...string) []netip.Addr {
+		var out []netip.Addr
+		for _, a := range s {
+			out = append(out, netip.MustParseAddr(a))
+		}
+		return out
+	}
+	sorted := addrs("10.0.0.1", "10.0.0.2")
+	if got := toy.Sorted(sorted); &got[0] != &sorted[0] {
+		t.Error("a sorted list of accepted addresses was copied")
+	}
+	got := toy.Sorted(addrs("10.0.0.3", "::ffff:10.0.0.1", "2001:db8::1", "10.0.0.1", "10.0.0.2"))
+	if want := addrs("10.0.0.1", "10.0.0.2", "10.0.0.3"); !slices.Equal(got, want) {
+		t.Errorf("Sorted gave %v, want %v", got, want)
+	}
+}
+
 // BenchmarkSetAddressesOneChange100k: the agent's sync after one change on a Node
 // answering for 100,000 addresses hands the responder the whole sorted list with one
 // address more or less (docs/performance.md#scale).
