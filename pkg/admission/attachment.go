@@ -133,7 +133,7 @@ func (v *Validators) attachmentTarget(ctx context.Context, a *v1alpha1.ElasticIP
 	_, path := attachmentPaths()
 	name := a.Spec.TargetRef.NetworkInterfaceName
 	nic, err := v.r.nic(ctx, a.Namespace, name)
-	if errors.Is(err, errNoBudget) {
+	if errors.Is(err, ErrNoBudget) {
 		// Missing from the cache, and no live read left to confirm it: the cache's answer
 		// stands, as for a re-check, and the Pod decides (pendingNIC). Its annotations
 		// are what a NIC is made from, so a NIC the cache has not seen yet is judged

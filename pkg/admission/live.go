@@ -30,10 +30,10 @@ const (
 	liveReadUnit = 10 * time.Millisecond
 )
 
-// errNoBudget: the budget of live reads is spent. A re-check is then skipped (the
+// ErrNoBudget: the budget of live reads is spent. A re-check is then skipped (the
 // cache's answer stands; the controllers resolve the races it misses), and a GET is
 // answered "too many requests" (the API server's user retries).
-var errNoBudget = errors.New("the webhook is reading the API server at its limit")
+var ErrNoBudget = errors.New("the webhook is reading the API server at its limit")
 
 // liveReads keeps the budget and the shared lists. A nil *liveReads allows every read
 // and shares none (unit tests).
@@ -111,7 +111,7 @@ func sharedList[T any](ctx context.Context, l *liveReads, kind string, list func
 	if r == nil {
 		if !l.allow(kind) {
 			l.mu.Unlock()
-			return nil, errNoBudget
+			return nil, ErrNoBudget
 		}
 		r = &listRound{done: make(chan struct{})}
 		k.next = r

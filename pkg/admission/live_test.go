@@ -87,8 +87,8 @@ func TestSpentBudgetKeepsTheCacheAnswer(t *testing.T) {
 	if _, err := sharedList(ctx, l, "ElasticIPs", func(context.Context) ([]int, error) {
 		t.Error("listed past the budget")
 		return nil, nil
-	}); !errors.Is(err, errNoBudget) {
-		t.Errorf("sharedList past the budget: %v, want errNoBudget", err)
+	}); !errors.Is(err, ErrNoBudget) {
+		t.Errorf("sharedList past the budget: %v, want ErrNoBudget", err)
 	}
 	r := &reader{live: l}
 	calls := 0
@@ -106,8 +106,8 @@ func TestSpentBudgetKeepsTheCacheAnswer(t *testing.T) {
 		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "elasticips"}, "web")
 	},
 		func(context.Context) (*int, error) { t.Error("read past the budget"); return nil, nil })
-	if !errors.Is(err, errNoBudget) {
-		t.Errorf("getFresh past the budget: %v, want errNoBudget", err)
+	if !errors.Is(err, ErrNoBudget) {
+		t.Errorf("getFresh past the budget: %v, want ErrNoBudget", err)
 	}
 }
 

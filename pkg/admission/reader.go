@@ -58,7 +58,7 @@ func confirmed[R any](ctx context.Context, none func(R) bool, check func(ctx con
 		return res, err
 	}
 	again, err := check(ctx, true)
-	if errors.Is(err, errNoBudget) {
+	if errors.Is(err, ErrNoBudget) {
 		klog.FromContext(ctx).V(2).Info("Live re-check skipped: the budget of live reads is spent; the cache's answer stands")
 		return res, nil
 	}
@@ -76,7 +76,7 @@ func getFresh[T any](ctx context.Context, l *liveReads, what string, cached func
 		return nil, fmt.Errorf("reading %s from the cache: %w", what, err)
 	}
 	if !l.allow(readKind(what)) {
-		return nil, fmt.Errorf("reading %s: %w; retry", what, errNoBudget)
+		return nil, fmt.Errorf("reading %s: %w; retry", what, ErrNoBudget)
 	}
 	obj, err = live(ctx)
 	switch {
@@ -152,7 +152,7 @@ func (r *reader) namespace(ctx context.Context, name string) (*corev1.Namespace,
 // address, so a GET is cheap and authoritative, and the webhook keeps no cache of them.
 func (r *reader) claim(ctx context.Context, name string) (*v1alpha1.AllocationClaim, error) {
 	if !r.live.allow("AllocationClaim") {
-		return nil, fmt.Errorf("reading AllocationClaim %s: %w; retry", name, errNoBudget)
+		return nil, fmt.Errorf("reading AllocationClaim %s: %w; retry", name, ErrNoBudget)
 	}
 	c, err := r.juneau.JuneauV1alpha1().AllocationClaims().Get(ctx, name, metav1.GetOptions{})
 	switch {
@@ -168,7 +168,7 @@ func (r *reader) claim(ctx context.Context, name string) (*v1alpha1.AllocationCl
 // and whether there are more, from the API server (selectable field spec.addressPool).
 func (r *reader) claimsOfPool(ctx context.Context, pool string, limit int64) ([]*v1alpha1.AllocationClaim, bool, error) {
 	if !r.live.allow("AllocationClaims") {
-		return nil, false, fmt.Errorf("listing AllocationClaims of AddressPool %s: %w; retry", pool, errNoBudget)
+		return nil, false, fmt.Errorf("listing AllocationClaims of AddressPool %s: %w; retry", pool, ErrNoBudget)
 	}
 	list, err := timed(r.live, func() (*v1alpha1.AllocationClaimList, error) {
 		return r.juneau.JuneauV1alpha1().AllocationClaims().List(ctx, metav1.ListOptions{
@@ -221,7 +221,7 @@ func (r *reader) allNetworks(ctx context.Context, live bool) ([]*v1alpha1.Extern
 func selected[T, L any](ctx context.Context, l *liveReads, kind, field, value string,
 	list func(context.Context, metav1.ListOptions) (*L, error), items func(*L) []T, keep func(*T) bool) ([]*T, error) {
 	if !l.allow(kind) {
-		return nil, errNoBudget
+		return nil, ErrNoBudget
 	}
 	got, err := timed(l, func() (*L, error) {
 		return list(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector(field, value).String(), Limit: selectedLimit})

@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/loutres/juneau/pkg/admission"
 	"github.com/loutres/juneau/test/framework"
 )
 
@@ -107,13 +108,10 @@ func (e *env) kubectl(stdin string, args ...string) framework.KubectlResult {
 	var r framework.KubectlResult
 	_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		r = e.cp.Kubectl(ctx, e.expand(stdin), append(slices.Clone(args), "-n", e.ns)...)
-		return !strings.Contains(r.Stderr, atLiveReadLimit), nil
+		return !strings.Contains(r.Stderr, admission.ErrNoBudget.Error()), nil
 	})
 	return r
 }
-
-// atLiveReadLimit is in the webhook's answer when its budget of live reads is spent.
-const atLiveReadLimit = "the webhook is reading the API server at its limit"
 
 func (e *env) mustApply(manifest string) {
 	e.t.Helper()
