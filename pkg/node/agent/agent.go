@@ -150,6 +150,8 @@ type Agent struct {
 	// allMarked: the last sync found or made the Answering condition of every
 	// advertisement it answered for (answeringAds) right.
 	allMarked bool
+	// spare: the lists of the last Desired no longer read, for the next Compute.
+	spare spareLists
 }
 
 // Clients the agent writes with: the Answering condition and the Pod readiness gate.
@@ -310,7 +312,8 @@ func (a *Agent) standby(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d := Compute(in)
+	d := Compute(a.withSpare(in))
+	defer a.recycle(d, d.answered)
 	a.arp.SetGratuitous(d.Gratuitous)
 	a.arp.SetAddresses(d.ARP)
 	if a.ndp != nil {
@@ -355,7 +358,8 @@ func (a *Agent) sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d := Compute(in)
+	d := Compute(a.withSpare(in))
+	defer a.recycle(d, nil) // its answered list is kept (answeringAds)
 	err = a.nat.Sync(ctx, d.NAT)
 	a.metrics.observeSync(time.Since(start), len(d.NAT.Mappings), err)
 	// Mappings left out as invalid or conflicting must not hold up the rest: ARP, the

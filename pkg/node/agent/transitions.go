@@ -172,7 +172,8 @@ func userWhy(in Inputs, o advertisement.Owner) string {
 // address while its NAT mapping or its direct NIC's host route is programmed).
 func notServedWhy(in Inputs, d Desired, last servedAd) string {
 	addr := last.Address
-	if slices.ContainsFunc(d.NAT.Mappings, func(m nft.Mapping) bool { return m.ElasticIP == addr }) {
+	// Mappings are sorted by address first: a search, not a walk of 100,000.
+	if _, ok := slices.BinarySearchFunc(d.NAT.Mappings, addr, func(m nft.Mapping, a netip.Addr) int { return m.ElasticIP.Compare(a) }); ok {
 		if d.NATRejected != nil {
 			return "its NAT mapping is left out: " + d.NATRejected.Error()
 		}
@@ -208,6 +209,7 @@ func (a *Agent) logAnswering(ctx context.Context, in Inputs, d Desired, since li
 	cur := d.answered
 	prev := a.answeringAds
 	a.answeringAds = cur
+	defer func() { a.spare.answered = prev }() // read below, then no more
 	started := conditionTrue
 	var stopped []servedAd
 	if prev == nil {
