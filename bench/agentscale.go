@@ -324,7 +324,39 @@ func benchAgentScale(ctx context.Context, e *env) []Row {
 			medianDuration(r.change), percentile(r.change, 99), r.syncMean, percentile(r.arpJuneau, 99), percentile(r.arpKern, 99), r.lost, r.writesWhat)
 		runs = append(runs, r)
 	}
+	agentPlots(e.plots, runs, e.cfg.agentIPv6)
 	return agentRows(runs, e.cfg.agentIPv6)
+}
+
+// agentPlots draws row 9's costs against the mappings on the Node, one picture per
+// kind of cost (files agent-scale-*.svg; -ipv6 with -agent-ipv6).
+func agentPlots(p *plots, runs []agentRun, ipv6 bool) {
+	proto, suffix := "ARP", ""
+	if ipv6 {
+		proto, suffix = "NDP", "-ipv6"
+	}
+	line := func(get func(agentRun) float64) []point {
+		var ps []point
+		for _, r := range runs {
+			ps = append(ps, point{float64(r.n), get(r)})
+		}
+		return ps
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	const x = "mappings on the Node"
+	p.scale("agent-scale-change"+suffix, "9. one change → first "+proto+" reply, against mappings", x, "ms", true, map[string][]point{
+		"p50":               line(func(r agentRun) float64 { return ms(medianDuration(r.change)) }),
+		"p99":               line(func(r agentRun) float64 { return ms(percentile(r.change, 99)) }),
+		"agent's mean sync": line(func(r agentRun) float64 { return ms(r.syncMean) })})
+	p.scale("agent-scale-full"+suffix, "9. full sync after a reboot, against mappings", x, "seconds", true, map[string][]point{
+		"full sync": line(func(r agentRun) float64 { return r.full.Seconds() })})
+	p.scale("agent-scale-rss"+suffix, "9. agent RSS against mappings", x, "MiB", true, map[string][]point{
+		"idle after the reboot": line(func(r agentRun) float64 { return float64(r.rss) / (1 << 20) }),
+		"before the reboot":     line(func(r agentRun) float64 { return float64(r.rssBefore) / (1 << 20) })})
+	p.scale("agent-scale-reply"+suffix, "9. "+proto+" reply p99 against mappings", x, "µs", true, map[string][]point{
+		"juneau":                         line(func(r agentRun) float64 { return us(percentile(r.arpJuneau, 99)) }),
+		"kernel, the Node's own address": line(func(r agentRun) float64 { return us(percentile(r.arpKern, 99)) })})
 }
 
 // agentRows are the rows of row 9, the first size the baseline of the others; with

@@ -40,3 +40,34 @@ func TestPlotsWrite(t *testing.T) {
 		t.Errorf("a nil plots writes nothing: %v %v", files, err)
 	}
 }
+
+// Row 9's pictures: one per kind of cost, each with a point per size measured, the
+// NDP run's files apart from the ARP run's.
+func TestAgentPlots(t *testing.T) {
+	runs := []agentRun{
+		{n: 10000, change: []time.Duration{2 * time.Millisecond}, syncMean: time.Millisecond, full: 5 * time.Second, rss: 200 << 20, rssBefore: 210 << 20,
+			arpJuneau: []time.Duration{10 * time.Microsecond}, arpKern: []time.Duration{12 * time.Microsecond}},
+		{n: 100000, change: []time.Duration{9 * time.Millisecond}, syncMean: 4 * time.Millisecond, full: 40 * time.Second, rss: 1200 << 20, rssBefore: 1250 << 20,
+			arpJuneau: []time.Duration{13 * time.Microsecond}, arpKern: []time.Duration{15 * time.Microsecond}},
+	}
+	var p plots
+	agentPlots(&p, runs, false)
+	agentPlots(&p, runs, true)
+	files, err := p.write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 8 {
+		t.Fatalf("files %v, want 4 for ARP and 4 for NDP", files)
+	}
+	for _, s := range p.scales {
+		for name, line := range s.lines {
+			if len(line) != len(runs) || line[1].x != 100000 || line[1].y <= 0 {
+				t.Errorf("%s: line %q is %v, want a positive point per size", s.file, name, line)
+			}
+		}
+	}
+	if s := p.scales[4]; s.file != "agent-scale-change-ipv6" || !strings.Contains(s.title, "NDP") {
+		t.Errorf("the NDP run's first picture is %s (%q)", s.file, s.title)
+	}
+}
