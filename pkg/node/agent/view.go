@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/listdiff"
 	"github.com/loutres/juneau/pkg/node/nft"
 )
 
@@ -41,6 +42,9 @@ type views struct {
 	ownByEIP map[string][]string
 	// ads: by name, the candidate of each advertisement that is one.
 	ads map[string]answeredAd
+	// inClusterT and ownT follow the edits of d.inCluster and d.own, told to the NAT
+	// programmer and its check with each version (derived.inClusterChange, ownChange).
+	inClusterT, ownT listdiff.Tracker
 }
 
 type viewNAT struct {
@@ -119,7 +123,7 @@ func (v *views) update(l Listers, node string, rebuild bool) (*derived, error) {
 		if err := v.rebuild(l, node, bandwidth); err != nil {
 			return nil, err
 		}
-		return &v.d, nil
+		return v.mark(), nil
 	}
 	for k := range attachments {
 		ns, name, err := cache.SplitMetaNamespaceKey(k)
@@ -144,17 +148,23 @@ func (v *views) update(l Listers, node string, rebuild bool) (*derived, error) {
 		}
 		if old, ok := v.ads[k]; ok {
 			delete(v.ads, k)
-			v.d.ads = removeSorted(v.d.ads, old, byAnsweredAd)
+			v.d.ads, _ = removeSorted(v.d.ads, old, byAnsweredAd)
 		}
 		if ad == nil {
 			continue
 		}
 		if c, ok := adCandidate(node, ad); ok {
 			v.ads[k] = c
-			v.d.ads = insertSorted(v.d.ads, c, byAnsweredAd)
+			v.d.ads, _ = insertSorted(v.d.ads, c, byAnsweredAd)
 		}
 	}
-	return &v.d, nil
+	return v.mark(), nil
+}
+
+// mark ends a version of the mapping lists, and returns the views with their changes.
+func (v *views) mark() *derived {
+	v.d.inClusterChange, v.d.ownChange = v.inClusterT.Mark(), v.ownT.Mark()
+	return &v.d
 }
 
 // rebuild derives the views from the caches.
@@ -184,6 +194,8 @@ func (v *views) rebuild(l Listers, node string, bandwidth func(namespace, name s
 	}
 	slices.SortFunc(v.d.inCluster, byMapping)
 	slices.SortFunc(v.d.own, byMapping)
+	v.inClusterT.Reset(len(v.d.inCluster))
+	v.ownT.Reset(len(v.d.own))
 	v.d.ads = make([]answeredAd, 0, len(ads))
 	v.ads = make(map[string]answeredAd, len(ads))
 	for _, ad := range ads {
@@ -224,9 +236,12 @@ func (v *views) addNAT(key string, a *v1alpha1.ElasticIPAttachment, node string,
 		return
 	}
 	v.note(key, n)
-	v.d.inCluster = insertSorted(v.d.inCluster, n.e.m, byMapping)
+	var i int
+	v.d.inCluster, i = insertSorted(v.d.inCluster, n.e.m, byMapping)
+	v.inClusterT.Insert(i)
 	if n.e.own {
-		v.d.own = insertSorted(v.d.own, n.e.ownMapping(), byMapping)
+		v.d.own, i = insertSorted(v.d.own, n.e.ownMapping(), byMapping)
+		v.ownT.Insert(i)
 	}
 }
 
@@ -236,9 +251,14 @@ func (v *views) removeNAT(key string) {
 		return
 	}
 	delete(v.nat, key)
-	v.d.inCluster = removeSorted(v.d.inCluster, n.e.m, byMapping)
+	var i int
+	if v.d.inCluster, i = removeSorted(v.d.inCluster, n.e.m, byMapping); i >= 0 {
+		v.inClusterT.Remove(i)
+	}
 	if n.e.own {
-		v.d.own = removeSorted(v.d.own, n.e.ownMapping(), byMapping)
+		if v.d.own, i = removeSorted(v.d.own, n.e.ownMapping(), byMapping); i >= 0 {
+			v.ownT.Remove(i)
+		}
 		keys := slices.DeleteFunc(v.ownByEIP[n.eip], func(k string) bool { return k == key })
 		if len(keys) == 0 {
 			delete(v.ownByEIP, n.eip)
@@ -248,25 +268,26 @@ func (v *views) removeNAT(key string) {
 	}
 }
 
-// insertSorted inserts x into s, sorted by cmp, after the elements equal to it.
-func insertSorted[T any](s []T, x T, cmp func(a, b T) int) []T {
+// insertSorted inserts x into s, sorted by cmp, after the elements equal to it, and
+// returns where.
+func insertSorted[T any](s []T, x T, cmp func(a, b T) int) ([]T, int) {
 	i, _ := slices.BinarySearchFunc(s, x, func(e, t T) int {
 		if c := cmp(e, t); c != 0 {
 			return c
 		}
 		return -1 // past the equal ones
 	})
-	return slices.Insert(s, i, x)
+	return slices.Insert(s, i, x), i
 }
 
-// removeSorted removes one element equal (==) to x from s, sorted by cmp; elements that
-// cmp ties with x are searched for it.
-func removeSorted[T comparable](s []T, x T, cmp func(a, b T) int) []T {
+// removeSorted removes one element equal (==) to x from s, sorted by cmp, and returns
+// where it was (-1: nowhere); elements that cmp ties with x are searched for it.
+func removeSorted[T comparable](s []T, x T, cmp func(a, b T) int) ([]T, int) {
 	i, _ := slices.BinarySearchFunc(s, x, cmp)
 	for ; i < len(s) && cmp(s[i], x) == 0; i++ {
 		if s[i] == x {
-			return slices.Delete(s, i, i+1)
+			return slices.Delete(s, i, i+1), i
 		}
 	}
-	return s
+	return s, -1
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,13 +14,16 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/listdiff"
+	"github.com/loutres/juneau/pkg/node/nft"
 )
 
 // TestViewsAgreeWithCompute: after any sequence of adds, updates and deletes of
 // attachments (of this Node and others, attached or not, colliding on addresses),
 // advertisements and ElasticIPs (their limits), a sync's Compute over the views gives
 // exactly what Compute derives from the caches' lists — patched a few keys at a time,
-// past maxPatch (rebuilt), and rebuilt on demand.
+// past maxPatch (rebuilt), and rebuilt on demand; and each change of the mapping lists
+// the views tell the NAT programmer holds the whole difference from the version before.
 func TestViewsAgreeWithCompute(t *testing.T) {
 	const node = "node-a"
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -80,7 +84,26 @@ func TestViewsAgreeWithCompute(t *testing.T) {
 			put(eips, e, del)
 		}
 	}
-	busy := 0
+	busy, told := 0, 0
+	// The lists of the version before, and its numbers: each change the views tell
+	// must hold the whole difference from it (what the NAT programmer and its check
+	// then take without comparing).
+	var prevIn, prevOwn []nft.Mapping
+	var seenIn, seenOwn uint64
+	checkChange := func(step int, what string, c listdiff.Change, seen *uint64, prev *[]nft.Mapping, cur []nft.Mapping) {
+		t.Helper()
+		if c.From != 0 {
+			if c.From != *seen {
+				t.Fatalf("step %d: %s: a change from version %d, the last was %d", step, what, c.From, *seen)
+			}
+			if got := listdiff.Since(c, *seen, *prev, cur); got != c.Window ||
+				!slices.Equal((*prev)[:got.Start], cur[:got.Start]) || !slices.Equal((*prev)[got.OldEnd:], cur[got.NewEnd:]) {
+				t.Fatalf("step %d: %s: change %+v does not hold the difference %+v", step, what, c, listdiff.Of(*prev, cur))
+			}
+			told++
+		}
+		*seen, *prev = c.To, slices.Clone(cur)
+	}
 	for step := range 400 {
 		n := 1 + rng.IntN(4)
 		if step%50 == 49 {
@@ -93,6 +116,8 @@ func TestViewsAgreeWithCompute(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		checkChange(step, "in-cluster mappings", d.inClusterChange, &seenIn, &prevIn, d.inCluster)
+		checkChange(step, "own mappings", d.ownChange, &seenOwn, &prevOwn, d.own)
 		m := ElasticIPMap{}
 		in := Inputs{NodeName: node, ExternalInterface: "ext0", ElasticIPs: m}
 		for _, o := range atts.List() {
@@ -108,12 +133,19 @@ func TestViewsAgreeWithCompute(t *testing.T) {
 		want := Compute(in)
 		in.derived = d
 		got := Compute(in)
+		if got.NAT.MappingsChange != d.ownChange || got.NAT.InClusterChange != d.inClusterChange {
+			t.Fatalf("step %d: Compute did not hand the views' changes to the NAT programmer", step)
+		}
+		got.NAT.MappingsChange, got.NAT.InClusterChange = listdiff.Change{}, listdiff.Change{}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("step %d: Compute over the views differs from Compute over the lists:\n got %+v\nwant %+v", step, got, want)
 		}
 		if len(want.NAT.Mappings) > 0 && len(want.Answering()) > 0 {
 			busy++
 		}
+	}
+	if told < 600 {
+		t.Errorf("only %d of 800 changes were told: the test exercises too little", told)
 	}
 	if busy < 150 {
 		t.Errorf("only %d of 400 steps had a mapping and an answer: the test exercises too little", busy)

@@ -46,6 +46,8 @@ type Checker struct {
 	cfg          Config
 	prevM, prevC []Mapping
 	prevD        []DirectNIC
+	// seenM, seenC: the versions of prevM and prevC (as the Programmer's).
+	seenM, seenC uint64
 }
 
 // Check is Check(desired), from the change since the last call.
@@ -67,7 +69,8 @@ func (c *Checker) Check(desired DesiredState) (Programmed, error) {
 		c.prevD = append(c.prevD[:0], desired.Direct...)
 		c.prevC = append(c.prevC[:0], desired.InCluster...)
 	} else {
-		wM, wD, wC := listdiff.Of(c.prevM, desired.Mappings), listdiff.Of(c.prevD, desired.Direct), listdiff.Of(c.prevC, desired.InCluster)
+		wM, wD, wC := listdiff.Since(desired.MappingsChange, c.seenM, c.prevM, desired.Mappings), listdiff.Of(c.prevD, desired.Direct),
+			listdiff.Since(desired.InClusterChange, c.seenC, c.prevC, desired.InCluster)
 		c.ix.apply(c.prevM[wM.Start:wM.OldEnd], desired.Mappings[wM.Start:wM.NewEnd],
 			c.prevD[wD.Start:wD.OldEnd], desired.Direct[wD.Start:wD.NewEnd],
 			c.prevC[wC.Start:wC.OldEnd], desired.InCluster[wC.Start:wC.NewEnd])
@@ -75,6 +78,7 @@ func (c *Checker) Check(desired DesiredState) (Programmed, error) {
 		c.prevD = listdiff.Follow(c.prevD, desired.Direct, wD)
 		c.prevC = listdiff.Follow(c.prevC, desired.InCluster, wC)
 	}
+	c.seenM, c.seenC = desired.MappingsChange.To, desired.InClusterChange.To
 	s := c.ix.s
 	return Programmed{Mappings: s.eip2vpc, Direct: s.directOf}, c.ix.err()
 }

@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+
+	"github.com/loutres/juneau/pkg/listdiff"
 )
 
 // TestCheck: Check keeps what Sync would program and reports the rest as Sync does.
@@ -43,28 +45,36 @@ func TestCheck(t *testing.T) {
 // TestCheckerAgreesWithCheck: a Checker fed one desired state after another, each a
 // small random change of the last (mappings and direct NICs added, removed, made to
 // conflict or malformed, the configuration changed or made invalid), answers every
-// time what Check answers for the same state.
+// time what Check answers for the same state; so does one told where the mapping lists
+// changed (DesiredState.MappingsChange, InClusterChange, as the node agent's views tell
+// them), which also misses states and is given one twice.
 func TestCheckerAgreesWithCheck(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(1, 2))
 	addr := func() netip.Addr { return netip.AddrFrom4([4]byte{10, 225, 51, byte(rnd.IntN(24))}) }
 	pod := func() netip.Addr { return netip.AddrFrom4([4]byte{10, 244, 1, byte(rnd.IntN(24))}) }
 	d := DesiredState{Config: Config{ExternalInterface: "ext0"}}
-	var c Checker
+	var c, told Checker
+	var trM, trC listdiff.Tracker
 	for step := range 3000 {
 		switch k := rnd.IntN(10); {
 		case k < 4:
-			d.Mappings = slices.Insert(slices.Clone(d.Mappings), rnd.IntN(len(d.Mappings)+1), Mapping{ElasticIP: addr(), PodIP: pod()})
+			i := rnd.IntN(len(d.Mappings) + 1)
+			d.Mappings = slices.Insert(slices.Clone(d.Mappings), i, Mapping{ElasticIP: addr(), PodIP: pod()})
+			trM.Insert(i)
 		case k < 6 && len(d.Mappings) > 0:
 			i := rnd.IntN(len(d.Mappings))
 			d.Mappings = slices.Delete(slices.Clone(d.Mappings), i, i+1)
+			trM.Remove(i)
 		case k == 6:
 			d.Direct = append(slices.Clone(d.Direct), DirectNIC{HostInterface: fmt.Sprintf("veth%d", rnd.IntN(3)), Address: addr()})
 		case k == 7 && len(d.Direct) > 0:
 			d.Direct = slices.Clone(d.Direct[1:])
 		case k == 8:
+			trC.Insert(len(d.InCluster))
 			d.InCluster = append(slices.Clone(d.InCluster), Mapping{ElasticIP: addr(), PodIP: pod()})
 			if rnd.IntN(4) == 0 {
 				d.InCluster = nil
+				trC.Reset(0)
 			}
 		default:
 			switch rnd.IntN(3) {
@@ -73,13 +83,25 @@ func TestCheckerAgreesWithCheck(t *testing.T) {
 			case 1:
 				d.ClusterCIDRs = []netip.Prefix{netip.PrefixFrom(pod(), 30)}
 			default:
+				trM.Insert(len(d.Mappings))
 				d.Mappings = append(slices.Clone(d.Mappings), Mapping{ElasticIP: netip.IPv4Unspecified(), PodIP: pod()})
 			}
 		}
+		d.MappingsChange, d.InClusterChange = trM.Mark(), trC.Mark()
 		want, wantErr := Check(d)
-		got, err := c.Check(d)
-		if !maps.Equal(got.Mappings, want.Mappings) || !maps.Equal(got.Direct, want.Direct) || fmt.Sprint(err) != fmt.Sprint(wantErr) {
-			t.Fatalf("step %d, %+v:\nChecker %+v, %v\nCheck   %+v, %v", step, d, got, err, want, wantErr)
+		for _, ch := range []*Checker{&c, &told} {
+			given := d
+			if ch == &c {
+				given.MappingsChange, given.InClusterChange = listdiff.Change{}, listdiff.Change{}
+			} else if rnd.IntN(20) == 0 {
+				continue // a state this one misses
+			}
+			for range 1 + rnd.IntN(2) { // and one it is given twice
+				got, err := ch.Check(given)
+				if !maps.Equal(got.Mappings, want.Mappings) || !maps.Equal(got.Direct, want.Direct) || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+					t.Fatalf("step %d, %+v:\nChecker %+v, %v\nCheck   %+v, %v", step, given, got, err, want, wantErr)
+				}
+			}
 		}
 	}
 }

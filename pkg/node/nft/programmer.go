@@ -93,7 +93,10 @@ type Programmer struct {
 	prevM []Mapping
 	prevD []DirectNIC
 	prevC []Mapping
-	last  SyncStats
+	// seenM, seenC: the versions of prevM and prevC their changes name
+	// (DesiredState.MappingsChange); 0: not known.
+	seenM, seenC uint64
+	last         SyncStats
 	// sets name the maps and sets of both tables for element writes; made
 	// once, since the library only reads them.
 	sets familySets
@@ -148,6 +151,7 @@ func NewProgrammer(opts Options) *Programmer {
 func (p *Programmer) reset() {
 	p.ix = nil
 	p.prevM, p.prevD, p.prevC = nil, nil, nil
+	p.seenM, p.seenC = 0, 0
 	p.closeConn()
 }
 
@@ -178,7 +182,8 @@ func (p *Programmer) Sync(ctx context.Context, desired DesiredState) error {
 	if full {
 		stats, err = p.syncFull(desired)
 	} else {
-		wM, wD, wC = listdiff.Of(p.prevM, desired.Mappings), listdiff.Of(p.prevD, desired.Direct), listdiff.Of(p.prevC, desired.InCluster)
+		wM, wD, wC = listdiff.Since(desired.MappingsChange, p.seenM, p.prevM, desired.Mappings), listdiff.Of(p.prevD, desired.Direct),
+			listdiff.Since(desired.InClusterChange, p.seenC, p.prevC, desired.InCluster)
 		dl := p.ix.apply(p.prevM[wM.Start:wM.OldEnd], desired.Mappings[wM.Start:wM.NewEnd],
 			p.prevD[wD.Start:wD.OldEnd], desired.Direct[wD.Start:wD.NewEnd],
 			p.prevC[wC.Start:wC.OldEnd], desired.InCluster[wC.Start:wC.NewEnd])
@@ -209,6 +214,7 @@ func (p *Programmer) Sync(ctx context.Context, desired DesiredState) error {
 		p.prevD = listdiff.Follow(p.prevD, desired.Direct, wD)
 		p.prevC = listdiff.Follow(p.prevC, desired.InCluster, wC)
 	}
+	p.seenM, p.seenC = desired.MappingsChange.To, desired.InClusterChange.To
 	s := p.ix.s
 	stats.Mappings = len(s.eip2vpc)
 	stats.Direct = len(s.directOf)

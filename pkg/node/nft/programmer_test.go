@@ -12,6 +12,8 @@ import (
 	"github.com/google/nftables"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/loutres/juneau/pkg/listdiff"
 )
 
 // recorder stands in for the kernel: it records every batch a Programmer
@@ -203,6 +205,36 @@ func TestOneChangeTouchesOnlyItsElements(t *testing.T) {
 	}
 	if st := p.LastSync(); st.Full || st.Removed != 1 || st.Added != 1 {
 		t.Errorf("stats = %+v", st)
+	}
+}
+
+// TestChangeToldIsTaken: a Sync told where the mappings changed since the version it
+// applied (DesiredState.MappingsChange) takes that window without comparing the lists:
+// told a window that leaves the change out, it writes nothing. Told a change from a
+// version it did not apply (one it missed), it compares, and writes the change.
+func TestChangeToldIsTaken(t *testing.T) {
+	for _, missed := range []bool{false, true} {
+		p, r := newRecorded()
+		ms := manyMappings(1000)
+		first := testState(ms)
+		first.MappingsChange = listdiff.Change{To: 1000001}
+		if err := p.Sync(context.Background(), first); err != nil {
+			t.Fatal(err)
+		}
+		ms[500].PodIP = netip.MustParseAddr("10.244.200.1")
+		next := testState(ms)
+		from := first.MappingsChange.To
+		if missed {
+			from++
+		}
+		// The window of the first 100 entries: the change at 500 is outside it.
+		next.MappingsChange = listdiff.Change{From: from, To: 1000003, Window: listdiff.Window{Start: 0, OldEnd: 100, NewEnd: 100}}
+		if err := p.Sync(context.Background(), next); err != nil {
+			t.Fatal(err)
+		}
+		if st := p.LastSync(); missed != (len(r.batches) == 2) || st.Skipped == missed {
+			t.Errorf("missed %v: %d batches, stats %+v; want the change written only when the version told is not the one applied", missed, len(r.batches), st)
+		}
 	}
 }
 

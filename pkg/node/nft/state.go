@@ -7,6 +7,8 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+
+	"github.com/loutres/juneau/pkg/listdiff"
 )
 
 // Mapping pairs an ElasticIP with the Pod IP it is translated to.
@@ -73,6 +75,11 @@ type DesiredState struct {
 	// Mappings are always part of it, listed here or not. BandwidthMbps is
 	// ignored: traffic within the cluster is never limited.
 	InCluster []Mapping
+	// MappingsChange and InClusterChange, when the caller keeps the lists edited in
+	// place (the node agent's views), tell where each differs from the version before:
+	// Sync and Checker.Check then take that window instead of comparing the list with
+	// the last whole (listdiff.Since). The zero value tells nothing.
+	MappingsChange, InClusterChange listdiff.Change
 }
 
 // ErrInvalidConfig means Sync refused the state and changed nothing.
