@@ -135,6 +135,15 @@ func (v *views) update(l Listers, node string, rebuild bool) (*derived, error) {
 			v.built = false // the keys taken are rebuilt next time
 			return nil, err
 		}
+		if a != nil {
+			// A write that leaves the entry as it was (most status writes of the
+			// attachments of every Node): nothing to move in lists of 100,000.
+			if n, ok := v.natOf(a, node, bandwidth); ok {
+				if old, had := v.nat[k]; had && old == n {
+					continue
+				}
+			}
+		}
 		v.removeNAT(k)
 		if a != nil {
 			v.addNAT(k, a, node, bandwidth)
@@ -146,14 +155,21 @@ func (v *views) update(l Listers, node string, rebuild bool) (*derived, error) {
 			v.built = false
 			return nil, err
 		}
-		if old, ok := v.ads[k]; ok {
+		var c answeredAd
+		ok := false
+		if ad != nil {
+			c, ok = adCandidate(node, ad)
+		}
+		if old, had := v.ads[k]; had {
+			// At the same address (an update of its status or labels), in its place.
+			if ok && replaceSorted(v.d.ads, old, c, byAnsweredAd) {
+				v.ads[k] = c
+				continue
+			}
 			delete(v.ads, k)
 			v.d.ads, _ = removeSorted(v.d.ads, old, byAnsweredAd)
 		}
-		if ad == nil {
-			continue
-		}
-		if c, ok := adCandidate(node, ad); ok {
+		if ok {
 			v.ads[k] = c
 			v.d.ads, _ = insertSorted(v.d.ads, c, byAnsweredAd)
 		}
@@ -278,6 +294,22 @@ func insertSorted[T any](s []T, x T, cmp func(a, b T) int) ([]T, int) {
 		return -1 // past the equal ones
 	})
 	return slices.Insert(s, i, x), i
+}
+
+// replaceSorted puts x in the place of old in s, sorted by cmp, when cmp ties the two
+// (the same place: nothing moves), and reports whether it did.
+func replaceSorted[T comparable](s []T, old, x T, cmp func(a, b T) int) bool {
+	if cmp(old, x) != 0 {
+		return false
+	}
+	i, _ := slices.BinarySearchFunc(s, old, cmp)
+	for ; i < len(s) && cmp(s[i], old) == 0; i++ {
+		if s[i] == old {
+			s[i] = x
+			return true
+		}
+	}
+	return false
 }
 
 // removeSorted removes one element equal (==) to x from s, sorted by cmp, and returns

@@ -151,3 +151,54 @@ func TestViewsAgreeWithCompute(t *testing.T) {
 		t.Errorf("only %d of 400 steps had a mapping and an answer: the test exercises too little", busy)
 	}
 }
+
+// An update that leaves what the views derive as it was (a status write with a new
+// message, a label) moves nothing: the lists the programmer is told about do not
+// change (an empty window), and an advertisement that keeps its address keeps its
+// place, its candidate the updated object.
+func TestViewsKeepWhatAnUpdateLeavesAlone(t *testing.T) {
+	const node = "node-a"
+	index := func() cache.Indexer { return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}) }
+	atts, ads := index(), index()
+	l := Listers{Attachments: listers.NewElasticIPAttachmentLister(atts), Advertisements: listers.NewARPAdvertisementLister(ads)}
+	var v views
+	v.enable()
+	for i := range 50 {
+		name, eip := fmt.Sprintf("e%d", i), fmt.Sprintf("10.225.51.%d", 10+i)
+		if err := atts.Add(attachment(name, node, eip, fmt.Sprintf("10.244.1.%d", 10+i), v1alpha1.AttachmentAttached, true)); err != nil {
+			t.Fatal(err)
+		}
+		if err := ads.Add(&v1alpha1.ARPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-" + name},
+			Spec: v1alpha1.ARPAdvertisementSpec{Address: eip, NodeName: node}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := v.update(l, node, false); err != nil {
+		t.Fatal(err)
+	}
+	a := attachment("e20", node, "10.225.51.30", "10.244.1.30", v1alpha1.AttachmentAttached, true)
+	a.Status.Conditions[0].Message = "written again"
+	ad := &v1alpha1.ARPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: "eip-default-e20", Labels: map[string]string{"x": "y"}},
+		Spec: v1alpha1.ARPAdvertisementSpec{Address: "10.225.51.30", NodeName: node}}
+	for _, put := range []struct {
+		c   cache.Indexer
+		obj any
+	}{{atts, a}, {ads, ad}} {
+		if err := put.c.Update(put.obj); err != nil {
+			t.Fatal(err)
+		}
+		v.event(put.obj)
+	}
+	before := slices.Clone(v.d.ads)
+	d, err := v.update(l, node, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.ownChange.Empty() || !d.inClusterChange.Empty() || d.ownChange.From == 0 {
+		t.Errorf("an attachment written with nothing changed told changes %+v and %+v, want none from the version before", d.ownChange, d.inClusterChange)
+	}
+	i := slices.IndexFunc(d.ads, func(c answeredAd) bool { return c.ad == ad })
+	if len(d.ads) != len(before) || i != 20 || !slices.EqualFunc(d.ads, before, func(x, y answeredAd) bool { return x.addr == y.addr && x.ad.Name == y.ad.Name }) {
+		t.Errorf("the advertisement written again is at %d of %d (want 20 of %d, the others unmoved)", i, len(d.ads), len(before))
+	}
+}
