@@ -336,11 +336,7 @@ func agentPlots(p *plots, runs []agentRun, ipv6 bool) {
 		proto, suffix = "NDP", "-ipv6"
 	}
 	line := func(get func(agentRun) float64) []point {
-		var ps []point
-		for _, r := range runs {
-			ps = append(ps, point{float64(r.n), get(r)})
-		}
-		return ps
+		return points(runs, func(r agentRun) int { return r.n }, get)
 	}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

@@ -37,6 +37,16 @@ type cdfPlot struct {
 // point is one measurement at a size.
 type point struct{ x, y float64 }
 
+// points is one line of a cost against scale: for each step, its size and the cost get
+// reads of it.
+func points[T any](steps []T, size func(T) int, get func(T) float64) []point {
+	ps := make([]point, 0, len(steps))
+	for _, s := range steps {
+		ps = append(ps, point{float64(size(s)), get(s)})
+	}
+	return ps
+}
+
 type scalePlot struct {
 	file, title, xLabel, yLabel string
 	logX                        bool

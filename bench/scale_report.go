@@ -148,11 +148,7 @@ func shortSize(n int) string {
 // scalePlots draws each cost against N.
 func scalePlots(e *env, steps []scaleStep) {
 	line := func(get func(scaleStep) float64) []point {
-		var ps []point
-		for _, s := range steps {
-			ps = append(ps, point{float64(s.n), get(s)})
-		}
-		return ps
+		return points(steps, func(s scaleStep) int { return s.n }, get)
 	}
 	p := e.plots
 	p.scale("scale-rate", "8. allocation rate against N", "Pods with automatic ElasticIPs", "allocations/s", true,

@@ -64,7 +64,7 @@ func (t *Tracker) Mark() Change {
 	var c Change
 	if t.version != 0 {
 		s := min(t.start, t.n0, t.n)
-		tail := max(min(t.tail, t.n0-s, t.n-s), 0)
+		tail := min(t.tail, t.n0-s, t.n-s)
 		c = Change{From: t.version, To: next, Window: Window{Start: s, OldEnd: t.n0 - tail, NewEnd: t.n - tail}}
 	} else {
 		c = Change{To: next}

@@ -135,18 +135,19 @@ func (v *views) update(l Listers, node string, rebuild bool) (*derived, error) {
 			v.built = false // the keys taken are rebuilt next time
 			return nil, err
 		}
+		var n viewNAT
+		ok := false
 		if a != nil {
-			// A write that leaves the entry as it was (most status writes of the
-			// attachments of every Node): nothing to move in lists of 100,000.
-			if n, ok := v.natOf(a, node, bandwidth); ok {
-				if old, had := v.nat[k]; had && old == n {
-					continue
-				}
-			}
+			n, ok = v.natOf(a, node, bandwidth)
+		}
+		// A write that leaves the entry as it was (most status writes of the attachments
+		// of every Node): nothing to move in lists of 100,000.
+		if old, had := v.nat[k]; had && ok && old == n {
+			continue
 		}
 		v.removeNAT(k)
-		if a != nil {
-			v.addNAT(k, a, node, bandwidth)
+		if ok {
+			v.addNAT(k, n)
 		}
 	}
 	for k := range ads {
@@ -246,11 +247,8 @@ func (v *views) note(key string, n viewNAT) {
 	}
 }
 
-func (v *views) addNAT(key string, a *v1alpha1.ElasticIPAttachment, node string, bandwidth func(namespace, name string) int32) {
-	n, ok := v.natOf(a, node, bandwidth)
-	if !ok {
-		return
-	}
+// addNAT adds the entry n of the attachment at key.
+func (v *views) addNAT(key string, n viewNAT) {
 	v.note(key, n)
 	var i int
 	v.d.inCluster, i = insertSorted(v.d.inCluster, n.e.m, byMapping)
