@@ -57,6 +57,14 @@ func (t *Tracker) Remove(i int) {
 	t.n--
 }
 
+// Replace notes the entries [i, j) replaced by n entries (any of them may be the
+// same as before).
+func (t *Tracker) Replace(i, j, n int) {
+	t.start = min(t.start, i)
+	t.tail = min(t.tail, t.n-j)
+	t.n += n - (j - i)
+}
+
 // Mark ends a version: the list as it is now is the next one. It returns where it
 // differs from the last (the zero Change after a Reset or for a first Mark).
 func (t *Tracker) Mark() Change {

@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// A Tracker's change, over random runs of inserts and removals between marks, holds
-// the whole difference: the lists agree before its window and after it; Since takes
-// it for the reader of the version it starts at and compares otherwise; a single
-// edit's window is the exact one Of finds.
+// A Tracker's change, over random runs of inserts, removals and replaced runs between
+// marks, holds the whole difference: the lists agree before its window and after it;
+// Since takes it for the reader of the version it starts at and compares otherwise; a
+// single insert's or removal's window is the exact one Of finds.
 func TestTracker(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var list []int
@@ -22,12 +22,24 @@ func TestTracker(t *testing.T) {
 	seen := uint64(0)
 	for round := range 3000 {
 		edits := rng.IntN(4) // none included
+		replaced := false    // a replaced run's window is the run, whatever it holds
 		for range edits {
-			if len(list) > 0 && rng.IntN(2) == 0 {
+			switch k := rng.IntN(3); {
+			case len(list) > 0 && k == 0:
 				i := rng.IntN(len(list))
 				tr.Remove(i)
 				list = slices.Delete(list, i, i+1)
-			} else {
+			case k == 1: // a run replaced, by as many entries or not
+				i := rng.IntN(len(list) + 1)
+				j := i + rng.IntN(len(list)-i+1)
+				by := make([]int, rng.IntN(3))
+				for x := range by {
+					by[x] = rng.IntN(50)
+				}
+				tr.Replace(i, j, len(by))
+				replaced = true
+				list = slices.Replace(list, i, j, by...)
+			default:
 				i := rng.IntN(len(list) + 1)
 				tr.Insert(i)
 				list = slices.Insert(list, i, rng.IntN(50))
@@ -47,7 +59,7 @@ func TestTracker(t *testing.T) {
 		if edits == 0 && !w.Empty() {
 			t.Fatalf("round %d: no edit, window %+v", round, w)
 		}
-		if edits == 1 {
+		if edits == 1 && !replaced {
 			exact := Of(prev, list)
 			if exact.Empty() != w.Empty() || (!exact.Empty() && w.OldEnd-w.Start > 1+exact.OldEnd-exact.Start) {
 				t.Fatalf("round %d: one edit's window %+v, Of finds %+v", round, w, exact)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 	"sync"
 	"time"
 
@@ -37,13 +36,15 @@ type NAT interface {
 // when it starts answering for them (arp.Responder).
 type ARP interface {
 	SetGratuitous(addrs []netip.Addr)
-	SetAddresses(addrs []netip.Addr)
+	// SetAddressesSince answers for addrs, c telling where they differ from an
+	// earlier list (responder.Responder).
+	SetAddressesSince(addrs []netip.Addr, c listdiff.Change)
 }
 
 // NDP answers Neighbor Discovery for a set of IPv6 addresses, never unsolicited
 // (ndp.Responder).
 type NDP interface {
-	SetAddresses(addrs []netip.Addr)
+	SetAddressesSince(addrs []netip.Addr, c listdiff.Change)
 }
 
 var (
@@ -140,9 +141,12 @@ type Agent struct {
 	lastRebuild time.Time
 	rebuildCost time.Duration
 	held        bool
-	answered    []netip.Addr
-	saved       bool
-	syncedOnce  bool
+	// answered: the addresses last handed to cfg.Answered (saved: with success), the
+	// versions of the ARP and NDP lists they are (savedSeen).
+	answered   []netip.Addr
+	saved      bool
+	savedSeen  [2]uint64
+	syncedOnce bool
 	// The advertisements answered for (Desired.answered) and announced after the last
 	// sync of the lock holder (nil before its first), whose changes are logged.
 	answeringAds  []answeredAd
@@ -150,8 +154,10 @@ type Agent struct {
 	// allMarked: the last sync found or made the Answering condition of every
 	// advertisement it answered for (answeringAds) right.
 	allMarked bool
-	// spare: the lists of the last Desired no longer read, for the next Compute.
-	spare spareLists
+	// answers: the answers of the last Compute, which the next patches; answersLogged:
+	// the last sync logged them (else the next logs how many it answers for).
+	answers       answerState
+	answersLogged bool
 }
 
 // Clients the agent writes with: the Answering condition and the Pod readiness gate.
@@ -312,12 +318,12 @@ func (a *Agent) standby(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d := Compute(a.withSpare(in))
-	defer a.recycle(d, d.answered)
+	d := a.compute(in)
+	a.allMarked, a.answersLogged = false, false // nothing marked or logged here
 	a.arp.SetGratuitous(d.Gratuitous)
-	a.arp.SetAddresses(d.ARP)
+	a.arp.SetAddressesSince(d.ARP, d.ARPChange)
 	if a.ndp != nil {
-		a.ndp.SetAddresses(d.NDP)
+		a.ndp.SetAddressesSince(d.NDP, d.NDPChange)
 	}
 	if !a.syncedOnce {
 		klog.FromContext(ctx).Info("Answering ARP from the caches while another agent holds the datapath", "addresses", len(d.ARP))
@@ -335,22 +341,6 @@ func (a *Agent) markSynced() {
 	}
 }
 
-// saveAnswered hands the answered addresses (those of ARP, then those of NDP) to
-// cfg.Answered when they changed; a.answered keeps them in a list of its own, rewritten
-// in place.
-func (a *Agent) saveAnswered(arp, ndp []netip.Addr) error {
-	if a.cfg.Answered == nil || (a.saved && len(a.answered) == len(arp)+len(ndp) &&
-		slices.Equal(a.answered[:len(arp)], arp) && slices.Equal(a.answered[len(arp):], ndp)) {
-		return nil
-	}
-	a.answered, a.saved = append(append(a.answered[:0], arp...), ndp...), false
-	if err := a.cfg.Answered(a.answered); err != nil {
-		return err
-	}
-	a.saved = true
-	return nil
-}
-
 // sync computes the desired state from the caches and applies it.
 func (a *Agent) sync(ctx context.Context) error {
 	start := time.Now()
@@ -358,8 +348,9 @@ func (a *Agent) sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d := Compute(a.withSpare(in))
-	defer a.recycle(d, nil) // its answered list is kept (answeringAds)
+	d := a.compute(in)
+	marked, logged := a.allMarked, a.answersLogged
+	a.allMarked, a.answersLogged = false, false // until this sync marks and logs d's
 	err = a.nat.Sync(ctx, d.NAT)
 	a.metrics.observeSync(time.Since(start), len(d.NAT.Mappings), err)
 	// Mappings left out as invalid or conflicting must not hold up the rest: ARP, the
@@ -369,24 +360,24 @@ func (a *Agent) sync(ctx context.Context) error {
 		return fmt.Errorf("programming NAT: %w", err)
 	}
 	a.arp.SetGratuitous(d.Gratuitous)
-	a.arp.SetAddresses(d.ARP)
+	a.arp.SetAddressesSince(d.ARP, d.ARPChange)
 	if a.ndp != nil {
-		a.ndp.SetAddresses(d.NDP)
+		a.ndp.SetAddressesSince(d.NDP, d.NDPChange)
 	}
-	if err := a.saveAnswered(d.ARP, d.NDP); err != nil {
+	if err := a.saveAnswered(d); err != nil {
 		return err
 	}
 	// The Answering conditions and the log look only where the answered list changed
-	// since the last sync (listdiff): an advertisement whose cached object is the same
-	// holds the condition found right then.
-	since := listdiff.Of(a.answeringAds, d.answered)
+	// since the last sync (Desired.answeredSince): an advertisement whose cached object
+	// is the same holds the condition found right then.
 	toMark := d.answered
-	if a.allMarked {
-		toMark = d.answered[since.Start:since.NewEnd]
+	if marked {
+		toMark = d.answered[d.answeredSince.Start:d.answeredSince.NewEnd]
 	}
 	started, markErr := a.markAnswering(ctx, in, toMark, d.Refused)
 	a.allMarked = markErr == nil
-	a.logAnswering(ctx, in, d, since, started)
+	a.logAnswering(ctx, in, d, logged, started)
+	a.answersLogged = true
 	if markErr != nil {
 		return markErr
 	}
@@ -404,17 +395,23 @@ func (a *Agent) sync(ctx context.Context) error {
 	return nil
 }
 
-func (a *Agent) inputs() (Inputs, error) {
+func (a *Agent) inputs() (Inputs, error) { return a.read(true) }
+
+// read reads the caches into Inputs, through the views when views (they then move on
+// to the caches' version: only a sync reads through them).
+func (a *Agent) read(views bool) (Inputs, error) {
 	in := Inputs{NodeName: a.cfg.NodeName, ExternalInterface: a.cfg.ExternalInterface, ClusterCIDRs: a.cfg.ClusterCIDRs, HostInterface: a.host,
 		Check: a.checker.Check}
 	if a.cfg.ExternalSubnets != nil {
 		in.ExternalSubnets = a.cfg.ExternalSubnets()
 	}
 	var err error
-	if in.derived, err = a.views.update(a.listers, a.cfg.NodeName, a.rebuildViews); err != nil {
-		return in, err
+	if views {
+		if in.derived, err = a.views.update(a.listers, a.cfg.NodeName, a.rebuildViews); err != nil {
+			return in, err
+		}
+		a.rebuildViews = false
 	}
-	a.rebuildViews = false
 	if a.listers.NICs != nil {
 		if in.NICs, err = a.listers.NICs.List(labels.Everything()); err != nil {
 			return in, err

@@ -19,6 +19,7 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/listdiff"
 	"github.com/loutres/juneau/pkg/node/nft"
 )
 
@@ -66,8 +67,8 @@ func (n *fakeNAT) takeLog() []string {
 
 type fakeARP struct{}
 
-func (fakeARP) SetAddresses([]netip.Addr)  {}
-func (fakeARP) SetGratuitous([]netip.Addr) {}
+func (fakeARP) SetAddressesSince([]netip.Addr, listdiff.Change) {}
+func (fakeARP) SetGratuitous([]netip.Addr)                      {}
 
 // TestRun drives the agent's loop on a fake clock: a full sync at start (the NAT
 // programmer forgets what it applied, then syncs), an event-triggered sync of what the

@@ -17,6 +17,7 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
 	listers "github.com/loutres/juneau/pkg/generated/listers/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/listdiff"
 	"github.com/loutres/juneau/pkg/node/nft"
 )
 
@@ -37,7 +38,7 @@ type recordingARP struct {
 
 func (r *recordingARP) SetGratuitous([]netip.Addr) {}
 
-func (r *recordingARP) SetAddresses(a []netip.Addr) {
+func (r *recordingARP) SetAddressesSince(a []netip.Addr, _ listdiff.Change) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.addrs = slices.Clone(a)

@@ -170,6 +170,16 @@ func gratuitousNetworks(networks map[string]*v1alpha1.ExternalNetwork) *networkS
 	return s
 }
 
+// sortedNames are the set's names, sorted.
+func (s *networkSet) sortedNames() []string {
+	var out []string
+	for n := range s.names {
+		out = append(out, n.Value())
+	}
+	slices.Sort(out)
+	return out
+}
+
 // has reports whether the network named n is in the set.
 func (s *networkSet) has(n unique.Handle[string]) bool {
 	if len(s.names) == 0 {

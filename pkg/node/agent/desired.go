@@ -73,9 +73,9 @@ type Inputs struct {
 	// listers, set with derived, list Attachments and Advertisements for what reads
 	// them whole (AllAttachments, AllAdvertisements), which Inputs then leaves nil.
 	listers *Listers
-	// spare are lists of an earlier Desired that nothing reads any more, which Compute
-	// fills instead of allocating new ones; nil: it allocates.
-	spare *spareLists
+	// answers are the agent's answers of its last Compute, which this one patches
+	// where the views changed (answerState); nil: Compute computes its own.
+	answers *answerState
 }
 
 // AllAttachments are Attachments, listed from the caches when Inputs was made without.
@@ -131,8 +131,9 @@ type derived struct {
 	// inClusterChange, ownChange: where each list differs from its version before.
 	inClusterChange, ownChange listdiff.Change
 	// ads: the advertisements naming this Node with a usable address, sorted by
-	// address then name.
-	ads []answeredAd
+	// address then name; adsChange: where it differs from its version before.
+	ads       []answeredAd
+	adsChange listdiff.Change
 }
 
 // Desired is the whole datapath state of this Node.
@@ -155,6 +156,12 @@ type Desired struct {
 	// Gratuitous are the addresses of ARP on networks with spec.gratuitousARP: the
 	// responder announces each when it starts answering for it. Sorted.
 	Gratuitous []netip.Addr
+	// ARPChange and NDPChange tell where ARP and NDP differ from the agent's last
+	// lists (the zero Change: unknown); answeredSince where answered does, and
+	// answeredGone what that window held before (readable until the next Compute).
+	ARPChange, NDPChange listdiff.Change
+	answeredSince        listdiff.Window
+	answeredGone         []answeredAd
 	// BGP is what the BGP speaker announces, and to whom.
 	BGP BGPDesired
 	// Refused are the advertisements (by name) this Node will not answer for, with why:
@@ -233,57 +240,14 @@ func Compute(in Inputs) Desired {
 	}
 	// The candidates come sorted by address then name, which orders the answers of
 	// both families and the gratuitous ones too: a sort per list took a sixth of a sync
-	// at 100,000.
-	candidates := in.adCandidates()
-	spare := in.spare
-	if spare == nil {
-		spare = &spareLists{}
+	// at 100,000. The agent's answers follow the views' changes (answerState).
+	st := in.answers
+	if st == nil {
+		st = &answerState{}
 	}
-	d.answered = reuse(spare.answered, len(candidates))
-	// The candidates and this Node's mappings are both in address order: one walk finds
-	// which have a mapping, where a lookup of each in Programmed took a sixth of a sync
-	// at 100,000. Only when the programmer left some out (NATRejected) is it asked.
-	j := 0
-	reserved := reservedAddresses(in)
-	for _, c := range candidates {
-		for j < len(d.NAT.Mappings) && d.NAT.Mappings[j].ElasticIP.Less(c.addr) {
-			j++
-		}
-		nat := j < len(d.NAT.Mappings) && d.NAT.Mappings[j].ElasticIP == c.addr
-		if nat && d.NATRejected != nil {
-			_, nat = d.Programmed.Mappings[c.addr]
-		}
-		if !nat && (len(d.Programmed.Direct) == 0 || !served(c.addr)) {
-			continue
-		}
-		if why := whyReserved(reserved, c.addr); why != "" {
-			if d.Refused == nil {
-				d.Refused = map[string]string{}
-			}
-			d.Refused[c.ad.Name] = why
-			continue
-		}
-		d.answered = append(d.answered, c)
-	}
-	if len(d.answered) > 0 {
-		d.ARP = reuse(spare.arp, len(d.answered))
-		d.NDP, d.Gratuitous = spare.ndp[:0], spare.gratuitous[:0]
-	}
-	gratuitous := gratuitousNetworks(in.Networks)
-	for _, x := range d.answered {
-		if !x.addr.Is4() {
-			d.NDP = append(d.NDP, x.addr)
-			continue
-		}
-		d.ARP = append(d.ARP, x.addr)
-		if gratuitous.has(x.network) {
-			d.Gratuitous = append(d.Gratuitous, x.addr)
-		}
-	}
-	for _, l := range []*[]netip.Addr{&d.ARP, &d.NDP, &d.Gratuitous} {
-		if *l = slices.Compact(*l); len(*l) == 0 {
-			*l = nil
-		}
+	st.answers(in, &d, in.adCandidates())
+	if in.answers == nil {
+		d.ARPChange, d.NDPChange = listdiff.Change{}, listdiff.Change{}
 	}
 	d.BGP = computeBGP(in, served)
 	return d

@@ -31,11 +31,12 @@ func (nopNAT) Invalidate()                                  {}
 // condition already written: the Node of bench row 9 (docs/performance.md#scale) once
 // it has caught up. The NAT programmer is left out (its own rows measure it); the ARP
 // and NDP responders are the real ones, not running (no socket, no kernel path).
-func steadyAgent(tb testing.TB, n int) (*Agent, cache.Indexer) {
+func steadyAgent(tb testing.TB, n int) (a *Agent, attachments, ads cache.Indexer) {
 	tb.Helper()
 	const mac = "02:00:00:00:00:01"
 	index := func() cache.Indexer { return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}) }
-	ads, attachments, eips := index(), index(), index()
+	eips := index()
+	ads, attachments = index(), index()
 	add := func(c cache.Indexer, obj any) {
 		if err := c.Add(obj); err != nil {
 			tb.Fatal(err)
@@ -63,7 +64,7 @@ func steadyAgent(tb testing.TB, n int) (*Agent, cache.Indexer) {
 			Status: v1alpha1.ARPAdvertisementStatus{Conditions: []metav1.Condition{cond}},
 		})
 	}
-	a := New(Config{NodeName: "node-0", ExternalInterface: "ext0", ExternalMAC: mac},
+	a = New(Config{NodeName: "node-0", ExternalInterface: "ext0", ExternalMAC: mac},
 		Clients{Juneau: fake.NewClientset()},
 		Listers{
 			Attachments:    listers.NewElasticIPAttachmentLister(attachments),
@@ -73,14 +74,14 @@ func steadyAgent(tb testing.TB, n int) (*Agent, cache.Indexer) {
 			Networks:       listers.NewExternalNetworkLister(index()),
 		}, nopNAT{}, arp.NewResponder("ext0"), ndp.NewResponder("ext0"), nil, nil)
 	a.views.enable() // as Watch does: the caches' changes are told to a.views
-	return a, attachments
+	return a, attachments, ads
 }
 
 // BenchmarkSyncSteady100k: one sync of the agent of a Node holding 100,000 mappings
 // answered by ARP when nothing needs writing: what any one change costs this Node on
 // top of its own work (docs/performance.md#scale).
 func BenchmarkSyncSteady100k(b *testing.B) {
-	a, _ := steadyAgent(b, 100000)
+	a, _, _ := steadyAgent(b, 100000)
 	ctx := klog.NewContext(context.Background(), klog.Background().V(1))
 	if err := a.sync(ctx); err != nil {
 		b.Fatal(err)
@@ -102,7 +103,7 @@ func BenchmarkSyncSteady100k(b *testing.B) {
 // but the NAT programmer (left out) and the ARP responder, given their lists.
 func BenchmarkSyncOneChange100k(b *testing.B) {
 	const n = 100000
-	a, attachments := steadyAgent(b, n)
+	a, attachments, _ := steadyAgent(b, n)
 	ctx := klog.NewContext(context.Background(), klog.Background().V(1))
 	if err := a.sync(ctx); err != nil {
 		b.Fatal(err)

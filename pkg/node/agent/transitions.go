@@ -200,25 +200,24 @@ func notServedWhy(in Inputs, d Desired, last servedAd) string {
 // logAnswering logs, at info level, each advertisement this Node started answering for
 // (its Answering condition turned True: conditionTrue, or it came back since the last
 // sync) and each it stopped answering for, with why. The first sync of the lock holder
-// logs only the conditions it turned True, and one line with how many it answers for:
-// the rest it answered for before (or its predecessor did). since is where d's
-// answered list differs from the last sync's (listdiff).
-func (a *Agent) logAnswering(ctx context.Context, in Inputs, d Desired, since listdiff.Window, conditionTrue []string) {
+// (or the first after a sync that did not log its answers: !logged) logs only the
+// conditions it turned True, and one line with how many it answers for: the rest it
+// answered for before (or its predecessor did). d tells where its answered list
+// differs from the last Compute's (answeredSince, answeredGone).
+func (a *Agent) logAnswering(ctx context.Context, in Inputs, d Desired, logged bool, conditionTrue []string) {
 	logger := klog.FromContext(ctx)
-	// Compute made d.answered for this sync alone: it is kept, not copied.
 	cur := d.answered
-	prev := a.answeringAds
 	a.answeringAds = cur
-	defer func() { a.spare.answered = prev }() // read below, then no more
 	started := conditionTrue
 	var stopped []servedAd
-	if prev == nil {
+	if !logged {
 		logger.Info("Answering for the advertisements of this Node", "arp", len(d.ARP), "ndp", len(d.NDP))
 	} else {
 		// Only where the two lists differ (the rest is the same advertisements at the
 		// same addresses): comparing 100,000 by address and name took a sixth of a sync.
 		// An advertisement whose address changed is in both.
-		gone, back := listdiff.Sorted(prev[since.Start:since.OldEnd], cur[since.Start:since.NewEnd], byAnsweredAd)
+		since := d.answeredSince
+		gone, back := listdiff.Sorted(d.answeredGone, cur[since.Start:since.NewEnd], byAnsweredAd)
 		started = slices.Clone(started)
 		for _, x := range back {
 			started = append(started, x.ad.Name)

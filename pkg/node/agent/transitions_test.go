@@ -18,7 +18,6 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/advertisement"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
-	"github.com/loutres/juneau/pkg/listdiff"
 	"github.com/loutres/juneau/pkg/node/nft"
 )
 
@@ -126,8 +125,9 @@ func TestAnsweringTransitionsLogged(t *testing.T) {
 	step := func(conditionTrue ...string) string {
 		t.Helper()
 		before := len(logs.String())
-		d := Compute(in)
-		a.logAnswering(ctx, in, d, listdiff.Of(a.answeringAds, d.answered), conditionTrue)
+		d := a.compute(in)
+		a.logAnswering(ctx, in, d, a.answersLogged, conditionTrue)
+		a.answersLogged = true
 		return logs.String()[before:]
 	}
 	// First sync: a summary, and the condition it turned True.

@@ -43,8 +43,9 @@ type views struct {
 	// ads: by name, the candidate of each advertisement that is one.
 	ads map[string]answeredAd
 	// inClusterT and ownT follow the edits of d.inCluster and d.own, told to the NAT
-	// programmer and its check with each version (derived.inClusterChange, ownChange).
-	inClusterT, ownT listdiff.Tracker
+	// programmer and its check with each version (derived.inClusterChange, ownChange);
+	// adsT those of d.ads, told to Compute's answers (derived.adsChange).
+	inClusterT, ownT, adsT listdiff.Tracker
 }
 
 type viewNAT struct {
@@ -163,16 +164,24 @@ func (v *views) update(l Listers, node string, rebuild bool) (*derived, error) {
 		}
 		if old, had := v.ads[k]; had {
 			// At the same address (an update of its status or labels), in its place.
-			if ok && replaceSorted(v.d.ads, old, c, byAnsweredAd) {
-				v.ads[k] = c
-				continue
+			if ok {
+				if i := replaceSorted(v.d.ads, old, c, byAnsweredAd); i >= 0 {
+					v.ads[k] = c
+					v.adsT.Replace(i, i+1, 1)
+					continue
+				}
 			}
 			delete(v.ads, k)
-			v.d.ads, _ = removeSorted(v.d.ads, old, byAnsweredAd)
+			var i int
+			if v.d.ads, i = removeSorted(v.d.ads, old, byAnsweredAd); i >= 0 {
+				v.adsT.Remove(i)
+			}
 		}
 		if ok {
 			v.ads[k] = c
-			v.d.ads, _ = insertSorted(v.d.ads, c, byAnsweredAd)
+			var i int
+			v.d.ads, i = insertSorted(v.d.ads, c, byAnsweredAd)
+			v.adsT.Insert(i)
 		}
 	}
 	return v.mark(), nil
@@ -180,7 +189,7 @@ func (v *views) update(l Listers, node string, rebuild bool) (*derived, error) {
 
 // mark ends a version of the mapping lists, and returns the views with their changes.
 func (v *views) mark() *derived {
-	v.d.inClusterChange, v.d.ownChange = v.inClusterT.Mark(), v.ownT.Mark()
+	v.d.inClusterChange, v.d.ownChange, v.d.adsChange = v.inClusterT.Mark(), v.ownT.Mark(), v.adsT.Mark()
 	return &v.d
 }
 
@@ -222,6 +231,7 @@ func (v *views) rebuild(l Listers, node string, bandwidth func(namespace, name s
 		}
 	}
 	slices.SortFunc(v.d.ads, byAnsweredAd)
+	v.adsT.Reset(len(v.d.ads))
 	v.built = true
 	return nil
 }
@@ -295,19 +305,19 @@ func insertSorted[T any](s []T, x T, cmp func(a, b T) int) ([]T, int) {
 }
 
 // replaceSorted puts x in the place of old in s, sorted by cmp, when cmp ties the two
-// (the same place: nothing moves), and reports whether it did.
-func replaceSorted[T comparable](s []T, old, x T, cmp func(a, b T) int) bool {
+// (the same place: nothing moves), and returns where (-1: it did not).
+func replaceSorted[T comparable](s []T, old, x T, cmp func(a, b T) int) int {
 	if cmp(old, x) != 0 {
-		return false
+		return -1
 	}
 	i, _ := slices.BinarySearchFunc(s, old, cmp)
 	for ; i < len(s) && cmp(s[i], old) == 0; i++ {
 		if s[i] == old {
 			s[i] = x
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // removeSorted removes one element equal (==) to x from s, sorted by cmp, and returns

@@ -84,26 +84,14 @@ func TestViewsAgreeWithCompute(t *testing.T) {
 			put(eips, e, del)
 		}
 	}
-	busy, told := 0, 0
+	busy, told, patched := 0, 0, 0
 	// The lists of the version before, and its numbers: each change the views tell
 	// must hold the whole difference from it (what the NAT programmer and its check
 	// then take without comparing).
 	var prevIn, prevOwn []nft.Mapping
-	var seenIn, seenOwn uint64
-	checkChange := func(step int, what string, c listdiff.Change, seen *uint64, prev *[]nft.Mapping, cur []nft.Mapping) {
-		t.Helper()
-		if c.From != 0 {
-			if c.From != *seen {
-				t.Fatalf("step %d: %s: a change from version %d, the last was %d", step, what, c.From, *seen)
-			}
-			if got := listdiff.Since(c, *seen, *prev, cur); got != c.Window ||
-				!slices.Equal((*prev)[:got.Start], cur[:got.Start]) || !slices.Equal((*prev)[got.OldEnd:], cur[got.NewEnd:]) {
-				t.Fatalf("step %d: %s: change %+v does not hold the difference %+v", step, what, c, listdiff.Of(*prev, cur))
-			}
-			told++
-		}
-		*seen, *prev = c.To, slices.Clone(cur)
-	}
+	var prevAds, prevAnswered []answeredAd
+	var seenIn, seenOwn, seenAds uint64
+	var answers answerState
 	for step := range 400 {
 		n := 1 + rng.IntN(4)
 		if step%50 == 49 {
@@ -116,8 +104,9 @@ func TestViewsAgreeWithCompute(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkChange(step, "in-cluster mappings", d.inClusterChange, &seenIn, &prevIn, d.inCluster)
-		checkChange(step, "own mappings", d.ownChange, &seenOwn, &prevOwn, d.own)
+		told += checkTold(t, step, "in-cluster mappings", d.inClusterChange, &seenIn, &prevIn, d.inCluster)
+		told += checkTold(t, step, "own mappings", d.ownChange, &seenOwn, &prevOwn, d.own)
+		checkTold(t, step, "advertisements", d.adsChange, &seenAds, &prevAds, d.ads)
 		m := ElasticIPMap{}
 		in := Inputs{NodeName: node, ExternalInterface: "ext0", ElasticIPs: m}
 		for _, o := range atts.List() {
@@ -140,12 +129,32 @@ func TestViewsAgreeWithCompute(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("step %d: Compute over the views differs from Compute over the lists:\n got %+v\nwant %+v", step, got, want)
 		}
+		// With the answers of the step before, patched where the views changed: the
+		// same, and the window it tells holds the whole difference from them.
+		in.answers = &answers
+		before := answers.patched
+		got = Compute(in)
+		if w := got.answeredSince; w.Start > w.OldEnd || w.Start > w.NewEnd || w.NewEnd > len(got.answered) ||
+			!slices.Equal(prevAnswered[:w.Start], got.answered[:w.Start]) || !slices.Equal(prevAnswered[w.OldEnd:], got.answered[w.NewEnd:]) ||
+			!slices.Equal(prevAnswered[w.Start:w.OldEnd], got.answeredGone) {
+			t.Fatalf("step %d: the answers' window %+v does not hold their difference %+v", step, w, listdiff.Of(prevAnswered, got.answered))
+		}
+		prevAnswered = slices.Clone(got.answered)
+		patched += answers.patched - before
+		got.NAT.MappingsChange, got.NAT.InClusterChange, got.ARPChange, got.NDPChange = listdiff.Change{}, listdiff.Change{}, listdiff.Change{}, listdiff.Change{}
+		got.answeredSince, got.answeredGone, want.answeredSince, want.answeredGone = listdiff.Window{}, nil, listdiff.Window{}, nil
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("step %d: Compute patching the answers before differs from Compute over the lists:\n got %+v\nwant %+v", step, got, want)
+		}
 		if len(want.NAT.Mappings) > 0 && len(want.Answering()) > 0 {
 			busy++
 		}
 	}
 	if told < 600 {
 		t.Errorf("only %d of 800 changes were told: the test exercises too little", told)
+	}
+	if patched < 20 { // most steps hold a conflict the programmer leaves out: computed whole
+		t.Errorf("only %d of 400 steps patched the answers (TestSyncPatchesAnswersAndAgrees patches more): the test exercises too little", patched)
 	}
 	if busy < 150 {
 		t.Errorf("only %d of 400 steps had a mapping and an answer: the test exercises too little", busy)
@@ -201,4 +210,24 @@ func TestViewsKeepWhatAnUpdateLeavesAlone(t *testing.T) {
 	if len(d.ads) != len(before) || i != 20 || !slices.EqualFunc(d.ads, before, func(x, y answeredAd) bool { return x.addr == y.addr && x.ad.Name == y.ad.Name }) {
 		t.Errorf("the advertisement written again is at %d of %d (want 20 of %d, the others unmoved)", i, len(d.ads), len(before))
 	}
+}
+
+// checkTold checks that the change c the views tell of a list holds the whole
+// difference from the version before (prev, seen), then keeps cur as it; it returns 1
+// when c was a change from that version.
+func checkTold[T comparable](t *testing.T, step int, what string, c listdiff.Change, seen *uint64, prev *[]T, cur []T) int {
+	t.Helper()
+	told := 0
+	if c.From != 0 {
+		if c.From != *seen {
+			t.Fatalf("step %d: %s: a change from version %d, the last was %d", step, what, c.From, *seen)
+		}
+		if got := listdiff.Since(c, *seen, *prev, cur); got != c.Window ||
+			!slices.Equal((*prev)[:got.Start], cur[:got.Start]) || !slices.Equal((*prev)[got.OldEnd:], cur[got.NewEnd:]) {
+			t.Fatalf("step %d: %s: change %+v does not hold the difference %+v", step, what, c, listdiff.Of(*prev, cur))
+		}
+		told = 1
+	}
+	*seen, *prev = c.To, slices.Clone(cur)
+	return told
 }

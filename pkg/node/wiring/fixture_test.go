@@ -20,6 +20,7 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	juneaufake "github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
+	"github.com/loutres/juneau/pkg/listdiff"
 	"github.com/loutres/juneau/pkg/node/agent"
 )
 
@@ -208,7 +209,7 @@ type responder struct {
 	syncs int
 }
 
-func (r *responder) SetAddresses(addrs []netip.Addr) {
+func (r *responder) SetAddressesSince(addrs []netip.Addr, _ listdiff.Change) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.addrs, r.syncs = slices.Clone(addrs), r.syncs+1

@@ -1,0 +1,171 @@
+package agent
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/netip"
+	"runtime"
+	"slices"
+	"strconv"
+	"testing"
+	"unsafe"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/listdiff"
+	"github.com/loutres/juneau/pkg/node/arp"
+)
+
+// checkingResponder keeps the addresses it is given, and checks each change it is
+// told from the version it holds against the lists: they must agree outside its window.
+type checkingResponder struct {
+	addrs       []netip.Addr
+	seen        uint64
+	told, wrong int
+}
+
+func (r *checkingResponder) SetGratuitous([]netip.Addr) {}
+
+func (r *checkingResponder) SetAddressesSince(addrs []netip.Addr, c listdiff.Change) {
+	if c.From != 0 && c.From == r.seen {
+		r.told++
+		w := listdiff.Since(c, r.seen, r.addrs, addrs)
+		if !slices.Equal(r.addrs[:w.Start], addrs[:w.Start]) || !slices.Equal(r.addrs[w.OldEnd:], addrs[w.NewEnd:]) {
+			r.wrong++
+		}
+	}
+	r.addrs, r.seen = slices.Clone(addrs), c.To
+}
+
+// A sync patches the answers of the sync before (answerState) where the views changed:
+// over random changes — attachments turning Ready or not, advertisements moved to
+// another address (one with a mapping or none), deleted and made again, relabelled —
+// and a change of the external subnets midway and back (answers computed whole), what
+// each sync answers ARP for and marks is what Compute gives from the same caches with
+// lists of its own; each change told the responder holds the whole difference; most
+// syncs patch; and a sync after one change allocates a small fraction of the lists'
+// size.
+func TestSyncPatchesAnswersAndAgrees(t *testing.T) {
+	const n = 3000
+	a, attachments, ads := steadyAgent(t, n)
+	rec := &checkingResponder{}
+	a.arp = rec
+	ctx := klog.NewContext(context.Background(), klog.Background())
+	rng := rand.New(rand.NewPCG(7, 9))
+	toggle := func() {
+		name := "e" + strconv.Itoa(rng.IntN(n))
+		old, err := a.listers.Attachments.ElasticIPAttachments("default").Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur := old.DeepCopy()
+		if cur.Status.Conditions[0].Status == metav1.ConditionTrue {
+			cur.Status.Conditions[0].Status = metav1.ConditionFalse
+		} else {
+			cur.Status.Conditions[0].Status = metav1.ConditionTrue
+		}
+		if err := attachments.Update(cur); err != nil {
+			t.Fatal(err)
+		}
+		a.handler().OnUpdate(old, cur)
+	}
+	deleted := map[string]*v1alpha1.ARPAdvertisement{}
+	changeAd := func() {
+		name := "eip-default-e" + strconv.Itoa(rng.IntN(n))
+		if ad, ok := deleted[name]; ok { // made again
+			delete(deleted, name)
+			if err := ads.Add(ad); err != nil {
+				t.Fatal(err)
+			}
+			a.handler().OnAdd(ad, false)
+			return
+		}
+		old, err := a.listers.Advertisements.Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur := old.DeepCopy()
+		switch rng.IntN(4) {
+		case 0: // to the address of another, or of none
+			cur.Spec.Address = netip.AddrFrom4([4]byte{10, 230, byte(rng.IntN(n) >> 8), byte(rng.IntN(256))}).String()
+		case 1:
+			cur.Spec.Address = "10.229.0." + strconv.Itoa(rng.IntN(256))
+		case 2:
+			cur.Labels = map[string]string{"changed": strconv.Itoa(rng.IntN(1000))}
+		default:
+			deleted[name] = cur
+			if err := ads.Delete(old); err != nil {
+				t.Fatal(err)
+			}
+			a.handler().OnDelete(old)
+			return
+		}
+		if err := ads.Update(cur); err != nil {
+			t.Fatal(err)
+		}
+		a.handler().OnUpdate(old, cur)
+	}
+	const syncs = 80
+	for i := range syncs {
+		for range 1 + rng.IntN(3) {
+			if rng.IntN(2) == 0 {
+				toggle()
+			} else {
+				changeAd()
+			}
+		}
+		switch i {
+		case syncs / 2: // its network and broadcast addresses are e0's and e255's
+			a.cfg.ExternalSubnets = func() []netip.Prefix { return []netip.Prefix{netip.MustParsePrefix("10.230.0.0/24")} }
+		case syncs/2 + 5:
+			a.cfg.ExternalSubnets = nil
+		}
+		if err := a.sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		in, err := a.Inputs() // Compute's own lists
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := Compute(in)
+		if got := rec.addrs; !slices.Equal(got, want.ARP) {
+			t.Fatalf("sync %d: answering ARP for %d addresses, Compute says %d", i, len(got), len(want.ARP))
+		}
+		var marked []string
+		for _, x := range a.answeringAds {
+			marked = append(marked, x.ad.Name)
+		}
+		if !slices.Equal(marked, want.Answering()) {
+			t.Fatalf("sync %d: the answered advertisements kept differ from Compute's", i)
+		}
+	}
+	if rec.wrong > 0 {
+		t.Errorf("%d of %d changes told the responder do not hold the difference", rec.wrong, rec.told)
+	}
+	// The first sync computes whole, and the two after the subnets changed.
+	if a.answers.patched < syncs-3 || rec.told < syncs-3 {
+		t.Errorf("%d of %d syncs patched the answers and %d told the responder the change: the test exercises too little", a.answers.patched, syncs, rec.told)
+	}
+	// The lists of n entries: ~200 KB a sync (answered advertisements and addresses).
+	// The real responder from here on (the recording one copies each list it is given).
+	a.arp = arp.NewResponder("ext0")
+	toggle()
+	if err := a.sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lists := uint64(n) * uint64(unsafe.Sizeof(answeredAd{})+unsafe.Sizeof(netip.Addr{}))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 20 {
+		toggle()
+		if err := a.sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if perSync := (after.TotalAlloc - before.TotalAlloc) / 20; perSync > lists/4 {
+		t.Errorf("a sync after one change allocated %d bytes, want under a quarter of the %d bytes of its lists of %d entries: they are made anew", perSync, lists, n)
+	}
+}
