@@ -72,8 +72,9 @@ type Config struct {
 	// after it is taken is full. nil: always held.
 	Holds func() bool
 	// Answered is told the addresses ARP is answered for whenever they change while
-	// the lock is held (handover.Saver), in a list it must not keep; may be nil.
-	Answered func([]netip.Addr) error
+	// the lock is held (handover.Saver), in a list it must not keep, with where the
+	// list changed (listdiff.Change); may be nil.
+	Answered func([]netip.Addr, listdiff.Change) error
 	// Synced is called once, after the first sync from synced caches; may be nil.
 	Synced func()
 	// ExternalSubnets lists the IPv4 prefixes of the external interface's addresses
@@ -142,8 +143,9 @@ type Agent struct {
 	rebuildCost time.Duration
 	held        bool
 	// answered: the addresses last handed to cfg.Answered (saved: with success), the
-	// versions of the ARP and NDP lists they are (savedSeen).
+	// versions of the ARP and NDP lists they are (savedSeen), its edits (answeredT).
 	answered   []netip.Addr
+	answeredT  listdiff.Tracker
 	saved      bool
 	savedSeen  [2]uint64
 	syncedOnce bool

@@ -293,27 +293,48 @@ func replaceIn(t *listdiff.Tracker, sp span, s, by []netip.Addr) []netip.Addr {
 }
 
 // saveAnswered hands the answered addresses (those of ARP, then those of NDP) to
-// cfg.Answered when they changed; a.answered keeps them in a list of its own, rewritten
-// in place. Lists told unchanged since the ones saved (Desired.ARPChange, NDPChange)
-// are not compared.
+// cfg.Answered when they changed, with where; a.answered keeps them in a list of its
+// own, rewritten in place. Lists told changed since the ones handed over
+// (Desired.ARPChange, NDPChange) are patched where they changed, not compared.
 func (a *Agent) saveAnswered(d Desired) error {
 	if a.cfg.Answered == nil {
 		return nil
 	}
-	told := a.saved && d.ARPChange.From != 0 && d.ARPChange.From == a.savedSeen[0] && d.ARPChange.Empty() &&
-		d.NDPChange.From != 0 && d.NDPChange.From == a.savedSeen[1] && d.NDPChange.Empty()
+	arpW, arpTold := toldSince(d.ARPChange, a.savedSeen[0])
+	ndpW, ndpTold := toldSince(d.NDPChange, a.savedSeen[1])
 	a.savedSeen = [2]uint64{d.ARPChange.To, d.NDPChange.To}
 	arp, ndp := d.ARP, d.NDP
-	if told || (a.saved && len(a.answered) == len(arp)+len(ndp) &&
-		slices.Equal(a.answered[:len(arp)], arp) && slices.Equal(a.answered[len(arp):], ndp)) {
-		return nil
+	switch {
+	case arpTold && ndpTold && arpW.Empty() && ndpW.Empty():
+		if a.saved {
+			return nil
+		}
+	case arpTold && ndpTold && ndpW.Empty():
+		a.answered = slices.Replace(a.answered, arpW.Start, arpW.OldEnd, arp[arpW.Start:arpW.NewEnd]...)
+		a.answeredT.Replace(arpW.Start, arpW.OldEnd, arpW.NewEnd-arpW.Start)
+	case arpTold && ndpTold && arpW.Empty():
+		n := len(arp)
+		a.answered = slices.Replace(a.answered, n+ndpW.Start, n+ndpW.OldEnd, ndp[ndpW.Start:ndpW.NewEnd]...)
+		a.answeredT.Replace(n+ndpW.Start, n+ndpW.OldEnd, ndpW.NewEnd-ndpW.Start)
+	default:
+		if a.saved && len(a.answered) == len(arp)+len(ndp) &&
+			slices.Equal(a.answered[:len(arp)], arp) && slices.Equal(a.answered[len(arp):], ndp) {
+			return nil
+		}
+		a.answered = append(append(a.answered[:0], arp...), ndp...)
+		a.answeredT.Reset(len(a.answered))
 	}
-	a.answered, a.saved = append(append(a.answered[:0], arp...), ndp...), false
-	if err := a.cfg.Answered(a.answered); err != nil {
+	a.saved = false
+	if err := a.cfg.Answered(a.answered, a.answeredT.Mark()); err != nil {
 		return err
 	}
 	a.saved = true
 	return nil
+}
+
+// toldSince is the window of c when it is a change from version seen.
+func toldSince(c listdiff.Change, seen uint64) (listdiff.Window, bool) {
+	return c.Window, seen != 0 && c.From == seen
 }
 
 // compute is Compute over in with the agent's answers of its last Compute, which it

@@ -36,7 +36,7 @@ func (r *checkingResponder) SetAddressesSince(addrs []netip.Addr, c listdiff.Cha
 			r.wrong++
 		}
 	}
-	r.addrs, r.seen = slices.Clone(addrs), c.To
+	r.addrs, r.seen = append(r.addrs[:0], addrs...), c.To
 }
 
 // A sync patches the answers of the sync before (answerState) where the views changed:
@@ -44,14 +44,18 @@ func (r *checkingResponder) SetAddressesSince(addrs []netip.Addr, c listdiff.Cha
 // another address (one with a mapping or none), deleted and made again, relabelled —
 // and a change of the external subnets midway and back (answers computed whole), what
 // each sync answers ARP for and marks is what Compute gives from the same caches with
-// lists of its own; each change told the responder holds the whole difference; most
-// syncs patch; and a sync after one change allocates a small fraction of the lists'
-// size.
+// lists of its own, and saves for the next agent; each change told the responder and
+// the saver holds the whole difference; most syncs patch; and a sync after one change
+// allocates a small fraction of the lists' size.
 func TestSyncPatchesAnswersAndAgrees(t *testing.T) {
 	const n = 3000
 	a, attachments, ads := steadyAgent(t, n)
-	rec := &checkingResponder{}
+	rec, saved := &checkingResponder{}, &checkingResponder{}
 	a.arp = rec
+	a.cfg.Answered = func(addrs []netip.Addr, c listdiff.Change) error {
+		saved.SetAddressesSince(addrs, c)
+		return nil
+	}
 	ctx := klog.NewContext(context.Background(), klog.Background())
 	rng := rand.New(rand.NewPCG(7, 9))
 	toggle := func() {
@@ -133,6 +137,9 @@ func TestSyncPatchesAnswersAndAgrees(t *testing.T) {
 		if got := rec.addrs; !slices.Equal(got, want.ARP) {
 			t.Fatalf("sync %d: answering ARP for %d addresses, Compute says %d", i, len(got), len(want.ARP))
 		}
+		if got := saved.addrs; !slices.Equal(got, append(slices.Clone(want.ARP), want.NDP...)) {
+			t.Fatalf("sync %d: %d addresses saved for the next agent, Compute answers %d", i, len(got), len(want.ARP)+len(want.NDP))
+		}
 		var marked []string
 		for _, x := range a.answeringAds {
 			marked = append(marked, x.ad.Name)
@@ -141,8 +148,11 @@ func TestSyncPatchesAnswersAndAgrees(t *testing.T) {
 			t.Fatalf("sync %d: the answered advertisements kept differ from Compute's", i)
 		}
 	}
-	if rec.wrong > 0 {
-		t.Errorf("%d of %d changes told the responder do not hold the difference", rec.wrong, rec.told)
+	if rec.wrong > 0 || saved.wrong > 0 {
+		t.Errorf("%d of %d changes told the responder and %d of %d told the saved list do not hold the difference", rec.wrong, rec.told, saved.wrong, saved.told)
+	}
+	if saved.told < syncs/2 {
+		t.Errorf("%d of %d syncs told the saved list where it changed: the test exercises too little", saved.told, syncs)
 	}
 	// The first sync computes whole, and the two after the subnets changed.
 	if a.answers.patched < syncs-3 || rec.told < syncs-3 {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/listdiff"
 	"github.com/loutres/juneau/pkg/node/nft"
 )
 
@@ -30,9 +31,12 @@ func TestStandbyAnswersARPOnly(t *testing.T) {
 	var saved [][]netip.Addr
 	synced := 0
 	a := New(Config{NodeName: "node-a", ExternalInterface: "ext0",
-		Holds:    held.Load,
-		Answered: func(addrs []netip.Addr) error { saved = append(saved, slices.Clone(addrs)); return nil },
-		Synced:   func() { synced++ },
+		Holds: held.Load,
+		Answered: func(addrs []netip.Addr, _ listdiff.Change) error {
+			saved = append(saved, slices.Clone(addrs))
+			return nil
+		},
+		Synced: func() { synced++ },
 	}, Clients{Juneau: client}, ls, nat, arp, nil, nil, nil)
 
 	want := []netip.Addr{netip.MustParseAddr("10.225.51.5")}

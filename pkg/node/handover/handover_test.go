@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/loutres/juneau/pkg/listdiff"
 )
 
 // Two agents of one Node: the second stands by until the first lets go (flock locks
@@ -91,8 +93,8 @@ func TestAnsweringRoundTrip(t *testing.T) {
 }
 
 // TestSaver: Save returns at once and keeps no list of the caller's; Run writes the
-// last list handed over, also the one handed over just before it stops; a failed write
-// is told by the next Save.
+// last list handed over (also when each was told where it changed: SaveSince), also
+// the one handed over just before it stops; a failed write is told by the next Save.
 func TestSaver(t *testing.T) {
 	dir := t.TempDir()
 	s := NewSaver(dir)
@@ -108,6 +110,26 @@ func TestSaver(t *testing.T) {
 		return slices.Equal(got, first), err
 	}); err != nil {
 		t.Fatalf("the first list was not written: %v", err)
+	}
+	// Lists told where they changed (SaveSince, as the agent tells them), one address
+	// inserted at a time anywhere: the file holds the last.
+	var tr listdiff.Tracker
+	var list []netip.Addr
+	tr.Reset(0)
+	for i := range 30 {
+		a := netip.AddrFrom4([4]byte{10, 225, 53, byte(i * 37 % 30)})
+		j, _ := slices.BinarySearchFunc(list, a, netip.Addr.Compare)
+		list = slices.Insert(list, j, a)
+		tr.Insert(j)
+		if err := s.SaveSince(list, tr.Mark()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		got, err := LoadAnswering(dir)
+		return slices.Equal(got, list), err
+	}); err != nil {
+		t.Fatalf("the last list told was not written: %v", err)
 	}
 	last := []netip.Addr{netip.MustParseAddr("10.225.51.6"), netip.MustParseAddr("2001:db8::6")}
 	for i := range 50 { // many lists in a row: the last one counts

@@ -22,10 +22,12 @@ type Saver struct {
 	dir  string
 	wake chan struct{}
 
-	// mu guards the list last handed over (a copy of it), whether it is written,
-	// and the error of the last write; buf is the writer's own copy.
+	// mu guards the list last handed over (a copy of it) and its version (seen, when
+	// a change told it), whether it is written, and the error of the last write; buf
+	// is the writer's own copy.
 	mu   sync.Mutex
 	next []netip.Addr
+	seen uint64
 	due  bool
 	err  error
 	buf  []netip.Addr
@@ -38,9 +40,15 @@ func NewSaver(dir string) *Saver {
 
 // Save hands addrs over to be written: the Saver copies what differs from the last
 // list. It returns the error of the last write, nil when it succeeded or none was made.
-func (s *Saver) Save(addrs []netip.Addr) error {
+func (s *Saver) Save(addrs []netip.Addr) error { return s.SaveSince(addrs, listdiff.Change{}) }
+
+// SaveSince is Save told where addrs differs from a version of it (the agent's list,
+// listdiff.Change): from the version it holds, it copies the change's window without
+// comparing the lists.
+func (s *Saver) SaveSince(addrs []netip.Addr, c listdiff.Change) error {
 	s.mu.Lock()
-	s.next = listdiff.Follow(s.next, addrs, listdiff.Of(s.next, addrs))
+	s.next = listdiff.Follow(s.next, addrs, listdiff.Since(c, s.seen, s.next, addrs))
+	s.seen = c.To
 	s.due = true
 	err := s.err
 	s.mu.Unlock()

@@ -106,7 +106,7 @@ func Run(ctx context.Context, o Options, p Process) error {
 		NodeName: o.NodeName, ExternalInterface: iface, ExternalMAC: link.HardwareAddr.String(),
 		ClusterCIDRs: cidrs, Resync: o.Resync, QueueMetrics: queues,
 		Holds:           lock.Held,
-		Answered:        saver.Save,
+		Answered:        saver.SaveSince,
 		Synced:          p.Ready,
 		ExternalSubnets: func() []netip.Prefix { return subnetsOf(iface) },
 	}, agent.Clients{Juneau: juneau, Kube: kube}, c.listers, nat, responder, ndpResponder, hostInterface, metrics)
