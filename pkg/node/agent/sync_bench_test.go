@@ -98,9 +98,10 @@ func BenchmarkSyncSteady100k(b *testing.B) {
 }
 
 // BenchmarkSyncOneChange100k: one sync of that agent after one change, told by its
-// informer's event: an attachment on this Node turning Ready or not in turn, so that its
-// mapping and its ARP answer come and go. The Node's whole state is read by no step
-// but the NAT programmer (left out) and the ARP responder, given their lists.
+// informer's event: the next attachment on this Node (e0, e1, ... in turn; each one
+// back after 100,000) turning Ready or not, so that its mapping and its ARP answer come
+// or go. Its mapping is among the first of the sorted lists: the most a removal moves
+// in them. The NAT programmer is left out.
 func BenchmarkSyncOneChange100k(b *testing.B) {
 	const n = 100000
 	a, attachments, _ := steadyAgent(b, n)
