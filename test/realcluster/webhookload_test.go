@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/loutres/juneau/pkg/admission"
@@ -36,13 +37,13 @@ const (
 // Service, twice its bound of requests at once for 40 s — every other one a 3 MiB body,
 // the others a forged review of an ElasticIP on a network the cache does not hold (each
 // asks the API server whether it exists). Meanwhile real ElasticIP writes, reviewed by
-// the same webhook, keep succeeding (their latency printed); the webhook is not
-// restarted, its peak resident memory stays under its limit, and its reads of the API server stay
-// within their budget.
+// the same webhook, keep succeeding (their latency printed); no replica of the webhook
+// is restarted or replaced (the controller must not take a busy replica for a dead
+// one), their peak resident memory stays under their limit, and their reads of the API
+// server stay within their budget.
 func testWebhookUnderLoad(t *testing.T, c *cluster.Cluster) {
 	ns := namespace(t, c, "flood")
-	hook := componentPod(t, c, "webhook")
-	restartsBefore := restarts(hook)
+	hooks := webhookReplicas(t, c)
 	svc, err := c.Kube.CoreV1().Services(cluster.SystemNamespace).Get(testContext(t, time.Minute), "juneau-webhook", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +67,7 @@ func testWebhookUnderLoad(t *testing.T, c *cluster.Cluster) {
 	// The reads are counted from here to the last count below: the budget is for that
 	// window, which begins before the flood does (the Pod floods as soon as its container
 	// starts, before the Pod is seen Running below).
-	readsBefore, counting := liveReads(t, c, hook), time.Now()
+	readsBefore, counting := liveReads(t, c, hooks), time.Now()
 	url := fmt.Sprintf("https://%s:443%s", svc.Spec.ClusterIP, admission.PathJuneau)
 	pod := fmt.Sprintf(`apiVersion: v1
 kind: Pod
@@ -126,10 +127,28 @@ spec:
 		t.Errorf("the flood was not both judged and refused (400 for the padding, 429 beyond the bound): %s", answers)
 	}
 
-	hook = componentPod(t, c, "webhook")
-	if r := restarts(hook); r != restartsBefore {
-		t.Errorf("the webhook Pod %s restarted during the flood (%d restarts, %d before)", hook.Name, r, restartsBefore)
+	after := webhookReplicas(t, c)
+	for uid, hook := range hooks {
+		now, ok := after[uid]
+		switch {
+		case !ok:
+			t.Fatalf("the webhook replica %s was replaced during the flood (replicas now: %s)", hook.Name, replicaNames(after))
+		case restarts(now) != restarts(hook):
+			t.Errorf("the webhook replica %s restarted during the flood (%d restarts, %d before)", hook.Name, restarts(now), restarts(hook))
+		}
+		webhookPeakMemory(t, c, now)
 	}
+	reads, elapsed := liveReads(t, c, hooks)-readsBefore, time.Since(counting)
+	budget := len(hooks) * (int(elapsed.Seconds()*20) + 50)
+	t.Logf("the webhook replicas' reads of the API server during the flood: %d (budget %d)", reads, budget)
+	if reads > budget {
+		t.Errorf("the webhook replicas read the API server %d times in %s, more than their budget of %d", reads, elapsed.Round(time.Second), budget)
+	}
+}
+
+// webhookPeakMemory checks that one webhook replica never held its memory limit resident.
+func webhookPeakMemory(t *testing.T, c *cluster.Cluster, hook *corev1.Pod) {
+	t.Helper()
 	// The webhook is the container's process 1; VmHWM is the most it ever held resident.
 	status, err := c.KubectlRun(testContext(t, time.Minute), "", "-n", hook.Namespace, "exec", hook.Name, "-c", "webhook", "--", "cat", "/proc/1/status")
 	if err != nil {
@@ -148,16 +167,44 @@ spec:
 	if bytes == 0 {
 		t.Fatalf("no VmHWM in the webhook's /proc/1/status:\n%s", status)
 	}
-	t.Logf("the webhook's peak resident memory: %d MiB (limit %d MiB)", bytes>>20, webhookMemoryLimit>>20)
+	t.Logf("the webhook replica %s's peak resident memory: %d MiB (limit %d MiB)", hook.Name, bytes>>20, webhookMemoryLimit>>20)
 	if bytes >= webhookMemoryLimit {
-		t.Errorf("the webhook held %d MiB resident, its limit is %d MiB", bytes>>20, webhookMemoryLimit>>20)
+		t.Errorf("the webhook replica %s held %d MiB resident, its limit is %d MiB", hook.Name, bytes>>20, webhookMemoryLimit>>20)
 	}
-	reads, elapsed := liveReads(t, c, hook)-readsBefore, time.Since(counting)
-	budget := int(elapsed.Seconds()*20) + 50
-	t.Logf("the webhook's reads of the API server during the flood: %d (budget %d)", reads, budget)
-	if reads > budget {
-		t.Errorf("the webhook read the API server %d times in %s, more than its budget of %d", reads, elapsed.Round(time.Second), budget)
+}
+
+// webhookReplicas are the webhook's running Pods by UID; the Deployment is rolled out
+// (every replica Ready) first, so the flood meets all of them.
+func webhookReplicas(t *testing.T, c *cluster.Cluster) map[types.UID]*corev1.Pod {
+	t.Helper()
+	if _, err := c.KubectlRun(testContext(t, 2*time.Minute), "", "-n", cluster.SystemNamespace, "rollout", "status", "deployment/juneau-webhook", "--timeout=90s"); err != nil {
+		t.Fatalf("the webhook's Deployment: %v", err)
 	}
+	list, err := c.Kube.CoreV1().Pods(cluster.SystemNamespace).List(testContext(t, time.Minute),
+		metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=webhook"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := map[types.UID]*corev1.Pod{}
+	for i, p := range list.Items {
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+			pods[p.UID] = &list.Items[i]
+		}
+	}
+	if len(pods) == 0 {
+		t.Fatalf("no running webhook Pod in %s", cluster.SystemNamespace)
+	}
+	return pods
+}
+
+// replicaNames lists the replicas' names, sorted.
+func replicaNames(pods map[types.UID]*corev1.Pod) string {
+	var names []string
+	for _, p := range pods {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
 }
 
 // restarts sums the restarts of the Pod's containers.
@@ -169,21 +216,23 @@ func restarts(p *corev1.Pod) int32 {
 	return n
 }
 
-// liveReads is the webhook's count of reads of the API server made for reviews
-// (juneau_webhook_live_reads_total, outcome "read"), from its metrics endpoint, read
-// as Prometheus reads it (docs/operations.md#metrics-and-health).
-func liveReads(t *testing.T, c *cluster.Cluster, hook *corev1.Pod) int {
+// liveReads is the replicas' count of reads of the API server made for reviews
+// (juneau_webhook_live_reads_total, outcome "read"), from their metrics endpoints,
+// read as Prometheus reads them (docs/operations.md#metrics-and-health).
+func liveReads(t *testing.T, c *cluster.Cluster, hooks map[types.UID]*corev1.Pod) int {
 	t.Helper()
-	out, err := c.Metrics(testContext(t, time.Minute), net.JoinHostPort(hook.Status.PodIP, "9092"))
-	if err != nil {
-		t.Fatalf("the webhook's metrics: %v", err)
-	}
 	n := 0
-	for _, line := range strings.Split(out, "\n") {
-		if strings.HasPrefix(line, "juneau_webhook_live_reads_total{") && strings.Contains(line, `outcome="read"`) {
-			f := strings.Fields(line)
-			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-			n += int(v)
+	for _, hook := range hooks {
+		out, err := c.Metrics(testContext(t, time.Minute), net.JoinHostPort(hook.Status.PodIP, "9092"))
+		if err != nil {
+			t.Fatalf("the webhook replica %s's metrics: %v", hook.Name, err)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, "juneau_webhook_live_reads_total{") && strings.Contains(line, `outcome="read"`) {
+				f := strings.Fields(line)
+				v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+				n += int(v)
+			}
 		}
 	}
 	return n

@@ -4,9 +4,10 @@
 // meanwhile every call the API server sends it fails after the webhook's timeout, and
 // with it the write being validated: a dead Node would slow every juneau write of the
 // cluster. The controller asks each Ready replica's /healthz every Interval; a replica
-// that misses Failures rounds in a row while another one answers is deleted, which
-// takes its endpoint out at once (a terminating Pod's endpoint is not ready) and has
-// its Deployment start another (docs/operations.md#a-node-dies).
+// whose port does not even accept the connection (HealthzProbe) Failures rounds in a
+// row while another one answers is deleted, which takes its endpoint out at once (a
+// terminating Pod's endpoint is not ready) and has its Deployment start another
+// (docs/operations.md#a-node-dies).
 package webhookreplicas
 
 import (
@@ -15,8 +16,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,26 +59,42 @@ type Options struct {
 }
 
 // HealthzProbe is a Probe: GET https://<address>/healthz on a connection of its own
-// (the webhook closes every connection after one answer), any HTTP answer counting. A
-// replica is probed for reachability, as the kubelet's HTTPS probes do, so its
-// certificate is not verified (nothing is sent that needs it); the webhook logs a
-// handshake cut short, which a bare TCP dial would be, so the probe completes it.
+// (the webhook closes every connection after one answer). The replica is probed for
+// reachability, as the kubelet's HTTPS probes do, so its certificate is not verified
+// (nothing is sent that needs it), and it has answered once its port accepted the
+// connection: the kernel of a live Node completes that at once, however busy the
+// webhook is with other reviews, while a dead Node (or a replica whose process is
+// gone) never does. A replica flooded with reviews may take longer than the probe's
+// timeout to finish the handshake and answer, and is not deleted for it. The probe
+// still completes the request when it can, since the webhook logs a handshake cut short.
 func HealthzProbe() func(ctx context.Context, address string) error {
 	client := &http.Client{Transport: &http.Transport{
 		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // reachability only, see above
 		DisableKeepAlives: true,
 	}}
 	return func(ctx context.Context, address string) error {
+		var connected atomic.Bool
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			ConnectDone: func(_, _ string, err error) {
+				if err == nil {
+					connected.Store(true)
+				}
+			},
+		})
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+address+"/healthz", nil)
 		if err != nil {
 			return err
 		}
 		resp, err := client.Do(req)
 		if err != nil {
+			if connected.Load() {
+				return nil
+			}
 			return err
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
-		return resp.Body.Close()
+		_ = resp.Body.Close()
+		return nil
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -134,8 +135,10 @@ func TestRoundDeletesTheUnreachable(t *testing.T) {
 }
 
 // TestHealthzProbe: against a TLS server the probe succeeds, twice, and the server
-// logs nothing (a bare TCP dial would leave "TLS handshake error" lines
-// in the webhook's log); against a server that does not answer in time it fails.
+// logs nothing (a bare TCP dial would leave "TLS handshake error" lines in the
+// webhook's log). A replica too busy to answer in time passes too, whether it is stuck
+// in the handler or has not even taken the connection off its listener (the kernel
+// accepted it); a port nothing listens on fails.
 func TestHealthzProbe(t *testing.T) {
 	var served atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -148,11 +151,13 @@ func TestHealthzProbe(t *testing.T) {
 	srv.StartTLS()
 	defer srv.Close()
 	probe := HealthzProbe()
+	probeIn := func(timeout time.Duration, address string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		return probe(ctx, address)
+	}
 	for i := 0; i < 2; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := probe(ctx, srv.Listener.Addr().String())
-		cancel()
-		if err != nil {
+		if err := probeIn(5*time.Second, srv.Listener.Addr().String()); err != nil {
 			t.Fatalf("probe %d: %v", i, err)
 		}
 	}
@@ -164,10 +169,23 @@ func TestHealthzProbe(t *testing.T) {
 	slow := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-hung }))
 	defer slow.Close()
 	defer close(hung)
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	if err := probe(ctx, slow.Listener.Addr().String()); err == nil {
-		t.Error("a replica that does not answer passed the probe")
+	if err := probeIn(200*time.Millisecond, slow.Listener.Addr().String()); err != nil {
+		t.Errorf("a replica stuck answering failed the probe: %v", err)
+	}
+	// A listener nobody accepts from: the kernel completes the connection, the TLS
+	// handshake never starts.
+	backlog, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backlog.Close()
+	if err := probeIn(200*time.Millisecond, backlog.Addr().String()); err != nil {
+		t.Errorf("a replica that has not taken the connection yet failed the probe: %v", err)
+	}
+	closed := backlog.Addr().String()
+	backlog.Close()
+	if err := probeIn(200*time.Millisecond, closed); err == nil {
+		t.Error("a port nothing listens on passed the probe")
 	}
 	srv.Close()
 	if logged.Len() > 0 {
