@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
@@ -59,18 +61,24 @@ func (c Clients) Trace(ctx context.Context, cfg *rest.Config, namespace, name st
 	// `juneau trace` always prints its report whole, in one write. An exec can still
 	// end without error while part of its output was lost (seen on a loaded Node: the
 	// command ran, but its output, or its first line, never came back), so an
-	// incomplete report is asked for again, a few times.
+	// incomplete report is asked for again, after a pause that doubles each time.
 	var out []byte
-	err = nil
-	for try := 0; try < 3 && err == nil && !wholeTrace(out) && ctx.Err() == nil; try++ {
+	tries := 0
+	err = wait.ExponentialBackoffWithContext(ctx, traceBackoff, func(ctx context.Context) (bool, error) {
+		tries++
+		var err error
 		out, err = c.exec(ctx, cfg, f.Agent.Pod, []string{"juneau", "trace", eip.Status.Address})
-	}
-	if err == nil && !wholeTrace(out) {
-		err = fmt.Errorf("juneau trace in %s/%s came back incomplete three times", c.NodeNamespace, f.Agent.Pod)
+		return err == nil && wholeTrace(out), err
+	})
+	if wait.Interrupted(err) && ctx.Err() == nil {
+		err = fmt.Errorf("juneau trace in %s/%s came back incomplete %d times", c.NodeNamespace, f.Agent.Pod, tries)
 	}
 	w.Write(out)
 	return err
 }
+
+// traceBackoff paces the asks for a whole report: five, 200 ms to 1.6 s apart.
+var traceBackoff = wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 5}
 
 // wholeTrace reports whether out is a whole report of `juneau trace`: its NAT, limit
 // and ARP or NDP lines, in that order, the NAT one first.
