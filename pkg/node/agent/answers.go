@@ -95,7 +95,7 @@ func (w *answerer) refused(candidates []answeredAd) map[string]string {
 	var out map[string]string
 	for _, r := range w.reserved {
 		i := firstAt(candidates, r.addr, func(c answeredAd) netip.Addr { return c.addr })
-		w.j = firstAt(w.d.NAT.Mappings, r.addr, func(m nft.Mapping) netip.Addr { return m.ElasticIP })
+		w.j = firstAt(w.d.NAT.Mappings, r.addr, mappingAddr)
 		for ; i < len(candidates) && candidates[i].addr == r.addr; i++ {
 			if w.serves(candidates[i]) {
 				if out == nil {
@@ -178,7 +178,10 @@ func within[T any](sp span, s []T, at func(T) netip.Addr) (i, k int) {
 	return i, max(i, k)
 }
 
+// The keys the lists are sorted by: answered advertisements and candidates, NAT
+// mappings, addresses.
 func answeredAddr(x answeredAd) netip.Addr { return x.addr }
+func mappingAddr(m nft.Mapping) netip.Addr { return m.ElasticIP }
 func itself(a netip.Addr) netip.Addr       { return a }
 
 // addresses appends to arp, ndp and gratuitous the addresses of answered, in order and
@@ -227,7 +230,7 @@ func (st *answerState) answers(in Inputs, d *Desired, candidates []answeredAd) {
 		!rejected && !st.rejected && slices.Equal(w.reserved, st.reserved) && slices.Equal(direct, st.direct) &&
 		slices.Equal(nets, st.gratuitousNets) {
 		st.patch(d, w, candidates, gratuitous,
-			spanOf(candidates, ads.Window, answeredAddr).union(spanOf(d.NAT.Mappings, own.Window, func(m nft.Mapping) netip.Addr { return m.ElasticIP })))
+			spanOf(candidates, ads.Window, answeredAddr).union(spanOf(d.NAT.Mappings, own.Window, mappingAddr)))
 	} else {
 		st.whole(d, w, candidates, gratuitous)
 	}
@@ -267,7 +270,7 @@ func (st *answerState) patch(d *Desired, w *answerer, candidates []answeredAd, g
 		return
 	}
 	ci, ck := within(sp, candidates, answeredAddr)
-	w.j = firstAt(d.NAT.Mappings, sp.lo, func(m nft.Mapping) netip.Addr { return m.ElasticIP })
+	w.j = firstAt(d.NAT.Mappings, sp.lo, mappingAddr)
 	fresh := w.answer(nil, candidates[ci:ck])
 	i, k := within(sp, st.answered, answeredAddr)
 	gone := slices.Clone(st.answered[i:k])
