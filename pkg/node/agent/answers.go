@@ -297,8 +297,8 @@ func replaceIn(t *listdiff.Tracker, sp span, s, by []netip.Addr) []netip.Addr {
 
 // saveAnswered hands the answered addresses (those of ARP, then those of NDP) to
 // cfg.Answered when they changed, with where; a.answered keeps them in a list of its
-// own, rewritten in place. Lists told changed since the ones handed over
-// (Desired.ARPChange, NDPChange) are patched where they changed, not compared.
+// own, rewritten in place. When both lists are told changed since the ones handed
+// over (Desired.ARPChange, NDPChange), it is patched where they changed, not compared.
 func (a *Agent) saveAnswered(d Desired) error {
 	if a.cfg.Answered == nil {
 		return nil
@@ -307,19 +307,15 @@ func (a *Agent) saveAnswered(d Desired) error {
 	ndpW, ndpTold := toldSince(d.NDPChange, a.savedSeen[1])
 	a.savedSeen = [2]uint64{d.ARPChange.To, d.NDPChange.To}
 	arp, ndp := d.ARP, d.NDP
-	switch {
-	case arpTold && ndpTold && arpW.Empty() && ndpW.Empty():
-		if a.saved {
+	if arpTold && ndpTold {
+		if arpW.Empty() && ndpW.Empty() && a.saved {
 			return nil
 		}
-	case arpTold && ndpTold && ndpW.Empty():
-		a.answered = slices.Replace(a.answered, arpW.Start, arpW.OldEnd, arp[arpW.Start:arpW.NewEnd]...)
-		a.answeredT.Replace(arpW.Start, arpW.OldEnd, arpW.NewEnd-arpW.Start)
-	case arpTold && ndpTold && arpW.Empty():
-		n := len(arp)
-		a.answered = slices.Replace(a.answered, n+ndpW.Start, n+ndpW.OldEnd, ndp[ndpW.Start:ndpW.NewEnd]...)
-		a.answeredT.Replace(n+ndpW.Start, n+ndpW.OldEnd, ndpW.NewEnd-ndpW.Start)
-	default:
+		// The NDP addresses first: they follow the ARP ones, which the second patch
+		// may move.
+		a.patchAnswered(len(arp)-arpW.NewEnd+arpW.OldEnd, ndpW, ndp)
+		a.patchAnswered(0, arpW, arp)
+	} else {
 		if a.saved && len(a.answered) == len(arp)+len(ndp) &&
 			slices.Equal(a.answered[:len(arp)], arp) && slices.Equal(a.answered[len(arp):], ndp) {
 			return nil
@@ -333,6 +329,15 @@ func (a *Agent) saveAnswered(d Desired) error {
 	}
 	a.saved = true
 	return nil
+}
+
+// patchAnswered rewrites the saved list where w says the list by, which starts at
+// offset in it, changed; an empty window is no edit (the tracker would count it).
+func (a *Agent) patchAnswered(offset int, w listdiff.Window, by []netip.Addr) {
+	if !w.Empty() {
+		a.answered = slices.Replace(a.answered, offset+w.Start, offset+w.OldEnd, by[w.Start:w.NewEnd]...)
+		a.answeredT.Replace(offset+w.Start, offset+w.OldEnd, w.NewEnd-w.Start)
+	}
 }
 
 // toldSince is the window of c when it is a change from version seen.

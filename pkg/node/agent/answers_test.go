@@ -179,3 +179,93 @@ func TestSyncPatchesAnswersAndAgrees(t *testing.T) {
 		t.Errorf("a sync after one change allocated %d bytes, want under a quarter of the %d bytes of its lists of %d entries: they are made anew", perSync, lists, n)
 	}
 }
+
+// saveAnswered patches the saved list (ARP addresses, then NDP) where the told changes
+// of the two families say: over random edits of one family at a time, of both, and of
+// neither, the saver always holds ARP then NDP, every save is told as a change that
+// holds the whole difference (one address's change alone when one changed), but the
+// first and the one where the NDP list was replaced whole (not told: saved whole); and
+// nothing is saved when nothing changed.
+func TestSaveAnsweredPatchesEachFamily(t *testing.T) {
+	saved := &checkingResponder{}
+	saves := 0
+	var last listdiff.Change
+	a := &Agent{}
+	a.cfg.Answered = func(addrs []netip.Addr, c listdiff.Change) error {
+		saves++
+		last = c
+		saved.SetAddressesSince(addrs, c)
+		return nil
+	}
+	rng := rand.New(rand.NewPCG(3, 5))
+	var lists [2][]netip.Addr
+	var trackers [2]listdiff.Tracker
+	addr := func(family int) netip.Addr {
+		if family == 0 {
+			return netip.AddrFrom4([4]byte{10, 230, byte(rng.IntN(256)), byte(rng.IntN(256))})
+		}
+		return netip.AddrFrom16([16]byte{0: 0xfd, 15: byte(rng.IntN(256)), 14: byte(rng.IntN(256))})
+	}
+	edit := func(family int) {
+		l, tr := &lists[family], &trackers[family]
+		if len(*l) > 0 && rng.IntN(3) == 0 {
+			i := rng.IntN(len(*l))
+			*l = slices.Delete(*l, i, i+1)
+			tr.Remove(i)
+			return
+		}
+		x := addr(family)
+		i, found := slices.BinarySearchFunc(*l, x, netip.Addr.Compare)
+		if !found {
+			*l = slices.Insert(*l, i, x)
+			tr.Insert(i)
+		}
+	}
+	const steps = 200
+	wantSaves := 0
+	for step := range steps {
+		switch {
+		case step == steps/2: // the NDP list replaced whole
+			lists[1] = []netip.Addr{addr(1)}
+			trackers[1].Reset(1)
+		default:
+			switch rng.IntN(4) {
+			case 0:
+				edit(0)
+			case 1:
+				edit(1)
+			case 2:
+				edit(0)
+				edit(1)
+			}
+		}
+		last = listdiff.Change{}
+		d := Desired{ARP: lists[0], NDP: lists[1], ARPChange: trackers[0].Mark(), NDPChange: trackers[1].Mark()}
+		before := slices.Clone(saved.addrs)
+		if err := a.saveAnswered(d); err != nil {
+			t.Fatal(err)
+		}
+		want := append(slices.Clone(lists[0]), lists[1]...)
+		if !slices.Equal(saved.addrs, want) {
+			t.Fatalf("step %d: saved %v, want %v", step, saved.addrs, want)
+		}
+		if step == 0 || !slices.Equal(before, want) || step == steps/2 {
+			wantSaves++
+		}
+		// One address added or removed: the told window holds it alone.
+		if last.From != 0 && len(want)-len(before) == 1 && (last.OldEnd != last.Start || last.NewEnd != last.Start+1) ||
+			last.From != 0 && len(before)-len(want) == 1 && (last.OldEnd != last.Start+1 || last.NewEnd != last.Start) {
+			t.Errorf("step %d: one address changed, the saver was told %+v", step, last.Window)
+		}
+	}
+	if saved.wrong > 0 {
+		t.Errorf("%d of %d told changes do not hold the difference", saved.wrong, saved.told)
+	}
+	// Told: every save but the first and the one after the NDP list was replaced.
+	if saved.told != saves-2 {
+		t.Errorf("%d of %d saves were told as a change, want %d", saved.told, saves, saves-2)
+	}
+	if saves > wantSaves {
+		t.Errorf("%d saves for %d changes of the list", saves, wantSaves)
+	}
+}
