@@ -104,22 +104,14 @@ func (k *adKind[T]) handler(c *Controller) cache.ResourceEventHandler {
 }
 
 // mine returns the ElasticIP's own advertisements, found through the owner they carry
-// (never through their name, which another ElasticIP may share): those labelled with
-// its UID, and those an earlier version recorded under its namespace and name without a
-// UID. Sorted by name.
+// (never through their name, which another ElasticIP may share): those recorded under
+// its namespace and name (AnnotationOwner) that are labelled with its UID or, written
+// by an earlier version, with none. Sorted by name.
 func (k *adKind[T]) mine(o advertisement.Owner) []T {
-	var mine []T
-	if o.UID != "" {
-		mine, _ = indexes.ByIndex[T](k.informer, indexes.AdvertisementByOwnerUID, string(o.UID))
-	}
 	byKey, _ := indexes.ByIndex[T](k.informer, indexes.AdvertisementByOwner, o.Key())
-	for _, ad := range byKey {
-		if ad.GetLabels()[v1alpha1.LabelOwnerUID] == "" && advertisement.Belongs(ad, o) {
-			mine = append(mine, ad)
-		}
-	}
+	mine := slices.DeleteFunc(byKey, func(ad T) bool { return !advertisement.Belongs(ad, o) })
 	slices.SortFunc(mine, func(a, b T) int { return strings.Compare(a.GetName(), b.GetName()) })
-	return slices.CompactFunc(mine, func(a, b T) bool { return a.GetName() == b.GetName() })
+	return mine
 }
 
 // current returns the ElasticIP's live advertisement of this kind for the wanted spec's
@@ -289,11 +281,8 @@ func (k *adKind[T]) deleteGone(ctx context.Context, c *Controller, key string) e
 	}
 	var gone []T
 	for _, ad := range ads {
-		uid := ad.GetLabels()[v1alpha1.LabelOwnerUID]
-		if uid != "" {
-			if live, _ := indexes.ByIndex[*v1alpha1.ElasticIP](c.inf.ElasticIPs.Informer(), indexes.ElasticIPByUID, uid); len(live) > 0 {
-				continue
-			}
+		if o, ok := advertisement.OwnerOf(ad); ok && o.UID != "" && c.cachedElasticIP(o.Namespace, o.Name, o.UID) {
+			continue
 		}
 		gone = append(gone, ad)
 	}
@@ -334,10 +323,8 @@ func (c *Controller) ownerLive(ctx context.Context, o advertisement.Owner, hasOw
 	if !hasOwner {
 		return false, nil
 	}
-	if o.UID != "" {
-		if live, _ := indexes.ByIndex[*v1alpha1.ElasticIP](c.inf.ElasticIPs.Informer(), indexes.ElasticIPByUID, string(o.UID)); len(live) > 0 {
-			return true, nil
-		}
+	if o.UID != "" && c.cachedElasticIP(o.Namespace, o.Name, o.UID) {
+		return true, nil
 	}
 	eip, err := c.client.JuneauV1alpha1().ElasticIPs(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
 	switch {

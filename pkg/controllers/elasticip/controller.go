@@ -123,7 +123,6 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 	c.claimLoop = workloop.New(ControllerName+"-orphan-claims", c.syncClaim, loopCfg)
 
 	index := map[cache.SharedIndexInformer][]string{
-		inf.ElasticIPs.Informer():        {indexes.ElasticIPByUID},
 		inf.Claims.Informer():            {indexes.ClaimByConsumerUID},
 		inf.Attachments.Informer():       {indexes.AttachmentByElasticIP},
 		inf.NetworkInterfaces.Informer(): {indexes.NICByElasticIP},
@@ -142,7 +141,7 @@ func NewController(client versioned.Interface, inf Informers, recorder record.Ev
 		{Informer: inf.Namespaces.Informer(), Handler: c.namespaceHandler()},
 	}
 	for _, k := range c.kinds {
-		index[k.indexed()] = []string{indexes.AdvertisementByOwnerUID, indexes.AdvertisementByOwner, indexes.AdvertisementByAddress}
+		index[k.indexed()] = []string{indexes.AdvertisementByOwner, indexes.AdvertisementByAddress}
 		watches = append(watches, workloop.Watch{Informer: k.indexed(), Handler: k.handler(c)})
 	}
 	for informer, names := range index {

@@ -5,12 +5,20 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
-	"github.com/loutres/juneau/pkg/controllers/indexes"
 	"github.com/loutres/juneau/pkg/status"
 )
+
+// cachedElasticIP reports whether the cache holds the ElasticIP namespace/name of this
+// UID: a UID names one object, whose name never changes, so a lookup by name answers
+// without an index of UIDs (one more map per ElasticIP).
+func (c *Controller) cachedElasticIP(namespace, name string, uid types.UID) bool {
+	eip, err := c.eips.ElasticIPs(namespace).Get(name)
+	return err == nil && eip.UID == uid
+}
 
 // syncClaim deletes a claim whose consumer no longer exists (docs/reference.md#allocationclaim), but only once
 // the claim is older than the grace period and a fresh read from the API server confirms
@@ -29,7 +37,7 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	if consumer.Kind != v1alpha1.ConsumerKindElasticIP {
 		return nil // not ours to judge
 	}
-	if live, _ := indexes.ByIndex[*v1alpha1.ElasticIP](c.inf.ElasticIPs.Informer(), indexes.ElasticIPByUID, consumer.UID); len(live) > 0 {
+	if c.cachedElasticIP(consumer.Namespace, consumer.Name, types.UID(consumer.UID)) {
 		return nil
 	}
 	if gone, ok := c.goneElasticIP(consumer.UID); ok {

@@ -24,11 +24,6 @@ const (
 	AttachmentByNIC = "juneau.attachment.nic"
 	// ClaimByConsumerUID: AllocationClaims by spec.consumer.uid.
 	ClaimByConsumerUID = "juneau.claim.consumer-uid"
-	// ElasticIPByUID: ElasticIPs by metadata.uid.
-	ElasticIPByUID = "juneau.elasticip.uid"
-	// AdvertisementByOwnerUID: advertisements (ARPAdvertisements, BGPAdvertisements) by
-	// their ElasticIP's UID (label).
-	AdvertisementByOwnerUID = "juneau.advertisement.owner-uid"
 	// AdvertisementByOwner: advertisements by their ElasticIP's "<namespace>/<name>"
 	// (annotation).
 	AdvertisementByOwner = "juneau.advertisement.owner"
@@ -74,13 +69,6 @@ var funcs = map[string]cache.IndexFunc{
 		}
 		return []string{c.Spec.Consumer.UID}, nil
 	},
-	AdvertisementByOwnerUID: func(obj any) ([]string, error) {
-		ad, ok := anAdvertisement(obj)
-		if !ok || ad.GetLabels()[v1alpha1.LabelOwnerUID] == "" {
-			return nil, nil
-		}
-		return []string{ad.GetLabels()[v1alpha1.LabelOwnerUID]}, nil
-	},
 	AdvertisementByOwner: func(obj any) ([]string, error) {
 		ad, ok := anAdvertisement(obj)
 		if !ok || ad.GetAnnotations()[v1alpha1.AnnotationOwner] == "" {
@@ -95,13 +83,6 @@ var funcs = map[string]cache.IndexFunc{
 			return nil, nil
 		}
 		return []string{ad.Spec.NodeName}, nil
-	},
-	ElasticIPByUID: func(obj any) ([]string, error) {
-		e, ok := obj.(*v1alpha1.ElasticIP)
-		if !ok {
-			return nil, nil
-		}
-		return []string{string(e.UID)}, nil
 	},
 }
 
