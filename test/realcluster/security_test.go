@@ -153,18 +153,28 @@ spec:
 // componentPod is a running Pod of juneau's component (controller, webhook).
 func componentPod(t *testing.T, c *cluster.Cluster, component string) *corev1.Pod {
 	t.Helper()
+	return componentPods(t, c, component)[0]
+}
+
+// componentPods are the running Pods of juneau's component, in the API server's
+// order; none is fatal.
+func componentPods(t *testing.T, c *cluster.Cluster, component string) []*corev1.Pod {
+	t.Helper()
 	list, err := c.Kube.CoreV1().Pods(cluster.SystemNamespace).List(testContext(t, time.Minute),
 		metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=" + component})
 	if err != nil {
 		t.Fatal(err)
 	}
+	var pods []*corev1.Pod
 	for i, p := range list.Items {
 		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
-			return &list.Items[i]
+			pods = append(pods, &list.Items[i])
 		}
 	}
-	t.Fatalf("no running %s Pod in %s", component, cluster.SystemNamespace)
-	return nil
+	if len(pods) == 0 {
+		t.Fatalf("no running %s Pod in %s", component, cluster.SystemNamespace)
+	}
+	return pods
 }
 
 func errOrAllowed(err error) string {

@@ -180,19 +180,9 @@ func webhookReplicas(t *testing.T, c *cluster.Cluster) map[types.UID]*corev1.Pod
 	if _, err := c.KubectlRun(testContext(t, 2*time.Minute), "", "-n", cluster.SystemNamespace, "rollout", "status", "deployment/juneau-webhook", "--timeout=90s"); err != nil {
 		t.Fatalf("the webhook's Deployment: %v", err)
 	}
-	list, err := c.Kube.CoreV1().Pods(cluster.SystemNamespace).List(testContext(t, time.Minute),
-		metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=webhook"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	pods := map[types.UID]*corev1.Pod{}
-	for i, p := range list.Items {
-		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
-			pods[p.UID] = &list.Items[i]
-		}
-	}
-	if len(pods) == 0 {
-		t.Fatalf("no running webhook Pod in %s", cluster.SystemNamespace)
+	for _, p := range componentPods(t, c, "webhook") {
+		pods[p.UID] = p
 	}
 	return pods
 }
