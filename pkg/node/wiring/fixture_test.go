@@ -102,8 +102,11 @@ var watched = map[string]watchedKind{
 		inputs: func(in agent.Inputs) []string { return names(in.NICs) }},
 	"ElasticIP": {resource: "elasticips",
 		object: func(name string, v6 bool) runtime.Object {
-			return &v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-				Status: v1alpha1.ElasticIPStatus{Address: family(v6, eip4, eip6)}}
+			// Labels, annotations and conditions the agent's cache drops (agent.TrimElasticIP).
+			return &v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
+				Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"note": "kept by nobody"}},
+				Status: v1alpha1.ElasticIPStatus{Address: family(v6, eip4, eip6), Conditions: []metav1.Condition{
+					{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Attached", Message: "attached"}}}}
 		},
 		inputs: func(in agent.Inputs) []string {
 			// The agent looks ElasticIPs up in its cache: the two the test makes.

@@ -65,7 +65,10 @@ var kinds = []kind{
 		return bind(f.onNode.Juneau().V1alpha1().NetworkInterfaces(), &l.NICs)
 	}},
 	{name: "ElasticIP", direct: true, cache: func(f *factories, l *agent.Listers) cache.SharedIndexInformer {
-		return bind(f.juneau.Juneau().V1alpha1().ElasticIPs(), &l.ElasticIPs)
+		inf := bind(f.juneau.Juneau().V1alpha1().ElasticIPs(), &l.ElasticIPs)
+		// Not started yet, so this cannot fail.
+		_ = inf.SetTransform(agent.TrimElasticIP)
+		return inf
 	}},
 	{name: "ExternalNetwork", cache: func(f *factories, l *agent.Listers) cache.SharedIndexInformer {
 		return bind(f.juneau.Juneau().V1alpha1().ExternalNetworks(), &l.Networks)
@@ -113,10 +116,11 @@ func newCaches(kube kubernetes.Interface, juneau versioned.Interface, nodeName s
 	onNode := func(lo *metav1.ListOptions) {
 		lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
 	}
-	// Every cache drops managedFields, the attachments' keep only what the agent reads,
-	// the Nodes' only their addresses and Pod CIDRs (cached.Node): with 100,000
-	// ElasticIPs and 1,000 Nodes in the cluster, what every agent caches of them whole
-	// is most of its memory (docs/performance.md#scale).
+	// Every cache drops managedFields, the attachments' and ElasticIPs' keep only what the
+	// agent reads (agent.TrimAttachment, agent.TrimElasticIP), the Nodes' only their
+	// addresses and Pod CIDRs (cached.Node): with 100,000 ElasticIPs and 1,000 Nodes in
+	// the cluster, what every agent caches of them whole is most of its memory
+	// (docs/performance.md#scale).
 	lean := cached.WithoutManagedFields
 	f := &factories{
 		attachments: juneauinformers.NewSharedInformerFactoryWithOptions(juneau, resync, juneauinformers.WithTransform(agent.TrimAttachment)),

@@ -46,8 +46,8 @@ func TestEveryKindIsDeclaredOnce(t *testing.T) {
 
 // TestEveryKindIsCachedAndSynced: once started, every kind's informer syncs, the CNI
 // server's source says so, the kinds of this Node alone are listed and watched with
-// the field selector spec.nodeName=<Node>, attachments are cached trimmed and no
-// object keeps its managedFields.
+// the field selector spec.nodeName=<Node>, attachments and ElasticIPs are cached
+// trimmed and no object keeps its managedFields.
 func TestEveryKindIsCachedAndSynced(t *testing.T) {
 	cs := newClients(t, true)
 	c := newCaches(cs.kube, cs.juneau, nodeName)
@@ -97,6 +97,13 @@ func TestEveryKindIsCachedAndSynced(t *testing.T) {
 		}
 		if len(a.Annotations) != 0 || a.Status.ElasticIP == "" {
 			t.Errorf("attachment %s cached untrimmed or emptied: annotations %v, status %+v", name, a.Annotations, a.Status)
+		}
+		e, err := c.listers.ElasticIPs.ElasticIPs("default").Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(e.Labels) != 0 || len(e.Annotations) != 0 || e.Status.Conditions != nil || e.Status.Address == "" {
+			t.Errorf("ElasticIP %s cached untrimmed or emptied: labels %v, annotations %v, status %+v", name, e.Labels, e.Annotations, e.Status)
 		}
 	}
 }
