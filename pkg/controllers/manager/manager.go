@@ -86,7 +86,8 @@ func New(cfg Config) (*Manager, error) {
 		queues: queues,
 		kube:   kubeinformers.NewSharedInformerFactoryWithOptions(cfg.Kube, cfg.Resync, kubeinformers.WithTransform(cached.WithoutManagedFields)),
 		juneau: juneauinformers.NewSharedInformerFactoryWithOptions(cfg.Juneau, cfg.Resync, juneauinformers.WithTransform(cached.WithoutManagedFields)),
-		leases: kubeinformers.NewSharedInformerFactoryWithOptions(cfg.Kube, cfg.Resync, kubeinformers.WithNamespace(cfg.LeaseNamespace)),
+		leases: kubeinformers.NewSharedInformerFactoryWithOptions(cfg.Kube, cfg.Resync, kubeinformers.WithNamespace(cfg.LeaseNamespace),
+			kubeinformers.WithTransform(cached.WithoutManagedFields)),
 	}
 	m.factories = []factory{m.kube, m.juneau, m.leases}
 	// Of a Namespace, only its name and labels are read (the networks' namespaceSelectors).

@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
@@ -22,7 +24,8 @@ import (
 
 // TestEveryListedControllerRuns builds the manager on fake clients and checks that
 // every controller of the list got its queue, that Run reports ready once the caches
-// synced, and that the controllers act: a pool's and a network's status get written
+// synced, that no cache keeps managedFields (the agents' heartbeat Leases too), and that
+// the controllers act: a pool's and a network's status get written
 // (14 usable addresses in a /28, network and broadcast reserved).
 func TestEveryListedControllerRuns(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
@@ -32,8 +35,11 @@ func TestEveryListedControllerRuns(t *testing.T) {
 	network := &v1alpha1.ExternalNetwork{ObjectMeta: metav1.ObjectMeta{Name: "outside", UID: "n"},
 		Spec: v1alpha1.ExternalNetworkSpec{Type: v1alpha1.AdvertiseARP, AddressPools: []string{"blue"}}}
 	juneau := fake.NewClientset(pool, network)
+	// An agent's heartbeat, with the managedFields the API server adds to every object.
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "juneau-node-a", Namespace: "juneau-node",
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: v1alpha1.FieldManagerNode, Operation: metav1.ManagedFieldsOperationUpdate}}}}
 	reg := prometheus.NewRegistry()
-	m, err := New(Config{Kube: kubefake.NewClientset(), Juneau: juneau, Recorder: record.NewFakeRecorder(100),
+	m, err := New(Config{Kube: kubefake.NewClientset(lease), Juneau: juneau, Recorder: record.NewFakeRecorder(100),
 		Registerer: reg, LeaseNamespace: "juneau-node"})
 	if err != nil {
 		t.Fatal(err)
@@ -54,6 +60,23 @@ func TestEveryListedControllerRuns(t *testing.T) {
 	case <-ready:
 	case <-time.After(wait.ForeverTestTimeout):
 		t.Fatal("Run never reported ready")
+	}
+
+	// No cache keeps managedFields (docs/performance.md, row 6).
+	for _, f := range []struct {
+		what  string
+		store cache.Store
+	}{{"Leases", m.leases.Coordination().V1().Leases().Informer().GetStore()},
+		{"AddressPools", m.juneau.Juneau().V1alpha1().AddressPools().Informer().GetStore()}} {
+		objs := f.store.List()
+		if len(objs) == 0 {
+			t.Errorf("no %s cached", f.what)
+		}
+		for _, obj := range objs {
+			if o, err := meta.Accessor(obj); err != nil || o.GetManagedFields() != nil {
+				t.Errorf("%s cached with managedFields: %v (%v)", f.what, obj, err)
+			}
+		}
 	}
 
 	// Every controller's queue reports under its name.
