@@ -117,11 +117,18 @@ func New(kube kubernetes.Interface, juneau versioned.Interface,
 		nodes:       kubeInf.Core().V1().Nodes().Lister(),
 		namespaces:  kubeInf.Core().V1().Namespaces().Lister(),
 	}}
-	for _, inf := range []cache.SharedIndexInformer{
+	juneauCaches := []cache.SharedIndexInformer{
 		j.AddressPools().Informer(), j.ExternalNetworks().Informer(), j.ElasticIPs().Informer(),
-		attachments, nics, ads, bgpAds, j.BGPPeers().Informer(), pods, nodes,
-		namespaces,
-	} {
+		attachments, nics, ads, bgpAds, j.BGPPeers().Informer(),
+	}
+	// Of juneau's objects the validators read everything but managedFields, often the
+	// larger part of an object (Pods, Nodes and Namespaces drop them with the rest above).
+	for _, inf := range juneauCaches {
+		if err := inf.SetTransform(cached.WithoutManagedFields); err != nil {
+			return nil, fmt.Errorf("dropping managedFields from cached objects: %w", err)
+		}
+	}
+	for _, inf := range append(juneauCaches, pods, nodes, namespaces) {
 		v.hasSynced = append(v.hasSynced, inf.HasSynced)
 	}
 	return v, nil

@@ -1,0 +1,55 @@
+package admission
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	kubeinformers "k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
+	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
+)
+
+// TestCachesDropManagedFields: started, the validators' caches hold juneau's objects
+// without their managedFields.
+func TestCachesDropManagedFields(t *testing.T) {
+	managed := []metav1.ManagedFieldsEntry{{Manager: v1alpha1.FieldManagerController, Operation: metav1.ManagedFieldsOperationApply}}
+	kube := kubefake.NewClientset()
+	juneau := fake.NewClientset(
+		&v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", ManagedFields: managed}},
+		&v1alpha1.ElasticIPAttachment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", ManagedFields: managed}},
+		&v1alpha1.AddressPool{ObjectMeta: metav1.ObjectMeta{Name: "blue", ManagedFields: managed}})
+	kubeInf, juneauInf := kubeinformers.NewSharedInformerFactory(kube, 0), juneauinformers.NewSharedInformerFactory(juneau, 0)
+	v, err := New(kube, juneau, kubeInf, juneauInf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait.ForeverTestTimeout)
+	defer cancel()
+	kubeInf.Start(ctx.Done())
+	juneauInf.Start(ctx.Done())
+	defer func() { cancel(); kubeInf.Shutdown(); juneauInf.Shutdown() }()
+	if !cache.WaitForCacheSync(ctx.Done(), v.InformersSynced()...) {
+		t.Fatal("caches never synced")
+	}
+	j := juneauInf.Juneau().V1alpha1()
+	for _, inf := range []cache.SharedIndexInformer{j.ElasticIPs().Informer(), j.ElasticIPAttachments().Informer(), j.AddressPools().Informer()} {
+		// The fake clientset lists before the informer's watch starts: poll for the object.
+		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+			return len(inf.GetStore().List()) == 1, nil
+		})
+		if err != nil {
+			t.Fatalf("object never cached: %v", err)
+		}
+		obj := inf.GetStore().List()[0]
+		if m, ok := obj.(metav1.Object); !ok || m.GetManagedFields() != nil {
+			t.Errorf("%T cached with its managedFields", obj)
+		}
+	}
+}
