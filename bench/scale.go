@@ -37,6 +37,7 @@ type scaleStep struct {
 	apiCPU, etcdCPU, webhookCPU, kwokCPU time.Duration
 	reqs                                 string    // API requests per allocation in the batch
 	api                                  procUsage // kube-apiserver once the controller was idle
+	webhookUse                           procUsage // the webhook then
 	etcd                                 procUsage
 	// plainAPI and plainEtcd are the API server and etcd with the same Pods and no juneau.
 	plainAPI, plainEtcd procUsage
@@ -85,13 +86,15 @@ func benchScale(ctx context.Context, e *env) []Row {
 		e.stopProfile(prof)
 		e.stopProfile(whProf)
 		e.heapProfile(ctrl.pid, "scale-controller-heap-"+shortSize(n))
+		e.heapProfile(c.webhook.PID(), "scale-webhook-heap-"+shortSize(n))
 		s.cpuPer = (s.ctrl.CPU - u0.CPU) / time.Duration(n-have)
 		s.reqs = requestsPer(before, requestCounts(e, c.cp), n-have)
 		s.webhook = admissionHistogram(e, c.cp).since(hBefore).summary()
 		s.api, s.etcd = pidUsage(e, c.cp.APIServerPID()), pidUsage(e, c.cp.EtcdPID())
 		per := func(a, b procUsage) time.Duration { return (b.CPU - a.CPU) / time.Duration(n-have) }
 		s.apiCPU, s.etcdCPU = per(api0, s.api), per(etcd0, s.etcd)
-		s.webhookCPU, s.kwokCPU = per(wh0, pidUsage(e, c.webhook.PID())), per(kwok0, pidUsage(e, c.kwok.PID()))
+		s.webhookUse = pidUsage(e, c.webhook.PID())
+		s.webhookCPU, s.kwokCPU = per(wh0, s.webhookUse), per(kwok0, pidUsage(e, c.kwok.PID()))
 		have = n
 
 		ctrl, s.synced, s.rewrites, s.nWrites = restartIdle(e, c.cp, ctrl)

@@ -132,6 +132,9 @@ func scaleRows(steps []scaleStep, nodes int, emptyAPI, emptyEtcd procUsage) []Ro
 				Note: "the Nodes alone: " + bytesQ(float64(emptyAPI.RSS)).String()},
 			Row{ID: id("i"), What: "etcd RSS, " + at, Figure: bytesQ(float64(s.etcd.RSS)), Baseline: bytesQ(float64(s.plainEtcd.RSS)), BaselineWhat: "the same Pods without juneau",
 				Note: "the Nodes alone: " + bytesQ(float64(emptyEtcd.RSS)).String()},
+			Row{ID: id("j"), What: "webhook RSS, " + at, Figure: bytesQ(float64(s.webhookUse.RSS)),
+				Note: fmt.Sprintf("one replica, once the controller was idle; peak %s; %s per ElasticIP: it caches every object of juneau's kinds and the Pods and Nodes",
+					bytesQ(float64(s.webhookUse.PeakRSS)), bytesQ(float64(s.webhookUse.RSS)/float64(s.n)))},
 		)
 	}
 	return rows
