@@ -3,7 +3,6 @@ package admission
 import (
 	"context"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -40,16 +39,13 @@ func TestCachesDropManagedFields(t *testing.T) {
 	}
 	j := juneauInf.Juneau().V1alpha1()
 	for _, inf := range []cache.SharedIndexInformer{j.ElasticIPs().Informer(), j.ElasticIPAttachments().Informer(), j.AddressPools().Informer()} {
-		// The fake clientset lists before the informer's watch starts: poll for the object.
-		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
-			return len(inf.GetStore().List()) == 1, nil
-		})
-		if err != nil {
-			t.Fatalf("object never cached: %v", err)
+		// Synced: the initial list, which holds the object, is in the cache.
+		objs := inf.GetStore().List()
+		if len(objs) != 1 {
+			t.Fatalf("%d objects cached, want 1", len(objs))
 		}
-		obj := inf.GetStore().List()[0]
-		if m, ok := obj.(metav1.Object); !ok || m.GetManagedFields() != nil {
-			t.Errorf("%T cached with its managedFields", obj)
+		if m, ok := objs[0].(metav1.Object); !ok || m.GetManagedFields() != nil {
+			t.Errorf("%T cached with its managedFields", objs[0])
 		}
 	}
 }
