@@ -122,9 +122,10 @@ func New(kube kubernetes.Interface, juneau versioned.Interface,
 		attachments, nics, ads, bgpAds, j.BGPPeers().Informer(),
 	}
 	// Of juneau's objects the validators read everything but managedFields, often the
-	// larger part of an object (Pods, Nodes and Namespaces drop them with the rest above).
+	// larger part of an object (Pods, Nodes and Namespaces drop them with the rest above);
+	// the strings every object repeats are kept once (cached.Lean).
 	for _, inf := range juneauCaches {
-		if err := inf.SetTransform(cached.WithoutManagedFields); err != nil {
+		if err := inf.SetTransform(cached.Lean); err != nil {
 			return nil, fmt.Errorf("dropping managedFields from cached objects: %w", err)
 		}
 	}

@@ -2,7 +2,10 @@ package admission
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"unique"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -16,12 +19,13 @@ import (
 )
 
 // TestCachesDropManagedFields: started, the validators' caches hold juneau's objects
-// without their managedFields.
+// without their managedFields, their label keys interned.
 func TestCachesDropManagedFields(t *testing.T) {
 	managed := []metav1.ManagedFieldsEntry{{Manager: v1alpha1.FieldManagerController, Operation: metav1.ManagedFieldsOperationApply}}
 	kube := kubefake.NewClientset()
 	juneau := fake.NewClientset(
-		&v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", ManagedFields: managed}},
+		&v1alpha1.ElasticIP{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", ManagedFields: managed,
+			Labels: map[string]string{strings.Clone("team"): "a"}}},
 		&v1alpha1.ElasticIPAttachment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", ManagedFields: managed}},
 		&v1alpha1.AddressPool{ObjectMeta: metav1.ObjectMeta{Name: "blue", ManagedFields: managed}})
 	kubeInf, juneauInf := kubeinformers.NewSharedInformerFactory(kube, 0), juneauinformers.NewSharedInformerFactory(juneau, 0)
@@ -46,6 +50,11 @@ func TestCachesDropManagedFields(t *testing.T) {
 		}
 		if m, ok := objs[0].(metav1.Object); !ok || m.GetManagedFields() != nil {
 			t.Errorf("%T cached with its managedFields", objs[0])
+		}
+		for k := range objs[0].(metav1.Object).GetLabels() {
+			if unsafe.StringData(k) != unsafe.StringData(unique.Make(k).Value()) {
+				t.Errorf("%T cached with its label key %q not interned (cached.Lean)", objs[0], k)
+			}
 		}
 	}
 }

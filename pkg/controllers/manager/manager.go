@@ -79,15 +79,16 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The caches hold no managedFields: nothing reads them, and they are a large part
-	// of the controller's memory (docs/performance.md, row 6).
+	// The caches hold no managedFields (nothing reads them, and they are a large part
+	// of the controller's memory, docs/performance.md, row 6) and one copy of the
+	// strings every object repeats (cached.Lean).
 	m := &Manager{
 		cfg:    cfg,
 		queues: queues,
-		kube:   kubeinformers.NewSharedInformerFactoryWithOptions(cfg.Kube, cfg.Resync, kubeinformers.WithTransform(cached.WithoutManagedFields)),
-		juneau: juneauinformers.NewSharedInformerFactoryWithOptions(cfg.Juneau, cfg.Resync, juneauinformers.WithTransform(cached.WithoutManagedFields)),
+		kube:   kubeinformers.NewSharedInformerFactoryWithOptions(cfg.Kube, cfg.Resync, kubeinformers.WithTransform(cached.Lean)),
+		juneau: juneauinformers.NewSharedInformerFactoryWithOptions(cfg.Juneau, cfg.Resync, juneauinformers.WithTransform(cached.Lean)),
 		leases: kubeinformers.NewSharedInformerFactoryWithOptions(cfg.Kube, cfg.Resync, kubeinformers.WithNamespace(cfg.LeaseNamespace),
-			kubeinformers.WithTransform(cached.WithoutManagedFields)),
+			kubeinformers.WithTransform(cached.Lean)),
 	}
 	m.factories = []factory{m.kube, m.juneau, m.leases}
 	// Of a Namespace, only its name and labels are read (the networks' namespaceSelectors).

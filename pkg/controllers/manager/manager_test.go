@@ -3,8 +3,11 @@ package manager
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unique"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -24,13 +27,14 @@ import (
 
 // TestEveryListedControllerRuns builds the manager on fake clients and checks that
 // every controller of the list got its queue, that Run reports ready once the caches
-// synced, that no cache keeps managedFields (the agents' heartbeat Leases too), and that
+// synced, that no cache keeps managedFields (the agents' heartbeat Leases too) and label
+// keys are interned, and that
 // the controllers act: a pool's and a network's status get written
 // (14 usable addresses in a /28, network and broadcast reserved).
 func TestEveryListedControllerRuns(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
-	pool := &v1alpha1.AddressPool{ObjectMeta: metav1.ObjectMeta{Name: "blue", UID: "p"},
+	pool := &v1alpha1.AddressPool{ObjectMeta: metav1.ObjectMeta{Name: "blue", UID: "p", Labels: map[string]string{strings.Clone("team"): "a"}},
 		Spec: v1alpha1.AddressPoolSpec{AdvertiseMode: v1alpha1.AdvertiseARP, Addresses: []string{"10.225.51.0/28"}}}
 	network := &v1alpha1.ExternalNetwork{ObjectMeta: metav1.ObjectMeta{Name: "outside", UID: "n"},
 		Spec: v1alpha1.ExternalNetworkSpec{Type: v1alpha1.AdvertiseARP, AddressPools: []string{"blue"}}}
@@ -75,6 +79,11 @@ func TestEveryListedControllerRuns(t *testing.T) {
 		for _, obj := range objs {
 			if o, err := meta.Accessor(obj); err != nil || o.GetManagedFields() != nil {
 				t.Errorf("%s cached with managedFields: %v (%v)", f.what, obj, err)
+			}
+			for k := range obj.(metav1.Object).GetLabels() {
+				if unsafe.StringData(k) != unsafe.StringData(unique.Make(k).Value()) {
+					t.Errorf("%s cached with the label key %q not interned (cached.Lean)", f.what, k)
+				}
 			}
 		}
 	}

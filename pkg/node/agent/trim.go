@@ -3,21 +3,22 @@ package agent
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/loutres/juneau/pkg/apis/juneau/cached"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
 // TrimAttachment is the transform of the agent's ElasticIPAttachment informer. Every
 // agent caches every attachment of the cluster (in-cluster clients on its Node reach
 // ElasticIPs attached anywhere), so it keeps of each only what Compute and the readiness
-// gate read: the metadata of keptMeta, spec and status. Other objects pass unchanged;
-// trimming twice is trimming once.
+// gate read: the metadata of keptMeta, spec and status, the conditions' repeated strings
+// interned (cached.Lean). Other objects pass unchanged; trimming twice is trimming once.
 func TrimAttachment(obj any) (any, error) {
 	a, ok := obj.(*v1alpha1.ElasticIPAttachment)
 	if !ok {
 		return obj, nil
 	}
 	a.ObjectMeta = keptMeta(a.ObjectMeta)
-	return a, nil
+	return cached.Lean(a)
 }
 
 // TrimElasticIP is the transform of the agent's ElasticIP informer. Every agent caches

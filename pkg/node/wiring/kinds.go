@@ -116,12 +116,13 @@ func newCaches(kube kubernetes.Interface, juneau versioned.Interface, nodeName s
 	onNode := func(lo *metav1.ListOptions) {
 		lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
 	}
-	// Every cache drops managedFields, the attachments' and ElasticIPs' keep only what the
+	// Every cache drops managedFields (and keeps one copy of the strings every object
+	// repeats, cached.Lean), the attachments' and ElasticIPs' keep only what the
 	// agent reads (agent.TrimAttachment, agent.TrimElasticIP), the Nodes' only their
 	// addresses and Pod CIDRs (cached.Node): with 100,000 ElasticIPs and 1,000 Nodes in
 	// the cluster, what every agent caches of them whole is most of its memory
 	// (docs/performance.md#scale).
-	lean := cached.WithoutManagedFields
+	lean := cached.Lean
 	f := &factories{
 		attachments: juneauinformers.NewSharedInformerFactoryWithOptions(juneau, resync, juneauinformers.WithTransform(agent.TrimAttachment)),
 		onNode: juneauinformers.NewSharedInformerFactoryWithOptions(juneau, resync, juneauinformers.WithTweakListOptions(onNode),

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"unique"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	clienttesting "k8s.io/client-go/testing"
@@ -98,6 +100,11 @@ func TestEveryKindIsCachedAndSynced(t *testing.T) {
 		if len(a.Annotations) != 0 || a.Status.ElasticIP == "" {
 			t.Errorf("attachment %s cached untrimmed or emptied: annotations %v, status %+v", name, a.Annotations, a.Status)
 		}
+		for _, cond := range a.Status.Conditions {
+			if !interned(cond.Type) {
+				t.Errorf("attachment %s cached with its condition type %q not interned", name, cond.Type)
+			}
+		}
 		e, err := c.listers.ElasticIPs.ElasticIPs("default").Get(name)
 		if err != nil {
 			t.Fatal(err)
@@ -162,4 +169,9 @@ func TestEventOfEveryKindTriggersSync(t *testing.T) {
 		cs.add(t, watched[name].object("event", false))
 		eventually(t, ctx, "a sync after a new "+name, func() bool { return syncs() > before })
 	}
+}
+
+// interned says s is the one copy unique keeps of its value (cached.Lean).
+func interned(s string) bool {
+	return unsafe.StringData(s) == unsafe.StringData(unique.Make(s).Value())
 }

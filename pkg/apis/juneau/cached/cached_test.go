@@ -19,7 +19,9 @@ func TestPod(t *testing.T) {
 		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "web", Image: "nginx"}},
 			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: "juneau.loutres.me/elastic-ip-assigned"}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.244.1.5", PodIPs: []corev1.PodIP{{IP: "10.244.1.5"}},
-			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.ContainersReady, Status: corev1.ConditionTrue},
+				{Type: "juneau.loutres.me/elastic-ip-assigned", Status: corev1.ConditionTrue, Message: "attached"}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "web", Ready: true}}},
 	}
 	got, err := Pod(pod)
@@ -34,10 +36,14 @@ func TestPod(t *testing.T) {
 		Spec: corev1.PodSpec{NodeName: "node-a",
 			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: "juneau.loutres.me/elastic-ip-assigned"}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.244.1.5", PodIPs: []corev1.PodIP{{IP: "10.244.1.5"}},
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+				{Type: "juneau.loutres.me/elastic-ip-assigned", Status: corev1.ConditionTrue, Message: "attached"}}},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("cached Pod (-want +got):\n%s", d)
+	}
+	if len(pod.Status.Conditions) != 4 {
+		t.Errorf("the transform changed the Pod's conditions: %+v", pod.Status.Conditions)
 	}
 	if _, ok := pod.Annotations[lastApplied]; !ok || len(pod.ManagedFields) == 0 {
 		t.Errorf("the transform changed the object it was given: %+v", pod.ObjectMeta)
