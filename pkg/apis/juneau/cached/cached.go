@@ -58,24 +58,13 @@ func readConditions(all []corev1.PodCondition) []corev1.PodCondition {
 	}
 	kept := make([]corev1.PodCondition, 0, n)
 	for _, c := range all {
-		if i := slices.Index(read, string(c.Type)); i >= 0 {
-			// The type and status as constants: the decoded strings are not kept either.
-			c.Type = corev1.PodConditionType(read[i])
-			c.Status = status(c.Status)
+		if slices.Contains(read, string(c.Type)) {
+			c.Type = corev1.PodConditionType(intern(string(c.Type)))
+			c.Status = corev1.ConditionStatus(intern(string(c.Status)))
 			kept = append(kept, c)
 		}
 	}
 	return kept
-}
-
-// status is s as the constant of the same value, or s.
-func status(s corev1.ConditionStatus) corev1.ConditionStatus {
-	for _, c := range []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown} {
-		if s == c {
-			return c
-		}
-	}
-	return s
 }
 
 // Node keeps of a Node its metadata (as Pod does), Pod CIDRs and addresses. Other

@@ -21,27 +21,27 @@ func Lean(obj any) (any, error) {
 	if m, err := apimeta.Accessor(obj); err == nil {
 		internMeta(m)
 	}
-	for _, cs := range conditionsOf(obj) {
-		for i := range cs {
-			cs[i].Type, cs[i].Status, cs[i].Reason = intern(cs[i].Type), metav1.ConditionStatus(intern(string(cs[i].Status))), intern(cs[i].Reason)
-		}
+	cs := conditionsOf(obj)
+	for i := range cs {
+		cs[i].Type, cs[i].Reason = intern(cs[i].Type), intern(cs[i].Reason)
+		cs[i].Status = metav1.ConditionStatus(intern(string(cs[i].Status)))
 	}
 	return obj, nil
 }
 
 // conditionsOf returns the conditions of juneau's kinds that a cluster has many of.
-func conditionsOf(obj any) [][]metav1.Condition {
+func conditionsOf(obj any) []metav1.Condition {
 	switch o := obj.(type) {
 	case *v1alpha1.ElasticIP:
-		return [][]metav1.Condition{o.Status.Conditions}
+		return o.Status.Conditions
 	case *v1alpha1.ElasticIPAttachment:
-		return [][]metav1.Condition{o.Status.Conditions}
+		return o.Status.Conditions
 	case *v1alpha1.NetworkInterface:
-		return [][]metav1.Condition{o.Status.Conditions}
+		return o.Status.Conditions
 	case *v1alpha1.ARPAdvertisement:
-		return [][]metav1.Condition{o.Status.Conditions}
+		return o.Status.Conditions
 	case *v1alpha1.BGPAdvertisement:
-		return [][]metav1.Condition{o.Status.Conditions}
+		return o.Status.Conditions
 	}
 	return nil
 }
