@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"runtime"
-	"runtime/metrics"
 	"strconv"
 	"testing"
 
@@ -15,6 +13,7 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/cached"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/test/heap"
 )
 
 // TestTrimElasticIP: the cached ElasticIP keeps its spec, phase, address and user and
@@ -112,9 +111,7 @@ func autoElasticIPs(t *testing.T, n int) [][]byte {
 
 // cachedBytes is the live heap per object of docs decoded and transformed.
 func cachedBytes(t *testing.T, docs [][]byte, transform func(any) (any, error)) int64 {
-	kept := make([]any, len(docs))
-	before := liveHeap()
-	for i, b := range docs {
+	return heap.PerObject(docs, func(b []byte) any {
 		e := &v1alpha1.ElasticIP{}
 		if err := json.Unmarshal(b, e); err != nil {
 			t.Fatal(err)
@@ -123,18 +120,6 @@ func cachedBytes(t *testing.T, docs [][]byte, transform func(any) (any, error)) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		kept[i] = obj
-	}
-	after := liveHeap()
-	runtime.KeepAlive(kept)
-	runtime.KeepAlive(docs) // live at both measurements, so counted in neither
-	return (after - before) / int64(len(docs))
-}
-
-// liveHeap is the heap's live bytes after a collection.
-func liveHeap() int64 {
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(s)
-	return int64(s[0].Value.Uint64())
+		return obj
+	})
 }

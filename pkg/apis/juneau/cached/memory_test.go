@@ -3,8 +3,6 @@ package cached
 import (
 	"encoding/json"
 	"fmt"
-	"runtime"
-	"runtime/metrics"
 	"strconv"
 	"testing"
 
@@ -13,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/test/heap"
 )
 
 // TestPodMemory: what the controller and the webhook keep of a Pod with an automatic
@@ -122,9 +121,7 @@ func runningPods(t *testing.T, n int) [][]byte {
 
 // liveBytes is the live heap per object of docs decoded and transformed.
 func liveBytes(t *testing.T, docs [][]byte, decode func([]byte) (any, error), transform func(any) (any, error)) int64 {
-	kept := make([]any, len(docs))
-	before := liveHeap()
-	for i, b := range docs {
+	return heap.PerObject(docs, func(b []byte) any {
 		o, err := decode(b)
 		if err != nil {
 			t.Fatal(err)
@@ -133,18 +130,6 @@ func liveBytes(t *testing.T, docs [][]byte, decode func([]byte) (any, error), tr
 		if err != nil {
 			t.Fatal(err)
 		}
-		kept[i] = obj
-	}
-	after := liveHeap()
-	runtime.KeepAlive(kept)
-	runtime.KeepAlive(docs) // live at both measurements, so counted in neither
-	return (after - before) / int64(len(docs))
-}
-
-// liveHeap is the heap's live bytes after a collection.
-func liveHeap() int64 {
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(s)
-	return int64(s[0].Value.Uint64())
+		return obj
+	})
 }
