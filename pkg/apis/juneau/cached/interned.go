@@ -14,8 +14,9 @@ import (
 // thousands of cached objects repeat instead of one per object: the keys of labels and
 // annotations, finalizers, owners' kinds and API versions, and the type, status and
 // reason of juneau's conditions. A decoder allocates each of those anew for every
-// object (docs/performance.md#fewer-pod-conditions-and-one-copy-of-repeated-strings). Values
-// that name one object (a label's value, a message) are left as they are.
+// object (docs/performance.md#fewer-pod-conditions-and-one-copy-of-repeated-strings).
+// Values that name one object (a label's value, a message) are left as they are.
+// Objects without metadata pass unchanged; leaning twice is leaning once.
 func Lean(obj any) (any, error) {
 	obj, _ = WithoutManagedFields(obj)
 	if m, err := apimeta.Accessor(obj); err == nil {
@@ -73,6 +74,7 @@ func internedKeys(m map[string]string) map[string]string {
 	return out
 }
 
+// intern is the one copy unique keeps of s's value.
 func intern(s string) string {
 	if s == "" {
 		return s
