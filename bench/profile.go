@@ -18,8 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// pprofDirEnv must match benchPprofDirEnv in pprofhook/hook.go.
-const pprofDirEnv = "JUNEAU_BENCH_PPROF_DIR"
+// pprofDirEnv and pprofCPUEnv must match benchPprofDirEnv and benchPprofCPUEnv in
+// pprofhook/hook.go.
+const (
+	pprofDirEnv = "JUNEAU_BENCH_PPROF_DIR"
+	pprofCPUEnv = "JUNEAU_BENCH_PPROF_CPU"
+)
 
 // profiler takes CPU profiles of juneau processes built with the hook in pprofhook/.
 // The zero value (no -cpuprofile) does nothing.
@@ -147,6 +151,32 @@ func (c *cpuProfile) post(path string) error {
 		return fmt.Errorf("POST %s: %s", path, resp.Status)
 	}
 	return nil
+}
+
+// profiledFromStart runs start, which starts one juneau process, with that process's CPU
+// profiled from its start (named name, stopped with stopProfile on what it returns)
+// when profiling is on.
+func (e *env) profiledFromStart(name string, start func() int) *cpuProfile {
+	p := e.prof
+	if p == nil || p.outDir == "" {
+		start()
+		return nil
+	}
+	file, err := filepath.Abs(filepath.Join(p.outDir, name+".pprof"))
+	if err != nil {
+		e.Logf("no CPU profile %s: %v", name, err)
+		start()
+		return nil
+	}
+	_ = os.Setenv(pprofCPUEnv, file)
+	pid := start()
+	_ = os.Unsetenv(pprofCPUEnv)
+	prof, err := p.endpoint(pid, name)
+	if err != nil {
+		e.Logf("no CPU profile %s: %v", name, err)
+		return nil
+	}
+	return prof
 }
 
 // startProfile starts a CPU profile of pid named name when profiling is on; a failure

@@ -80,6 +80,26 @@ current-context: c
 	if text, err := os.ReadFile(heap + ".txt"); err != nil || !bytes.Contains(text, []byte("# runtime.MemStats")) {
 		t.Errorf("heap profile as text %s: %v; want it to end with the runtime's memory statistics", heap+".txt", err)
 	}
+
+	// A process started with pprofCPUEnv profiles from its start until stopped.
+	fromStart := filepath.Join(out, "from-start.pprof")
+	second := exec.Command(bin, "controller", "--kubeconfig="+kubeconfig, "--leader-elect=false", "--metrics-bind-address=")
+	second.Env = append(os.Environ(), pprofCPUEnv+"="+fromStart)
+	second.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := second.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = second.Process.Kill(); _ = second.Wait() })
+	running, err := prof.endpoint(second.Process.Pid, "from-start")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if file, err := running.stop(); err != nil || file != fromStart {
+		t.Fatalf("stopping the profile running since the start: %q, %v", file, err)
+	}
+	if data, err := os.ReadFile(fromStart); err != nil || !bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
+		t.Errorf("profile from the start %s: %d bytes, %v; want a gzipped pprof profile", fromStart, len(data), err)
+	}
 }
 
 // TestNoProfiler: without -cpuprofile every profiling call does nothing.

@@ -97,7 +97,7 @@ func benchScale(ctx context.Context, e *env) []Row {
 		s.webhookCPU, s.kwokCPU = per(wh0, s.webhookUse), per(kwok0, pidUsage(e, c.kwok.PID()))
 		have = n
 
-		ctrl, s.synced, s.rewrites, s.nWrites = restartIdle(e, c.cp, ctrl)
+		ctrl, s.synced, s.rewrites, s.nWrites = restartIdle(e, c.cp, ctrl, "scale-controller-restart-"+shortSize(n))
 		ctrl, s.resume = c.restartAllocating(ctx, e, ctrl, n)
 		have++ // the probe Pod of the restart
 		e.Logf("N=%d: %s; %s", n, c.agents, c.attached(ctx, e))
@@ -360,13 +360,19 @@ func (c *scaleCluster) createPods(ctx context.Context, e *env, from, to int,
 // restartIdle stops the controller and starts it again with nothing to do: how long
 // until it serves /readyz (caches synced), and the writes it makes until it is idle
 // (want none: every object is already correct). kwok's Lease renewals are left out.
-func restartIdle(e *env, cp *framework.ControlPlane, ctrl *controllerProcess) (*controllerProcess, time.Duration, string, float64) {
+// With -cpuprofile the restarted controller's CPU is profiled from its start until idle
+// (profile).
+func restartIdle(e *env, cp *framework.ControlPlane, ctrl *controllerProcess, profile string) (*controllerProcess, time.Duration, string, float64) {
 	ctrl.Stop()
 	before := requestCounts(e, cp)
 	start := time.Now()
-	ctrl = startController(e, cp)
+	prof := e.profiledFromStart(profile, func() int {
+		ctrl = startController(e, cp)
+		return ctrl.pid
+	})
 	synced := time.Since(start)
 	waitIdle(e, ctrl.pid, "restarted controller", 15*time.Minute)
+	e.stopProfile(prof)
 	after := requestCounts(e, cp)
 	var parts []string
 	total := 0.0

@@ -22,6 +22,10 @@ import (
 // of its profiling endpoint, in a file named after its pid.
 const benchPprofDirEnv = "JUNEAU_BENCH_PPROF_DIR"
 
+// benchPprofCPUEnv names a file: a process started with it set profiles its CPU from
+// its start (a restart's cache sync included) until POST /cpu/stop.
+const benchPprofCPUEnv = "JUNEAU_BENCH_PPROF_CPU"
+
 func init() {
 	dir := os.Getenv(benchPprofDirEnv)
 	if dir == "" {
@@ -35,6 +39,15 @@ func init() {
 		return
 	}
 	p := &benchProfiler{}
+	if file := os.Getenv(benchPprofCPUEnv); file != "" {
+		if f, err := os.Create(file); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				p.file = f
+			} else {
+				f.Close()
+			}
+		}
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /cpu/start", p.start)
 	mux.HandleFunc("POST /cpu/stop", p.stop)
