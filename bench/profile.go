@@ -125,11 +125,16 @@ func (p *profiler) endpoint(pid int, name string) (*cpuProfile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("profiling endpoint of pid %d: %w", pid, err)
 	}
-	file, err := filepath.Abs(filepath.Join(p.outDir, name+".pprof"))
+	file, err := p.fileOf(name)
 	if err != nil {
 		return nil, err
 	}
 	return &cpuProfile{addr: addr, file: file}, nil
+}
+
+// fileOf is the file of the profile named name.
+func (p *profiler) fileOf(name string) (string, error) {
+	return filepath.Abs(filepath.Join(p.outDir, name+".pprof"))
 }
 
 // stop ends the profile and returns the file it was written to.
@@ -155,14 +160,15 @@ func (c *cpuProfile) post(path string) error {
 
 // profiledFromStart runs start, which starts one juneau process, with that process's CPU
 // profiled from its start (named name, stopped with stopProfile on what it returns)
-// when profiling is on.
+// when profiling is on. The variable that asks for it is set in this process's
+// environment while start runs, so start must start no other juneau process.
 func (e *env) profiledFromStart(name string, start func() int) *cpuProfile {
 	p := e.prof
 	if p == nil || p.outDir == "" {
 		start()
 		return nil
 	}
-	file, err := filepath.Abs(filepath.Join(p.outDir, name+".pprof"))
+	file, err := p.fileOf(name)
 	if err != nil {
 		e.Logf("no CPU profile %s: %v", name, err)
 		start()

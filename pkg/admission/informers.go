@@ -126,7 +126,7 @@ func New(kube kubernetes.Interface, juneau versioned.Interface,
 	// the strings every object repeats are kept once (cached.Lean).
 	for _, inf := range juneauCaches {
 		if err := inf.SetTransform(cached.Lean); err != nil {
-			return nil, fmt.Errorf("dropping managedFields from cached objects: %w", err)
+			return nil, fmt.Errorf("trimming cached objects: %w", err)
 		}
 	}
 	for _, inf := range append(juneauCaches, pods, nodes, namespaces) {

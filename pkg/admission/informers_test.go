@@ -4,8 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"unique"
-	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -16,6 +14,7 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
 	juneauinformers "github.com/loutres/juneau/pkg/generated/informers/externalversions"
+	"github.com/loutres/juneau/test/heap"
 )
 
 // TestCachesDropManagedFields: started, the validators' caches hold juneau's objects
@@ -52,7 +51,7 @@ func TestCachesDropManagedFields(t *testing.T) {
 			t.Errorf("%T cached with its managedFields", objs[0])
 		}
 		for k := range objs[0].(metav1.Object).GetLabels() {
-			if unsafe.StringData(k) != unsafe.StringData(unique.Make(k).Value()) {
+			if !heap.Interned(k) {
 				t.Errorf("%T cached with its label key %q not interned (cached.Lean)", objs[0], k)
 			}
 		}

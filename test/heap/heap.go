@@ -1,10 +1,13 @@
-// Package heap measures, in tests, what the objects a function keeps cost the Go heap:
-// the memory tests of the caches' transforms (docs/performance.md#scale).
+// Package heap measures, in tests, what the objects a function keeps cost the Go heap,
+// and whether a string is the one shared copy of its value: the memory tests of the
+// caches' transforms (docs/performance.md#scale).
 package heap
 
 import (
 	"runtime"
 	"runtime/metrics"
+	"unique"
+	"unsafe"
 )
 
 // PerObject is the live heap per input of what keep returns for each input: keep is
@@ -29,4 +32,10 @@ func Live() int64 {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
 	return int64(s[0].Value.Uint64())
+}
+
+// Interned says s is the one copy unique keeps of its value (cached.Lean interns so):
+// unique.Make copies a value it does not hold yet, so any other copy compares unequal.
+func Interned(s string) bool {
+	return unsafe.StringData(s) == unsafe.StringData(unique.Make(s).Value())
 }

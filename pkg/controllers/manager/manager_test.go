@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unique"
-	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -23,14 +21,14 @@ import (
 	"github.com/loutres/juneau/pkg/controllers/elasticip"
 	"github.com/loutres/juneau/pkg/controllers/webhookreplicas"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned/fake"
+	"github.com/loutres/juneau/test/heap"
 )
 
 // TestEveryListedControllerRuns builds the manager on fake clients and checks that
 // every controller of the list got its queue, that Run reports ready once the caches
 // synced, that no cache keeps managedFields (the agents' heartbeat Leases too) and label
-// keys are interned, and that
-// the controllers act: a pool's and a network's status get written
-// (14 usable addresses in a /28, network and broadcast reserved).
+// keys are interned, and that the controllers act: a pool's and a network's status get
+// written (14 usable addresses in a /28, network and broadcast reserved).
 func TestEveryListedControllerRuns(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
@@ -81,7 +79,7 @@ func TestEveryListedControllerRuns(t *testing.T) {
 				t.Errorf("%s cached with managedFields: %v (%v)", f.what, obj, err)
 			}
 			for k := range obj.(metav1.Object).GetLabels() {
-				if unsafe.StringData(k) != unsafe.StringData(unique.Make(k).Value()) {
+				if !heap.Interned(k) {
 					t.Errorf("%s cached with the label key %q not interned (cached.Lean)", f.what, k)
 				}
 			}

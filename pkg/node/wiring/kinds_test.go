@@ -6,12 +6,12 @@ import (
 	"reflect"
 	"slices"
 	"testing"
-	"unique"
-	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/loutres/juneau/test/heap"
 )
 
 // TestEveryKindIsDeclaredOnce: kinds fill every cache of the agent (agent.Listers), one
@@ -49,7 +49,8 @@ func TestEveryKindIsDeclaredOnce(t *testing.T) {
 // TestEveryKindIsCachedAndSynced: once started, every kind's informer syncs, the CNI
 // server's source says so, the kinds of this Node alone are listed and watched with
 // the field selector spec.nodeName=<Node>, attachments and ElasticIPs are cached
-// trimmed and no object keeps its managedFields.
+// trimmed (the attachments' condition types interned) and no object keeps its
+// managedFields.
 func TestEveryKindIsCachedAndSynced(t *testing.T) {
 	cs := newClients(t, true)
 	c := newCaches(cs.kube, cs.juneau, nodeName)
@@ -100,8 +101,11 @@ func TestEveryKindIsCachedAndSynced(t *testing.T) {
 		if len(a.Annotations) != 0 || a.Status.ElasticIP == "" {
 			t.Errorf("attachment %s cached untrimmed or emptied: annotations %v, status %+v", name, a.Annotations, a.Status)
 		}
+		if len(a.Status.Conditions) == 0 {
+			t.Errorf("attachment %s cached without its conditions", name)
+		}
 		for _, cond := range a.Status.Conditions {
-			if !interned(cond.Type) {
+			if !heap.Interned(cond.Type) {
 				t.Errorf("attachment %s cached with its condition type %q not interned", name, cond.Type)
 			}
 		}
@@ -169,9 +173,4 @@ func TestEventOfEveryKindTriggersSync(t *testing.T) {
 		cs.add(t, watched[name].object("event", false))
 		eventually(t, ctx, "a sync after a new "+name, func() bool { return syncs() > before })
 	}
-}
-
-// interned says s is the one copy unique keeps of its value (cached.Lean).
-func interned(s string) bool {
-	return unsafe.StringData(s) == unsafe.StringData(unique.Make(s).Value())
 }

@@ -3,13 +3,12 @@ package cached
 import (
 	"strings"
 	"testing"
-	"unique"
-	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
+	"github.com/loutres/juneau/test/heap"
 )
 
 // TestLean: an object leaned keeps every value but managedFields, its repeated strings
@@ -45,11 +44,11 @@ func TestLean(t *testing.T) {
 		repeated = append(repeated, k)
 	}
 	for _, s := range repeated {
-		if !interned(s) {
+		if !heap.Interned(s) {
 			t.Errorf("%q is not interned", s)
 		}
 	}
-	if m := l.Status.Conditions[0].Message; interned(m) {
+	if m := l.Status.Conditions[0].Message; heap.Interned(m) {
 		t.Errorf("the message %q is interned", m)
 	}
 	again, _ := Lean(l.DeepCopy())
@@ -59,9 +58,4 @@ func TestLean(t *testing.T) {
 	if got, _ := Lean("no metadata"); got != "no metadata" {
 		t.Errorf("an object without metadata came back as %v", got)
 	}
-}
-
-// interned says s is the one copy unique keeps of its value.
-func interned(s string) bool {
-	return unsafe.StringData(s) == unsafe.StringData(unique.Make(s).Value())
 }
