@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
+	"github.com/loutres/juneau/pkg/juneauclient"
 	"github.com/loutres/juneau/pkg/metricsauth"
 )
 
@@ -55,7 +56,7 @@ func (o *commonOptions) clients() (kubernetes.Interface, versioned.Interface, er
 	if err != nil {
 		return nil, nil, err
 	}
-	juneau, err := versioned.NewForConfig(cfg)
+	juneau, err := juneauclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
