@@ -15,6 +15,7 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/jsonwire"
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned/scheme"
+	"github.com/loutres/juneau/test/apiwire"
 )
 
 // BenchmarkWatchDecode decodes a watch of 1,000 ElasticIPs as an informer does (the
@@ -24,7 +25,7 @@ import (
 func BenchmarkWatchDecode(b *testing.B) {
 	var stream bytes.Buffer
 	for i := range 1000 {
-		e, _ := json.Marshal(map[string]any{"type": "MODIFIED", "object": wire(b, elasticIP(i))})
+		e, _ := json.Marshal(map[string]any{"type": "MODIFIED", "object": json.RawMessage(apiwire.Object(b, apiwire.ElasticIP(i)))})
 		stream.Write(append(e, '\n'))
 	}
 	generated := rest.CodecFactoryForGeneratedClient(scheme.Scheme, scheme.Codecs).WithoutConversion()

@@ -4,53 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
-	"strconv"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned"
+	"github.com/loutres/juneau/test/apiwire"
 )
-
-// elasticIP is the i-th of a set of automatic ElasticIPs, attached.
-func elasticIP(i int) *v1alpha1.ElasticIP {
-	name, addr := "web-"+strconv.Itoa(i), fmt.Sprintf("10.225.%d.%d", i>>8&255, i&255)
-	e := &v1alpha1.ElasticIP{
-		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "ElasticIP"},
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-eip", Namespace: "shop", UID: types.UID(fmt.Sprintf("5f0c2a8e-8d1b-4a8e-9c1d-%012d", i)),
-			ResourceVersion: strconv.Itoa(100000 + i), Generation: 1, CreationTimestamp: metav1.Unix(1700000000, 0),
-			Labels: map[string]string{v1alpha1.LabelPod: name}, Finalizers: []string{v1alpha1.FinalizerElasticIP},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: name, UID: types.UID(fmt.Sprintf("7a1b3c4d-0000-4000-8000-%012d", i))}}},
-		Spec: v1alpha1.ElasticIPSpec{ExternalNetwork: "public"},
-		Status: v1alpha1.ElasticIPStatus{Phase: v1alpha1.ElasticIPAttached, Address: addr,
-			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionAttached, Status: metav1.ConditionTrue, Reason: "Attached",
-				Message: `address "` + addr + `" {in use}`, LastTransitionTime: metav1.Unix(1700000000, 0), ObservedGeneration: 1}}},
-	}
-	return e
-}
-
-// wire is obj as the API server writes a custom resource (keys sorted).
-func wire(t testing.TB, obj any) json.RawMessage {
-	t.Helper()
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := json.Marshal(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // apiServer answers a list and a watch of n ElasticIPs in namespace shop as the API
 // server writes them: the list whole, the watch one event per line.
@@ -58,7 +24,7 @@ func apiServer(t testing.TB, n int) *httptest.Server {
 	items := make([]json.RawMessage, n)
 	var events bytes.Buffer
 	for i := range n {
-		items[i] = wire(t, elasticIP(i))
+		items[i] = apiwire.Object(t, apiwire.ElasticIP(i))
 		b, _ := json.Marshal(map[string]any{"type": "ADDED", "object": items[i]})
 		events.Write(append(b, '\n'))
 	}

@@ -10,6 +10,7 @@ import (
 	serjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned/scheme"
+	"github.com/loutres/juneau/test/apiwire"
 )
 
 var eventCases = []string{
@@ -55,9 +56,9 @@ func TestEventsAsSerializer(t *testing.T) {
 	for _, c := range eventCases {
 		sameEvent(t, s, []byte(c))
 	}
-	e := event(t, "MODIFIED", elasticIP(9))
+	e := apiwire.Event(t, "MODIFIED", apiwire.ElasticIP(9))
 	sameEvent(t, s, e)
-	if _, object, ok := plainEvent(e); !ok || !bytes.Equal(object, wire(t, elasticIP(9))) {
+	if _, object, ok := plainEvent(e); !ok || !bytes.Equal(object, apiwire.Object(t, apiwire.ElasticIP(9))) {
 		t.Errorf("an event as the API server writes it: not read plainly (%v) or another object", ok)
 	}
 }

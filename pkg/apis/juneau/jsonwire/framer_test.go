@@ -8,6 +8,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/loutres/juneau/test/apiwire"
 	serjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 )
 
@@ -35,7 +36,7 @@ func frames(r io.Reader, n int) ([]string, error) {
 func stream(t *testing.T) []byte {
 	var b bytes.Buffer
 	for i := range 50 {
-		b.Write(event(t, "ADDED", elasticIP(i)))
+		b.Write(apiwire.Event(t, "ADDED", apiwire.ElasticIP(i)))
 		if i%7 == 0 {
 			b.WriteString(" \t\r\n")
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned/scheme"
+	"github.com/loutres/juneau/test/apiwire"
 )
 
 // sameAsSimple fails unless Meta gives for data what json.SimpleMetaFactory gives: the
@@ -47,10 +48,10 @@ func TestMetaAsSimpleMetaFactory(t *testing.T) {
 	for _, c := range metaCases {
 		sameAsSimple(t, []byte(c))
 	}
-	e := elasticIP(7)
-	sameAsSimple(t, wire(t, e))
-	sameAsSimple(t, event(t, "MODIFIED", e))
-	got, err := Meta{}.Interpret(wire(t, e))
+	e := apiwire.ElasticIP(7)
+	sameAsSimple(t, apiwire.Object(t, e))
+	sameAsSimple(t, apiwire.Event(t, "MODIFIED", e))
+	got, err := Meta{}.Interpret(apiwire.Object(t, e))
 	if err != nil || got.Group != v1alpha1.GroupName || got.Version != "v1alpha1" || got.Kind != "ElasticIP" {
 		t.Errorf("an ElasticIP as the API server writes it: %v, %v", got, err)
 	}
@@ -72,7 +73,7 @@ func FuzzMeta(f *testing.F) {
 // rejects.
 func TestInvalidJSONStillRejected(t *testing.T) {
 	s := serjson.NewSerializerWithOptions(Meta{}, scheme.Scheme, scheme.Scheme, serjson.SerializerOptions{})
-	good := wire(t, elasticIP(1))
+	good := apiwire.Object(t, apiwire.ElasticIP(1))
 	if _, _, err := s.Decode(good, nil, nil); err != nil {
 		t.Fatalf("decoding a valid ElasticIP: %v", err)
 	}
@@ -93,9 +94,9 @@ func TestInvalidJSONStillRejected(t *testing.T) {
 // TestMetaReadsWithoutParse: what the API server writes takes Meta's own path, not the
 // full parse it falls back to.
 func TestMetaReadsWithoutParse(t *testing.T) {
-	e := elasticIP(3)
-	for _, data := range [][]byte{wire(t, e), event(t, "ADDED", e),
-		[]byte(`{"apiVersion":"juneau.loutres.me/v1alpha1","items":[` + string(wire(t, e)) + `],"kind":"ElasticIPList","metadata":{"resourceVersion":"5"}}`)} {
+	e := apiwire.ElasticIP(3)
+	for _, data := range [][]byte{apiwire.Object(t, e), apiwire.Event(t, "ADDED", e),
+		[]byte(`{"apiVersion":"juneau.loutres.me/v1alpha1","items":[` + string(apiwire.Object(t, e)) + `],"kind":"ElasticIPList","metadata":{"resourceVersion":"5"}}`)} {
 		if _, _, ok := topLevel(data); !ok {
 			t.Errorf("%.100q: left to the full parse", data)
 		}

@@ -1,4 +1,8 @@
-package jsonwire
+// Package apiwire gives tests juneau's objects as the API server writes them: a
+// custom resource's JSON from its unstructured form (keys sorted: apiVersion, kind,
+// metadata, spec, status) and watch events, for the tests and benchmarks of the JSON
+// decoding (docs/performance.md#decoding-with-fewer-passes).
+package apiwire
 
 import (
 	"encoding/json"
@@ -13,8 +17,9 @@ import (
 	"github.com/loutres/juneau/pkg/apis/juneau/v1alpha1"
 )
 
-// elasticIP is the i-th of a set of automatic ElasticIPs, attached, with managed fields.
-func elasticIP(i int) *v1alpha1.ElasticIP {
+// ElasticIP is the i-th of a set of automatic ElasticIPs in namespace shop, attached,
+// with the controller's managed fields, and messages holding quotes and brackets.
+func ElasticIP(i int) *v1alpha1.ElasticIP {
 	name, addr := "web-"+strconv.Itoa(i), fmt.Sprintf("10.225.%d.%d", i>>8&255, i&255)
 	e := &v1alpha1.ElasticIP{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "ElasticIP"},
@@ -39,9 +44,8 @@ func elasticIP(i int) *v1alpha1.ElasticIP {
 	return e
 }
 
-// wire is obj as the API server writes a custom resource: from its unstructured form,
-// so the keys are sorted (apiVersion, kind, metadata, spec, status).
-func wire(t testing.TB, obj any) []byte {
+// Object is obj as the API server writes a custom resource.
+func Object(t testing.TB, obj any) []byte {
 	t.Helper()
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
@@ -54,10 +58,10 @@ func wire(t testing.TB, obj any) []byte {
 	return b
 }
 
-// event is a watch event of obj as the API server writes one, with its newline.
-func event(t testing.TB, typ string, obj any) []byte {
+// Event is a watch event of obj as the API server writes one, with its newline.
+func Event(t testing.TB, typ string, obj any) []byte {
 	t.Helper()
-	b, err := json.Marshal(map[string]any{"type": typ, "object": json.RawMessage(wire(t, obj))})
+	b, err := json.Marshal(map[string]any{"type": typ, "object": json.RawMessage(Object(t, obj))})
 	if err != nil {
 		t.Fatal(err)
 	}
