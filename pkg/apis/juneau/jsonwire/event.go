@@ -11,8 +11,8 @@ import (
 // events decodes a watch stream's events: one the API server writes —
 // {"type":"…","object":{…}} with a plain type, the two keys in either order and no
 // other — by cutting out its object without parsing it, since the watch decodes that
-// object next (and so parses and validates it); any other text, or a decoding into
-// anything but a metav1.WatchEvent, with the JSON serializer.
+// object next (and so parses and validates it); any other text, a decoding into
+// anything but a metav1.WatchEvent, or one given defaults, with the JSON serializer.
 type events struct {
 	runtime.Serializer
 	kind schema.GroupVersionKind // what the serializer returns for a WatchEvent
@@ -27,7 +27,7 @@ func newEvents(s runtime.Serializer, scheme *runtime.Scheme) (events, error) {
 }
 
 func (e events) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
-	if event, ok := into.(*metav1.WatchEvent); ok {
+	if event, ok := into.(*metav1.WatchEvent); ok && defaults == nil {
 		if typ, object, ok := plainEvent(data); ok {
 			event.Type = typ
 			event.Object.Raw = append(event.Object.Raw[:0], object...)

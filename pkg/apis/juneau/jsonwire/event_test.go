@@ -3,10 +3,12 @@ package jsonwire
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	serjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 
 	"github.com/loutres/juneau/pkg/generated/clientset/versioned/scheme"
@@ -58,6 +60,13 @@ func TestEventsAsSerializer(t *testing.T) {
 	}
 	e := apiwire.Event(t, "MODIFIED", apiwire.ElasticIP(9))
 	sameEvent(t, s, e)
+	defaults := &schema.GroupVersionKind{Group: "example.com", Version: "v9", Kind: "Other"}
+	var got, want metav1.WatchEvent
+	_, gotKind, err := s.Decode(e, defaults, &got)
+	_, wantKind, wantErr := s.Serializer.Decode(e, defaults, &want)
+	if fmt.Sprint(err) != fmt.Sprint(wantErr) || !reflect.DeepEqual(gotKind, wantKind) || !reflect.DeepEqual(got, want) {
+		t.Errorf("with defaults: %v %v, the JSON serializer: %v %v", gotKind, err, wantKind, wantErr)
+	}
 	if _, object, ok := plainEvent(e); !ok || !bytes.Equal(object, apiwire.Object(t, apiwire.ElasticIP(9))) {
 		t.Errorf("an event as the API server writes it: not read plainly (%v) or another object", ok)
 	}
