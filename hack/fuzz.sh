@@ -18,6 +18,8 @@ fuzzers=(
   "./pkg/apis/juneau/annotations FuzzParse"     # the Pod annotation grammar
   "./pkg/apis/juneau/iprange FuzzClaimName"     # AllocationClaim names of both families
   "./pkg/apis/juneau/iprange FuzzParse"         # AddressPool entries
+  "./pkg/apis/juneau/jsonwire FuzzEvents"       # watch events read without a parse, against apimachinery's
+  "./pkg/apis/juneau/jsonwire FuzzMeta"         # kinds read from the first keys, against apimachinery's
   "./pkg/node/agent FuzzCompute"                # the agent's desired-state builder
   "./pkg/node/arp FuzzDecide"                   # ARP frame decoding
   "./pkg/node/arp FuzzKernelDecide"             # the kernel path's program against Decide (root: BPF_PROG_TEST_RUN)
