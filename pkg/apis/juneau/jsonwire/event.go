@@ -38,11 +38,6 @@ func (e events) Decode(data []byte, defaults *schema.GroupVersionKind, into runt
 	return e.Serializer.Decode(data, defaults, into)
 }
 
-var (
-	keyType   = []byte("type")
-	keyObject = []byte("object")
-)
-
 // plainEvent reads the type and the object's text of a watch event in data, if it has
 // the API server's plain form (see events).
 func plainEvent(data []byte) (typ string, object []byte, ok bool) {
@@ -51,24 +46,21 @@ func plainEvent(data []byte) (typ string, object []byte, ok bool) {
 		return "", nil, false
 	}
 	haveType, haveObject := false, false
-	for n := 0; n < 2; n++ {
-		key, end, ok := plainString(data, space(data, i+1))
+	// Two members: the first followed by a comma, the second by the closing brace.
+	for _, after := range []byte{',', '}'} {
+		key, value, ok := member(data, space(data, i+1))
 		if !ok {
 			return "", nil, false
 		}
-		i = space(data, end)
-		if i >= len(data) || data[i] != ':' {
-			return "", nil, false
-		}
-		i = space(data, i+1)
+		i = value
 		switch {
-		case !haveType && string(key) == string(keyType):
+		case !haveType && string(key) == "type":
 			value, end, ok := plainString(data, i)
 			if !ok {
 				return "", nil, false
 			}
 			typ, i, haveType = string(value), end, true
-		case !haveObject && string(key) == string(keyObject) && i < len(data) && data[i] == '{':
+		case !haveObject && string(key) == "object" && i < len(data) && data[i] == '{':
 			end := skipValue(data, i)
 			if end < 0 {
 				return "", nil, false
@@ -78,7 +70,7 @@ func plainEvent(data []byte) (typ string, object []byte, ok bool) {
 			return "", nil, false
 		}
 		i = space(data, i)
-		if i >= len(data) || data[i] != ",}"[n] {
+		if i >= len(data) || data[i] != after {
 			return "", nil, false
 		}
 	}

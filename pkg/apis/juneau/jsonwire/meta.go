@@ -53,15 +53,11 @@ func topLevel(data []byte) (apiVersion, kind string, ok bool) {
 		return "", "", space(data, i+1) == len(data)
 	}
 	for {
-		key, end, ok := plainString(data, i)
+		key, value, ok := member(data, i)
 		if !ok {
 			return "", "", false
 		}
-		i = space(data, end)
-		if i >= len(data) || data[i] != ':' {
-			return "", "", false
-		}
-		i = space(data, i+1)
+		i = value
 		target := (*string)(nil)
 		switch {
 		case bytes.EqualFold(key, keyAPIVersion):

@@ -121,6 +121,20 @@ func space(data []byte, i int) int {
 	return i
 }
 
+// member reads the plain key (plainString) of the object member that starts at data[i]
+// and its colon, and returns the key and the index where the member's value starts.
+func member(data []byte, i int) (key []byte, value int, ok bool) {
+	key, end, ok := plainString(data, i)
+	if !ok {
+		return nil, 0, false
+	}
+	i = space(data, end)
+	if i >= len(data) || data[i] != ':' {
+		return nil, 0, false
+	}
+	return key, space(data, i+1), true
+}
+
 // plainString reads the string that starts at data[i] if it is plain — printable
 // ASCII, no escape — and returns its contents and the index just past it; ok is false
 // for anything else (not a string, an escape, a byte outside printable ASCII), which

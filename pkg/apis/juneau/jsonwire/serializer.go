@@ -18,7 +18,6 @@ func Serializer(base runtime.NegotiatedSerializer, scheme *runtime.Scheme) (runt
 		plain := json.NewSerializerWithOptions(Meta{}, scheme, scheme, json.SerializerOptions{})
 		info.Serializer = plain
 		info.StrictSerializer = json.NewSerializerWithOptions(Meta{}, scheme, scheme, json.SerializerOptions{Strict: true})
-		info.PrettySerializer = nil
 		stream, err := newEvents(plain, scheme)
 		if err != nil {
 			return nil, err
