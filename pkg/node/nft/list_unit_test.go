@@ -105,6 +105,8 @@ func checkRegisters(exprs []expr.Any, sets map[string]*nftables.Set) error {
 			}
 		case *expr.Cmp:
 			err = read(i, e.Register, uint32(len(e.Data)))
+		case *expr.Range:
+			err = read(i, e.Register, uint32(len(e.FromData)))
 		case *expr.Lookup:
 			set := sets[e.SetName]
 			if set == nil {

@@ -1,6 +1,8 @@
 package nft
 
 import (
+	"slices"
+
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
@@ -48,11 +50,12 @@ func buildRuleset(s *state, f *family) *ruleset {
 	inOutput := nat(ChainInClusterOutput, nftables.ChainHookOutput, PriorityInClusterDNAT)
 	inHairpin := nat(ChainInClusterHairpin, nftables.ChainHookPostrouting, PriorityInClusterSNAT)
 
+	cluster := clusterRanges{set: sets.cluster, ranges: ranges(familyPrefixes(s.cidrs, f))}
 	rs := &ruleset{
 		table:        t,
 		sets:         sets,
 		chains:       []*nftables.Chain{pre, post, outside, dnat, dnatErr, snat, snatErr, inDNAT, inOutput, inHairpin},
-		clusterElems: intervalElements(ranges(familyPrefixes(s.cidrs, f))),
+		clusterElems: intervalElements(cluster.ranges),
 		icmpElems:    icmpErrorElements(f),
 	}
 	add := func(c *nftables.Chain, rules ...[]expr.Any) {
@@ -60,10 +63,10 @@ func buildRuleset(s *state, f *family) *ruleset {
 			rs.rules = append(rs.rules, &nftables.Rule{Table: t, Chain: c, Exprs: e})
 		}
 	}
-	add(pre, preroutingRules(sets, s.iface, s.extIndex)...)
+	add(pre, preroutingRules(sets, cluster, s.iface, s.extIndex)...)
 	add(outside, fromOutsideRules(sets)...)
 	add(dnat, dnatRules(sets)...)
-	add(post, postroutingRules(sets, s.iface, s.extIndex)...)
+	add(post, postroutingRules(sets, cluster, s.iface, s.extIndex)...)
 	add(snat, snatRules(sets)...)
 	if f == fam4 {
 		add(dnatErr, quoteRules(sets.eip2vpcQuoted, offIPDst, offQuoteSrc)...)
@@ -109,7 +112,7 @@ func buildRuleset(s *state, f *family) *ruleset {
 // the common packet right there; the name-based rules after it handle
 // everything else, also when the interface was recreated with another index
 // since the last full sync.
-func preroutingRules(s setsOf, iface string, extIndex uint32) [][]expr.Any {
+func preroutingRules(s setsOf, cluster clusterRanges, iface string, extIndex uint32) [][]expr.Any {
 	f := s.fam
 	r0, r1 := f.reg(0), f.reg(1)
 	var fast [][]expr.Any
@@ -133,7 +136,8 @@ func preroutingRules(s setsOf, iface string, extIndex uint32) [][]expr.Any {
 		// ip saddr vmap @bw_out (a miss continues)
 		{f.loadSrc(r0), lookupVerdict(s.limitOut, r0)},
 		// ip saddr @vpc2eip ip daddr != @cluster_cidrs notrack accept
-		{f.loadSrc(r0), in(s.vpc2eip, r0), f.loadDst(r1), notIn(s.cluster, r1), &expr.Notrack{}, &expr.Verdict{Kind: expr.VerdictAccept}},
+		slices.Concat([]expr.Any{f.loadSrc(r0), in(s.vpc2eip, r0)}, cluster.outsideDst(f, r1),
+			[]expr.Any{&expr.Notrack{}, &expr.Verdict{Kind: expr.VerdictAccept}}),
 		// ip daddr vmap @bw_in
 		{f.loadDst(r0), lookupVerdict(s.limitIn, r0)},
 		// ip daddr @eip2vpc goto eip_dnat
@@ -236,7 +240,7 @@ func dnatRules(s setsOf) [][]expr.Any {
 // rewrites the common packet (anything but ICMP, whose errors quote the
 // address) at once, as the first prerouting rule does inbound; the name-based
 // rule after it handles the rest, also after the interface was recreated.
-func postroutingRules(s setsOf, iface string, extIndex uint32) [][]expr.Any {
+func postroutingRules(s setsOf, cluster clusterRanges, iface string, extIndex uint32) [][]expr.Any {
 	f := s.fam
 	r0, r1 := f.reg(0), f.reg(1)
 	var fast [][]expr.Any
@@ -244,18 +248,16 @@ func postroutingRules(s setsOf, iface string, extIndex uint32) [][]expr.Any {
 		// oif <ext> meta l4proto != icmp ip daddr != @cluster_cidrs ip saddr set ip saddr map @vpc2eip accept
 		e := append([]expr.Any{&expr.Meta{Key: expr.MetaKeyOIF, Register: reg0}, eq(reg0, binaryutil.NativeEndian.PutUint32(extIndex))},
 			f.notICMP(r0)...)
-		e = append(e, f.loadDst(r1), notIn(s.cluster, r1), f.loadSrc(r0), lookupMap(s.vpc2eip, r0, r0))
+		e = append(append(e, cluster.outsideDst(f, r1)...), f.loadSrc(r0), lookupMap(s.vpc2eip, r0, r0))
 		e = append(e, f.writeNH(f.offSrc, r0, f.reg(3))...)
 		fast = append(fast, append(e, &expr.Verdict{Kind: expr.VerdictAccept}))
 	}
 	// oifname "ext" ip saddr @vpc2eip ip daddr != @cluster_cidrs goto eip_snat
-	return append(fast, []expr.Any{
+	return append(fast, slices.Concat([]expr.Any{
 		&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: regName},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: regName, Data: ifname(iface)},
 		f.loadSrc(r0), in(s.vpc2eip, r0),
-		f.loadDst(r1), notIn(s.cluster, r1),
-		gotoChain(ChainSNAT),
-	})
+	}, cluster.outsideDst(f, r1), []expr.Any{gotoChain(ChainSNAT)}))
 }
 
 func snatRules(s setsOf) [][]expr.Any {

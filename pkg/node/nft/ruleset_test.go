@@ -98,8 +98,11 @@ func TestPreroutingRules(t *testing.T) {
 		{fam4.loadNH(12, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: unix.NFT_REG_VERDICT, IsDestRegSet: true, SetName: MapLimitOut, SetID: s.limitOut.ID}},
 		// A translated Pod's traffic to outside: untracked and accepted, past
 		// the rules that concern traffic to an ElasticIP.
+		// The cluster's two ranges tested by compares, not the interval set.
 		{fam4.loadNH(12, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapVPC2EIP, SetID: s.vpc2eip.ID},
-			fam4.loadNH(16, reg1), &expr.Lookup{SourceRegister: reg1, SetName: SetClusterCIDRs, SetID: s.cluster.ID, Invert: true},
+			fam4.loadNH(16, reg1),
+			&expr.Range{Op: expr.CmpOpNeq, Register: reg1, FromData: []byte{10, 96, 0, 0}, ToData: []byte{10, 111, 255, 255}},
+			&expr.Range{Op: expr.CmpOpNeq, Register: reg1, FromData: []byte{10, 244, 0, 0}, ToData: []byte{10, 244, 255, 255}},
 			&expr.Notrack{}, &expr.Verdict{Kind: expr.VerdictAccept}},
 		{fam4.loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, DestRegister: unix.NFT_REG_VERDICT, IsDestRegSet: true, SetName: MapLimitIn, SetID: s.limitIn.ID}},
 		{fam4.loadNH(16, reg0), &expr.Lookup{SourceRegister: reg0, SetName: MapEIP2VPC, SetID: s.eip2vpc.ID},
@@ -113,10 +116,14 @@ func TestPreroutingRules(t *testing.T) {
 // TestFastPathByIndex: with the external interface's index known, the
 // first prerouting rule translates the common packet from that interface by
 // index, and the first postrouting rule the common packet leaving through
-// it: `oif 7 meta l4proto != icmp ip daddr != @cluster_cidrs ip saddr set ip
-// saddr map @vpc2eip accept`. The name-based rules follow unchanged.
+// it: `oif 7 meta l4proto != icmp ip daddr != 10.96.0.0-10.111.255.255 ip
+// daddr != 10.244.0.0-10.244.255.255 ip saddr set ip saddr map @vpc2eip
+// accept`. The name-based rules follow unchanged.
 func TestFastPathByIndex(t *testing.T) {
-	s, err := normalize(DesiredState{Config: Config{ExternalInterface: "ext0"}, Mappings: []Mapping{m("10.225.51.5", "10.244.1.5")}})
+	s, err := normalize(DesiredState{
+		Config:   Config{ExternalInterface: "ext0", ClusterCIDRs: prefixes("10.244.0.0/16", "10.96.0.0/12")},
+		Mappings: []Mapping{m("10.225.51.5", "10.244.1.5")},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +146,9 @@ func TestFastPathByIndex(t *testing.T) {
 		&expr.Cmp{Op: expr.CmpOpEq, Register: reg0, Data: binaryutil.NativeEndian.PutUint32(7)},
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg0},
 		&expr.Cmp{Op: expr.CmpOpNeq, Register: reg0, Data: []byte{unix.IPPROTO_ICMP}},
-		fam4.loadNH(16, reg1), &expr.Lookup{SourceRegister: reg1, SetName: SetClusterCIDRs, SetID: rs.sets.cluster.ID, Invert: true},
+		fam4.loadNH(16, reg1),
+		&expr.Range{Op: expr.CmpOpNeq, Register: reg1, FromData: []byte{10, 96, 0, 0}, ToData: []byte{10, 111, 255, 255}},
+		&expr.Range{Op: expr.CmpOpNeq, Register: reg1, FromData: []byte{10, 244, 0, 0}, ToData: []byte{10, 244, 255, 255}},
 		fam4.loadNH(12, reg0),
 		&expr.Lookup{SourceRegister: reg0, DestRegister: reg0, IsDestRegSet: true, SetName: MapVPC2EIP, SetID: rs.sets.vpc2eip.ID},
 		fam4.writeNH(12, reg0, reg3)[0], &expr.Verdict{Kind: expr.VerdictAccept},
