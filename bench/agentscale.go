@@ -223,6 +223,7 @@ type agentRun struct {
 	writesWhat         string
 	change             []time.Duration // attachment Attached → first ARP reply
 	syncMean           time.Duration   // the agent's mean sync during the changes
+	slowSyncs          []string        // the agent's "Slow datapath sync" lines during the changes
 	arpJuneau, arpKern []time.Duration
 	lost               int
 }
@@ -273,6 +274,7 @@ func benchAgentScale(ctx context.Context, e *env) []Row {
 		// One change at a time: a new mapping, timed from its attachment's last write to
 		// the first ARP reply for its address.
 		count0, sec0 := agentSync(e, node)
+		logFrom := logSize(node.Agent.LogPath)
 		for k := range agentChanges {
 			i := maxN + si*agentChanges + k
 			written, err := writeMapping(ctx, j, agentObjects(i), all[i])
@@ -289,6 +291,7 @@ func benchAgentScale(ctx context.Context, e *env) []Row {
 		if count1 > count0 {
 			r.syncMean = time.Duration((sec1 - sec0) / (count1 - count0) * float64(time.Second))
 		}
+		r.slowSyncs = logLinesSince(node.Agent.LogPath, logFrom, "Slow datapath sync")
 		for k := range agentChanges {
 			if err := deleteMapping(ctx, j, agentObjects(maxN+si*agentChanges+k)); err != nil {
 				e.Fatal(err)
@@ -319,9 +322,9 @@ func benchAgentScale(ctx context.Context, e *env) []Row {
 			}
 		}
 		r.writesWhat = requestsPer(before, after, 1)
-		e.Logf("%d mappings: grow %s, full sync after reboot %s, RSS %s (before the reboot %s), change p50 %s p99 %s (agent sync mean %s), reply p99 %s (kernel %s), %d lost; the restart's requests: %s",
+		e.Logf("%d mappings: grow %s, full sync after reboot %s, RSS %s (before the reboot %s), change p50 %s p99 %s (agent sync mean %s; syncs of 100 ms or more: %s), reply p99 %s (kernel %s), %d lost; the restart's requests: %s",
 			n, r.grow.Round(time.Second), r.full.Round(time.Millisecond), bytesQ(float64(r.rss)), bytesQ(float64(r.rssBefore)),
-			medianDuration(r.change), percentile(r.change, 99), r.syncMean, percentile(r.arpJuneau, 99), percentile(r.arpKern, 99), r.lost, r.writesWhat)
+			medianDuration(r.change), percentile(r.change, 99), r.syncMean, slowSyncsNote(r.slowSyncs), percentile(r.arpJuneau, 99), percentile(r.arpKern, 99), r.lost, r.writesWhat)
 		runs = append(runs, r)
 	}
 	agentPlots(e.plots, runs, e.cfg.agentIPv6)
@@ -384,8 +387,8 @@ func agentRows(runs []agentRun, ipv6 bool) []Row {
 			Row{ID: id(1), What: fmt.Sprintf("agent: RSS with %s mappings", size), Figure: bytesQ(float64(r.rss)), Baseline: rss, BaselineWhat: rssWhat,
 				Note: fmt.Sprintf("after the full sync, once idle; before the reboot (after writing the Answering conditions) %s", bytesQ(float64(r.rssBefore)))},
 			Row{ID: id(2), What: fmt.Sprintf("agent: one change on %s mappings (median)", size), Figure: duration(medianDuration(r.change)), Baseline: change, BaselineWhat: changeWhat,
-				Note: fmt.Sprintf("%d new mappings one after another, each from its attachment's status write (Attached, Ready) returning to the first %s reply for its address, asked every millisecond: watch, sync, nftables, %s; p99 %s; the agent's mean sync (juneau_node_sync_duration_seconds) over them %s",
-					len(r.change), proto, proto, percentile(r.change, 99).Round(time.Microsecond), r.syncMean.Round(time.Microsecond))},
+				Note: fmt.Sprintf("%d new mappings one after another, each from its attachment's status write (Attached, Ready) returning to the first %s reply for its address, asked every millisecond: watch, sync, nftables, %s; p99 %s; the agent's mean sync (juneau_node_sync_duration_seconds) over them %s; the agent's syncs of 100 ms or more meanwhile: %s",
+					len(r.change), proto, proto, percentile(r.change, 99).Round(time.Microsecond), r.syncMean.Round(time.Microsecond), slowSyncsNote(r.slowSyncs))},
 			Row{ID: id(3), What: fmt.Sprintf("agent: %s reply p99, %s addresses", proto, size), Figure: duration(percentile(r.arpJuneau, 99)), Baseline: arpBase, BaselineWhat: "kernel, own address",
 				Note: fmt.Sprintf("2,000 requests for %d addresses spread over the %s, alternating with requests for the Node's own address answered by the kernel; p50 %s (kernel %s); %d lost",
 					agentSample, size, percentile(r.arpJuneau, 50).Round(time.Microsecond), percentile(r.arpKern, 50).Round(time.Microsecond), r.lost)},

@@ -257,6 +257,10 @@ func (a *Agent) Run(ctx context.Context) error {
 // arrives meanwhile waits for it (docs/datapath.md).
 const rebuildCostFactor = 100
 
+// slowSync: a sync this long is logged with its kind (full: the first, a periodic one or
+// a retry), what a change arriving during it waits for.
+const slowSync = 100 * time.Millisecond
+
 // rebuildDue reports whether a periodic full sync is to rebuild the table.
 func (a *Agent) rebuildDue() bool {
 	return a.lastRebuild.IsZero() || a.cfg.Clock.Since(a.lastRebuild) >= rebuildCostFactor*a.rebuildCost
@@ -301,7 +305,11 @@ func (a *Agent) syncOnce(ctx context.Context, full bool) error {
 		a.nat.Invalidate()
 	}
 	start := a.cfg.Clock.Now()
-	if err := a.sync(ctx); err != nil {
+	err := a.sync(ctx)
+	if took := a.cfg.Clock.Since(start); took >= slowSync {
+		klog.FromContext(ctx).Info("Slow datapath sync", "took", took, "full", full, "failed", err != nil)
+	}
+	if err != nil {
 		a.nat.Invalidate()
 		return err
 	}

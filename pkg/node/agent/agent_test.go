@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -229,6 +231,41 @@ func (n *costlyNAT) Sync(context.Context, nft.DesiredState) error {
 
 func (n *costlyNAT) Invalidate() { n.invalid = true }
 
+// costlyAgent is an agent with empty caches over nat, on clk.
+func costlyAgent(clk *clocktesting.FakeClock, nat *costlyNAT) *Agent {
+	index := func() cache.Indexer { return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}) }
+	return New(Config{NodeName: "node-a", ExternalInterface: "ext0", Resync: time.Minute, Clock: clk},
+		Clients{Juneau: fake.NewClientset()},
+		Listers{
+			Attachments:    listers.NewElasticIPAttachmentLister(index()),
+			Advertisements: listers.NewARPAdvertisementLister(index()),
+			Nodes:          corelisters.NewNodeLister(index()),
+		}, nat, fakeARP{}, fakeARP{}, nil, nil)
+}
+
+// TestSlowSyncLogged: a sync of slowSync or more is logged with its kind; a faster one
+// is not.
+func TestSlowSyncLogged(t *testing.T) {
+	for _, tc := range []struct {
+		cost time.Duration
+		want string // in the log; "" for no line
+	}{
+		{slowSync - time.Millisecond, ""},
+		{2 * time.Second, `Slow datapath sync took="2s" full=true failed=false`},
+	} {
+		logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+		ctx := klog.NewContext(context.Background(), logger)
+		clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		if err := costlyAgent(clk, &costlyNAT{clk: clk, cost: tc.cost}).syncOnce(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		got := logger.GetSink().(ktesting.Underlier).GetBuffer().String()
+		if tc.want == "" && strings.Contains(got, "Slow datapath sync") || !strings.Contains(got, tc.want) {
+			t.Errorf("a sync of %v logged:\n%s\nwant %q", tc.cost, got, tc.want)
+		}
+	}
+}
+
 // TestPeriodicRebuildBoundedByCost: a periodic full sync rebuilds the table only once
 // a hundred times the last rebuild's duration has passed since it (every period for a
 // cheap rebuild), while drift still rebuilds it at once (taking the datapath lock
@@ -249,14 +286,7 @@ func TestPeriodicRebuildBoundedByCost(t *testing.T) {
 			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			clk := clocktesting.NewFakeClock(t0)
 			nat := &costlyNAT{clk: clk, cost: tc.cost}
-			index := func() cache.Indexer { return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}) }
-			a := New(Config{NodeName: "node-a", ExternalInterface: "ext0", Resync: time.Minute, Clock: clk},
-				Clients{Juneau: fake.NewClientset()},
-				Listers{
-					Attachments:    listers.NewElasticIPAttachmentLister(index()),
-					Advertisements: listers.NewARPAdvertisementLister(index()),
-					Nodes:          corelisters.NewNodeLister(index()),
-				}, nat, fakeARP{}, fakeARP{}, nil, nil)
+			a := costlyAgent(clk, nat)
 			sync := func(full bool) bool {
 				t.Helper()
 				before := nat.rebuilds
