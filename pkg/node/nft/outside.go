@@ -16,17 +16,16 @@ type clusterRanges struct {
 	ranges []addrRange
 }
 
-// outsideDst is `ip daddr != @cluster_cidrs`, the destination loaded into reg, for the rules a translated
-// Pod's every packet to the outside meets (one prerouting and the postrouting
-// rules). An interval set lookup is a binary search calling a compare function
-// per step, the costliest test on that path (docs/performance.md, "What each of
-// 3s's lookups costs"); a cluster with few ranges — a Pod CIDR, a Service CIDR
-// and a few Nodes whose addresses merge into one — is tested by a range compare
-// per range instead (`ip daddr != 10.244.0.0-10.244.255.255`, two memcmp; a
-// single address by one compare), and
-// a cluster without ranges by nothing: every address is outside it. Past
-// maxInlineRanges the set answers, as the limit chains' rules always do. The
-// ranges are part of the configuration: a change rebuilds the rules
+// outsideDst is `ip daddr != @cluster_cidrs` (the destination loaded into reg) for
+// the rules a translated Pod's every packet to the outside meets: one in prerouting,
+// the two of postrouting. An interval set lookup is a binary search calling a compare
+// function per step, the costliest test on that path (docs/performance.md, "What each
+// of 3s's lookups costs"); a cluster with few ranges (a Pod CIDR, a Service CIDR, a few
+// Nodes' addresses) is tested by a compare per range instead: `ip daddr !=
+// 10.244.0.0-10.244.255.255` (two memcmp), `ip daddr != 10.225.51.2` for a single
+// address. A cluster without ranges needs no test: every address is outside it. Past
+// maxInlineRanges the set answers, as it always does in the in-cluster and limit
+// rules. The ranges are part of the configuration: a change rebuilds the rules
 // (sameConfig).
 func (c clusterRanges) outsideDst(f *family, reg uint32) []expr.Any {
 	if len(c.ranges) > maxInlineRanges {

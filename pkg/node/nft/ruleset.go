@@ -135,7 +135,7 @@ func preroutingRules(s setsOf, cluster clusterRanges, iface string, extIndex uin
 		{f.loadDst(r0), in(s.clusterEIP2VPC, r0), f.loadSrc(r1), in(s.cluster, r1), &expr.Verdict{Kind: expr.VerdictAccept}},
 		// ip saddr vmap @bw_out (a miss continues)
 		{f.loadSrc(r0), lookupVerdict(s.limitOut, r0)},
-		// ip saddr @vpc2eip ip daddr != @cluster_cidrs notrack accept
+		// ip saddr @vpc2eip ip daddr != @cluster_cidrs notrack accept (the ranges compared in the rule: outsideDst)
 		slices.Concat([]expr.Any{f.loadSrc(r0), in(s.vpc2eip, r0)}, cluster.outsideDst(f, r1),
 			[]expr.Any{&expr.Notrack{}, &expr.Verdict{Kind: expr.VerdictAccept}}),
 		// ip daddr vmap @bw_in
@@ -245,14 +245,14 @@ func postroutingRules(s setsOf, cluster clusterRanges, iface string, extIndex ui
 	r0, r1 := f.reg(0), f.reg(1)
 	var fast [][]expr.Any
 	if extIndex != 0 {
-		// oif <ext> meta l4proto != icmp ip daddr != @cluster_cidrs ip saddr set ip saddr map @vpc2eip accept
+		// oif <ext> meta l4proto != icmp ip daddr != @cluster_cidrs ip saddr set ip saddr map @vpc2eip accept (outsideDst)
 		e := append([]expr.Any{&expr.Meta{Key: expr.MetaKeyOIF, Register: reg0}, eq(reg0, binaryutil.NativeEndian.PutUint32(extIndex))},
 			f.notICMP(r0)...)
 		e = append(append(e, cluster.outsideDst(f, r1)...), f.loadSrc(r0), lookupMap(s.vpc2eip, r0, r0))
 		e = append(e, f.writeNH(f.offSrc, r0, f.reg(3))...)
 		fast = append(fast, append(e, &expr.Verdict{Kind: expr.VerdictAccept}))
 	}
-	// oifname "ext" ip saddr @vpc2eip ip daddr != @cluster_cidrs goto eip_snat
+	// oifname "ext" ip saddr @vpc2eip ip daddr != @cluster_cidrs goto eip_snat (outsideDst)
 	return append(fast, slices.Concat([]expr.Any{
 		&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: regName},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: regName, Data: ifname(iface)},
