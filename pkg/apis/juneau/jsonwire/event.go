@@ -48,11 +48,11 @@ func plainEvent(data []byte) (typ string, object []byte, ok bool) {
 	haveType, haveObject := false, false
 	// Two members: the first followed by a comma, the second by the closing brace.
 	for _, after := range []byte{',', '}'} {
-		key, value, ok := member(data, space(data, i+1))
+		key, at, ok := member(data, space(data, i+1))
 		if !ok {
 			return "", nil, false
 		}
-		i = value
+		i = at
 		switch {
 		case !haveType && string(key) == "type":
 			value, end, ok := plainString(data, i)

@@ -53,11 +53,11 @@ func topLevel(data []byte) (apiVersion, kind string, ok bool) {
 		return "", "", space(data, i+1) == len(data)
 	}
 	for {
-		key, value, ok := member(data, i)
+		key, at, ok := member(data, i)
 		if !ok {
 			return "", "", false
 		}
-		i = value
+		i = at
 		target := (*string)(nil)
 		switch {
 		case bytes.EqualFold(key, keyAPIVersion):
